@@ -1,0 +1,115 @@
+"""Readers for user text: plain-text corpora, JSONL and CSV/TSV columns.
+
+All readers are strict: a missing file, a line that is not UTF-8, an empty or whitespace-only
+sentence, or a row without the requested column raises :class:`~sentlab.errors.DataError` whose
+message names the file and the 1-based line number.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from sentlab.errors import DataError
+
+
+def _read_text(path: str | Path) -> str:
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line_no = raw[: err.start].count(b"\n") + 1
+        raise DataError(f"{path}:{line_no}: line is not valid UTF-8 (byte {err.start})") from None
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """Lines of a UTF-8 file without their line endings (``\\n`` or ``\\r\\n``); no final empty line."""
+    text = _read_text(path)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _check_sentence(value: object, path: Path, line_no: int, what: str = "sentence") -> str:
+    if not isinstance(value, str):
+        raise DataError(f"{path}:{line_no}: {what} is not a string ({type(value).__name__})")
+    if not value.strip():
+        raise DataError(f"{path}:{line_no}: empty {what}")
+    return value
+
+
+def read_sentences(path: str | Path, limit: int | None = None) -> list[str]:
+    """A plain-text corpus, one sentence a line (the first ``limit`` lines if given)."""
+    path = Path(path)
+    lines = read_lines(path)
+    if limit is not None:
+        lines = lines[:limit]
+    if not lines:
+        raise DataError(f"{path}: file has no sentences")
+    return [_check_sentence(line, path, i) for i, line in enumerate(lines, start=1)]
+
+
+def read_table(
+    path: str | Path,
+    columns: Sequence[str],
+    fmt: str | None = None,
+    limit: int | None = None,
+) -> list[tuple[str, ...]]:
+    """Rows of the given ``columns`` from a JSONL, CSV or TSV file.
+
+    ``fmt`` is ``"jsonl"``, ``"csv"`` or ``"tsv"``; by default it follows the file extension.
+    CSV/TSV files need a header row naming the columns.
+    """
+    path = Path(path)
+    fmt = fmt or {".jsonl": "jsonl", ".json": "jsonl", ".tsv": "tsv"}.get(path.suffix.lower(), "csv")
+    if fmt not in ("jsonl", "csv", "tsv"):
+        raise DataError(f"{path}: unknown table format {fmt!r} (use jsonl, csv or tsv)")
+    text = _read_text(path)
+    rows: list[tuple[str, ...]] = []
+    if fmt == "jsonl":
+        for line_no, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                raise DataError(f"{path}:{line_no}: empty line")
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{path}:{line_no}: invalid JSON ({err.msg})") from None
+            if not isinstance(record, dict):
+                raise DataError(f"{path}:{line_no}: expected a JSON object")
+            rows.append(_pick(record, columns, path, line_no))
+            if limit is not None and len(rows) >= limit:
+                break
+    else:
+        reader = csv.DictReader(io.StringIO(text), delimiter="\t" if fmt == "tsv" else ",")
+        header = reader.fieldnames or []
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise DataError(f"{path}:1: missing column(s) {missing} in header {header}")
+        for record in reader:
+            rows.append(_pick(record, columns, path, reader.line_num))
+            if limit is not None and len(rows) >= limit:
+                break
+    if not rows:
+        raise DataError(f"{path}: file has no rows")
+    return rows
+
+
+def _pick(record: dict, columns: Sequence[str], path: Path, line_no: int) -> tuple[str, ...]:
+    values = []
+    for column in columns:
+        if column not in record or record[column] is None:
+            raise DataError(f"{path}:{line_no}: missing column {column!r}")
+        values.append(_check_sentence(record[column], path, line_no, what=f"column {column!r}"))
+    return tuple(values)
+
+
+def read_column(path: str | Path, column: str, fmt: str | None = None, limit: int | None = None) -> list[str]:
+    """One column of a JSONL / CSV / TSV file as a list of sentences."""
+    return [row[0] for row in read_table(path, [column], fmt=fmt, limit=limit)]

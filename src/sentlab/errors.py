@@ -1,0 +1,32 @@
+"""User-facing errors.
+
+Every problem a user can cause (a missing file, a malformed line, an unknown model name, a typo in a
+config key, a diverging loss) is raised as a :class:`SentlabError` subclass with a one-line message
+that names the file / line / key. The command line prints that line and exits non-zero.
+"""
+
+from __future__ import annotations
+
+
+class SentlabError(Exception):
+    """Base class for errors that are the user's to fix; ``str(err)`` is a one-line message."""
+
+    exit_code = 2
+
+
+class DataError(SentlabError):
+    """A data file is missing, empty, not UTF-8, or has a malformed row."""
+
+
+class ModelLoadError(SentlabError):
+    """A model name / path / pooler cannot be resolved."""
+
+
+class ConfigError(SentlabError):
+    """A training config has an unknown key or an invalid value."""
+
+
+class TrainingDivergedError(SentlabError):
+    """The training loss became NaN or infinite."""
+
+    exit_code = 3

@@ -1,0 +1,55 @@
+"""Typed results: what every evaluator returns and what ``sentlab eval --output`` writes as JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class TaskResult:
+    """One task's scores. ``spearman`` is the headline (x 100); ``subsets`` holds per-subset scores."""
+
+    spearman: float
+    pearson: float
+    n_pairs: int
+    split: str = "test"
+    subsets: dict[str, dict[str, float]] = field(default_factory=dict)
+    subsets_mean: float | None = None  # unweighted mean of the subsets' Spearman (STS12-16)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EvalReport:
+    """All results for one model: ``{"model": ..., "tasks": {...}, "summary": {...}}``."""
+
+    model: str
+    tasks: dict[str, TaskResult] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def write(self, path: str | Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalReport:
+        tasks = {name: TaskResult(**result) for name, result in data.get("tasks", {}).items()}
+        return cls(model=data["model"], tasks=tasks, summary=data.get("summary", {}),
+                   settings=data.get("settings", {}))
+
+    def table(self) -> str:
+        """The tasks and summary as a plain-text table (one row for this model)."""
+        names = list(self.tasks)
+        headers = ["model", *names] + [k for k in self.summary if isinstance(self.summary[k], float)]
+        values = [self.model] + [f"{self.tasks[n].spearman:.2f}" for n in names]
+        values += [f"{v:.2f}" for v in self.summary.values() if isinstance(v, float)]
+        widths = [max(len(h), len(v)) for h, v in zip(headers, values)]
+        line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+        return "\n".join([line(headers), line(values)])

@@ -1,0 +1,39 @@
+"""Trainer callbacks: stop on a NaN loss, keep a metrics log."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from transformers import TrainerCallback
+
+from sentlab.errors import TrainingDivergedError
+
+
+class StopOnNonFiniteLoss(TrainerCallback):
+    """Raise :class:`TrainingDivergedError` as soon as a logged loss is NaN or infinite.
+
+    The trainer is configured with ``logging_nan_inf_filter=False`` so a NaN reaches the log; the
+    last checkpoint (before the divergence) stays on disk.
+    """
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(loss):
+            raise TrainingDivergedError(
+                f"training loss became {loss} at step {state.global_step}; lower the learning rate or "
+                "use fp32/bf16 (last checkpoint kept)"
+            )
+
+
+class MetricsLog(TrainerCallback):
+    """Append every log record (loss, learning rate, dev scores) as one JSON line."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if state.is_world_process_zero and logs:
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps({"step": state.global_step, **logs}) + "\n")

@@ -1,0 +1,126 @@
+"""Training configs: a typed schema, YAML loading, ``--set key=value`` overrides, one-line errors.
+
+A config has five sections; unknown keys are errors (so a typo never silently falls back to a
+default). See ``configs/`` for presets with the papers' settings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sentlab.encoders.loading import DEFAULT_PROMPT_TEMPLATE, POOLERS
+from sentlab.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSection(_Section):
+    name: str = Field(description="backbone or sentence-transformers model: alias, local folder, or hub name")
+    pooler: Literal["cls", "cls_before_pooler", "mean", "first_last_avg", "prompt"] | None = None
+    prompt_template: str = DEFAULT_PROMPT_TEMPLATE
+    max_seq_length: int = Field(32, gt=0)
+
+
+class DataSection(_Section):
+    train: str = Field(description="training file (.txt: one sentence a line; .jsonl/.csv/.tsv: columns)")
+    columns: list[str] = Field(default_factory=list, description="columns to read from a table file")
+    limit: int | None = Field(None, gt=0, description="use only the first N rows")
+    data_dir: str | None = Field(None, description="evaluation data folder (default: $SENTLAB_DATA or ../shared/data)")
+
+
+class LossSection(_Section):
+    name: Literal["simcse"] = "simcse"
+    temperature: float = Field(0.05, gt=0)
+    hard_negative_weight: float = 0.0
+
+
+class TrainSection(_Section):
+    output_dir: str
+    batch_size: int = Field(64, gt=0, description="per device")
+    learning_rate: float = Field(3e-5, gt=0)
+    epochs: float = Field(1.0, gt=0)
+    max_steps: int = Field(-1, description="stop after this many steps (-1: run the epochs)")
+    warmup_ratio: float = Field(0.0, ge=0, lt=1)
+    weight_decay: float = Field(0.0, ge=0)
+    eval_steps: int = Field(125, gt=0, description="evaluate on STS-B dev every N steps")
+    save_steps: int | None = Field(None, gt=0, description="checkpoint every N steps (default: eval_steps)")
+    save_total_limit: int | None = Field(2, gt=0)
+    keep_best: bool = Field(True, description="reload the checkpoint with the best STS-B dev score at the end")
+    logging_steps: int = Field(10, gt=0)
+    mixed_precision: Literal["no", "fp16", "bf16"] = "no"
+    seed: int = 42
+    dataloader_workers: int = Field(0, ge=0)
+    progress_bar: bool = True
+
+
+class EvalSection(_Section):
+    dev_task: Literal["STS-B", "none"] = "STS-B"
+    dev_limit: int | None = Field(None, gt=0, description="use only the first N dev pairs (quick runs)")
+    final_tasks: list[Literal["sts"]] = Field(default_factory=lambda: ["sts"])
+
+
+class TrainConfig(_Section):
+    method: Literal["simcse-unsup", "simcse-sup"]
+    model: ModelSection
+    data: DataSection
+    loss: LossSection = Field(default_factory=LossSection)
+    train: TrainSection
+    eval: EvalSection = Field(default_factory=EvalSection)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(), sort_keys=False)
+
+
+def _set_dotted(tree: dict[str, Any], dotted: str, raw_value: str) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for key in keys[:-1]:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"--set {dotted}: {key!r} is not a section")
+        node = child
+    node[keys[-1]] = yaml.safe_load(raw_value) if raw_value != "" else None
+
+
+def parse_overrides(overrides: list[str]) -> list[tuple[str, str]]:
+    pairs = []
+    for item in overrides:
+        if "=" not in item or item.startswith("="):
+            raise ConfigError(f"--set {item!r}: expected key=value, e.g. train.learning_rate=3e-5")
+        key, value = item.split("=", 1)
+        pairs.append((key.strip(), value))
+    return pairs
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
+    """Read a YAML config, apply ``key=value`` overrides, validate; errors are one line."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        tree = yaml.safe_load(path.read_text("utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: not valid YAML ({str(err).splitlines()[0]})") from None
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    for key, value in parse_overrides(overrides or []):
+        _set_dotted(tree, key, value)
+    try:
+        return TrainConfig.model_validate(tree)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        if first["type"] == "extra_forbidden":
+            message = f"unknown key {where!r}"
+        elif first["type"] == "missing":
+            message = f"missing required key {where!r}"
+        else:
+            message = f"{where}: {first['msg']} (got {first.get('input')!r})"
+        more = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
+        raise ConfigError(f"{path}: {message}{more}") from None

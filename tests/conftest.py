@@ -1,0 +1,63 @@
+"""Shared fixtures: tiny randomly initialised models built in code, small data files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+WORDS = ("a the man woman dog cat is are plays playing runs running eats eating food ball park guitar "
+         "piano child children sits sitting on in with red blue big small car road drives drive water "
+         "swims swimming house tree girl boy music reads book walks street sky bird flies").split()
+
+DATA_DIR = Path(os.environ.get("SENTLAB_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
+
+
+def make_tiny_backbone(path: Path, hidden: int = 32, layers: int = 2, dropout: float = 0.1, seed: int = 0) -> Path:
+    """A 2-layer BERT with a word-level vocabulary, saved as a transformers folder (safetensors)."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", '"', ":", *WORDS]
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True, model_max_length=64)
+    torch.manual_seed(seed)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
+                        intermediate_size=hidden * 2, max_position_embeddings=64, hidden_dropout_prob=dropout,
+                        attention_probs_dropout_prob=dropout)
+    BertModel(config).save_pretrained(path, safe_serialization=True)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_backbone(tmp_path_factory) -> Path:
+    return make_tiny_backbone(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(scope="session")
+def tiny_backbone_no_dropout(tmp_path_factory) -> Path:
+    return make_tiny_backbone(tmp_path_factory.mktemp("tiny-bert-nodrop"), dropout=0.0)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not (DATA_DIR / "senteval").is_dir():
+        pytest.skip(f"shared data not found at {DATA_DIR}")
+    return DATA_DIR
+
+
+@pytest.fixture
+def corpus_file(tmp_path) -> Path:
+    import random
+
+    rng = random.Random(0)
+    lines = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) for _ in range(96)]
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

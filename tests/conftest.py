@@ -61,3 +61,33 @@ def corpus_file(tmp_path) -> Path:
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def fake_sts_dir(tmp_path) -> Path:
+    """A data folder with a small STS-B dev split (for dev evaluation during training tests)."""
+    import random
+
+    rng = random.Random(1)
+    folder = tmp_path / "data" / "senteval" / "downstream" / "STS" / "STSBenchmark"
+    folder.mkdir(parents=True)
+    rows = []
+    for i in range(24):
+        a = " ".join(rng.choice(WORDS) for _ in range(5))
+        b = " ".join(rng.choice(WORDS) for _ in range(5))
+        rows.append(f"g\tf\t2012\t{i:04d}\t{rng.uniform(0, 5):.2f}\t{a}\t{b}")
+    (folder / "sts-dev.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return tmp_path / "data"
+
+
+def tiny_config(backbone: Path, corpus: Path, out: Path, data_dir: Path | None = None, **train):
+    from sentlab.training.config import TrainConfig
+
+    return TrainConfig.model_validate({
+        "method": "simcse-unsup",
+        "model": {"name": str(backbone), "pooler": "cls", "max_seq_length": 16},
+        "data": {"train": str(corpus), "data_dir": str(data_dir) if data_dir else None},
+        "train": {"output_dir": str(out), "batch_size": 8, "learning_rate": 5e-4, "logging_steps": 1,
+                  "progress_bar": False, **train},
+        "eval": {"dev_task": "STS-B" if data_dir else "none"},
+    })

@@ -28,7 +28,7 @@ def info_nce(anchors: Tensor, positives: Tensor, negatives: Tensor | None = None
     """Mean InfoNCE of local ``anchors`` against (gathered) ``positives`` [+ ``negatives``]."""
     batch = anchors.size(0)
     offset = 0
-    if gather:
+    if gather and torch.distributed.is_available() and torch.distributed.is_initialized():
         positives = all_gather_with_grad(positives)
         negatives = all_gather_with_grad(negatives) if negatives is not None else None
         offset = get_rank() * batch if positives.size(0) != batch else 0

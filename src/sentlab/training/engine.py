@@ -26,6 +26,7 @@ from datasets import Dataset
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
 from sentence_transformers.sentence_transformer.data_collator import SentenceTransformerDataCollator
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+from transformers import set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
 from sentlab.data.readers import read_sentences, read_table
@@ -153,6 +154,7 @@ def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool) -> Sent
 
 
 def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer | None = None) -> SentenceTransformerTrainer:
+    set_seed(cfg.train.seed)  # before the model: the training head's initialisation depends on it
     model = model or build_model(cfg)
     evaluator = build_dev_evaluator(cfg)
     args = training_arguments(cfg, paths, has_dev=evaluator is not None)

@@ -1,0 +1,57 @@
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+
+from sentlab.cli import main
+from sentlab.encoders import build_encoder
+
+
+@pytest.fixture
+def tiny_st_model(tiny_backbone, tmp_path):
+    path = tmp_path / "tiny-st"
+    build_encoder(str(tiny_backbone), "mean").save(str(path))
+    return path
+
+
+def test_encode_writes_the_same_embeddings_as_sentence_transformers(tiny_st_model, corpus_file, tmp_path, capsys):
+    out = tmp_path / "emb.npy"
+    assert main(["encode", "--model", str(tiny_st_model), "--input", str(corpus_file), "--output", str(out),
+                 "--quiet"]) == 0
+    sentences = corpus_file.read_text().splitlines()
+    expected = SentenceTransformer(str(tiny_st_model)).encode(sentences)
+    np.testing.assert_allclose(np.load(out), expected, atol=1e-6)
+
+
+def test_similarity_prints_a_cosine(tiny_st_model, capsys):
+    assert main(["similarity", "--model", str(tiny_st_model), "a man plays", "a man plays"]) == 0
+    assert float(capsys.readouterr().out.strip()) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_eval_writes_the_documented_json_shape(tiny_st_model, data_dir, tmp_path, capsys):
+    out = tmp_path / "results.json"
+    assert main(["eval", "--model", str(tiny_st_model), "--tasks", "sts", "--output", str(out),
+                 "--data-dir", str(data_dir)]) == 0
+    import json
+
+    results = json.loads(out.read_text())
+    assert set(results) >= {"model", "tasks", "summary"}
+    for task in ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R"):
+        assert isinstance(results["tasks"][task]["spearman"], float)
+    assert set(results["tasks"]["STS12"]["subsets"]) == {"MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN",
+                                                         "surprise.SMTnews"}
+    headline = [results["tasks"][t]["spearman"] for t in ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B",
+                                                         "SICK-R")]
+    assert results["summary"]["sts_avg"] == pytest.approx(np.mean(headline))
+    assert "STS12" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["similarity", "--model", "/no/such/model", "a", "b"], "model folder not found"),
+    (["eval", "--model", "minilm", "--tasks", "stss"], "unknown task family 'stss'"),
+    (["train", "/no/such/config.yaml"], "config file not found"),
+    (["encode", "--model", "minilm", "--input", "/no/such.txt", "--output", "x.npy"], "file not found"),
+])
+def test_bad_input_exits_non_zero_with_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sentlab: error:") and message in err and "\n" not in err

@@ -1,0 +1,48 @@
+import pytest
+
+from sentlab.errors import ConfigError
+from sentlab.training.config import load_config
+
+BASE = """method: simcse-unsup
+model:
+  name: minilm
+data:
+  train: corpus.txt
+train:
+  output_dir: runs/x
+"""
+
+
+def write(tmp_path, text):
+    path = tmp_path / "c.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_and_overrides(tmp_path):
+    cfg = load_config(write(tmp_path, BASE), ["train.learning_rate=1e-5", "model.pooler=mean", "data.limit=10"])
+    assert cfg.train.learning_rate == 1e-5 and cfg.model.pooler == "mean" and cfg.data.limit == 10
+    assert cfg.loss.temperature == 0.05 and cfg.train.batch_size == 64 and cfg.model.max_seq_length == 32
+
+
+@pytest.mark.parametrize("text, overrides, message", [
+    (BASE.replace("  output_dir", "  lerning_rate: 1\n  output_dir"), [], "unknown key 'train.lerning_rate'"),
+    (BASE.replace("method: simcse-unsup\n", ""), [], "missing required key 'method'"),
+    (BASE, ["train.batch_size=0"], "train.batch_size: Input should be greater than 0"),
+    (BASE, ["model.pooler=maxx"], "model.pooler"),
+    (BASE, ["train.learning_rate"], "expected key=value"),
+    ("method: [unclosed", [], "not valid YAML"),
+])
+def test_invalid_configs_give_one_line_errors(tmp_path, text, overrides, message):
+    with pytest.raises(ConfigError, match=message) as err:
+        load_config(write(tmp_path, text), overrides)
+    assert "\n" not in str(err.value)
+
+
+def test_presets_are_valid():
+    from pathlib import Path
+
+    presets = sorted(Path(__file__).resolve().parents[2].joinpath("configs").glob("*.yaml"))
+    assert len(presets) >= 3
+    for preset in presets:
+        load_config(preset)

@@ -1,0 +1,83 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+from transformers import TrainerCallback
+
+from sentlab.encoders import build_encoder
+from sentlab.errors import ConfigError, TrainingDivergedError
+from sentlab.training import engine
+from tests.conftest import tiny_config
+
+PROBE = ["a man plays the guitar", "the dog runs in the park", "a girl reads a book"]
+
+
+def test_train_end_to_end_writes_a_loadable_run(tiny_backbone, corpus_file, fake_sts_dir, tmp_path):
+    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", fake_sts_dir, max_steps=12, eval_steps=4)
+    before = build_encoder(str(tiny_backbone), "cls").encode(PROBE)
+    paths = engine.train(cfg, evaluate=False)
+    for path in (paths.config, paths.metrics, paths.loss_plot, paths.model / "modules.json"):
+        assert path.is_file(), path
+    modules = json.loads((paths.model / "modules.json").read_text())
+    assert [m["type"].rsplit(".", 1)[-1] for m in modules] == ["Transformer", "Pooling"]  # MLP head removed
+    records = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
+    assert any(engine.DEV_METRIC in r for r in records)
+    losses = [r["loss"] for r in records if "loss" in r]
+    assert len(losses) == 12 and np.mean(losses[-3:]) < np.mean(losses[:3])
+    reloaded = SentenceTransformer(str(paths.model))
+    after = reloaded.encode(PROBE)
+    assert not np.allclose(after, before)  # it trained
+    np.testing.assert_array_equal(after, engine.load_encoder(paths.model).encode(PROBE))
+
+
+class CrashAt(TrainerCallback):
+    def __init__(self, step):
+        self.step = step
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            raise KeyboardInterrupt("simulated kill")
+
+
+def test_resume_continues_and_matches_an_uninterrupted_run(tiny_backbone, corpus_file, tmp_path, monkeypatch):
+    full = engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "full", max_steps=8, save_steps=4),
+                        evaluate=False)
+    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "crash", max_steps=8, save_steps=4)
+    original_build = engine.build_trainer
+
+    def build_with_crash(*args, **kwargs):
+        trainer = original_build(*args, **kwargs)
+        trainer.add_callback(CrashAt(6))
+        return trainer
+
+    monkeypatch.setattr(engine, "build_trainer", build_with_crash)
+    with pytest.raises(KeyboardInterrupt):
+        engine.train(cfg, evaluate=False)
+    monkeypatch.setattr(engine, "build_trainer", original_build)
+    with pytest.raises(ConfigError, match="pass --resume"):
+        engine.train(cfg, evaluate=False)
+    resumed = engine.train(cfg, resume=True, evaluate=False)
+    state = json.loads((resumed.checkpoints / "checkpoint-8" / "trainer_state.json").read_text())
+    assert state["global_step"] == 8
+    steps_logged = [json.loads(line)["step"] for line in resumed.metrics.read_text().splitlines()
+                    if "loss" in json.loads(line)]
+    assert steps_logged[:6] == [1, 2, 3, 4, 5, 6] and steps_logged[6:] == [5, 6, 7, 8]  # steps 5-6 redone
+    a = SentenceTransformer(str(full.model)).encode(PROBE)
+    b = SentenceTransformer(str(resumed.model)).encode(PROBE)
+    np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_resume_without_checkpoint_is_an_error(tiny_backbone, corpus_file, tmp_path):
+    with pytest.raises(ConfigError, match="no checkpoint yet"):
+        engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "r", max_steps=2), resume=True)
+
+
+def test_nan_loss_stops_with_a_clear_error(tiny_backbone, corpus_file, tmp_path, monkeypatch):
+    import sentlab.losses.simcse as simcse
+
+    real = simcse.info_nce
+    monkeypatch.setattr(simcse, "info_nce", lambda *a, **k: real(*a, **k) * torch.tensor(float("nan")))
+    with pytest.raises(TrainingDivergedError, match="training loss became nan at step 1"):
+        engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "nan", max_steps=4), evaluate=False)

@@ -80,12 +80,12 @@ def fake_sts_dir(tmp_path) -> Path:
     return tmp_path / "data"
 
 
-def tiny_config(backbone: Path, corpus: Path, out: Path, data_dir: Path | None = None, **train):
+def tiny_config(backbone: Path, corpus: Path, out: Path, data_dir: Path | None = None, pooler: str = "cls", **train):
     from sentlab.training.config import TrainConfig
 
     return TrainConfig.model_validate({
         "method": "simcse-unsup",
-        "model": {"name": str(backbone), "pooler": "cls", "max_seq_length": 16},
+        "model": {"name": str(backbone), "pooler": pooler, "max_seq_length": 16},
         "data": {"train": str(corpus), "data_dir": str(data_dir) if data_dir else None},
         "train": {"output_dir": str(out), "batch_size": 8, "learning_rate": 5e-4, "logging_steps": 1,
                   "progress_bar": False, **train},

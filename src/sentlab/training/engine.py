@@ -150,7 +150,16 @@ def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool) -> Sent
         disable_tqdm=not t.progress_bar,
         report_to="none",
         ddp_find_unused_parameters=True,
+        # without an accelerator, Accelerate only runs multi-process (gloo) DDP when told it is on CPU
+        use_cpu=not _has_accelerator(),
     )
+
+
+def _has_accelerator() -> bool:
+    import torch
+
+    return torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available()) or (
+        torch.backends.mps.is_available())
 
 
 def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer | None = None) -> SentenceTransformerTrainer:

@@ -1,0 +1,25 @@
+"""Run by ``torchrun`` from test_distributed.py: one SimCSE step, then dump this rank's weights and loss."""
+
+import json
+import sys
+from pathlib import Path
+
+import torch.distributed as dist
+from safetensors.torch import save_file
+
+from sentlab.training import engine
+from tests.conftest import tiny_config
+
+backbone, corpus, out, batch_size = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
+cfg = tiny_config(backbone, corpus, out / "run", max_steps=1, batch_size=batch_size,
+                  learning_rate=1e-2, pooler="mean")
+paths = engine.RunPaths(out / "run")
+trainer = engine.build_trainer(cfg, paths)
+trainer.train()
+rank = dist.get_rank() if dist.is_initialized() else 0
+world = dist.get_world_size() if dist.is_initialized() else 1
+state = {k: v.detach().contiguous().cpu() for k, v in trainer.model.state_dict().items()}
+save_file(state, str(out / f"rank{rank}.safetensors"))
+loss = next(r["loss"] for r in trainer.state.log_history if "loss" in r)
+(out / f"rank{rank}.json").write_text(json.dumps({"loss": loss, "world": world,
+                                                 "wrapper": type(trainer.model_wrapped).__name__}))

@@ -18,6 +18,7 @@ import json
 import resource
 import tempfile
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -80,7 +81,7 @@ def sentlab_loop(corpus: str, steps: int, batch: int, max_len: int) -> list[floa
                       "logging_steps": 10_000, "progress_bar": False},
             "eval": {"dev_task": "none"},
         })
-        trainer = engine.build_trainer(cfg, engine.RunPaths(engine.Path(out)))
+        trainer = engine.build_trainer(cfg, engine.RunPaths(Path(out)))
         timer = StepTimer()
         trainer.add_callback(timer)
         trainer.train()

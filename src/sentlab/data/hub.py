@@ -8,11 +8,12 @@ pooled "all" score only.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sentlab.data.sts import STS_TASKS, STSPairs, normalize
+from sentlab.data.sts import SICK_FILES, STS_TASKS, STSPairs, normalize
 from sentlab.errors import DataError
 
 HUB_SPLITS = {"test": "test", "dev": "validation", "train": "train"}
@@ -44,8 +45,6 @@ def download_sts(target: str, load_dataset: Callable[..., Any] | None = None) ->
     STS12-16 go into one ``STS.input.all.txt`` / ``STS.gs.all.txt`` per year (no subsets on the hub).
     Returns the number of pairs written per task.
     """
-    from pathlib import Path
-
     root = Path(target)
     written: dict[str, int] = {}
     for name, task in STS_TASKS.items():
@@ -62,7 +61,6 @@ def download_sts(target: str, load_dataset: Callable[..., Any] | None = None) ->
                 (folder / f"sts-{split}.csv").write_text(
                     "".join(f"hub\thub\thub\t{i:04d}\t{s}\t{a}\t{b}\n" for i, (a, b, s) in enumerate(rows)), "utf-8")
             else:
-                from sentlab.data.sts import SICK_FILES
                 body = "".join(f"{i}\t{a}\t{b}\t{s}\tNA\n" for i, (a, b, s) in enumerate(rows))
                 (folder / SICK_FILES[split]).write_text(
                     "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n" + body, "utf-8")

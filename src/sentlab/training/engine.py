@@ -43,33 +43,21 @@ DEV_EVALUATOR_NAME = "stsb-dev"
 DEV_METRIC = f"eval_{DEV_EVALUATOR_NAME}_spearman_cosine"
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunPaths:
+    """The files of a run folder (see the module docstring)."""
+
     root: Path
 
-    @property
-    def config(self) -> Path:
-        return self.root / "config.yaml"
+    def __getattr__(self, name: str) -> Path:
+        try:
+            return self.root / RUN_FILES[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
-    @property
-    def checkpoints(self) -> Path:
-        return self.root / "checkpoints"
 
-    @property
-    def metrics(self) -> Path:
-        return self.root / "metrics.jsonl"
-
-    @property
-    def model(self) -> Path:
-        return self.root / "model"
-
-    @property
-    def results(self) -> Path:
-        return self.root / "results.json"
-
-    @property
-    def loss_plot(self) -> Path:
-        return self.root / "loss.png"
+RUN_FILES = {"config": "config.yaml", "checkpoints": "checkpoints", "metrics": "metrics.jsonl", "model": "model",
+             "results": "results.json", "loss_plot": "loss.png"}
 
 
 def build_model(cfg: TrainConfig) -> SentenceTransformer:

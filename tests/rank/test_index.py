@@ -1,0 +1,68 @@
+"""Corpus index: save / load round trip, provenance checks, memory map, sharded encoding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from sentlab.encoders.loading import build_encoder
+from sentlab.errors import DataError
+from sentlab.rank.index import CorpusIndex, StaleIndexError, corpus_sha256, encoder_fingerprint
+
+SENTENCES = ["a man plays the guitar", "a woman plays the piano", "the dog runs in the park",
+             "a child reads a book", "the cat sits on the car", "a bird flies in the sky"]
+
+
+@pytest.fixture(scope="module")
+def encoder(tiny_backbone_no_dropout):
+    return build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
+
+
+def test_build_save_load_round_trip(encoder, tmp_path):
+    index = CorpusIndex.build(encoder, SENTENCES, "tiny")
+    np.testing.assert_allclose(np.linalg.norm(index.vectors, axis=1), 1.0, rtol=1e-5)
+    expected = encoder.encode(SENTENCES, normalize_embeddings=True, convert_to_numpy=True)
+    np.testing.assert_allclose(index.vectors, expected, rtol=1e-6, atol=1e-7)
+    index.save(tmp_path / "idx")
+    loaded = CorpusIndex.load(tmp_path / "idx")
+    assert isinstance(loaded.vectors, np.memmap)
+    assert loaded.sentences == SENTENCES
+    np.testing.assert_array_equal(np.asarray(loaded.vectors), index.vectors)
+    assert loaded.encoder_name == "tiny" and loaded.corpus_sha256 == corpus_sha256(SENTENCES)
+    loaded.check_encoder(encoder)
+    loaded.check_corpus(SENTENCES)
+    assert torch.equal(loaded.tensor("cpu"), torch.from_numpy(index.vectors))
+
+
+def test_index_of_another_encoder_is_refused(encoder, tmp_path):
+    from tests.conftest import make_tiny_backbone
+
+    index = CorpusIndex.build(encoder, SENTENCES, "tiny")
+    other_weights = make_tiny_backbone(tmp_path / "other", dropout=0.0, seed=1)
+    other = build_encoder(str(other_weights), "mean", device="cpu")  # same architecture, other weights
+    with pytest.raises(StaleIndexError, match="not the encoder in use"):
+        index.check_encoder(other)
+    same_weights_other_pooler = build_encoder(str(encoder[0].auto_model.name_or_path), "cls", device="cpu")
+    assert encoder_fingerprint(same_weights_other_pooler) != encoder_fingerprint(encoder)
+    with pytest.raises(StaleIndexError, match="corpus differs"):
+        index.check_corpus(SENTENCES[:-1])
+
+
+def test_edited_corpus_and_missing_files_are_refused(encoder, tmp_path):
+    CorpusIndex.build(encoder, SENTENCES, "tiny").save(tmp_path / "idx")
+    sentences = tmp_path / "idx" / "sentences.txt"
+    sentences.write_text(sentences.read_text("utf-8").replace("guitar", "violin"), encoding="utf-8")
+    with pytest.raises(StaleIndexError, match="hash mismatch"):
+        CorpusIndex.load(tmp_path / "idx")
+    (tmp_path / "idx" / "vectors.npy").unlink()
+    with pytest.raises(DataError, match="vectors.npy missing"):
+        CorpusIndex.load(tmp_path / "idx")
+    with pytest.raises(DataError, match="empty corpus"):
+        CorpusIndex.build(encoder, [], "tiny")
+
+
+def test_encoding_sharded_over_two_processes_equals_one_process(encoder):
+    single = CorpusIndex.build(encoder, SENTENCES * 4, "tiny")
+    sharded = CorpusIndex.build(encoder, SENTENCES * 4, "tiny", batch_size=4, devices=["cpu", "cpu"])
+    np.testing.assert_allclose(sharded.vectors, single.vectors, rtol=1e-5, atol=1e-6)

@@ -1,4 +1,4 @@
-"""The ``sentlab`` command: train, eval, encode, similarity, data.
+"""The ``sentlab`` command: train, eval, encode, similarity, index, data.
 
 Errors a user can fix are printed as one line (``sentlab: error: ...``) with a non-zero exit code.
 """
@@ -35,10 +35,40 @@ def _model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: best available)")
 
 
+def _rank_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--index", default=None, help="corpus index of the model (sentlab index build): score "
+                                                      "with RankEncoder's Eq. 7")
+    parser.add_argument("--lambda-inf", type=float, default=None,
+                        help="Eq. 7 weight of the rank similarity: 1 = rank vectors alone (Eq. 2), 0 = cosine "
+                             "(default: the RankEncoder folder's value, else 0.1 as in the paper)")
+
+
 def _load(args: argparse.Namespace):
     from sentlab.encoders import load_encoder
 
     return load_encoder(args.model, pooler=args.pooler, max_seq_length=args.max_seq_length, device=args.device)
+
+
+def _scorer(args: argparse.Namespace, name: str):
+    """Cosine scorer, or Eq. 7's scorer for a RankEncoder folder / an encoder with ``--index``."""
+    from sentlab.evaluation.scoring import CosineScorer
+    from sentlab.rank.model import DEFAULT_LAMBDA_INF, RankEncoder, RankScorer
+
+    batch_size = getattr(args, "batch_size", 128)
+    if args.index is None and Path(args.model).is_dir() and RankEncoder.is_rankencoder(args.model):
+        rank_encoder = RankEncoder.load(args.model, device=args.device, encoder=_load(args))
+        return rank_encoder.scorer(batch_size, name, args.lambda_inf)
+    if args.index is None:
+        if args.lambda_inf is not None:
+            raise SentlabError("--lambda-inf needs --index or a RankEncoder model folder")
+        return CosineScorer(_load(args), batch_size=batch_size, name=name)
+    from sentlab.rank.index import CorpusIndex
+
+    index = CorpusIndex.load(args.index)
+    encoder = _load(args)
+    index.check_encoder(encoder)
+    lambda_inf = DEFAULT_LAMBDA_INF if args.lambda_inf is None else args.lambda_inf
+    return RankScorer(encoder, index, lambda_inf, batch_size=batch_size, name=name)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -57,17 +87,20 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from sentlab.evaluation import CosineScorer, evaluate_sts
+    from sentlab.evaluation import evaluate_sts
 
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     unknown = [t for t in tasks if t not in TASK_FAMILIES]
     if unknown:
         raise SentlabError(f"unknown task family {unknown[0]!r} (available: {', '.join(TASK_FAMILIES)})")
-    model = _load(args)
-    scorer = CosineScorer(model, batch_size=args.batch_size, name=args.model)
+    scorer = _scorer(args, args.model)
+    model = getattr(scorer, "encoder", None) or scorer.model
     report = evaluate_sts(scorer, args.data_dir)
     report.settings.update({"pooler": args.pooler, "max_seq_length": model.max_seq_length,
                             "data_dir": str(args.data_dir or "")})
+    if hasattr(scorer, "lambda_inf"):
+        report.settings.update({"lambda_inf": scorer.lambda_inf, "index": str(args.index or args.model),
+                                "corpus_size": len(scorer.index)})
     print(report.table())
     if args.output:
         report.write(args.output)
@@ -94,14 +127,40 @@ def cmd_encode(args: argparse.Namespace) -> int:
 
 
 def cmd_similarity(args: argparse.Namespace) -> int:
-    from sentlab.evaluation.scoring import CosineScorer
-
     for i, sentence in enumerate((args.sentence1, args.sentence2), start=1):
         if not sentence.strip():
             raise DataError(f"sentence {i} is empty")
-    model = _load(args)
-    score = CosineScorer(model).score([args.sentence1], [args.sentence2])[0]
+    score = _scorer(args, args.model).score([args.sentence1], [args.sentence2])[0]
     print(f"{score:.4f}")
+    return 0
+
+
+def _devices(value: str | None) -> list[str] | None:
+    return [d.strip() for d in value.split(",") if d.strip()] if value else None
+
+
+def cmd_index_build(args: argparse.Namespace) -> int:
+    from sentlab.data.readers import read_sentences
+    from sentlab.rank.index import CorpusIndex
+
+    sentences = read_sentences(args.corpus, limit=args.limit)
+    index = CorpusIndex.build(_load(args), sentences, args.model, batch_size=args.batch_size,
+                              devices=_devices(args.devices), show_progress_bar=not args.quiet)
+    index.extra["corpus_file"] = str(args.corpus)
+    index.save(args.output)
+    print(f"index of {len(index)} sentences (dimension {index.dim}) written to {args.output}")
+    return 0
+
+
+def cmd_index_pack(args: argparse.Namespace) -> int:
+    from sentlab.rank.index import CorpusIndex
+    from sentlab.rank.model import RankEncoder
+
+    encoder = _load(args)
+    index = CorpusIndex.load(args.index)
+    index.check_encoder(encoder)
+    RankEncoder(encoder, index, args.lambda_inf).save(args.output)
+    print(f"RankEncoder (lambda_inf {args.lambda_inf}) written to {args.output}")
     return 0
 
 
@@ -128,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="evaluate an encoder")
     _model_args(p)
+    _rank_args(p)
     p.add_argument("--tasks", default="sts", help=f"comma-separated task families ({', '.join(TASK_FAMILIES)})")
     p.add_argument("--output", default=None, help="write the results as JSON here")
     p.add_argument("--data-dir", default=None, help="default: $SENTLAB_DATA or ../shared/data")
@@ -141,11 +201,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_encode)
 
-    p = sub.add_parser("similarity", help="cosine similarity of two sentences")
+    p = sub.add_parser("similarity", help="similarity of two sentences (cosine, or Eq. 7 with an index)")
     _model_args(p)
+    _rank_args(p)
     p.add_argument("sentence1")
     p.add_argument("sentence2")
     p.set_defaults(func=cmd_similarity)
+
+    p = sub.add_parser("index", help="RankEncoder corpus indexes")
+    index_sub = p.add_subparsers(dest="index_command", required=True)
+    i = index_sub.add_parser("build", help="encode a corpus once with a base encoder")
+    _model_args(i)
+    i.add_argument("--corpus", required=True, help="text file, one sentence a line")
+    i.add_argument("--limit", type=int, default=None, help="use the first N lines")
+    i.add_argument("--output", required=True, help="index folder to write")
+    i.add_argument("--devices", default=None, help="shard encoding over these devices, e.g. cuda:0,cuda:1")
+    i.add_argument("--quiet", action="store_true", help="no progress bar")
+    i.set_defaults(func=cmd_index_build)
+    i = index_sub.add_parser("pack", help="save an encoder + its index + lambda_inf as one RankEncoder folder")
+    _model_args(i)
+    i.add_argument("--index", required=True)
+    i.add_argument("--lambda-inf", type=float, default=0.1)
+    i.add_argument("--output", required=True)
+    i.set_defaults(func=cmd_index_pack)
 
     p = sub.add_parser("data", help="data utilities")
     data_sub = p.add_subparsers(dest="data_command", required=True)

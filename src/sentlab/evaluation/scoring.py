@@ -57,3 +57,26 @@ class CosineScorer:
         embeddings, index = encode_unique(self.model, [*sentences1, *sentences2], self.batch_size,
                                           self.show_progress_bar)
         return cosine_rows(embeddings[[index[s] for s in sentences1]], embeddings[[index[s] for s in sentences2]])
+
+
+class EmbeddingCache:
+    """A stand-in for a model's ``encode`` that encodes each distinct sentence once, ever.
+
+    Several scorers over the same encoder (cosine, Eq. 7 at several lambdas, analyses) share one
+    cache, so the encoder runs once per sentence. Embeddings are returned as float32 numpy arrays.
+    """
+
+    def __init__(self, model: SentenceTransformer):
+        self.model = model
+        self.device = model.device
+        self.max_seq_length = model.max_seq_length
+        self._rows: dict[str, np.ndarray] = {}
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 128, show_progress_bar: bool = False,
+               **kwargs) -> np.ndarray:
+        missing = [s for s in dict.fromkeys(sentences) if s not in self._rows]
+        if missing:
+            new = self.model.encode(missing, batch_size=batch_size, convert_to_numpy=True,
+                                    show_progress_bar=show_progress_bar)
+            self._rows.update(zip(missing, np.asarray(new, dtype=np.float32)))
+        return np.stack([self._rows[s] for s in sentences]) if sentences else np.zeros((0, 0), np.float32)

@@ -77,10 +77,17 @@ class SimCSELoss(nn.Module):
         self.gather_across_devices = gather_across_devices
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+        return self.contrastive(self.embed(sentence_features))
+
+    def embed(self, sentence_features: Iterable[dict[str, Tensor]]) -> list[Tensor]:
+        """Embeddings of each column; one column gives two dropout views (one merged forward pass)."""
         features = list(sentence_features)
-        if len(features) == 1:  # unsupervised: two dropout views of the same batch, one forward pass
+        if len(features) == 1:
             features = [features[0], dict(features[0])]
-        embeddings = embed_columns(self.model, features, separate_first=False)  # all columns are sentences
+        return embed_columns(self.model, features, separate_first=False)  # all columns are sentences
+
+    def contrastive(self, embeddings: list[Tensor]) -> Tensor:
+        """Eq. 1 on the embeddings of :meth:`embed`."""
         negatives = embeddings[2] if len(embeddings) > 2 else None
         return info_nce(embeddings[0], embeddings[1], negatives, self.temperature, self.hard_negative_weight,
                         self.gather_across_devices)

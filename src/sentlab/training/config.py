@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sentlab.encoders.loading import DEFAULT_PROMPT_TEMPLATE, POOLERS
 from sentlab.errors import ConfigError
@@ -65,13 +65,40 @@ class EvalSection(_Section):
     final_tasks: list[Literal["sts"]] = Field(default_factory=lambda: ["sts"])
 
 
+class RankSection(_Section):
+    """RankEncoder re-training (method ``rankencoder``); defaults are the paper's (Sec. 4.3)."""
+
+    base_encoder: str = Field(description="E1, the frozen base encoder (alias, folder or hub name)")
+    corpus: str | None = Field(None, description="corpus file, one sentence a line (the index is built in the run)")
+    corpus_limit: int | None = Field(None, gt=0, description="use the first N corpus lines")
+    index: str | None = Field(None, description="a prebuilt index of E1 (sentlab index build) instead of corpus")
+    lambda_train: float = Field(0.05, ge=0)
+    tau_lower: float | None = Field(0.5, description="Eq. 6 lower bound (null: none, Eq. 4)")
+    tau_upper: float | None = Field(0.8, description="Eq. 6 upper bound (null: none, Eq. 4)")
+    combine: Literal["hinge", "weighted_sum"] = "hinge"
+    lambda_inf: float = Field(0.1, ge=0, le=1, description="Eq. 7 weight saved with the trained RankEncoder")
+    encode_batch_size: int = Field(256, gt=0, description="batch size for E1 / E2 corpus encoding")
+
+
 class TrainConfig(_Section):
-    method: Literal["simcse-unsup", "simcse-sup"]
+    method: Literal["simcse-unsup", "simcse-sup", "rankencoder"]
     model: ModelSection
     data: DataSection
     loss: LossSection = Field(default_factory=LossSection)
+    rank: RankSection | None = None
     train: TrainSection
     eval: EvalSection = Field(default_factory=EvalSection)
+
+    @model_validator(mode="after")
+    def _method_sections(self) -> TrainConfig:
+        if self.method == "rankencoder":
+            if self.rank is None:
+                raise ValueError("method rankencoder needs a 'rank' section (rank.base_encoder, rank.corpus)")
+            if (self.rank.corpus is None) == (self.rank.index is None):
+                raise ValueError("rank: give exactly one of rank.corpus and rank.index")
+        elif self.rank is not None:
+            raise ValueError(f"the 'rank' section is only for method rankencoder, not {self.method}")
+        return self
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(), sort_keys=False)
@@ -120,6 +147,8 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
             message = f"unknown key {where!r}"
         elif first["type"] == "missing":
             message = f"missing required key {where!r}"
+        elif first["type"] == "value_error" and not first["loc"]:
+            message = first["msg"].removeprefix("Value error, ")
         else:
             message = f"{where}: {first['msg']} (got {first.get('input')!r})"
         more = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""

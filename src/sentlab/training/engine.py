@@ -13,6 +13,13 @@ Run folder::
     RUN/model/            the final sentence-transformers model (training-only heads removed)
     RUN/results.json      STS results of the final model
     RUN/loss.png          the loss curve
+
+RankEncoder runs add (Sec. 3.4, App. A.7: what E1 contributes is computed once, before training)::
+
+    RUN/base_index/                E1's corpus index (unless rank.index names a prebuilt one)
+    RUN/base_train_vectors.npy     E1's vectors of the training sentences (+ .json provenance)
+    RUN/model/rankencoder/         E2's corpus index: RUN/model is a RankEncoder folder (Eq. 7)
+    RUN/results-rankencoder.json   STS results of Eq. 7 with rank.lambda_inf
 """
 
 from __future__ import annotations
@@ -22,10 +29,12 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from datasets import Dataset
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
 from sentence_transformers.sentence_transformer.data_collator import SentenceTransformerDataCollator
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+from torch import nn
 from transformers import set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
@@ -33,8 +42,11 @@ from sentlab.data.readers import read_sentences, read_table
 from sentlab.data.sts import load_sts_task
 from sentlab.encoders.heads import SimCSEMLPHead
 from sentlab.encoders.loading import build_encoder, load_encoder
-from sentlab.errors import ConfigError
+from sentlab.errors import ConfigError, DataError
+from sentlab.losses.rankencoder import RankEncoderLoss
 from sentlab.losses.simcse import SimCSELoss
+from sentlab.rank.index import CorpusIndex, corpus_sha256, encoder_fingerprint
+from sentlab.rank.model import RankEncoder, RankScorer
 from sentlab.training.callbacks import MetricsLog, StopOnNonFiniteLoss
 from sentlab.training.config import TrainConfig
 
@@ -57,7 +69,8 @@ class RunPaths:
 
 
 RUN_FILES = {"config": "config.yaml", "checkpoints": "checkpoints", "metrics": "metrics.jsonl", "model": "model",
-             "results": "results.json", "loss_plot": "loss.png"}
+             "results": "results.json", "loss_plot": "loss.png", "base_index": "base_index",
+             "base_train_vectors": "base_train_vectors.npy", "rank_results": "results-rankencoder.json"}
 
 
 def build_model(cfg: TrainConfig) -> SentenceTransformer:
@@ -66,7 +79,7 @@ def build_model(cfg: TrainConfig) -> SentenceTransformer:
         model = load_encoder(cfg.model.name)
     else:
         model = build_encoder(cfg.model.name, cfg.model.pooler, prompt_template=cfg.model.prompt_template)
-    if cfg.model.pooler == "cls" and cfg.method.startswith("simcse"):
+    if cfg.model.pooler == "cls" and cfg.method in ("simcse-unsup", "simcse-sup", "rankencoder"):
         model.append(SimCSEMLPHead(model.get_embedding_dimension()))
     return model
 
@@ -79,15 +92,21 @@ def strip_training_heads(model: SentenceTransformer) -> SentenceTransformer:
     return SentenceTransformer(modules=kept, device=str(model.device))
 
 
+def read_train_sentences(cfg: TrainConfig) -> list[str]:
+    """The training sentences of a one-column method (unsupervised SimCSE, RankEncoder)."""
+    path = Path(cfg.data.train)
+    if cfg.data.columns:
+        return [row[0] for row in read_table(path, cfg.data.columns[:1], limit=cfg.data.limit)]
+    return read_sentences(path, limit=cfg.data.limit)
+
+
 def build_train_dataset(cfg: TrainConfig) -> Dataset:
     path = Path(cfg.data.train)
     if cfg.method == "simcse-unsup":
-        if cfg.data.columns:
-            rows = read_table(path, cfg.data.columns[:1], limit=cfg.data.limit)
-            sentences = [row[0] for row in rows]
-        else:
-            sentences = read_sentences(path, limit=cfg.data.limit)
-        return Dataset.from_dict({"sentence": sentences})
+        return Dataset.from_dict({"sentence": read_train_sentences(cfg)})
+    if cfg.method == "rankencoder":  # the label is the sentence's row in E1's precomputed vectors
+        sentences = read_train_sentences(cfg)
+        return Dataset.from_dict({"sentence": sentences, "label": list(range(len(sentences)))})
     columns = cfg.data.columns or ["sent0", "sent1", "hard_neg"]
     if len(columns) not in (2, 3):
         raise ConfigError(f"data.columns: supervised SimCSE needs 2 or 3 columns, got {columns}")
@@ -96,8 +115,53 @@ def build_train_dataset(cfg: TrainConfig) -> Dataset:
     return Dataset.from_dict({name: [row[i] for row in rows] for i, name in enumerate(names)})
 
 
-def build_loss(cfg: TrainConfig, model: SentenceTransformer) -> SimCSELoss:
-    return SimCSELoss(model, temperature=cfg.loss.temperature, hard_negative_weight=cfg.loss.hard_negative_weight)
+def build_loss(cfg: TrainConfig, model: SentenceTransformer, rank_inputs: RankInputs | None = None) -> nn.Module:
+    base = SimCSELoss(model, temperature=cfg.loss.temperature, hard_negative_weight=cfg.loss.hard_negative_weight)
+    if cfg.method != "rankencoder":
+        return base
+    if rank_inputs is None:
+        raise ConfigError("method rankencoder needs E1's vectors (prepare_rank_inputs)")
+    r = cfg.rank
+    return RankEncoderLoss(base, rank_inputs.train_vectors, rank_inputs.index.vectors, lambda_train=r.lambda_train,
+                           tau_lower=r.tau_lower, tau_upper=r.tau_upper, combine=r.combine)
+
+
+@dataclass
+class RankInputs:
+    """What the frozen E1 contributes to RankEncoder training, computed once."""
+
+    index: CorpusIndex
+    train_vectors: np.ndarray
+
+
+def prepare_rank_inputs(cfg: TrainConfig, paths: RunPaths, sentences: list[str]) -> RankInputs:
+    """E1's corpus index and E1's vectors of the training sentences, reused from the run folder when
+    they were made by the same E1 from the same text (so --resume does not recompute them)."""
+    r = cfg.rank
+    e1 = load_encoder(r.base_encoder)
+    fingerprint = encoder_fingerprint(e1)
+    if r.index is not None:
+        index = CorpusIndex.load(r.index)
+        index.check_encoder(e1, fingerprint)
+    else:
+        corpus = read_sentences(r.corpus, limit=r.corpus_limit)
+        try:
+            index = CorpusIndex.load(paths.base_index)
+            index.check_encoder(e1, fingerprint)
+            index.check_corpus(corpus)
+        except DataError:
+            index = CorpusIndex.build(e1, corpus, r.base_encoder, batch_size=r.encode_batch_size,
+                                      show_progress_bar=cfg.train.progress_bar)
+            index.save(paths.base_index)
+    provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": corpus_sha256(sentences)}
+    meta_path = paths.base_train_vectors.with_suffix(".json")
+    if not (meta_path.is_file() and json.loads(meta_path.read_text("utf-8")) == provenance
+            and paths.base_train_vectors.is_file()):
+        vectors = e1.encode(sentences, batch_size=r.encode_batch_size, convert_to_numpy=True,
+                            normalize_embeddings=True, show_progress_bar=cfg.train.progress_bar)
+        np.save(paths.base_train_vectors, np.asarray(vectors, dtype=np.float32))
+        meta_path.write_text(json.dumps(provenance) + "\n", encoding="utf-8")
+    return RankInputs(index, np.load(paths.base_train_vectors, mmap_mode="r"))
 
 
 def build_dev_evaluator(cfg: TrainConfig) -> EmbeddingSimilarityEvaluator | None:
@@ -151,13 +215,18 @@ def _has_accelerator() -> bool:
 
 
 def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer | None = None) -> SentenceTransformerTrainer:
-    set_seed(cfg.train.seed)  # before the model: the training head's initialisation depends on it
-    model = model or build_model(cfg)
     evaluator = build_dev_evaluator(cfg)
     args = training_arguments(cfg, paths, has_dev=evaluator is not None)
+    train_dataset = build_train_dataset(cfg)
+    rank_inputs = None
+    if cfg.method == "rankencoder":
+        with args.main_process_first(desc="E1 vectors"):  # other processes then reuse the saved files
+            rank_inputs = prepare_rank_inputs(cfg, paths, train_dataset["sentence"])
+    set_seed(cfg.train.seed)  # before the model: the training head's initialisation depends on it
+    model = model or build_model(cfg)
     collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)
     trainer = SentenceTransformerTrainer(
-        model=model, args=args, train_dataset=build_train_dataset(cfg), loss=build_loss(cfg, model),
+        model=model, args=args, train_dataset=train_dataset, loss=build_loss(cfg, model, rank_inputs),
         evaluator=evaluator, data_collator=collator,
         callbacks=[StopOnNonFiniteLoss(), MetricsLog(paths.metrics)],
     )
@@ -180,14 +249,29 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True) -> RunP
     trainer.train(resume_from_checkpoint=checkpoint)
     if trainer.is_world_process_zero():
         final = strip_training_heads(trainer.model)
-        final.save(str(paths.model))
+        rank_encoder = None
+        if cfg.method == "rankencoder":  # Eq. 7 needs E2's own rank vectors: index the corpus with E2
+            base_index = CorpusIndex.load(cfg.rank.index or paths.base_index)
+            index = CorpusIndex.build(final, base_index.sentences, str(paths.model),
+                                      batch_size=cfg.rank.encode_batch_size, show_progress_bar=cfg.train.progress_bar)
+            rank_encoder = RankEncoder(final, index, cfg.rank.lambda_inf)
+            rank_encoder.save(paths.model)
+        else:
+            final.save(str(paths.model))
         plot_loss(paths.metrics, paths.loss_plot)
         if evaluate and "sts" in cfg.eval.final_tasks:
             from sentlab.evaluation import CosineScorer, evaluate_sts
+            from sentlab.evaluation.scoring import EmbeddingCache
 
-            report = evaluate_sts(CosineScorer(final, name=str(paths.model)), cfg.data.data_dir)
+            cache = EmbeddingCache(final)
+            report = evaluate_sts(CosineScorer(cache, name=str(paths.model)), cfg.data.data_dir)
             report.settings["config"] = cfg.model_dump()
             report.write(paths.results)
+            if rank_encoder is not None:
+                scorer = RankScorer(cache, rank_encoder.index, cfg.rank.lambda_inf, name=f"{paths.model} (Eq. 7)")
+                report = evaluate_sts(scorer, cfg.data.data_dir)
+                report.settings.update({"config": cfg.model_dump(), "lambda_inf": cfg.rank.lambda_inf})
+                report.write(paths.rank_results)
     return paths
 
 

@@ -1,0 +1,78 @@
+"""RankEncoder re-training through the engine, end to end on tiny models."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+
+from sentlab.encoders.loading import build_encoder
+from sentlab.errors import DataError
+from sentlab.rank.index import CorpusIndex
+from sentlab.rank.model import RankEncoder
+from sentlab.training import engine
+from sentlab.training.config import TrainConfig
+from tests.conftest import make_tiny_backbone, tiny_config
+
+PROBE = ["a man plays the guitar", "a dog runs in the park"]
+
+
+def rank_config(e2, e1, corpus, out, data_dir=None, rank=None, **train) -> TrainConfig:
+    tree = tiny_config(e2, corpus, out, data_dir, **train).model_dump()
+    tree["method"] = "rankencoder"
+    tree["rank"] = {"base_encoder": str(e1), "corpus": str(corpus), "tau_lower": None, "tau_upper": None,
+                    "lambda_train": 1.0, **(rank or {})}
+    return TrainConfig.model_validate(tree)
+
+
+def test_rankencoder_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path):
+    cfg = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=6)
+    paths = engine.train(cfg, evaluate=False)
+    train_vectors = np.load(paths.base_train_vectors)
+    assert train_vectors.shape[0] == 96
+    e1 = build_encoder(str(tiny_backbone_no_dropout), "cls")
+    np.testing.assert_allclose(train_vectors[:3], e1.encode(
+        corpus_file.read_text().splitlines()[:3], normalize_embeddings=True), rtol=1e-5, atol=1e-6)
+    CorpusIndex.load(paths.base_index).check_encoder(e1)
+    records = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
+    assert len([r for r in records if "loss" in r]) == 6
+    rank_encoder = RankEncoder.load(paths.model)  # E2 + E2's own index, fingerprint-checked
+    assert rank_encoder.lambda_inf == 0.1 and len(rank_encoder.index) == 96
+    plain = SentenceTransformer(str(paths.model))
+    np.testing.assert_array_equal(plain.encode(PROBE), rank_encoder.encoder.encode(PROBE))
+    assert not np.allclose(plain.encode(PROBE), build_encoder(str(tiny_backbone), "cls").encode(PROBE))
+    modules = json.loads((paths.model / "modules.json").read_text())
+    assert [m["type"].rsplit(".", 1)[-1] for m in modules] == ["Transformer", "Pooling"]
+
+
+def test_resume_reuses_e1_vectors(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path):
+    cfg = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=4,
+                      save_steps=2)
+    paths = engine.train(cfg, evaluate=False)
+    stamps = paths.base_train_vectors.stat().st_mtime_ns, (paths.base_index / "vectors.npy").stat().st_mtime_ns
+    longer = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=6,
+                         save_steps=2)
+    engine.train(longer, resume=True, evaluate=False)
+    assert (paths.base_train_vectors.stat().st_mtime_ns, (paths.base_index / "vectors.npy").stat().st_mtime_ns) == stamps
+    steps = [json.loads(line).get("step") for line in paths.metrics.read_text().splitlines()]
+    assert max(s for s in steps if s) == 6
+
+
+def test_prebuilt_index_of_another_encoder_is_refused(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path):
+    other = build_encoder(str(make_tiny_backbone(tmp_path / "other", seed=3)), "cls")
+    CorpusIndex.build(other, ["a dog", "a cat"], "other").save(tmp_path / "idx")
+    cfg = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=2,
+                      rank={"corpus": None, "index": str(tmp_path / "idx")})
+    with pytest.raises(DataError, match="not the encoder in use"):
+        engine.train(cfg, evaluate=False)
+
+
+def test_rank_section_is_validated(tiny_backbone, corpus_file, tmp_path):
+    with pytest.raises(ValueError, match="exactly one of rank.corpus and rank.index"):
+        rank_config(tiny_backbone, tiny_backbone, corpus_file, tmp_path, rank={"index": "x"})
+    tree = tiny_config(tiny_backbone, corpus_file, tmp_path).model_dump()
+    tree["method"] = "rankencoder"
+    with pytest.raises(ValueError, match="needs a 'rank' section"):
+        TrainConfig.model_validate(tree)

@@ -25,7 +25,10 @@ def make_tiny_backbone(path: Path, hidden: int = 32, layers: int = 2, dropout: f
     path.mkdir(parents=True, exist_ok=True)
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", '"', ":", *WORDS]
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True, model_max_length=64)
+    tokenizer = BertTokenizerFast(vocab={token: i for i, token in enumerate(vocab)}, do_lower_case=True,
+                                  model_max_length=64)
+    if tokenizer.tokenize("the dog")[0] == "[UNK]":  # a tokenizer that maps every word to [UNK] tests nothing
+        raise RuntimeError("tiny tokenizer does not know its own vocabulary")
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
                         intermediate_size=hidden * 2, max_position_embeddings=64, hidden_dropout_prob=dropout,

@@ -55,3 +55,54 @@ def test_bad_input_exits_non_zero_with_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("sentlab: error:") and message in err and "\n" not in err
+
+
+def test_index_build_pack_and_rank_similarity(tiny_st_model, corpus_file, tmp_path, capsys):
+    from scipy.stats import spearmanr
+
+    from sentlab.rank.index import CorpusIndex
+    from sentlab.rank.model import RankEncoder
+
+    index_dir = tmp_path / "idx"
+    assert main(["index", "build", "--model", str(tiny_st_model), "--corpus", str(corpus_file), "--limit", "50",
+                 "--output", str(index_dir), "--quiet"]) == 0
+    index = CorpusIndex.load(index_dir)
+    assert len(index) == 50 and index.extra["corpus_file"] == str(corpus_file)
+    capsys.readouterr()
+    pair = ["a man plays the guitar", "a woman plays the piano"]
+    cosine = ["similarity", "--model", str(tiny_st_model), *pair]
+    assert main(cosine) == 0
+    cos = float(capsys.readouterr().out)
+    assert main([*cosine, "--index", str(index_dir), "--lambda-inf", "0"]) == 0
+    assert float(capsys.readouterr().out) == cos
+    assert main([*cosine, "--index", str(index_dir), "--lambda-inf", "1"]) == 0
+    v = SentenceTransformer(str(tiny_st_model)).encode(pair, normalize_embeddings=True)
+    expected = spearmanr(index.vectors @ v[0], index.vectors @ v[1])[0]
+    assert float(capsys.readouterr().out) == pytest.approx(expected, abs=1e-4)
+    packed = tmp_path / "packed"
+    assert main(["index", "pack", "--model", str(tiny_st_model), "--index", str(index_dir), "--lambda-inf", "1",
+                 "--output", str(packed)]) == 0
+    assert RankEncoder.load(packed).lambda_inf == 1.0
+    capsys.readouterr()
+    assert main(["similarity", "--model", str(packed), *pair]) == 0  # the folder's own lambda_inf
+    assert float(capsys.readouterr().out) == pytest.approx(expected, abs=1e-4)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--index", "/no/such/index"], "not a sentlab index"),
+    (["--lambda-inf", "0.5"], "--lambda-inf needs --index"),
+])
+def test_rank_options_bad_input(tiny_st_model, extra, message, capsys):
+    assert main(["similarity", "--model", str(tiny_st_model), "a dog", "a cat", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def test_index_of_another_model_is_refused_by_eval(tiny_st_model, tiny_backbone_no_dropout, corpus_file, tmp_path,
+                                                  capsys):
+    other = tmp_path / "other"
+    build_encoder(str(tiny_backbone_no_dropout), "cls").save(str(other))
+    assert main(["index", "build", "--model", str(other), "--corpus", str(corpus_file), "--output",
+                 str(tmp_path / "idx"), "--quiet"]) == 0
+    assert main(["eval", "--model", str(tiny_st_model), "--index", str(tmp_path / "idx")]) == 2
+    assert "not the encoder in use" in capsys.readouterr().err

@@ -35,6 +35,13 @@ def _model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: best available)")
 
 
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return number
+
+
 def _rank_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", default=None, help="corpus index of the model (sentlab index build): score "
                                                       "with RankEncoder's Eq. 7")
@@ -152,6 +159,26 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from sentlab.rank.analysis import analyze
+    from sentlab.rank.index import CorpusIndex
+    from sentlab.rank.model import RankEncoder
+
+    encoder = _load(args)
+    if args.index is None:
+        if not RankEncoder.is_rankencoder(args.model):
+            raise SentlabError("analyze needs --index (or a RankEncoder model folder)")
+        index = RankEncoder.load(args.model, encoder=encoder).index
+    else:
+        index = CorpusIndex.load(args.index)
+        index.check_encoder(encoder)
+    retrained = RankEncoder.load(args.retrained, device=args.device) if args.retrained else None
+    written = analyze(encoder, index, args.output, args.data_dir, retrained)
+    for name, path in written.items():
+        print(f"{name}: {path}")
+    return 0
+
+
 def cmd_index_pack(args: argparse.Namespace) -> int:
     from sentlab.rank.index import CorpusIndex
     from sentlab.rank.model import RankEncoder
@@ -213,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     i = index_sub.add_parser("build", help="encode a corpus once with a base encoder")
     _model_args(i)
     i.add_argument("--corpus", required=True, help="text file, one sentence a line")
-    i.add_argument("--limit", type=int, default=None, help="use the first N lines")
+    i.add_argument("--limit", type=_positive_int, default=None, help="use the first N lines")
     i.add_argument("--output", required=True, help="index folder to write")
     i.add_argument("--devices", default=None, help="shard encoding over these devices, e.g. cuda:0,cuda:1")
     i.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -224,6 +251,15 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--lambda-inf", type=float, default=0.1)
     i.add_argument("--output", required=True)
     i.set_defaults(func=cmd_index_pack)
+
+    p = sub.add_parser("analyze", help="RankEncoder's analyses: similar pairs, overlapping neighbours, "
+                                       "rank-vector geometry, 2-D map (JSON + PNG)")
+    _model_args(p)
+    p.add_argument("--index", default=None, help="corpus index of --model")
+    p.add_argument("--retrained", default=None, help="a re-trained RankEncoder folder (E2) to add to Table 5")
+    p.add_argument("--output", required=True, help="folder for the JSON and PNG files")
+    p.add_argument("--data-dir", default=None, help="default: $SENTLAB_DATA or ../shared/data")
+    p.set_defaults(func=cmd_analyze)
 
     p = sub.add_parser("data", help="data utilities")
     data_sub = p.add_subparsers(dest="data_command", required=True)

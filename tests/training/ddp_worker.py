@@ -1,4 +1,5 @@
-"""Run by ``torchrun`` from test_distributed.py: one SimCSE step, then dump this rank's weights and loss."""
+"""Run by ``torchrun`` from test_distributed.py: one SimCSE (or RankEncoder) step, then dump this rank's
+weights and loss."""
 
 import json
 import sys
@@ -8,11 +9,19 @@ import torch.distributed as dist
 from safetensors.torch import save_file
 
 from sentlab.training import engine
+from sentlab.training.config import TrainConfig
 from tests.conftest import tiny_config
 
 backbone, corpus, out, batch_size = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
+method = sys.argv[5] if len(sys.argv) > 5 else "simcse-unsup"
 cfg = tiny_config(backbone, corpus, out / "run", max_steps=1, batch_size=batch_size,
                   learning_rate=1e-2, pooler="mean")
+if method == "rankencoder":  # E1 = the same tiny model, corpus = the training sentences; both loss terms count
+    tree = cfg.model_dump()
+    tree["method"] = "rankencoder"
+    tree["rank"] = {"base_encoder": str(backbone), "corpus": str(corpus), "tau_lower": None, "tau_upper": None,
+                    "lambda_train": 1.0, "combine": "weighted_sum"}
+    cfg = TrainConfig.model_validate(tree)
 paths = engine.RunPaths(out / "run")
 trainer = engine.build_trainer(cfg, paths)
 trainer.train()

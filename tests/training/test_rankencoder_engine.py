@@ -76,3 +76,13 @@ def test_rank_section_is_validated(tiny_backbone, corpus_file, tmp_path):
     tree["method"] = "rankencoder"
     with pytest.raises(ValueError, match="needs a 'rank' section"):
         TrainConfig.model_validate(tree)
+
+
+def test_promptbert_base_objective(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path):
+    """The second base: E2 with PromptBERT's template pooler trains under the rank loss."""
+    tree = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=2).model_dump()
+    tree["model"]["pooler"] = "prompt"
+    paths = engine.train(TrainConfig.model_validate(tree), evaluate=False)
+    rank_encoder = RankEncoder.load(paths.model)
+    assert type(rank_encoder.encoder[0]).__name__ == "PromptTransformer"
+    assert rank_encoder.scorer(lambda_inf=0.5).score(PROBE[:1], PROBE[1:]).shape == (1,)

@@ -43,15 +43,27 @@ def config(method: str, out: str, corpus: str, index: str, steps: int, batch: in
     return TrainConfig.model_validate(tree)
 
 
-def run_arm(method: str, corpus: str, index: str, steps: int, batch: int) -> tuple[list[float], float]:
+def run_arm(method: str, corpus: str, index: str, steps: int, batch: int) -> tuple[list[float], float, list[float]]:
+    """Step times, set-up time, and (RankEncoder) the time spent on E1's rank vectors in each step."""
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         trainer = engine.build_trainer(config(method, out, corpus, index, steps, batch), engine.RunPaths(Path(out)))
         setup = time.perf_counter() - start
         timer = StepTimer()
         trainer.add_callback(timer)
+        rank_times: list[float] = []
+        if method == "rankencoder":
+            original = trainer.loss.base_rank_vectors
+
+            def timed_rank_vectors(*args, **kwargs):
+                begin = time.perf_counter()
+                result = original(*args, **kwargs)
+                rank_times.append(time.perf_counter() - begin)
+                return result
+
+            trainer.loss.base_rank_vectors = timed_rank_vectors
         trainer.train()
-        return timer.times, setup
+        return timer.times, setup, rank_times
 
 
 def main() -> None:
@@ -75,11 +87,13 @@ def main() -> None:
         index_seconds = time.perf_counter() - start
     times: dict[str, list[float]] = {"simcse": [], "rankencoder": []}
     setup: dict[str, list[float]] = {"simcse": [], "rankencoder": []}
+    rank_part: list[float] = []
     for _ in range(args.rounds):
         for arm, method in (("simcse", "simcse-unsup"), ("rankencoder", "rankencoder")):
-            step_times, setup_s = run_arm(method, str(corpus), str(folder), args.steps, args.batch_size)
+            step_times, setup_s, rank_times = run_arm(method, str(corpus), str(folder), args.steps, args.batch_size)
             times[arm] += step_times[args.warmup:]
             setup[arm].append(setup_s)
+            rank_part += rank_times[args.warmup:]
     mean = {arm: statistics.mean(t) for arm, t in times.items()}
     median = {arm: statistics.median(t) for arm, t in times.items()}
     print(json.dumps({
@@ -89,6 +103,9 @@ def main() -> None:
         "threads": torch.get_num_threads(),
         "simcse_step_s": mean["simcse"], "rankencoder_step_s": mean["rankencoder"],
         "ratio_mean": mean["rankencoder"] / mean["simcse"], "ratio_median": median["rankencoder"] / median["simcse"],
+        "simcse_step_s_all": [round(t, 3) for t in times["simcse"]],
+        "rankencoder_step_s_all": [round(t, 3) for t in times["rankencoder"]],
+        "e1_rank_vectors_s_per_step_mean": statistics.mean(rank_part),
         "one_off_s": {"e1_corpus_index_build": index_seconds,
                       "setup_simcse_mean": statistics.mean(setup["simcse"]),
                       "setup_rankencoder_mean_incl_e1_train_vectors": statistics.mean(setup["rankencoder"])},

@@ -60,3 +60,15 @@ def test_rank_vector_depends_only_on_the_order_of_similarities():
     corpus = torch.randn(50, 8)
     q = torch.randn(1, 8)
     assert torch.allclose(rank_vectors(q, corpus), rank_vectors(3.0 * q, corpus))
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_fused_cpu_normalisation_equals_the_two_step_torch_path(ties):
+    rng = np.random.default_rng(3)
+    scores = rng.standard_normal((5, 200)).astype(np.float32)
+    if ties:
+        scores = np.round(scores, 1)
+        scores[4] = 1.0  # a row with no ranking at all
+    fused = torch.from_numpy(_average_ranks_numpy(scores, normalize=True))
+    two_step = normalize_ranks(_average_ranks_torch(torch.from_numpy(scores)))
+    torch.testing.assert_close(fused, two_step, rtol=0, atol=1e-6)

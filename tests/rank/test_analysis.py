@@ -33,16 +33,6 @@ def stsb_dir(tmp_path_factory):
     return root
 
 
-@pytest.fixture(scope="module")
-def encoder(tiny_backbone_no_dropout):
-    return build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
-
-
-@pytest.fixture(scope="module")
-def index(encoder):
-    rng = np.random.default_rng(0)
-    corpus = list(dict.fromkeys(" ".join(rng.choice(WORDS, size=rng.integers(3, 9))) for _ in range(400)))
-    return CorpusIndex.build(encoder, corpus, "tiny")
 
 
 def test_top_k_neighbours_match_a_full_sort(encoder, index):

@@ -14,10 +14,6 @@ SENTENCES = ["a man plays the guitar", "a woman plays the piano", "the dog runs 
              "a child reads a book", "the cat sits on the car", "a bird flies in the sky"]
 
 
-@pytest.fixture(scope="module")
-def encoder(tiny_backbone_no_dropout):
-    return build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
-
 
 def test_build_save_load_round_trip(encoder, tmp_path):
     index = CorpusIndex.build(encoder, SENTENCES, "tiny")

@@ -38,6 +38,7 @@ def test_rankencoder_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, cor
     CorpusIndex.load(paths.base_index).check_encoder(e1)
     records = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
     assert len([r for r in records if "loss" in r]) == 6
+    assert all({"l_cl_last", "l_r_last"} <= set(r) for r in records if "loss" in r)  # Fig. 8's two curves
     rank_encoder = RankEncoder.load(paths.model)  # E2 + E2's own index, fingerprint-checked
     assert rank_encoder.lambda_inf == 0.1 and len(rank_encoder.index) == 96
     plain = SentenceTransformer(str(paths.model))

@@ -1,4 +1,4 @@
-"""Trainer callbacks: stop on a NaN loss, keep a metrics log."""
+"""Trainer callbacks: stop on a NaN loss, log a loss's components, keep a metrics log."""
 
 from __future__ import annotations
 
@@ -25,6 +25,19 @@ class StopOnNonFiniteLoss(TrainerCallback):
                 f"training loss became {loss} at step {state.global_step}; lower the learning rate or "
                 "use fp32/bf16 (last checkpoint kept)"
             )
+
+
+class LossComponentsLog(TrainerCallback):
+    """Add a loss's ``last_components`` (e.g. RankEncoder's l_cl and l_r of the latest step) to each
+    training-loss log record, as ``<name>_last``; put it before :class:`MetricsLog`."""
+
+    def __init__(self, loss: object):
+        self.loss = loss
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        components = getattr(self.loss, "last_components", None)
+        if logs is not None and "loss" in logs and components:
+            logs.update({f"{name}_last": value for name, value in components.items()})
 
 
 class MetricsLog(TrainerCallback):

@@ -47,7 +47,7 @@ from sentlab.losses.rankencoder import RankEncoderLoss
 from sentlab.losses.simcse import SimCSELoss
 from sentlab.rank.index import CorpusIndex, corpus_sha256, encoder_fingerprint
 from sentlab.rank.model import RankEncoder, RankScorer
-from sentlab.training.callbacks import MetricsLog, StopOnNonFiniteLoss
+from sentlab.training.callbacks import LossComponentsLog, MetricsLog, StopOnNonFiniteLoss
 from sentlab.training.config import TrainConfig
 
 logger = logging.getLogger(__name__)
@@ -225,10 +225,10 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     set_seed(cfg.train.seed)  # before the model: the training head's initialisation depends on it
     model = model or build_model(cfg)
     collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)
+    loss = build_loss(cfg, model, rank_inputs)
     trainer = SentenceTransformerTrainer(
-        model=model, args=args, train_dataset=train_dataset, loss=build_loss(cfg, model, rank_inputs),
-        evaluator=evaluator, data_collator=collator,
-        callbacks=[StopOnNonFiniteLoss(), MetricsLog(paths.metrics)],
+        model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, data_collator=collator,
+        callbacks=[StopOnNonFiniteLoss(), LossComponentsLog(loss), MetricsLog(paths.metrics)],
     )
     return trainer
 

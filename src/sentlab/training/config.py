@@ -80,12 +80,27 @@ class RankSection(_Section):
     encode_batch_size: int = Field(256, gt=0, description="batch size for E1 / E2 corpus encoding")
 
 
+class RankCSESection(_Section):
+    """RankCSE (method ``rankcse``); defaults follow App. A.1 (tau_2 / tau_3 are grid-searched there)."""
+
+    teachers: list[str] = Field(min_length=1, description="frozen teachers (alias, folder or hub name)")
+    teacher_weights: list[float] | None = Field(None, description="alpha_k, summing to 1 (default: equal)")
+    beta: float = Field(1.0, ge=0, description="weight of the ranking consistency (Eq. 2); 0 = off")
+    gamma: float = Field(1.0, ge=0, description="weight of the ranking distillation (Eq. 3); 0 = off")
+    distillation: Literal["listnet", "listmle"] = "listnet"
+    tau_student: float = Field(0.05, gt=0, description="tau_2")
+    tau_teacher: float = Field(0.05, gt=0, description="tau_3 (ListNet)")
+    use_infonce: bool = Field(True, description="keep InfoNCE (Eq. 1)")
+    encode_batch_size: int = Field(256, gt=0, description="batch size for the teachers' one-off encoding")
+
+
 class TrainConfig(_Section):
-    method: Literal["simcse-unsup", "simcse-sup", "rankencoder"]
+    method: Literal["simcse-unsup", "simcse-sup", "rankencoder", "rankcse"]
     model: ModelSection
     data: DataSection
     loss: LossSection = Field(default_factory=LossSection)
     rank: RankSection | None = None
+    rankcse: RankCSESection | None = None
     train: TrainSection
     eval: EvalSection = Field(default_factory=EvalSection)
 
@@ -98,6 +113,14 @@ class TrainConfig(_Section):
                 raise ValueError("rank: give exactly one of rank.corpus and rank.index")
         elif self.rank is not None:
             raise ValueError(f"the 'rank' section is only for method rankencoder, not {self.method}")
+        if self.method == "rankcse":
+            if self.rankcse is None:
+                raise ValueError("method rankcse needs a 'rankcse' section (rankcse.teachers)")
+            weights = self.rankcse.teacher_weights
+            if weights is not None and (len(weights) != len(self.rankcse.teachers) or abs(sum(weights) - 1) > 1e-6):
+                raise ValueError("rankcse.teacher_weights: one weight per teacher, summing to 1")
+        elif self.rankcse is not None:
+            raise ValueError(f"the 'rankcse' section is only for method rankcse, not {self.method}")
         return self
 
     def to_yaml(self) -> str:

@@ -20,6 +20,9 @@ RankEncoder runs add (Sec. 3.4, App. A.7: what E1 contributes is computed once, 
     RUN/base_train_vectors.npy     E1's vectors of the training sentences (+ .json provenance)
     RUN/model/rankencoder/         E2's corpus index: RUN/model is a RankEncoder folder (Eq. 7)
     RUN/results-rankencoder.json   STS results of Eq. 7 with rank.lambda_inf
+
+RankCSE runs add ``RUN/teacher_vectors/teacher<k>.npy`` (+ .json provenance): each teacher's vectors
+of the training sentences, computed once.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from sentlab.data.sts import load_sts_task
 from sentlab.encoders.heads import SimCSEMLPHead
 from sentlab.encoders.loading import build_encoder, load_encoder
 from sentlab.errors import ConfigError, DataError
+from sentlab.losses.rankcse import RankCSELoss
 from sentlab.losses.rankencoder import RankEncoderLoss
 from sentlab.losses.simcse import SimCSELoss
 from sentlab.rank.index import CorpusIndex, corpus_sha256, encoder_fingerprint
@@ -70,7 +74,8 @@ class RunPaths:
 
 RUN_FILES = {"config": "config.yaml", "checkpoints": "checkpoints", "metrics": "metrics.jsonl", "model": "model",
              "results": "results.json", "loss_plot": "loss.png", "base_index": "base_index",
-             "base_train_vectors": "base_train_vectors.npy", "rank_results": "results-rankencoder.json"}
+             "base_train_vectors": "base_train_vectors.npy", "rank_results": "results-rankencoder.json",
+             "teacher_vectors": "teacher_vectors"}
 
 
 def build_model(cfg: TrainConfig) -> SentenceTransformer:
@@ -79,7 +84,7 @@ def build_model(cfg: TrainConfig) -> SentenceTransformer:
         model = load_encoder(cfg.model.name)
     else:
         model = build_encoder(cfg.model.name, cfg.model.pooler, prompt_template=cfg.model.prompt_template)
-    if cfg.model.pooler == "cls" and cfg.method in ("simcse-unsup", "simcse-sup", "rankencoder"):
+    if cfg.model.pooler == "cls":
         model.append(SimCSEMLPHead(model.get_embedding_dimension()))
     return model
 
@@ -93,7 +98,7 @@ def strip_training_heads(model: SentenceTransformer) -> SentenceTransformer:
 
 
 def read_train_sentences(cfg: TrainConfig) -> list[str]:
-    """The training sentences of a one-column method (unsupervised SimCSE, RankEncoder)."""
+    """The training sentences of a one-column method (unsupervised SimCSE, RankEncoder, RankCSE)."""
     path = Path(cfg.data.train)
     if cfg.data.columns:
         return [row[0] for row in read_table(path, cfg.data.columns[:1], limit=cfg.data.limit)]
@@ -104,7 +109,7 @@ def build_train_dataset(cfg: TrainConfig) -> Dataset:
     path = Path(cfg.data.train)
     if cfg.method == "simcse-unsup":
         return Dataset.from_dict({"sentence": read_train_sentences(cfg)})
-    if cfg.method == "rankencoder":  # the label is the sentence's row in E1's precomputed vectors
+    if cfg.method in ("rankencoder", "rankcse"):  # the label: the sentence's row in precomputed vectors
         sentences = read_train_sentences(cfg)
         return Dataset.from_dict({"sentence": sentences, "label": list(range(len(sentences)))})
     columns = cfg.data.columns or ["sent0", "sent1", "hard_neg"]
@@ -115,28 +120,56 @@ def build_train_dataset(cfg: TrainConfig) -> Dataset:
     return Dataset.from_dict({name: [row[i] for row in rows] for i, name in enumerate(names)})
 
 
-def build_loss(cfg: TrainConfig, model: SentenceTransformer, rank_inputs: RankInputs | None = None) -> nn.Module:
+def build_loss(cfg: TrainConfig, model: SentenceTransformer, frozen: FrozenInputs | None = None) -> nn.Module:
     base = SimCSELoss(model, temperature=cfg.loss.temperature, hard_negative_weight=cfg.loss.hard_negative_weight)
-    if cfg.method != "rankencoder":
+    if cfg.method not in ("rankencoder", "rankcse"):
         return base
-    if rank_inputs is None:
-        raise ConfigError("method rankencoder needs E1's vectors (prepare_rank_inputs)")
+    if frozen is None:
+        raise ConfigError(f"method {cfg.method} needs vectors of frozen encoders (prepare_frozen_inputs)")
+    if cfg.method == "rankcse":
+        r = cfg.rankcse
+        return RankCSELoss(base, frozen.train_vectors, r.teacher_weights, beta=r.beta, gamma=r.gamma,
+                           distillation=r.distillation, tau_student=r.tau_student, tau_teacher=r.tau_teacher,
+                           use_infonce=r.use_infonce)
     r = cfg.rank
-    return RankEncoderLoss(base, rank_inputs.train_vectors, rank_inputs.index.vectors, lambda_train=r.lambda_train,
+    return RankEncoderLoss(base, frozen.train_vectors[0], frozen.index.vectors, lambda_train=r.lambda_train,
                            tau_lower=r.tau_lower, tau_upper=r.tau_upper, combine=r.combine)
 
 
 @dataclass
-class RankInputs:
-    """What the frozen E1 contributes to RankEncoder training, computed once."""
+class FrozenInputs:
+    """What frozen encoders contribute to training, computed once: their vectors of the training
+    sentences (RankEncoder's E1, RankCSE's teachers) and, for RankEncoder, E1's corpus index."""
 
-    index: CorpusIndex
-    train_vectors: np.ndarray
+    train_vectors: list[np.ndarray]
+    index: CorpusIndex | None = None
 
 
-def prepare_rank_inputs(cfg: TrainConfig, paths: RunPaths, sentences: list[str]) -> RankInputs:
-    """E1's corpus index and E1's vectors of the training sentences, reused from the run folder when
-    they were made by the same E1 from the same text (so --resume does not recompute them)."""
+def frozen_vectors(encoder: SentenceTransformer, fingerprint: str, sentences: list[str], path: Path,
+                   batch_size: int, progress: bool) -> np.ndarray:
+    """L2-normalised vectors of ``sentences`` by a frozen ``encoder``, cached at ``path`` (.npy + .json
+    provenance) and reused when made by the same encoder from the same text (so --resume skips them)."""
+    provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": corpus_sha256(sentences)}
+    meta_path = path.with_suffix(".json")
+    if not (path.is_file() and meta_path.is_file() and json.loads(meta_path.read_text("utf-8")) == provenance):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        vectors = encoder.encode(sentences, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                                 show_progress_bar=progress)
+        np.save(path, np.asarray(vectors, dtype=np.float32))
+        meta_path.write_text(json.dumps(provenance) + "\n", encoding="utf-8")
+    return np.load(path, mmap_mode="r")
+
+
+def prepare_frozen_inputs(cfg: TrainConfig, paths: RunPaths, sentences: list[str]) -> FrozenInputs:
+    progress = cfg.train.progress_bar
+    if cfg.method == "rankcse":
+        vectors = []
+        for k, name in enumerate(cfg.rankcse.teachers):
+            teacher = load_encoder(name)
+            vectors.append(frozen_vectors(teacher, encoder_fingerprint(teacher), sentences,
+                                          paths.teacher_vectors / f"teacher{k}.npy", cfg.rankcse.encode_batch_size,
+                                          progress))
+        return FrozenInputs(vectors)
     r = cfg.rank
     e1 = load_encoder(r.base_encoder)
     fingerprint = encoder_fingerprint(e1)
@@ -151,17 +184,10 @@ def prepare_rank_inputs(cfg: TrainConfig, paths: RunPaths, sentences: list[str])
             index.check_corpus(corpus)
         except DataError:
             index = CorpusIndex.build(e1, corpus, r.base_encoder, batch_size=r.encode_batch_size,
-                                      show_progress_bar=cfg.train.progress_bar)
+                                      show_progress_bar=progress)
             index.save(paths.base_index)
-    provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": corpus_sha256(sentences)}
-    meta_path = paths.base_train_vectors.with_suffix(".json")
-    if not (meta_path.is_file() and json.loads(meta_path.read_text("utf-8")) == provenance
-            and paths.base_train_vectors.is_file()):
-        vectors = e1.encode(sentences, batch_size=r.encode_batch_size, convert_to_numpy=True,
-                            normalize_embeddings=True, show_progress_bar=cfg.train.progress_bar)
-        np.save(paths.base_train_vectors, np.asarray(vectors, dtype=np.float32))
-        meta_path.write_text(json.dumps(provenance) + "\n", encoding="utf-8")
-    return RankInputs(index, np.load(paths.base_train_vectors, mmap_mode="r"))
+    train_vectors = frozen_vectors(e1, fingerprint, sentences, paths.base_train_vectors, r.encode_batch_size, progress)
+    return FrozenInputs([train_vectors], index)
 
 
 def build_dev_evaluator(cfg: TrainConfig) -> EmbeddingSimilarityEvaluator | None:
@@ -218,14 +244,14 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     evaluator = build_dev_evaluator(cfg)
     args = training_arguments(cfg, paths, has_dev=evaluator is not None)
     train_dataset = build_train_dataset(cfg)
-    rank_inputs = None
-    if cfg.method == "rankencoder":
-        with args.main_process_first(desc="E1 vectors"):  # other processes then reuse the saved files
-            rank_inputs = prepare_rank_inputs(cfg, paths, train_dataset["sentence"])
+    frozen = None
+    if cfg.method in ("rankencoder", "rankcse"):
+        with args.main_process_first(desc="frozen encoders' vectors"):  # the others then reuse the saved files
+            frozen = prepare_frozen_inputs(cfg, paths, train_dataset["sentence"])
     set_seed(cfg.train.seed)  # before the model: the training head's initialisation depends on it
     model = model or build_model(cfg)
     collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)
-    loss = build_loss(cfg, model, rank_inputs)
+    loss = build_loss(cfg, model, frozen)
     trainer = SentenceTransformerTrainer(
         model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, data_collator=collator,
         callbacks=[StopOnNonFiniteLoss(), LossComponentsLog(loss), MetricsLog(paths.metrics)],

@@ -1,0 +1,49 @@
+"""RankCSE through the engine, end to end on tiny models (teacher = another tiny model)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+
+from sentlab.encoders.loading import build_encoder
+from sentlab.training import engine
+from sentlab.training.config import TrainConfig
+from tests.conftest import tiny_config
+
+PROBE = ["a man plays the guitar", "a dog runs in the park"]
+
+
+def rankcse_config(student, teachers, corpus, out, rankcse=None, **train) -> TrainConfig:
+    tree = tiny_config(student, corpus, out, **train).model_dump()
+    tree["method"] = "rankcse"
+    tree["rankcse"] = {"teachers": [str(t) for t in teachers], **(rankcse or {})}
+    return TrainConfig.model_validate(tree)
+
+
+@pytest.mark.parametrize("distillation", ["listnet", "listmle"])
+def test_rankcse_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path, distillation):
+    cfg = rankcse_config(tiny_backbone, [tiny_backbone_no_dropout, tiny_backbone], corpus_file, tmp_path / "run",
+                         {"teacher_weights": [1 / 3, 2 / 3], "distillation": distillation}, max_steps=4)
+    paths = engine.train(cfg, evaluate=False)
+    for k, backbone in enumerate([tiny_backbone_no_dropout, tiny_backbone]):
+        vectors = np.load(paths.teacher_vectors / f"teacher{k}.npy")
+        teacher = build_encoder(str(backbone), "cls")
+        expected = teacher.encode(corpus_file.read_text().splitlines()[:2], normalize_embeddings=True)
+        np.testing.assert_allclose(vectors[:2], expected, rtol=1e-5, atol=1e-6)
+    records = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
+    logged = [r for r in records if "loss" in r]
+    assert len(logged) == 4 and all({"infonce_last", "consistency_last", "rank_last"} <= set(r) for r in logged)
+    model = SentenceTransformer(str(paths.model))  # MLP head removed, plain ST folder
+    assert not np.allclose(model.encode(PROBE), build_encoder(str(tiny_backbone), "cls").encode(PROBE))
+
+
+def test_rankcse_config_is_validated(tiny_backbone, corpus_file, tmp_path):
+    with pytest.raises(ValueError, match="one weight per teacher, summing to 1"):
+        rankcse_config(tiny_backbone, [tiny_backbone], corpus_file, tmp_path, {"teacher_weights": [0.5]})
+    tree = tiny_config(tiny_backbone, corpus_file, tmp_path).model_dump()
+    tree["method"] = "rankcse"
+    with pytest.raises(ValueError, match="needs a 'rankcse' section"):
+        TrainConfig.model_validate(tree)

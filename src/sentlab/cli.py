@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sentlab.errors import DataError, SentlabError
 
-TASK_FAMILIES = ("sts",)
+TASK_FAMILIES = ("sts", "ranking")
 
 
 def _quiet_libraries() -> None:
@@ -58,24 +58,26 @@ def _load(args: argparse.Namespace):
 
 def _scorer(args: argparse.Namespace, name: str):
     """Cosine scorer, or Eq. 7's scorer for a RankEncoder folder / an encoder with ``--index``."""
-    from sentlab.evaluation.scoring import CosineScorer
+    from sentlab.evaluation.scoring import CosineScorer, EmbeddingCache
     from sentlab.rank.model import DEFAULT_LAMBDA_INF, RankEncoder, RankScorer
 
     batch_size = getattr(args, "batch_size", 128)
+    encoder = _load(args)
+    cache = EmbeddingCache(encoder)  # several task families share one encoding of each sentence
     if args.index is None and Path(args.model).is_dir() and RankEncoder.is_rankencoder(args.model):
-        rank_encoder = RankEncoder.load(args.model, device=args.device, encoder=_load(args))
-        return rank_encoder.scorer(batch_size, name, args.lambda_inf)
+        rank_encoder = RankEncoder.load(args.model, device=args.device, encoder=encoder)
+        lambda_inf = rank_encoder.lambda_inf if args.lambda_inf is None else args.lambda_inf
+        return RankScorer(cache, rank_encoder.index, lambda_inf, batch_size=batch_size, name=name)
     if args.index is None:
         if args.lambda_inf is not None:
             raise SentlabError("--lambda-inf needs --index or a RankEncoder model folder")
-        return CosineScorer(_load(args), batch_size=batch_size, name=name)
+        return CosineScorer(cache, batch_size=batch_size, name=name)
     from sentlab.rank.index import CorpusIndex
 
     index = CorpusIndex.load(args.index)
-    encoder = _load(args)
     index.check_encoder(encoder)
     lambda_inf = DEFAULT_LAMBDA_INF if args.lambda_inf is None else args.lambda_inf
-    return RankScorer(encoder, index, lambda_inf, batch_size=batch_size, name=name)
+    return RankScorer(cache, index, lambda_inf, batch_size=batch_size, name=name)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -94,7 +96,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from sentlab.evaluation import evaluate_sts
+    from sentlab.evaluation import EvalReport, evaluate_sts
 
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     unknown = [t for t in tasks if t not in TASK_FAMILIES]
@@ -102,7 +104,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise SentlabError(f"unknown task family {unknown[0]!r} (available: {', '.join(TASK_FAMILIES)})")
     scorer = _scorer(args, args.model)
     model = getattr(scorer, "encoder", None) or scorer.model
-    report = evaluate_sts(scorer, args.data_dir)
+    report = EvalReport(model=scorer.name)
+    if "sts" in tasks:
+        evaluate_sts(scorer, args.data_dir, report=report)
+    if "ranking" in tasks:
+        from sentlab.evaluation.ranking import evaluate_ranking
+
+        evaluate_ranking(scorer, args.data_dir, report=report)
     report.settings.update({"pooler": args.pooler, "max_seq_length": model.max_seq_length,
                             "data_dir": str(args.data_dir or "")})
     if hasattr(scorer, "lambda_inf"):

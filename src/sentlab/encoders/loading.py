@@ -176,3 +176,19 @@ def load_encoder(
 def _first_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return text[0] if text else type(err).__name__
+
+
+def keep_first_layers(model: SentenceTransformer, num_layers: int) -> SentenceTransformer:
+    """Cut the model's transformer to its embeddings and first ``num_layers`` layers (in place).
+
+    Works for encoders whose layers live in ``encoder.layer`` (BERT, RoBERTa, MiniLM, ...).
+    """
+    backbone = model[0].auto_model
+    layers = getattr(getattr(backbone, "encoder", None), "layer", None)
+    if layers is None:
+        raise ModelLoadError(f"{type(backbone).__name__}: cannot cut layers (no encoder.layer)")
+    if not 0 < num_layers <= len(layers):
+        raise ModelLoadError(f"num_layers must be in 1..{len(layers)}, got {num_layers}")
+    backbone.encoder.layer = layers[:num_layers]
+    backbone.config.num_hidden_layers = num_layers
+    return model

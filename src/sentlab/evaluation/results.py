@@ -21,12 +21,32 @@ class TaskResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+    @property
+    def headline(self) -> dict[str, float]:
+        return {"": self.spearman}
+
+
+@dataclass
+class RankingResult:
+    """A ranking task's scores (RankCSE App. A.6): mean Kendall tau and NDCG over samples, x 100."""
+
+    kcc: float
+    ndcg: float
+    n_samples: int
+    n_skipped_constant_gold: int = 0
+    split: str = "test"
+
+    @property
+    def headline(self) -> dict[str, float]:
+        return {" KCC": self.kcc, " NDCG": self.ndcg}
+
+
 @dataclass
 class EvalReport:
     """All results for one model: ``{"model": ..., "tasks": {...}, "summary": {...}}``."""
 
     model: str
-    tasks: dict[str, TaskResult] = field(default_factory=dict)
+    tasks: dict[str, TaskResult | RankingResult] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -40,15 +60,16 @@ class EvalReport:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalReport:
-        tasks = {name: TaskResult(**result) for name, result in data.get("tasks", {}).items()}
+        tasks = {name: RankingResult(**result) if "kcc" in result else TaskResult(**result)
+                 for name, result in data.get("tasks", {}).items()}
         return cls(model=data["model"], tasks=tasks, summary=data.get("summary", {}),
                    settings=data.get("settings", {}))
 
     def table(self) -> str:
         """The tasks and summary as a plain-text table (one row for this model)."""
-        names = list(self.tasks)
-        headers = ["model", *names] + [k for k in self.summary if isinstance(self.summary[k], float)]
-        values = [self.model] + [f"{self.tasks[n].spearman:.2f}" for n in names]
+        columns = {name + suffix: value for name, task in self.tasks.items() for suffix, value in task.headline.items()}
+        headers = ["model", *columns] + [k for k in self.summary if isinstance(self.summary[k], float)]
+        values = [self.model] + [f"{v:.2f}" for v in columns.values()]
         values += [f"{v:.2f}" for v in self.summary.values() if isinstance(v, float)]
         widths = [max(len(h), len(v)) for h, v in zip(headers, values)]
         line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731

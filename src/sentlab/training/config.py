@@ -25,6 +25,8 @@ class ModelSection(_Section):
     pooler: Literal["cls", "cls_before_pooler", "mean", "first_last_avg", "prompt"] | None = None
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE
     max_seq_length: int = Field(32, gt=0)
+    num_layers: int | None = Field(None, gt=0, description="keep only the first N transformer layers "
+                                                           "(a smaller student, e.g. for distillation)")
 
 
 class DataSection(_Section):

@@ -44,7 +44,7 @@ from transformers.trainer_utils import get_last_checkpoint
 from sentlab.data.readers import read_sentences, read_table
 from sentlab.data.sts import load_sts_task
 from sentlab.encoders.heads import SimCSEMLPHead
-from sentlab.encoders.loading import build_encoder, load_encoder
+from sentlab.encoders.loading import build_encoder, keep_first_layers, load_encoder
 from sentlab.errors import ConfigError, DataError
 from sentlab.losses.rankcse import RankCSELoss
 from sentlab.losses.rankencoder import RankEncoderLoss
@@ -84,6 +84,8 @@ def build_model(cfg: TrainConfig) -> SentenceTransformer:
         model = load_encoder(cfg.model.name)
     else:
         model = build_encoder(cfg.model.name, cfg.model.pooler, prompt_template=cfg.model.prompt_template)
+    if cfg.model.num_layers is not None:
+        keep_first_layers(model, cfg.model.num_layers)
     if cfg.model.pooler == "cls":
         model.append(SimCSEMLPHead(model.get_embedding_dimension()))
     return model

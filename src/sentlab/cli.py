@@ -187,6 +187,26 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plot_alignment_uniformity(args: argparse.Namespace) -> int:
+    from sentlab.reporting.plots import alignment_uniformity_points, plot_alignment_uniformity
+
+    path = plot_alignment_uniformity(alignment_uniformity_points(args.results), args.output)
+    print(f"written {path} (+ .json)")
+    return 0
+
+
+def cmd_plot_cosine_buckets(args: argparse.Namespace) -> int:
+    from sentlab.encoders import load_encoder
+    from sentlab.evaluation.scoring import CosineScorer
+    from sentlab.reporting.plots import cosine_by_gold_bucket, plot_cosine_buckets
+
+    distributions = [cosine_by_gold_bucket(CosineScorer(load_encoder(name, device=args.device), name=name),
+                                           args.data_dir) for name in args.model]
+    path = plot_cosine_buckets(distributions, args.output)
+    print(f"written {path} (+ .json)")
+    return 0
+
+
 def cmd_index_pack(args: argparse.Namespace) -> int:
     from sentlab.rank.index import CorpusIndex
     from sentlab.rank.model import RankEncoder
@@ -268,6 +288,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True, help="folder for the JSON and PNG files")
     p.add_argument("--data-dir", default=None, help="default: $SENTLAB_DATA or ../shared/data")
     p.set_defaults(func=cmd_analyze)
+
+    p = sub.add_parser("plot", help="figures with the numbers behind them (PNG + JSON)")
+    plot_sub = p.add_subparsers(dest="plot_command", required=True)
+    f = plot_sub.add_parser("alignment-uniformity", help="RankCSE Fig. 3: models on the alignment-uniformity plane")
+    f.add_argument("results", nargs="+", help="results files of `sentlab eval --tasks sts --output`")
+    f.add_argument("--output", required=True, help="folder for the PNG and JSON")
+    f.set_defaults(func=cmd_plot_alignment_uniformity)
+    f = plot_sub.add_parser("cosine-buckets", help="RankCSE Fig. 4: cosine per gold-score bucket, STS-B dev")
+    f.add_argument("--model", action="append", required=True, help="repeat for several models")
+    f.add_argument("--device", default=None)
+    f.add_argument("--output", required=True, help="folder for the PNG and JSON")
+    f.add_argument("--data-dir", default=None, help="default: $SENTLAB_DATA or ../shared/data")
+    f.set_defaults(func=cmd_plot_cosine_buckets)
 
     p = sub.add_parser("data", help="data utilities")
     data_sub = p.add_subparsers(dest="data_command", required=True)

@@ -35,6 +35,14 @@ def _model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: best available)")
 
 
+def _data_dir_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", default=None, help="default: $SENTLAB_DATA or ../shared/data")
+
+
+def _figures_output_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output", required=True, help="folder for the JSON and PNG files")
+
+
 def _positive_int(value: str) -> int:
     number = int(value)
     if number <= 0:
@@ -245,7 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     _rank_args(p)
     p.add_argument("--tasks", default="sts", help=f"comma-separated task families ({', '.join(TASK_FAMILIES)})")
     p.add_argument("--output", default=None, help="write the results as JSON here")
-    p.add_argument("--data-dir", default=None, help="default: $SENTLAB_DATA or ../shared/data")
+    _data_dir_arg(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("encode", help="embed a text file (one sentence a line) into a .npy matrix")
@@ -285,21 +293,21 @@ def build_parser() -> argparse.ArgumentParser:
     _model_args(p)
     p.add_argument("--index", default=None, help="corpus index of --model")
     p.add_argument("--retrained", default=None, help="a re-trained RankEncoder folder (E2) to add to Table 5")
-    p.add_argument("--output", required=True, help="folder for the JSON and PNG files")
-    p.add_argument("--data-dir", default=None, help="default: $SENTLAB_DATA or ../shared/data")
+    _figures_output_arg(p)
+    _data_dir_arg(p)
     p.set_defaults(func=cmd_analyze)
 
     p = sub.add_parser("plot", help="figures with the numbers behind them (PNG + JSON)")
     plot_sub = p.add_subparsers(dest="plot_command", required=True)
     f = plot_sub.add_parser("alignment-uniformity", help="RankCSE Fig. 3: models on the alignment-uniformity plane")
     f.add_argument("results", nargs="+", help="results files of `sentlab eval --tasks sts --output`")
-    f.add_argument("--output", required=True, help="folder for the PNG and JSON")
+    _figures_output_arg(f)
     f.set_defaults(func=cmd_plot_alignment_uniformity)
     f = plot_sub.add_parser("cosine-buckets", help="RankCSE Fig. 4: cosine per gold-score bucket, STS-B dev")
     f.add_argument("--model", action="append", required=True, help="repeat for several models")
     f.add_argument("--device", default=None)
-    f.add_argument("--output", required=True, help="folder for the PNG and JSON")
-    f.add_argument("--data-dir", default=None, help="default: $SENTLAB_DATA or ../shared/data")
+    _figures_output_arg(f)
+    _data_dir_arg(f)
     f.set_defaults(func=cmd_plot_cosine_buckets)
 
     p = sub.add_parser("data", help="data utilities")

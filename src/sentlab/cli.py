@@ -95,11 +95,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.set)
     paths = train(cfg, resume=args.resume, evaluate=not args.no_eval)
     print(f"model saved to {paths.model}")
-    if paths.results.is_file():
-        from sentlab.evaluation.results import EvalReport
-        import json
+    import json
 
-        print(EvalReport.from_dict(json.loads(paths.results.read_text("utf-8"))).table())
+    from sentlab.evaluation.results import EvalReport
+
+    for results in (paths.results, paths.rank_results):  # cosine; Eq. 7 for RankEncoder runs
+        if results.is_file():
+            print(EvalReport.from_dict(json.loads(results.read_text("utf-8"))).table())
     return 0
 
 

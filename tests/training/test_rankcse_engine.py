@@ -43,6 +43,9 @@ def test_rankcse_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, corpus_
 def test_rankcse_config_is_validated(tiny_backbone, corpus_file, tmp_path):
     with pytest.raises(ValueError, match="one weight per teacher, summing to 1"):
         rankcse_config(tiny_backbone, [tiny_backbone], corpus_file, tmp_path, {"teacher_weights": [0.5]})
+    with pytest.raises(ValueError, match="every term of Eq. 6 is switched off"):
+        rankcse_config(tiny_backbone, [tiny_backbone], corpus_file, tmp_path,
+                       {"use_infonce": False, "beta": 0, "gamma": 0})
     tree = tiny_config(tiny_backbone, corpus_file, tmp_path).model_dump()
     tree["method"] = "rankcse"
     with pytest.raises(ValueError, match="needs a 'rankcse' section"):

@@ -118,6 +118,9 @@ class TrainConfig(_Section):
         if self.method == "rankcse":
             if self.rankcse is None:
                 raise ValueError("method rankcse needs a 'rankcse' section (rankcse.teachers)")
+            r = self.rankcse
+            if not r.use_infonce and r.beta == 0 and r.gamma == 0:
+                raise ValueError("rankcse: every term of Eq. 6 is switched off (use_infonce, beta, gamma)")
             weights = self.rankcse.teacher_weights
             if weights is not None and (len(weights) != len(self.rankcse.teachers) or abs(sum(weights) - 1) > 1e-6):
                 raise ValueError("rankcse.teacher_weights: one weight per teacher, summing to 1")

@@ -1,4 +1,4 @@
-"""The ``sentlab`` command: train, eval, encode, similarity, index, data.
+"""The ``sentlab`` command: train, eval, encode, similarity, index, analyze, plot, data.
 
 Errors a user can fix are printed as one line (``sentlab: error: ...``) with a non-zero exit code.
 """

@@ -23,30 +23,26 @@ from sentlab.data.readers import read_sentences
 from sentlab.encoders import load_encoder
 from sentlab.errors import DataError
 from sentlab.evaluation import evaluate_sts
-from sentlab.evaluation.scoring import EmbeddingCache, cosine_rows
+from sentlab.evaluation.scoring import EmbeddingCache
 from sentlab.paths import data_dir
 from sentlab.rank.index import CorpusIndex
 from sentlab.rank.model import RankScorer
 
 
 class SharedComponents:
-    """(cosine, rank similarity) per list of pairs, computed once."""
+    """Eq. 7's (cosine, rank similarity) per list of pairs, computed once by the scorer."""
 
     def __init__(self, ranker: RankScorer):
         self.ranker = ranker
         self.memo: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self.rank_seconds = 0.0
+        self.seconds = 0.0
 
     def get(self, s1: Sequence[str], s2: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         key = hash((tuple(s1), tuple(s2)))
         if key not in self.memo:
-            emb = self.ranker.encoder.encode([*s1, *s2])
-            a, b = emb[: len(s1)], emb[len(s1):]
             start = time.perf_counter()
-            rows = np.arange(len(s1))
-            rank = self.ranker.rank_scores(np.concatenate([a, b]), rows, rows + len(s1))
-            self.rank_seconds += time.perf_counter() - start
-            self.memo[key] = (cosine_rows(a, b), rank)
+            self.memo[key] = self.ranker.similarity_parts(s1, s2)
+            self.seconds += time.perf_counter() - start
         return self.memo[key]
 
 
@@ -55,9 +51,7 @@ class LambdaView:
         self.shared, self.lambda_inf, self.name = shared, lambda_inf, name
 
     def score(self, s1: Sequence[str], s2: Sequence[str]) -> np.ndarray:
-        cos, rank = self.shared.get(s1, s2)
-        lam = self.lambda_inf
-        return cos if lam == 0 else rank if lam == 1 else lam * rank + (1 - lam) * cos
+        return RankScorer.mix(*self.shared.get(s1, s2), self.lambda_inf)
 
     def encode(self, sentences: Sequence[str]) -> np.ndarray:
         ranker = self.shared.ranker
@@ -97,7 +91,7 @@ def main() -> None:
                                         for k, v in report.summary.items()},
                             "seconds": round(time.perf_counter() - start, 1)})
         results[-len(lambdas)]["index_seconds"] = round(index_seconds, 1)
-        results[-len(lambdas)]["rank_similarity_seconds"] = round(shared.rank_seconds, 1)
+        results[-len(lambdas)]["similarity_parts_seconds"] = round(shared.seconds, 1)
     print(json.dumps({"model": args.model, "corpus": str(corpus_file), "results": results}, indent=2))
 
 

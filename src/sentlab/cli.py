@@ -64,41 +64,48 @@ def _load(args: argparse.Namespace):
     return load_encoder(args.model, pooler=args.pooler, max_seq_length=args.max_seq_length, device=args.device)
 
 
-def _scorer(args: argparse.Namespace, name: str):
-    """Cosine scorer, or Eq. 7's scorer for a RankEncoder folder / an encoder with ``--index``."""
-    from sentlab.evaluation.scoring import CosineScorer, EmbeddingCache
-    from sentlab.rank.model import DEFAULT_LAMBDA_INF, RankEncoder, RankScorer
+def _index_of(args: argparse.Namespace, encoder):
+    """(index, stored lambda_inf) for ``--index`` or a RankEncoder model folder, else (None, None);
+    the index must have been built by ``encoder``."""
+    from sentlab.rank.index import CorpusIndex
+    from sentlab.rank.model import RankEncoder
 
-    batch_size = getattr(args, "batch_size", 128)
+    if getattr(args, "index", None) is not None:
+        index = CorpusIndex.load(args.index)
+        index.check_encoder(encoder)
+        return index, None
+    if RankEncoder.is_rankencoder(args.model):
+        rank_encoder = RankEncoder.load(args.model, encoder=encoder)
+        return rank_encoder.index, rank_encoder.lambda_inf
+    return None, None
+
+
+def _scorer(args: argparse.Namespace, name: str):
+    """(encoder, scorer): cosine, or Eq. 7 for a RankEncoder folder / an encoder with ``--index``."""
+    from sentlab.evaluation.scoring import CosineScorer, EmbeddingCache
+    from sentlab.rank.model import DEFAULT_LAMBDA_INF, RankScorer
+
     encoder = _load(args)
     cache = EmbeddingCache(encoder)  # several task families share one encoding of each sentence
-    if args.index is None and Path(args.model).is_dir() and RankEncoder.is_rankencoder(args.model):
-        rank_encoder = RankEncoder.load(args.model, device=args.device, encoder=encoder)
-        lambda_inf = rank_encoder.lambda_inf if args.lambda_inf is None else args.lambda_inf
-        return RankScorer(cache, rank_encoder.index, lambda_inf, batch_size=batch_size, name=name)
-    if args.index is None:
+    index, stored_lambda = _index_of(args, encoder)
+    if index is None:
         if args.lambda_inf is not None:
             raise SentlabError("--lambda-inf needs --index or a RankEncoder model folder")
-        return CosineScorer(cache, batch_size=batch_size, name=name)
-    from sentlab.rank.index import CorpusIndex
-
-    index = CorpusIndex.load(args.index)
-    index.check_encoder(encoder)
-    lambda_inf = DEFAULT_LAMBDA_INF if args.lambda_inf is None else args.lambda_inf
-    return RankScorer(cache, index, lambda_inf, batch_size=batch_size, name=name)
+        return encoder, CosineScorer(cache, batch_size=args.batch_size, name=name)
+    lambda_inf = next(v for v in (args.lambda_inf, stored_lambda, DEFAULT_LAMBDA_INF) if v is not None)
+    return encoder, RankScorer(cache, index, lambda_inf, batch_size=args.batch_size, name=name)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    import json
+
+    from sentlab.evaluation.results import EvalReport
     from sentlab.training.config import load_config
     from sentlab.training.engine import train
 
     cfg = load_config(args.config, args.set)
     paths = train(cfg, resume=args.resume, evaluate=not args.no_eval)
     print(f"model saved to {paths.model}")
-    import json
-
-    from sentlab.evaluation.results import EvalReport
-
     for results in (paths.results, paths.rank_results):  # cosine; Eq. 7 for RankEncoder runs
         if results.is_file():
             print(EvalReport.from_dict(json.loads(results.read_text("utf-8"))).table())
@@ -112,8 +119,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     unknown = [t for t in tasks if t not in TASK_FAMILIES]
     if unknown:
         raise SentlabError(f"unknown task family {unknown[0]!r} (available: {', '.join(TASK_FAMILIES)})")
-    scorer = _scorer(args, args.model)
-    model = getattr(scorer, "encoder", None) or scorer.model
+    encoder, scorer = _scorer(args, args.model)
     report = EvalReport(model=scorer.name)
     if "sts" in tasks:
         evaluate_sts(scorer, args.data_dir, report=report)
@@ -121,7 +127,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         from sentlab.evaluation.ranking import evaluate_ranking
 
         evaluate_ranking(scorer, args.data_dir, report=report)
-    report.settings.update({"pooler": args.pooler, "max_seq_length": model.max_seq_length,
+    report.settings.update({"pooler": args.pooler, "max_seq_length": encoder.max_seq_length,
                             "data_dir": str(args.data_dir or "")})
     if hasattr(scorer, "lambda_inf"):
         report.settings.update({"lambda_inf": scorer.lambda_inf, "index": str(args.index or args.model),
@@ -155,7 +161,7 @@ def cmd_similarity(args: argparse.Namespace) -> int:
     for i, sentence in enumerate((args.sentence1, args.sentence2), start=1):
         if not sentence.strip():
             raise DataError(f"sentence {i} is empty")
-    score = _scorer(args, args.model).score([args.sentence1], [args.sentence2])[0]
+    score = _scorer(args, args.model)[1].score([args.sentence1], [args.sentence2])[0]
     print(f"{score:.4f}")
     return 0
 
@@ -179,17 +185,12 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from sentlab.rank.analysis import analyze
-    from sentlab.rank.index import CorpusIndex
     from sentlab.rank.model import RankEncoder
 
     encoder = _load(args)
-    if args.index is None:
-        if not RankEncoder.is_rankencoder(args.model):
-            raise SentlabError("analyze needs --index (or a RankEncoder model folder)")
-        index = RankEncoder.load(args.model, encoder=encoder).index
-    else:
-        index = CorpusIndex.load(args.index)
-        index.check_encoder(encoder)
+    index, _ = _index_of(args, encoder)
+    if index is None:
+        raise SentlabError("analyze needs --index (or a RankEncoder model folder)")
     retrained = RankEncoder.load(args.retrained, device=args.device) if args.retrained else None
     written = analyze(encoder, index, args.output, args.data_dir, retrained)
     for name, path in written.items():
@@ -218,12 +219,10 @@ def cmd_plot_cosine_buckets(args: argparse.Namespace) -> int:
 
 
 def cmd_index_pack(args: argparse.Namespace) -> int:
-    from sentlab.rank.index import CorpusIndex
     from sentlab.rank.model import RankEncoder
 
     encoder = _load(args)
-    index = CorpusIndex.load(args.index)
-    index.check_encoder(encoder)
+    index, _ = _index_of(args, encoder)
     RankEncoder(encoder, index, args.lambda_inf).save(args.output)
     print(f"RankEncoder (lambda_inf {args.lambda_inf}) written to {args.output}")
     return 0

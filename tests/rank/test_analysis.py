@@ -45,15 +45,26 @@ def test_top_k_neighbours_match_a_full_sort(encoder, index):
     np.testing.assert_allclose(np.sort(np.take_along_axis(sims, found, 1)), np.sort(sims, 1)[:, -10:], atol=1e-5)
 
 
-def test_overlapping_neighbours_groups_cover_all_pairs(encoder, index, stsb_dir):
+def test_overlapping_neighbours_match_a_naive_computation(encoder, index, stsb_dir):
+    from scipy.stats import spearmanr
+
     pairs = load_sts_task("STS-B", stsb_dir, split="test")
     result = overlapping_neighbours(EmbeddingCache(encoder), index, pairs, k=20, min_pairs=5)
     assert sum(g["n_pairs"] for g in result["groups"]) == len(pairs)
-    a, b = encoder.encode(pairs.sentences1[:1]), encoder.encode(pairs.sentences2[:1])
-    overlap = len(np.intersect1d(top_k_neighbours(a, index, 20), top_k_neighbours(b, index, 20)))
-    assert 0 <= overlap <= 20
+    a = encoder.encode(pairs.sentences1, normalize_embeddings=True)
+    b = encoder.encode(pairs.sentences2, normalize_embeddings=True)
+    corpus = np.asarray(index.vectors)
+    top = lambda v: set(np.argsort(-(corpus @ v), kind="stable")[:20])  # noqa: E731
+    overlap = np.array([len(top(x) & top(y)) for x, y in zip(a, b)])
+    cos = (a * b).sum(axis=1)
     for group in result["groups"]:
-        if "gain" in group:
+        low, high = group["cosine_range"]
+        mask = (cos > low) & (cos <= high)
+        assert group["n_pairs"] == mask.sum()
+        if mask.any():
+            assert group["mean_overlap"] == pytest.approx(overlap[mask].mean())
+        if "spearman_E" in group:
+            assert group["spearman_E"] == pytest.approx(100 * spearmanr(cos[mask], pairs.scores[mask])[0], abs=1e-3)
             assert group["gain"] == pytest.approx(group["spearman_RankEncoder_E"] - group["spearman_E"])
 
 

@@ -7,8 +7,7 @@ import pytest
 import torch
 from scipy.stats import rankdata, spearmanr
 
-from sentlab.rank.vectors import (_average_ranks_numpy, _average_ranks_torch, average_ranks, normalize_ranks,
-                                  rank_similarity_matrix, rank_vectors)
+from sentlab.rank.vectors import _average_ranks_numpy, _average_ranks_torch, average_ranks, normalize_ranks, rank_vectors
 
 
 def test_average_ranks_hand_computed():
@@ -46,7 +45,7 @@ def test_inner_product_of_rank_vectors_is_spearman(ties):
         corpus = torch.cat([corpus, corpus[:100]])  # duplicated corpus sentences tie exactly
     u = rank_vectors(queries, corpus)
     sims = (torch.nn.functional.normalize(queries, dim=-1) @ torch.nn.functional.normalize(corpus, dim=-1).T).numpy()
-    matrix = rank_similarity_matrix(queries, corpus).numpy()
+    matrix = (u @ u.T).numpy()  # Eq. 4's targets
     for i in range(6):
         for j in range(6):
             expected = spearmanr(sims[i], sims[j])[0]
@@ -55,11 +54,14 @@ def test_inner_product_of_rank_vectors_is_spearman(ties):
     np.testing.assert_allclose(np.diag(matrix), 1.0, atol=1e-6)
 
 
-def test_rank_vector_depends_only_on_the_order_of_similarities():
+def test_rank_vector_is_g_of_the_ranks_of_the_cosines():
     torch.manual_seed(1)
     corpus = torch.randn(50, 8)
     q = torch.randn(1, 8)
-    assert torch.allclose(rank_vectors(q, corpus), rank_vectors(3.0 * q, corpus))
+    cosines = (torch.nn.functional.normalize(q, dim=-1) @ torch.nn.functional.normalize(corpus, dim=-1).T)[0].numpy()
+    ranks = rankdata(cosines) - 1
+    expected = (ranks - ranks.mean()) / (np.sqrt(len(ranks)) * ranks.std())  # Eq. 3, population std
+    np.testing.assert_allclose(rank_vectors(3.0 * q, corpus)[0].numpy(), expected, atol=1e-6)
 
 
 @pytest.mark.parametrize("ties", [False, True])

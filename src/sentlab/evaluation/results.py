@@ -20,7 +20,6 @@ class TaskResult:
     subsets_mean: float | None = None  # unweighted mean of the subsets' Spearman (STS12-16)
     extra: dict[str, Any] = field(default_factory=dict)
 
-
     @property
     def headline(self) -> dict[str, float]:
         return {"": self.spearman}

@@ -62,7 +62,8 @@ def overlapping_neighbours(encoder: EmbeddingCache, index: CorpusIndex, pairs: S
     b = encoder.encode(pairs.sentences2)
     cos = cosine_rows(a, b)
     ranked = RankScorer(encoder, index, 1.0).score(pairs.sentences1, pairs.sentences2)
-    neighbours_a, neighbours_b = top_k_neighbours(a, index, k), top_k_neighbours(b, index, k)
+    neighbours = top_k_neighbours(np.concatenate([a, b]), index, k)  # one search index, one search
+    neighbours_a, neighbours_b = neighbours[: len(a)], neighbours[len(a):]
     overlap = np.array([len(np.intersect1d(x, y)) for x, y in zip(neighbours_a, neighbours_b)])
     groups = []
     for low, high in zip(bins[:-1], bins[1:]):

@@ -93,20 +93,30 @@ class RankScorer:
             scores[start:start + len(a)] = (za * zb).sum(dim=1).double().cpu().numpy()
         return scores
 
-    def score(self, sentences1: Sequence[str], sentences2: Sequence[str]) -> np.ndarray:
+    def similarity_parts(self, sentences1: Sequence[str], sentences2: Sequence[str],
+                         with_rank: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+        """Eq. 7's two terms for the pairs: cos(E(x_i), E(x_j)) and z_i . z_j (None without ``with_rank``)."""
         if len(sentences1) != len(sentences2):
             raise ValueError("score() needs two lists of equal length")
         embeddings, row = encode_unique(self.encoder, [*sentences1, *sentences2], self.batch_size,
                                         self.show_progress_bar)
         rows1 = np.asarray([row[s] for s in sentences1])
         rows2 = np.asarray([row[s] for s in sentences2])
-        lam = self.lambda_inf
-        if lam == 0:
-            return cosine_rows(embeddings[rows1], embeddings[rows2])
-        ranked = self.rank_scores(embeddings, rows1, rows2)
-        if lam == 1:
+        cosine = cosine_rows(embeddings[rows1], embeddings[rows2])
+        return cosine, self.rank_scores(embeddings, rows1, rows2) if with_rank else None
+
+    @staticmethod
+    def mix(cosine: np.ndarray, ranked: np.ndarray | None, lambda_inf: float) -> np.ndarray:
+        """Eq. 7; exactly ``cosine`` at lambda 0 and exactly ``ranked`` at lambda 1."""
+        if lambda_inf == 0:
+            return cosine
+        if lambda_inf == 1:
             return ranked
-        return lam * ranked + (1 - lam) * cosine_rows(embeddings[rows1], embeddings[rows2])
+        return lambda_inf * ranked + (1 - lambda_inf) * cosine
+
+    def score(self, sentences1: Sequence[str], sentences2: Sequence[str]) -> np.ndarray:
+        cosine, ranked = self.similarity_parts(sentences1, sentences2, with_rank=self.lambda_inf > 0)
+        return self.mix(cosine, ranked, self.lambda_inf)
 
 
 @dataclass

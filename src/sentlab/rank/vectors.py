@@ -126,8 +126,3 @@ def rank_vectors(queries: Tensor, corpus: Tensor, normalized: bool = False) -> T
         return torch.from_numpy(_average_ranks_numpy(similarities.numpy(), normalize=True))
     return normalize_ranks(_average_ranks_torch(similarities))
 
-
-def rank_similarity_matrix(queries: Tensor, corpus: Tensor, normalized: bool = False) -> Tensor:
-    """(b, b) matrix u_i . u_j of the queries' rank vectors: Spearman correlations (Eq. 4's targets)."""
-    u = rank_vectors(queries, corpus, normalized)
-    return u @ u.T

@@ -49,6 +49,7 @@ def test_eval_writes_the_documented_json_shape(tiny_st_model, data_dir, tmp_path
     (["similarity", "--model", "/no/such/model", "a", "b"], "model folder not found"),
     (["eval", "--model", "minilm", "--tasks", "stss"], "unknown task family 'stss'"),
     (["train", "/no/such/config.yaml"], "config file not found"),
+    (["report", "/no/such/results.json"], "results.json: file not found"),
     (["encode", "--model", "minilm", "--input", "/no/such.txt", "--output", "x.npy"], "file not found"),
 ])
 def test_bad_input_exits_non_zero_with_one_line(argv, message, capsys):
@@ -117,3 +118,41 @@ def test_eval_ranking_tasks_on_real_data(tiny_st_model, data_dir, tmp_path):
     assert {f"{t}-ranking" for t in ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R")} == set(results["tasks"])
     assert all(r["n_samples"] > 0 and -100 <= r["kcc"] <= 100 and 0 <= r["ndcg"] <= 100 for r in results["tasks"].values())
     assert {"ranking_kcc_avg", "ranking_ndcg_avg"} <= set(results["summary"])
+
+
+def test_eval_all_on_the_data_present_then_report(tiny_st_model, tmp_path, capsys):
+    import json
+
+    from tests.fake_data import write_cqadupstack, write_evalrank, write_transfer, write_twitterpara
+
+    data = tmp_path / "data"
+    write_transfer(data, n=10)
+    write_cqadupstack(data)
+    write_twitterpara(data)
+    write_evalrank(data)
+    out = tmp_path / "results.json"
+    assert main(["eval", "--model", str(tiny_st_model), "--tasks", "all", "--data-dir", str(data), "--kfold", "2",
+                 "--features", "cls-last1", "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "skipped STS12: missing" in printed and "skipped AskUbuntu: missing" in printed
+    results = json.loads(out.read_text())
+    assert set(results["tasks"]) == {"MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC", "CQADupStack", "TwitterPara",
+                                     "EvalRank"}
+    assert results["settings"]["features"] == "cls-last1" and results["settings"]["kfold"] == 2
+    assert set(results["settings"]["seconds"]) == {"transfer", "useb", "evalrank"}
+    assert 0 <= results["summary"]["transfer_avg"] <= 100
+
+    assert main(["report", str(out), "--output", str(tmp_path / "report")]) == 0
+    printed = capsys.readouterr().out
+    assert "## Transfer (accuracy)" in printed and "## USEB" in printed and "## EvalRank" in printed
+    assert (tmp_path / "report" / "report.md").read_text() in printed
+    assert sorted(p.name for p in (tmp_path / "report").glob("*.png")) == ["evalrank.png", "transfer.png", "useb.png"]
+
+
+def test_eval_transfer_rejects_unknown_features(tiny_st_model, tmp_path, capsys):
+    from tests.fake_data import write_transfer
+
+    write_transfer(tmp_path, n=4)
+    assert main(["eval", "--model", str(tiny_st_model), "--tasks", "transfer", "--data-dir", str(tmp_path),
+                 "--features", "cls-avg"]) == 2
+    assert "unknown features 'cls-avg'" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The ``sentlab`` command: train, eval, encode, similarity, index, analyze, plot, data.
+"""The ``sentlab`` command: train, eval, encode, similarity, index, analyze, plot, report, data.
 
 Errors a user can fix are printed as one line (``sentlab: error: ...``) with a non-zero exit code.
 """
@@ -13,9 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sentlab.errors import DataError, SentlabError
-
-TASK_FAMILIES = ("sts", "ranking")
-
 
 def _quiet_libraries() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -81,7 +78,8 @@ def _index_of(args: argparse.Namespace, encoder):
 
 
 def _scorer(args: argparse.Namespace, name: str):
-    """(encoder, scorer): cosine, or Eq. 7 for a RankEncoder folder / an encoder with ``--index``."""
+    """(encoder, embedding cache, scorer): cosine, or Eq. 7 for a RankEncoder folder / an encoder with
+    ``--index``; the scorer encodes through the cache."""
     from sentlab.evaluation.scoring import CosineScorer, EmbeddingCache
     from sentlab.rank.model import DEFAULT_LAMBDA_INF, RankScorer
 
@@ -91,14 +89,12 @@ def _scorer(args: argparse.Namespace, name: str):
     if index is None:
         if args.lambda_inf is not None:
             raise SentlabError("--lambda-inf needs --index or a RankEncoder model folder")
-        return encoder, CosineScorer(cache, batch_size=args.batch_size, name=name)
+        return encoder, cache, CosineScorer(cache, batch_size=args.batch_size, name=name)
     lambda_inf = next(v for v in (args.lambda_inf, stored_lambda, DEFAULT_LAMBDA_INF) if v is not None)
-    return encoder, RankScorer(cache, index, lambda_inf, batch_size=args.batch_size, name=name)
+    return encoder, cache, RankScorer(cache, index, lambda_inf, batch_size=args.batch_size, name=name)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    import json
-
     from sentlab.evaluation.results import EvalReport
     from sentlab.training.config import load_config
     from sentlab.training.engine import train
@@ -108,31 +104,32 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"model saved to {paths.model}")
     for results in (paths.results, paths.rank_results):  # cosine; Eq. 7 for RankEncoder runs
         if results.is_file():
-            print(EvalReport.from_dict(json.loads(results.read_text("utf-8"))).table())
+            print(EvalReport.read(results).table())
     return 0
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from sentlab.evaluation import EvalReport, evaluate_sts
+    from sentlab.evaluation import EvalReport
+    from sentlab.evaluation.features import feature_function
+    from sentlab.evaluation.suite import SuiteInputs, parse_families, run_families
 
-    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    unknown = [t for t in tasks if t not in TASK_FAMILIES]
-    if unknown:
-        raise SentlabError(f"unknown task family {unknown[0]!r} (available: {', '.join(TASK_FAMILIES)})")
-    encoder, scorer = _scorer(args, args.model)
-    report = EvalReport(model=scorer.name)
-    if "sts" in tasks:
-        evaluate_sts(scorer, args.data_dir, report=report)
-    if "ranking" in tasks:
-        from sentlab.evaluation.ranking import evaluate_ranking
-
-        evaluate_ranking(scorer, args.data_dir, report=report)
+    families = parse_families(args.tasks)
+    encoder, cache, scorer = _scorer(args, args.model)
+    features = feature_function(args.features, encoder, batch_size=args.batch_size,
+                                encode=lambda sentences: cache.encode(list(sentences), batch_size=args.batch_size))
+    inputs = SuiteInputs(scorer, features, args.data_dir, kfold=args.kfold, pair_features=args.pair_features,
+                         n_jobs=args.jobs, device=encoder.device)
+    report = run_families(families, inputs, EvalReport(model=scorer.name))
     report.settings.update({"pooler": args.pooler, "max_seq_length": encoder.max_seq_length,
-                            "data_dir": str(args.data_dir or "")})
+                            "data_dir": str(args.data_dir or ""), "tasks": families})
+    if "transfer" in families:
+        report.settings.update({"features": args.features, "kfold": args.kfold, "pair_features": args.pair_features})
     if hasattr(scorer, "lambda_inf"):
         report.settings.update({"lambda_inf": scorer.lambda_inf, "index": str(args.index or args.model),
                                 "corpus_size": len(scorer.index)})
     print(report.table())
+    for task, reason in report.summary.get("skipped", {}).items():
+        print(f"skipped {task}: {reason}")
     if args.output:
         report.write(args.output)
         print(f"results written to {args.output}")
@@ -161,7 +158,7 @@ def cmd_similarity(args: argparse.Namespace) -> int:
     for i, sentence in enumerate((args.sentence1, args.sentence2), start=1):
         if not sentence.strip():
             raise DataError(f"sentence {i} is empty")
-    score = _scorer(args, args.model)[1].score([args.sentence1], [args.sentence2])[0]
+    score = _scorer(args, args.model)[2].score([args.sentence1], [args.sentence2])[0]
     print(f"{score:.4f}")
     return 0
 
@@ -228,6 +225,23 @@ def cmd_index_pack(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from sentlab.evaluation.results import EvalReport
+    from sentlab.reporting.tables import plot_tables, render_markdown
+
+    reports = [EvalReport.read(path) for path in args.results]
+    markdown = render_markdown(reports, args.results)
+    print(markdown, end="")
+    if args.output:
+        out = Path(args.output)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text(markdown, encoding="utf-8")
+        for path in plot_tables(reports, args.results, out):
+            print(f"written {path} (+ .json)")
+        print(f"written {out / 'report.md'}")
+    return 0
+
+
 def cmd_data_download(args: argparse.Namespace) -> int:
     from sentlab.data.hub import download_sts
 
@@ -252,8 +266,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate an encoder")
     _model_args(p)
     _rank_args(p)
-    p.add_argument("--tasks", default="sts", help=f"comma-separated task families ({', '.join(TASK_FAMILIES)})")
+    p.add_argument("--tasks", default="sts", help="comma-separated task families: sts, ranking, transfer, useb, "
+                                                  "evalrank, or all (tasks without data are skipped and listed)")
     p.add_argument("--output", default=None, help="write the results as JSON here")
+    p.add_argument("--features", default="sentence", help="transfer-task features: sentence (the embedding) or "
+                                                          "cls-lastK, e.g. cls-last5 (RSE: mean [CLS] of the last 5 "
+                                                          "layers)")
+    p.add_argument("--kfold", type=_positive_int, default=10, help="transfer-task folds (SentEval; papers use 10)")
+    p.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
+                   help="MRPC features: senteval = [|u-v|, u*v] (SentEval's mrpc.py), full = [u, v, |u-v|, u*v]")
+    p.add_argument("--jobs", type=int, default=None, help="parallel classifier fits (joblib; -1 = all cores)")
     _data_dir_arg(p)
     p.set_defaults(func=cmd_eval)
 
@@ -310,6 +332,12 @@ def build_parser() -> argparse.ArgumentParser:
     _figures_output_arg(f)
     _data_dir_arg(f)
     f.set_defaults(func=cmd_plot_cosine_buckets)
+
+    p = sub.add_parser("report", help="paper-style Markdown tables (STS, transfer, USEB, EvalRank) and bar charts "
+                                      "from results files")
+    p.add_argument("results", nargs="+", help="results files of `sentlab eval --output` (one model each)")
+    p.add_argument("--output", default=None, help="folder for report.md and the bar charts (PNG + JSON)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("data", help="data utilities")
     data_sub = p.add_subparsers(dest="data_command", required=True)

@@ -7,6 +7,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sentlab.errors import DataError
+
 
 @dataclass
 class TaskResult:
@@ -41,11 +43,46 @@ class RankingResult:
 
 
 @dataclass
+class MetricsResult:
+    """A task scored by named metrics (x 100): transfer accuracy, USEB MAP / AP, EvalRank MRR.
+
+    ``main_metric`` names the headline among ``scores``; ``parts`` holds the per-part scores that the
+    headline averages (CQADupStack forums, TwitterPara's two sets, SciDocs' four relations).
+    """
+
+    main_metric: str
+    scores: dict[str, float]
+    n: int  # test samples, queries or pairs
+    parts: dict[str, dict[str, float]] = field(default_factory=dict)
+    split: str = "test"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def main(self) -> float:
+        return self.scores[self.main_metric]
+
+    @property
+    def headline(self) -> dict[str, float]:
+        return {"": self.main}
+
+
+AnyResult = TaskResult | RankingResult | MetricsResult
+
+
+def result_from_dict(data: dict[str, Any]) -> AnyResult:
+    if "kcc" in data:
+        return RankingResult(**data)
+    if "main_metric" in data:
+        return MetricsResult(**data)
+    return TaskResult(**data)
+
+
+@dataclass
 class EvalReport:
     """All results for one model: ``{"model": ..., "tasks": {...}, "summary": {...}}``."""
 
     model: str
-    tasks: dict[str, TaskResult | RankingResult] = field(default_factory=dict)
+    tasks: dict[str, AnyResult] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -59,10 +96,20 @@ class EvalReport:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalReport:
-        tasks = {name: RankingResult(**result) if "kcc" in result else TaskResult(**result)
-                 for name, result in data.get("tasks", {}).items()}
+        tasks = {name: result_from_dict(result) for name, result in data.get("tasks", {}).items()}
         return cls(model=data["model"], tasks=tasks, summary=data.get("summary", {}),
                    settings=data.get("settings", {}))
+
+    @classmethod
+    def read(cls, path: str | Path) -> EvalReport:
+        """A results file of ``sentlab eval --output``; a bad file is a one-line :class:`DataError`."""
+        path = Path(path)
+        if not path.is_file():
+            raise DataError(f"{path}: file not found")
+        try:
+            return cls.from_dict(json.loads(path.read_text("utf-8")))
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as err:
+            raise DataError(f"{path}: not a sentlab results file ({type(err).__name__}: {err})") from None
 
     def table(self) -> str:
         """The tasks and summary as a plain-text table (one row for this model)."""

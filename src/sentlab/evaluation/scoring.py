@@ -64,19 +64,27 @@ class EmbeddingCache:
 
     Several scorers over the same encoder (cosine, Eq. 7 at several lambdas, analyses) share one
     cache, so the encoder runs once per sentence. Embeddings are returned as float32 numpy arrays.
+    At most ``max_rows`` sentences are kept: a large retrieval pool (CQADupStack's 389k titles) is
+    encoded without filling memory with rows no other task asks for again.
     """
 
-    def __init__(self, model: SentenceTransformer):
+    def __init__(self, model: SentenceTransformer, max_rows: int = 200_000):
         self.model = model
         self.device = model.device
         self.max_seq_length = model.max_seq_length
+        self.max_rows = max_rows
         self._rows: dict[str, np.ndarray] = {}
 
     def encode(self, sentences: Sequence[str], batch_size: int = 128, show_progress_bar: bool = False,
                **kwargs) -> np.ndarray:
         missing = [s for s in dict.fromkeys(sentences) if s not in self._rows]
+        new: dict[str, np.ndarray] = {}
         if missing:
-            new = self.model.encode(missing, batch_size=batch_size, convert_to_numpy=True,
-                                    show_progress_bar=show_progress_bar)
-            self._rows.update(zip(missing, np.asarray(new, dtype=np.float32)))
-        return np.stack([self._rows[s] for s in sentences]) if sentences else np.zeros((0, 0), np.float32)
+            encoded = self.model.encode(missing, batch_size=batch_size, convert_to_numpy=True,
+                                        show_progress_bar=show_progress_bar)
+            new = dict(zip(missing, np.asarray(encoded, dtype=np.float32)))
+            room = max(0, self.max_rows - len(self._rows))
+            self._rows.update(list(new.items())[:room])
+        if not sentences:
+            return np.zeros((0, 0), np.float32)
+        return np.stack([self._rows[s] if s in self._rows else new[s] for s in sentences])

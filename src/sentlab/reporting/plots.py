@@ -22,7 +22,7 @@ from sentlab.evaluation.scoring import PairScorer
 GOLD_BUCKETS = ((0.0, 1.0), (1.0, 2.0), (2.0, 3.0), (3.0, 4.0), (4.0, 5.0))
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -34,13 +34,7 @@ def _pyplot():
 def alignment_uniformity_points(results_files: list[str | Path]) -> list[dict[str, Any]]:
     points = []
     for path in results_files:
-        path = Path(path)
-        if not path.is_file():
-            raise DataError(f"{path}: results file not found")
-        try:
-            report = EvalReport.from_dict(json.loads(path.read_text("utf-8")))
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise DataError(f"{path}: not a sentlab results file") from None
+        report = EvalReport.read(path)
         if "alignment" not in report.summary or "uniformity" not in report.summary:
             raise DataError(f"{path}: has no alignment / uniformity (run `sentlab eval --tasks sts`)")
         points.append({"model": report.model, "alignment": report.summary["alignment"],
@@ -53,7 +47,7 @@ def plot_alignment_uniformity(points: list[dict[str, Any]], out_dir: str | Path)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "alignment_uniformity.json").write_text(json.dumps(points, indent=2) + "\n", encoding="utf-8")
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 5))
     for point in points:
         ax.scatter(point["uniformity"], point["alignment"], s=40)
@@ -87,7 +81,7 @@ def plot_cosine_buckets(distributions: list[dict[str, Any]], out_dir: str | Path
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "cosine_by_gold_bucket.json").write_text(json.dumps(distributions, indent=2) + "\n", encoding="utf-8")
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(distributions), figsize=(4.5 * len(distributions), 4), squeeze=False)
     for ax, dist in zip(axes[0], distributions):
         data = [b["cosines"] or [np.nan] for b in dist["buckets"]]

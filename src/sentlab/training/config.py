@@ -12,7 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sentlab.encoders.loading import DEFAULT_PROMPT_TEMPLATE, POOLERS
+from sentlab.encoders.loading import DEFAULT_PROMPT_TEMPLATE
 from sentlab.errors import ConfigError
 
 

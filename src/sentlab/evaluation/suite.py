@@ -1,0 +1,114 @@
+"""Task families of ``sentlab eval --tasks``: which tasks each holds, whether their data is here,
+and one entry point that runs several families into one :class:`EvalReport`.
+
+Families: ``sts`` (STS12-16, STS-B, SICK-R), ``ranking`` (RankCSE's ranking tasks on the same data),
+``transfer`` (SentEval's seven), ``useb`` (AskUbuntu, CQADupStack, TwitterPara, SciDocs),
+``evalrank``; ``all`` = every family. A task whose data is absent is skipped and listed in
+``summary["skipped"]`` with the reason; a family asked for by name with none of its data is an error.
+Wall time per family goes to ``settings["seconds"]``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from sentlab.data.sts import STS_TASKS
+from sentlab.data.transfer import TRANSFER_TASKS, missing_files
+from sentlab.data.useb import USEB_TASKS
+from sentlab.data.useb import missing_data as useb_missing
+from sentlab.errors import DataError, SentlabError
+from sentlab.evaluation.evalrank import evaluate_evalrank
+from sentlab.evaluation.evalrank import missing_data as evalrank_missing
+from sentlab.evaluation.features import FeatureFn
+from sentlab.evaluation.ranking import evaluate_ranking
+from sentlab.evaluation.results import EvalReport
+from sentlab.evaluation.scoring import PairScorer
+from sentlab.evaluation.sts import evaluate_sts
+from sentlab.evaluation.transfer import KFOLD, evaluate_transfer
+from sentlab.evaluation.useb import evaluate_useb
+from sentlab.paths import data_dir
+
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "sts": tuple(STS_TASKS),
+    "ranking": tuple(STS_TASKS),
+    "transfer": tuple(TRANSFER_TASKS),
+    "useb": USEB_TASKS,
+    "evalrank": ("EvalRank",),
+}
+
+
+def parse_families(spec: str) -> list[str]:
+    names = [t.strip() for t in spec.split(",") if t.strip()]
+    if "all" in names:
+        return list(FAMILIES)
+    unknown = [t for t in names if t not in FAMILIES]
+    if unknown or not names:
+        raise SentlabError(f"unknown task family {unknown[0] if unknown else spec!r} "
+                           f"(available: {', '.join(FAMILIES)}, all)")
+    return list(dict.fromkeys(names))
+
+
+def missing_tasks(family: str, root: str | Path | None = None) -> dict[str, str]:
+    """``{task: why it cannot run}`` for the family's tasks whose data is not here."""
+    missing: dict[str, str] = {}
+    for task in FAMILIES[family]:
+        if family in ("sts", "ranking"):
+            folder = data_dir(root) / STS_TASKS[task].folder
+            reason = None if folder.is_dir() else f"missing {folder}"
+        elif family == "transfer":
+            absent = missing_files(TRANSFER_TASKS[task], root)
+            reason = f"missing {', '.join(map(str, absent))}" if absent else None
+        elif family == "useb":
+            reason = useb_missing(task, root)
+        else:
+            reason = evalrank_missing(root)
+        if reason:
+            missing[task] = reason
+    return missing
+
+
+@dataclass
+class SuiteInputs:
+    """What the families need: a pair scorer (similarity tasks), transfer features, options."""
+
+    scorer: PairScorer
+    features: FeatureFn
+    data_dir: str | Path | None = None
+    kfold: int = KFOLD
+    pair_features: str = "senteval"
+    n_jobs: int | None = None
+    device: str | torch.device = "cpu"
+
+
+def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalReport) -> EvalReport:
+    root = inputs.data_dir
+    for family in families:
+        missing = missing_tasks(family, root)
+        tasks = [t for t in FAMILIES[family] if t not in missing]
+        if missing:
+            report.summary.setdefault("skipped", {}).update(
+                {(f"{t}-ranking" if family == "ranking" else t): reason for t, reason in missing.items()})
+        if not tasks:
+            if len(families) == 1:
+                raise DataError(f"no data for task family {family!r}: {next(iter(missing.values()))}")
+            continue
+        start = time.perf_counter()
+        if family == "sts":
+            evaluate_sts(inputs.scorer, root, tasks=tasks, report=report,
+                         extras="STS-B" in tasks)
+        elif family == "ranking":
+            evaluate_ranking(inputs.scorer, root, tasks=tasks, report=report)
+        elif family == "transfer":
+            evaluate_transfer(inputs.features, root, tasks=tasks, report=report, kfold=inputs.kfold,
+                              pair_kind=inputs.pair_features, n_jobs=inputs.n_jobs)
+        elif family == "useb":
+            evaluate_useb(inputs.scorer.encode, root, tasks=tasks, report=report, device=inputs.device)
+        else:
+            evaluate_evalrank(inputs.scorer.encode, root, report=report)
+        report.settings.setdefault("seconds", {})[family] = round(time.perf_counter() - start, 1)
+    return report

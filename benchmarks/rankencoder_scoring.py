@@ -14,7 +14,6 @@ import argparse
 import json
 import time
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 

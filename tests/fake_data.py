@@ -92,12 +92,12 @@ def write_askubuntu(root: Path) -> Path:
     folder = root / "useb" / "data-eval" / "askubuntu"
     folder.mkdir(parents=True, exist_ok=True)
     pool = {"1": "the dog runs", "2": "a dog runs", "3": "the cat sits", "4": "a car drives", "5": "the dog",
-            "6": "music plays", "7": "the girl reads"}
+            "6": "music plays", "7": "the girl reads", "8": "a bird flies"}
     (folder / "text_tokenized.txt").write_text("".join(f"{k}\t{v}\tbody of {k}\n" for k, v in pool.items()),
                                                encoding="utf-8")
-    rows = ["1\t2 4\t3 4 2 5\t9.0 8.0 7.0 6.0",  # candidates by BM25: 3, 4, 2, 5
+    rows = ["1\t2 4\t3 4 2 5 8\t9.0 8.0 7.0 6.0 5.0",  # candidates by BM25: 3, 4, 2, 5, 8
             "6\t\t7 1\t1.0 2.0",  # no similar question: skipped
-            "7\t5\t5 3\t1.0 1.0"]
+            "7\t5\t5 3 8 2 1\t1.0 1.0 0.5 0.4 0.3"]
     for split in ("dev", "test"):
         (folder / f"{split}.txt").write_text("\n".join(rows) + "\n", encoding="utf-8")
     return folder

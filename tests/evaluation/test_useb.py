@@ -19,19 +19,19 @@ def test_ranked_precision_metrics_by_hand():
 
 
 ASKU = {"the dog runs": 0, "a dog runs": 26, "the dog": 53, "a car drives": 60, "the cat sits": 127,
-        "the girl reads": 90, "music plays": 0}
+        "the girl reads": 90, "music plays": 0, "a bird flies": 170}
 
 
 def test_askubuntu_by_hand(tmp_path):
-    # query 1 at 0 deg: a dog runs (26, relevant), the dog (53), a car drives (60, relevant), the cat sits (127)
-    #   -> hits at ranks 1 and 3: AP = (1/1 + 2/3) / 2
+    # query 1 at 0 deg: a dog runs (26, relevant), the dog (53), a car drives (60, relevant), the cat sits (127),
+    #   a bird flies (170) -> hits at ranks 1 and 3: AP = (1/1 + 2/3) / 2, P@5 = 2/5
     # query 7 at 90 deg: "the dog" (53) and "the cat sits" (127) tie at cos 37 deg; BM25 order keeps "the dog"
-    #   (relevant) first -> AP = 1
+    #   (relevant) first -> AP = 1, P@5 = 1/5
     result = score_askubuntu(angle_vectors(ASKU), load_askubuntu(write_askubuntu(tmp_path)))
     assert result.n == 2  # the query without a similar question is skipped
     assert result.scores["map"] == pytest.approx(100 * ((1 + 2 / 3) / 2 + 1) / 2, abs=1e-4)
     assert result.scores["p@1"] == pytest.approx(100.0) and result.scores["mrr"] == pytest.approx(100.0)
-    assert result.scores["p@5"] == pytest.approx(100 * (2 / 4 + 1 / 2) / 2)
+    assert result.scores["p@5"] == pytest.approx(100 * (2 / 5 + 1 / 5) / 2)
 
 
 CQA = {"the dog runs fast": 0, "the dog runs": 10, "a car drives": 90, "the car drives": 80, "a cat sits": 120,

@@ -9,10 +9,8 @@ import numpy as np
 import pytest
 
 from sentlab.data.sts import load_sts_task
-from sentlab.encoders.loading import build_encoder
 from sentlab.evaluation.scoring import EmbeddingCache
 from sentlab.rank.analysis import analyze, overlapping_neighbours, top_k_neighbours, vector_map
-from sentlab.rank.index import CorpusIndex
 from sentlab.rank.model import RankEncoder
 from tests.conftest import WORDS
 

@@ -11,12 +11,10 @@ import torch.nn.functional as F
 from scipy.stats import spearmanr
 from sentence_transformers import SentenceTransformer
 
-from sentlab.encoders.loading import build_encoder
 from sentlab.errors import DataError
 from sentlab.evaluation.scoring import CosineScorer
-from sentlab.rank.index import CorpusIndex, StaleIndexError
+from sentlab.rank.index import StaleIndexError
 from sentlab.rank.model import RankEncoder, RankScorer
-from tests.conftest import WORDS
 
 LEFT = ["a man plays the guitar", "a dog runs in the park", "the child reads a book", "a man plays the guitar"]
 RIGHT = ["a woman plays the piano", "the cat sits on the car", "a girl reads a book", "a bird flies in the sky"]

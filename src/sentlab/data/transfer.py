@@ -20,6 +20,7 @@ SentEval's reading rules are part of the protocol and kept here:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,53 +133,44 @@ def _binary(task: TransferTask, files: list[Path]) -> TransferData:
     return TransferData(task, {"all": _sorted(sentences, labels)}, n_empty=sum(1 for s in sentences if not s))
 
 
-def _sst(task: TransferTask, files: list[Path]) -> TransferData:
+def _sst_row(line: str) -> tuple | None:
+    parts = line.strip().split("\t")
+    return (tokens(parts[0]), int(parts[1])) if len(parts) == 2 and parts[1] in ("0", "1") else None
+
+
+def _trec_row(line: str) -> tuple | None:
+    target, _, rest = line.strip().partition(":")
+    return (tokens(rest.split(" ", 1)[1]), TREC_CLASSES[target]) if target in TREC_CLASSES and " " in rest else None
+
+
+def _mrpc_row(line: str) -> tuple | None:
+    parts = line.strip().split("\t")
+    return (tokens(parts[3]), tokens(parts[4]), int(parts[0])) if len(parts) >= 5 and parts[0] in ("0", "1") else None
+
+
+ROW_FORMATS: dict[str, tuple[Callable[[str], tuple | None], str, int]] = {  # parser, expected form, header lines
+    "SST2": (_sst_row, "'sentence<TAB>0|1'", 0),
+    "TREC": (_trec_row, f"'LABEL:sub question' with LABEL in {', '.join(TREC_CLASSES)}", 0),
+    "MRPC": (_mrpc_row, "'quality<TAB>id<TAB>id<TAB>sentence<TAB>sentence'", 1),
+}
+
+
+def _splits(task: TransferTask, files: list[Path]) -> TransferData:
+    """Tasks with given splits: rows of (sentence[, sentence 2], label), one file per split."""
+    parse, expected, header = ROW_FORMATS[task.name]
     data = TransferData(task)
-    for split, path in zip(("train", "dev", "test"), files):
-        sentences, labels = [], []
-        for line_no, line in enumerate(_lines(path, task.encoding), start=1):
-            parts = line.strip().split("\t")
-            if len(parts) != 2 or parts[1] not in ("0", "1"):
-                raise DataError(f"{path}:{line_no}: expected 'sentence<TAB>0|1'")
-            sentences.append(tokens(parts[0]))
-            labels.append(int(parts[1]))
-        if not labels:
+    names = ("train", "dev", "test") if len(files) == 3 else ("train", "test")
+    for split, path in zip(names, files):
+        rows = []
+        for line_no, line in enumerate(_lines(path, task.encoding)[header:], start=header + 1):
+            row = parse(line)
+            if row is None:
+                raise DataError(f"{path}:{line_no}: expected {expected}")
+            rows.append(row)
+        if not rows:
             raise DataError(f"{path}: file has no rows")
-        data.splits[split] = _sorted(sentences, labels)
-    return data
-
-
-def _trec(task: TransferTask, files: list[Path]) -> TransferData:
-    data = TransferData(task)
-    for split, path in zip(("train", "test"), files):
-        sentences, labels = [], []
-        for line_no, line in enumerate(_lines(path, task.encoding), start=1):
-            target, _, rest = line.strip().partition(":")
-            if target not in TREC_CLASSES or " " not in rest:
-                raise DataError(f"{path}:{line_no}: expected 'LABEL:sub question' with LABEL in "
-                                f"{', '.join(TREC_CLASSES)}")
-            sentences.append(tokens(rest.split(" ", 1)[1]))
-            labels.append(TREC_CLASSES[target])
-        if not labels:
-            raise DataError(f"{path}: file has no rows")
-        data.splits[split] = _sorted(sentences, labels)
-    return data
-
-
-def _mrpc(task: TransferTask, files: list[Path]) -> TransferData:
-    data = TransferData(task)
-    for split, path in zip(("train", "test"), files):
-        first, second, labels = [], [], []
-        for line_no, line in enumerate(_lines(path, task.encoding)[1:], start=2):  # header
-            parts = line.strip().split("\t")
-            if len(parts) < 5 or parts[0] not in ("0", "1"):
-                raise DataError(f"{path}:{line_no}: expected 'quality<TAB>id<TAB>id<TAB>sentence<TAB>sentence'")
-            first.append(tokens(parts[3]))
-            second.append(tokens(parts[4]))
-            labels.append(int(parts[0]))
-        if not labels:
-            raise DataError(f"{path}: file has no rows")
-        data.splits[split] = _sorted(first, labels, second)
+        columns = [list(c) for c in zip(*rows)]
+        data.splits[split] = _sorted(columns[0], columns[-1], columns[1] if task.pairs else None)
     return data
 
 
@@ -188,5 +180,4 @@ def load_transfer_task(name: str, root: str | Path | None = None) -> TransferDat
         raise DataError(f"unknown transfer task {name!r} (available: {', '.join(TRANSFER_TASKS)})")
     task = TRANSFER_TASKS[name]
     files = task_files(task, root)
-    reader = {"SST2": _sst, "TREC": _trec, "MRPC": _mrpc}.get(name, _binary)
-    return reader(task, files)
+    return _binary(task, files) if task.protocol == "cv" else _splits(task, files)

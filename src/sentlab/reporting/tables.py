@@ -168,7 +168,8 @@ def plot_tables(reports: list[EvalReport], files: list[str], out_dir: str | Path
         x = np.arange(len(columns))
         for k, row in enumerate(rows):
             heights = [np.nan if v is None else v for v in row[1:]]
-            ax.bar(x + (k - (len(rows) - 1) / 2) * width, heights, width, label=row[0])
+            bars = ax.bar(x + (k - (len(rows) - 1) / 2) * width, heights, width, label=row[0])
+            ax.bar_label(bars, fmt="%.1f", fontsize=7)
         ax.set_xticks(x, columns, rotation=30 if len(columns) > 6 else 0)
         ax.set_title(table.title)
         ax.legend(fontsize=8)

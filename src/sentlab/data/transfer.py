@@ -20,6 +20,7 @@ SentEval's reading rules are part of the protocol and kept here:
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,7 +102,9 @@ def missing_files(task: TransferTask, root: str | Path | None = None) -> list[Pa
     return [p for p in task_files(task, root) if not p.is_file()]
 
 
-def _lines(path: Path, encoding: str) -> list[str]:
+def _lines(path: Path, encoding: str, splitlines: bool = False) -> list[str]:
+    """Lines as SentEval reads them: ``str.splitlines`` for MR / CR / SUBJ / MPQA (``f.read().splitlines()``,
+    which also breaks at characters such as U+0085), else the file's own lines (``for line in f``)."""
     if not path.is_file():
         raise DataError(f"{path}: file not found")
     try:
@@ -109,7 +112,9 @@ def _lines(path: Path, encoding: str) -> list[str]:
     except UnicodeDecodeError as err:
         line_no = path.read_bytes()[: err.start].count(b"\n") + 1
         raise DataError(f"{path}:{line_no}: line is not valid {encoding}") from None
-    return text.splitlines()
+    if splitlines:
+        return text.splitlines()
+    return [line.rstrip("\r\n") for line in io.StringIO(text, newline=None)]
 
 
 def _sorted(sentences: list[str], labels: list[int], sentences2: list[str] | None = None) -> LabelledSplit:
@@ -124,8 +129,8 @@ def _sorted(sentences: list[str], labels: list[int], sentences2: list[str] | Non
 
 
 def _binary(task: TransferTask, files: list[Path]) -> TransferData:
-    positive = [tokens(line) for line in _lines(files[0], task.encoding)]
-    negative = [tokens(line) for line in _lines(files[1], task.encoding)]
+    positive = [tokens(line) for line in _lines(files[0], task.encoding, splitlines=True)]
+    negative = [tokens(line) for line in _lines(files[1], task.encoding, splitlines=True)]
     sentences = positive + negative
     if not positive or not negative:
         raise DataError(f"{files[0] if not positive else files[1]}: file has no sentences")

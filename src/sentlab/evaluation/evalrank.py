@@ -25,7 +25,7 @@ import torch
 from sentlab.data.readers import read_lines
 from sentlab.errors import DataError
 from sentlab.evaluation.results import EvalReport, MetricsResult
-from sentlab.evaluation.useb import VectorFn
+from sentlab.evaluation.useb import VectorFn, unit_rows
 from sentlab.paths import data_dir
 
 EVALRANK_FOLDER = "evalrank"
@@ -78,8 +78,7 @@ def pair_ranks(vectors: np.ndarray, pairs: np.ndarray, block: int = 512) -> np.n
 
 def score_evalrank(vectors: VectorFn, data: EvalRankData) -> MetricsResult:
     raw = np.asarray(vectors(data.sentences), dtype=np.float32)
-    centred = raw - raw.mean(axis=0, keepdims=True)
-    centred /= np.maximum(np.linalg.norm(centred, axis=1, keepdims=True), 1e-12)
+    centred = unit_rows(raw - raw.mean(axis=0, keepdims=True))
     row = {s: i for i, s in enumerate(data.sentences)}
     ranks = pair_ranks(centred, np.asarray([(row[a], row[b]) for a, b in data.pairs]))
     scores = {"mrr": 100 * float(np.mean(1.0 / ranks)), "mean_rank": float(np.mean(ranks))}
@@ -87,8 +86,8 @@ def score_evalrank(vectors: VectorFn, data: EvalRankData) -> MetricsResult:
     return MetricsResult("mrr", scores, n=len(data.pairs), extra={"n_sentences": len(data.sentences)})
 
 
-def evaluate_evalrank(vectors: VectorFn, data_dir_: str | Path | None = None, report: EvalReport | None = None,
+def evaluate_evalrank(vectors: VectorFn, root: str | Path | None = None, report: EvalReport | None = None,
                       model_name: str = "model") -> EvalReport:
     report = report or EvalReport(model=model_name)
-    report.tasks["EvalRank"] = score_evalrank(vectors, load_evalrank(data_dir_))
+    report.tasks["EvalRank"] = score_evalrank(vectors, load_evalrank(root))
     return report

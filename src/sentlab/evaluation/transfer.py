@@ -73,10 +73,11 @@ class _Counter:
         return scores
 
 
-def _select(grid: Sequence[float], mean_scores: Sequence[float]) -> tuple[float, float]:
-    rounded = [round(100 * s, 2) for s in mean_scores]
+def _select(mean_scores: Sequence[float]) -> tuple[int, float]:
+    """Index of the best grid value and its score, x 100 and rounded first as SentEval does."""
+    rounded = [round(100 * float(s), 2) for s in mean_scores]
     best = int(np.argmax(rounded))
-    return grid[best], rounded[best]
+    return best, rounded[best]
 
 
 def nested_cv_accuracy(X: np.ndarray, y: np.ndarray, kfold: int = KFOLD, seed: int = SEED,
@@ -84,20 +85,17 @@ def nested_cv_accuracy(X: np.ndarray, y: np.ndarray, kfold: int = KFOLD, seed: i
     """SentEval's InnerKFoldClassifier: ``{"accuracy", "dev_accuracy", ...}`` (x 100)."""
     outer = list(StratifiedKFold(kfold, shuffle=True, random_state=seed).split(X, y))
     inner_cv = StratifiedKFold(kfold, shuffle=True, random_state=seed)
-    jobs, keys = [], []
-    for o, (train, _) in enumerate(outer):
-        for inner_train, inner_test in inner_cv.split(X[train], y[train]):
-            for c, C in enumerate(grid):
-                jobs.append(delayed(_fit_score)(C, X, y, train[inner_train], train[inner_test], seed))
-                keys.append((o, c))
+    jobs = [delayed(_fit_score)(C, X, y, train[inner_train], train[inner_test], seed)
+            for train, _ in outer
+            for inner_train, inner_test in inner_cv.split(np.zeros(len(train)), y[train])  # folds need y only
+            for C in grid]
     counter = _Counter()
-    scores = counter.add(Parallel(n_jobs=n_jobs)(jobs))
+    scores = np.reshape(counter.add(Parallel(n_jobs=n_jobs)(jobs)), (len(outer), kfold, len(grid)))
     chosen, dev = [], []
-    for o in range(len(outer)):
-        means = [np.mean([s for (oo, cc), s in zip(keys, scores) if oo == o and cc == c]) for c in range(len(grid))]
-        C, best = _select(grid, means)
-        chosen.append(C)
-        dev.append(best)
+    for per_fold in scores.mean(axis=1):  # (outer fold, C): mean over the inner folds
+        best, score = _select(per_fold)
+        chosen.append(grid[best])
+        dev.append(score)
     test = counter.add(Parallel(n_jobs=n_jobs)(delayed(_fit_score)(C, X, y, train, held_out, seed)
                                                for C, (train, held_out) in zip(chosen, outer)))
     return {"accuracy": round(float(np.mean([round(100 * s, 2) for s in test])), 2),
@@ -113,8 +111,8 @@ def kfold_selected_accuracy(X_train: np.ndarray, y_train: np.ndarray, X_test: np
     counter = _Counter()
     scores = counter.add(Parallel(n_jobs=n_jobs)(delayed(_fit_score)(C, X_train, y_train, tr, te, seed)
                                                  for C in grid for tr, te in folds))
-    means = [np.mean(scores[c * len(folds):(c + 1) * len(folds)]) for c in range(len(grid))]
-    C, dev = _select(grid, means)
+    best, dev = _select(np.reshape(scores, (len(grid), len(folds))).mean(axis=1))
+    C = grid[best]
     clf, capped = _fit(C, X_train, y_train, seed)
     counter.add([(0.0, capped)])
     predicted = clf.predict(X_test)
@@ -127,9 +125,9 @@ def dev_selected_accuracy(X_train: np.ndarray, y_train: np.ndarray, X_dev: np.nd
                           grid: Sequence[float] = C_GRID, n_jobs: int | None = None) -> dict[str, float]:
     """SentEval's SplitClassifier: C by dev accuracy, then the test accuracy of that classifier."""
     fitted = Parallel(n_jobs=n_jobs)(delayed(_fit)(C, X_train, y_train, seed) for C in grid)
-    best = _select(grid, [clf.score(X_dev, y_dev) for clf, _ in fitted])
-    clf = fitted[list(grid).index(best[0])][0]  # lbfgs is deterministic: refitting gives the same model
-    return {"accuracy": round(100 * float(clf.score(X_test, y_test)), 2), "dev_accuracy": best[1], "C": best[0],
+    best, dev = _select([clf.score(X_dev, y_dev) for clf, _ in fitted])
+    clf = fitted[best][0]  # lbfgs is deterministic: refitting with the chosen C gives the same model
+    return {"accuracy": round(100 * float(clf.score(X_test, y_test)), 2), "dev_accuracy": dev, "C": grid[best],
             "n_fits": len(fitted), "n_fits_at_iteration_cap": sum(capped for _, capped in fitted)}
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from sentlab.errors import DataError
 
+TABLE_SUFFIXES = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}
+
 
 def _read_text(path: str | Path) -> str:
     path = Path(path)
@@ -68,7 +70,7 @@ def read_table(
     CSV/TSV files need a header row naming the columns.
     """
     path = Path(path)
-    fmt = fmt or {".jsonl": "jsonl", ".json": "jsonl", ".tsv": "tsv"}.get(path.suffix.lower(), "csv")
+    fmt = fmt or TABLE_SUFFIXES.get(path.suffix.lower(), "csv")
     if fmt not in ("jsonl", "csv", "tsv"):
         raise DataError(f"{path}: unknown table format {fmt!r} (use jsonl, csv or tsv)")
     text = _read_text(path)
@@ -87,15 +89,25 @@ def read_table(
             if limit is not None and len(rows) >= limit:
                 break
     else:
-        reader = csv.DictReader(io.StringIO(text), delimiter="\t" if fmt == "tsv" else ",")
-        header = reader.fieldnames or []
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise DataError(f"{path}:1: missing column(s) {missing} in header {header}")
-        for record in reader:
-            rows.append(_pick(record, columns, path, reader.line_num))
-            if limit is not None and len(rows) >= limit:
-                break
+        # strict: a quote left open up to the end of the file is an error, not one giant field
+        reader = csv.DictReader(io.StringIO(text), delimiter="\t" if fmt == "tsv" else ",", strict=True)
+        first_line = 2
+        try:
+            header = reader.fieldnames or []
+            missing = [c for c in columns if c not in header]
+            if missing:
+                raise DataError(f"{path}:1: missing column(s) {missing} in header {header}")
+            for record in reader:
+                row = _pick(record, columns, path, first_line)
+                if any("\n" in value for value in row):  # a quote that swallowed the next lines
+                    raise DataError(f"{path}:{first_line}: a field runs over lines {first_line}-{reader.line_num} "
+                                    "(unterminated quote?)")
+                rows.append(row)
+                first_line = reader.line_num + 1
+                if limit is not None and len(rows) >= limit:
+                    break
+        except csv.Error as err:
+            raise DataError(f"{path}:{first_line}: malformed {fmt.upper()} row ({err}; unterminated quote?)") from None
     if not rows:
         raise DataError(f"{path}: file has no rows")
     return rows

@@ -13,7 +13,7 @@ class SimCSEMLPHead(Module):
     Gao et al. (2021), Sec. 6.3 / the ``cls`` pooler with ``--mlp_only_train``: a dense layer with
     tanh over the pooled vector while training; at inference the pooled vector is used as is.
     It is a module of the model during training (so DDP synchronises its gradients and checkpoints
-    restore it on ``--resume``), and :func:`sentlab.training.engine.strip_training_heads` removes it
+    restore it on ``--resume``), and :meth:`sentlab.methods.Method.final_model` removes it
     before the final model is saved.
 
     Example::

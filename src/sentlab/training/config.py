@@ -1,13 +1,14 @@
 """Training configs: a typed schema, YAML loading, ``--set key=value`` overrides, one-line errors.
 
-A config has five sections; unknown keys are errors (so a typo never silently falls back to a
-default). See ``configs/`` for presets with the papers' settings.
+A config names its ``method`` and has the shared sections (model, data, loss, train, eval) plus the
+method's own section, declared by the method (``sentlab.methods``); unknown keys are errors (so a
+typo never silently falls back to a default). See ``configs/`` for presets with the papers' settings.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -27,6 +28,9 @@ class ModelSection(_Section):
     max_seq_length: int = Field(32, gt=0)
     num_layers: int | None = Field(None, gt=0, description="keep only the first N transformer layers "
                                                            "(a smaller student, e.g. for distillation)")
+    mlp_only_train: bool | None = Field(None, description="with pooler cls: SimCSE's MLP (Linear + tanh) in "
+                                        "training only (true), or kept at inference as a sentence-transformers "
+                                        "Dense module (false); default: the method's (see sentlab.methods)")
 
 
 class DataSection(_Section):
@@ -67,66 +71,48 @@ class EvalSection(_Section):
     final_tasks: list[Literal["sts"]] = Field(default_factory=lambda: ["sts"])
 
 
-class RankSection(_Section):
-    """RankEncoder re-training (method ``rankencoder``); defaults are the paper's (Sec. 4.3)."""
-
-    base_encoder: str = Field(description="E1, the frozen base encoder (alias, folder or hub name)")
-    corpus: str | None = Field(None, description="corpus file, one sentence a line (the index is built in the run)")
-    corpus_limit: int | None = Field(None, gt=0, description="use the first N corpus lines")
-    index: str | None = Field(None, description="a prebuilt index of E1 (sentlab index build) instead of corpus")
-    lambda_train: float = Field(0.05, ge=0)
-    tau_lower: float | None = Field(0.5, description="Eq. 6 lower bound (null: none, Eq. 4)")
-    tau_upper: float | None = Field(0.8, description="Eq. 6 upper bound (null: none, Eq. 4)")
-    combine: Literal["hinge", "weighted_sum"] = "hinge"
-    lambda_inf: float = Field(0.1, ge=0, le=1, description="Eq. 7 weight saved with the trained RankEncoder")
-    encode_batch_size: int = Field(256, gt=0, description="batch size for E1 / E2 corpus encoding")
-
-
-class RankCSESection(_Section):
-    """RankCSE (method ``rankcse``); defaults follow App. A.1 (tau_2 / tau_3 are grid-searched there)."""
-
-    teachers: list[str] = Field(min_length=1, description="frozen teachers (alias, folder or hub name)")
-    teacher_weights: list[float] | None = Field(None, description="alpha_k, summing to 1 (default: equal)")
-    beta: float = Field(1.0, ge=0, description="weight of the ranking consistency (Eq. 2); 0 = off")
-    gamma: float = Field(1.0, ge=0, description="weight of the ranking distillation (Eq. 3); 0 = off")
-    distillation: Literal["listnet", "listmle"] = "listnet"
-    tau_student: float = Field(0.05, gt=0, description="tau_2")
-    tau_teacher: float = Field(0.05, gt=0, description="tau_3 (ListNet)")
-    use_infonce: bool = Field(True, description="keep InfoNCE (Eq. 1)")
-    encode_batch_size: int = Field(256, gt=0, description="batch size for the teachers' one-off encoding")
-
-
 class TrainConfig(_Section):
-    method: Literal["simcse-unsup", "simcse-sup", "rankencoder", "rankcse"]
+    """The sections every method shares; each method's config subclasses it (``sentlab.methods``).
+
+    ``TrainConfig.model_validate(tree)`` picks the method's config class by ``tree["method"]`` (a
+    discriminated union over the registered methods), so a missing, unknown or misplaced method
+    section is a one-line error.
+    """
+
+    method: str
     model: ModelSection
     data: DataSection
     loss: LossSection = Field(default_factory=LossSection)
-    rank: RankSection | None = None
-    rankcse: RankCSESection | None = None
     train: TrainSection
     eval: EvalSection = Field(default_factory=EvalSection)
 
-    @model_validator(mode="after")
-    def _method_sections(self) -> TrainConfig:
-        if self.method == "rankencoder":
-            if self.rank is None:
-                raise ValueError("method rankencoder needs a 'rank' section (rank.base_encoder, rank.corpus)")
-            if (self.rank.corpus is None) == (self.rank.index is None):
-                raise ValueError("rank: give exactly one of rank.corpus and rank.index")
-        elif self.rank is not None:
-            raise ValueError(f"the 'rank' section is only for method rankencoder, not {self.method}")
-        if self.method == "rankcse":
-            if self.rankcse is None:
-                raise ValueError("method rankcse needs a 'rankcse' section (rankcse.teachers)")
-            r = self.rankcse
-            if not r.use_infonce and r.beta == 0 and r.gamma == 0:
-                raise ValueError("rankcse: every term of Eq. 6 is switched off (use_infonce, beta, gamma)")
-            weights = self.rankcse.teacher_weights
-            if weights is not None and (len(weights) != len(self.rankcse.teachers) or abs(sum(weights) - 1) > 1e-6):
-                raise ValueError("rankcse.teacher_weights: one weight per teacher, summing to 1")
-        elif self.rankcse is not None:
-            raise ValueError(f"the 'rankcse' section is only for method rankcse, not {self.method}")
-        return self
+    section: ClassVar[str | None] = None  # the method's own section, e.g. "rank"
+    section_hint: ClassVar[str] = ""  # its required keys, named in the "needs a section" error
+
+    @model_validator(mode="before")
+    @classmethod
+    def _method_section_present(cls, tree: Any) -> Any:
+        if cls is TrainConfig or not isinstance(tree, dict):
+            return tree
+        from sentlab.methods import METHODS
+
+        method = tree.get("method")
+        sections = {m.config_class.section: m.name for m in METHODS.values() if m.config_class.section}
+        for name, owner in sections.items():
+            if name != cls.section and tree.get(name) is not None:
+                raise ValueError(f"the {name!r} section is only for method {owner}, not {method}")
+        if cls.section and tree.get(cls.section) is None:
+            hint = f" ({cls.section_hint})" if cls.section_hint else ""
+            raise ValueError(f"method {method} needs a {cls.section!r} section{hint}")
+        return {key: value for key, value in tree.items() if not (value is None and key in sections)}
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> TrainConfig:
+        if cls is not TrainConfig:
+            return super().model_validate(obj, **kwargs)
+        from sentlab.methods import config_adapter
+
+        return config_adapter().validate_python(obj, **kwargs)
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(), sort_keys=False)
@@ -169,15 +155,29 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
     try:
         return TrainConfig.model_validate(tree)
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        if first["type"] == "extra_forbidden":
-            message = f"unknown key {where!r}"
-        elif first["type"] == "missing":
-            message = f"missing required key {where!r}"
-        elif first["type"] == "value_error" and not first["loc"]:
-            message = first["msg"].removeprefix("Value error, ")
-        else:
-            message = f"{where}: {first['msg']} (got {first.get('input')!r})"
-        more = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
-        raise ConfigError(f"{path}: {message}{more}") from None
+        raise ConfigError(f"{path}: {validation_message(err, tree)}") from None
+
+
+def validation_message(err: ValidationError, tree: dict[str, Any]) -> str:
+    """pydantic's first error as one line that names the key."""
+    first = err.errors()[0]
+    loc = list(first["loc"])
+    if loc and loc[0] == tree.get("method"):  # the union's tag, not a key
+        loc = loc[1:]
+    where = ".".join(str(p) for p in loc) or "(top level)"
+    if first["type"] == "union_tag_not_found":
+        message = "missing required key 'method'"
+    elif first["type"] == "union_tag_invalid":
+        from sentlab.methods import METHODS
+
+        message = f"unknown method {tree.get('method')!r} (choose from {', '.join(METHODS)})"
+    elif first["type"] == "extra_forbidden":
+        message = f"unknown key {where!r}"
+    elif first["type"] == "missing":
+        message = f"missing required key {where!r}"
+    elif first["type"] == "value_error" and not loc:
+        message = first["msg"].removeprefix("Value error, ")
+    else:
+        message = f"{where}: {first['msg']} (got {first.get('input')!r})"
+    more = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
+    return message + more

@@ -1,0 +1,199 @@
+"""The method base class and the registry.
+
+A method is one class that declares, in one place, everything the engine needs from it:
+
+* ``config_class`` — its config (a :class:`~sentlab.training.config.TrainConfig` subclass with
+  ``method: Literal[name]`` and, if it has one, its own section);
+* :meth:`Method.train_dataset` — the training dataset it builds from ``data``;
+* :meth:`Method.prepare` — frozen inputs computed once before training (a frozen encoder's
+  vectors, a corpus index), cached in the run folder so ``--resume`` reuses them;
+* :meth:`Method.build_model` and :meth:`Method.loss` — the model to train and its loss;
+* :meth:`Method.learning_rate_mapping` — extra parameter groups with their own learning rate
+  (parameter-name regex -> lr, sentence-transformers' ``learning_rate_mapping``: the trainer puts
+  matching parameters of the model *or the loss* in their own optimizer group);
+* ``training_only_modules`` — module types removed before the final model is saved;
+* :meth:`Method.save` and :meth:`Method.evaluate` — how the final model is packaged and measured.
+
+The engine (:mod:`sentlab.training.engine`, the sentence-transformers trainer) asks the method and
+never names one. Adding a method is one module in this package plus a preset in ``configs/``::
+
+    @register
+    class MyMethod(Method):
+        name = "my-method"
+        config_class = MyConfig          # method: Literal["my-method"]; my: MySection
+        def loss(self, model): ...
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+from datasets import Dataset
+from pydantic import Field, TypeAdapter
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import Dense
+from torch import nn
+
+from sentlab.data.readers import TABLE_SUFFIXES, read_sentences, read_table
+from sentlab.encoders.heads import SimCSEMLPHead
+from sentlab.encoders.loading import build_encoder, keep_first_layers, load_encoder
+from sentlab.errors import ConfigError
+from sentlab.evaluation.results import EvalReport
+from sentlab.losses.simcse import SimCSELoss
+from sentlab.rank.index import corpus_sha256
+from sentlab.training.config import TrainConfig
+from sentlab.training.run_folder import RunPaths, add_run_files
+
+METHODS: dict[str, type[Method]] = {}
+
+
+class Method:
+    """One training method; instantiated per run with the run's config and folder."""
+
+    name: ClassVar[str]
+    config_class: ClassVar[type[TrainConfig]]
+    run_files: ClassVar[dict[str, str]] = {}
+    default_mlp_only_train: ClassVar[bool] = True  # SimCSE's --mlp_only_train, for pooler cls
+    training_only_modules: ClassVar[tuple[type[nn.Module], ...]] = (SimCSEMLPHead,)
+
+    def __init__(self, cfg: TrainConfig, paths: RunPaths):
+        if not isinstance(cfg, self.config_class):
+            raise ConfigError(f"method {self.name} needs a {self.config_class.__name__}, got {type(cfg).__name__}")
+        self.cfg = cfg
+        self.paths = paths
+
+    # -- data ------------------------------------------------------------------------------------
+    def train_dataset(self) -> Dataset:
+        """One ``sentence`` column (unsupervised methods)."""
+        return Dataset.from_dict({"sentence": read_train_sentences(self.cfg)})
+
+    def prepare(self, dataset: Dataset) -> None:
+        """Compute frozen inputs once before training (run on the main process first)."""
+
+    # -- model and loss --------------------------------------------------------------------------
+    def build_model(self) -> SentenceTransformer:
+        """The encoder to train; with the ``cls`` pooler, SimCSE's MLP (Linear + tanh) on top: in
+        training only (:class:`SimCSEMLPHead`, removed before saving) when ``mlp_only_train``, else
+        a sentence-transformers ``Dense`` with tanh that stays in the saved model."""
+        m = self.cfg.model
+        if m.pooler is None:
+            model = load_encoder(m.name)
+        else:
+            model = build_encoder(m.name, m.pooler, prompt_template=m.prompt_template)
+        if m.num_layers is not None:
+            keep_first_layers(model, m.num_layers)
+        if m.pooler == "cls":
+            dim = model.get_embedding_dimension()
+            mlp_only_train = self.default_mlp_only_train if m.mlp_only_train is None else m.mlp_only_train
+            model.append(SimCSEMLPHead(dim) if mlp_only_train else Dense(dim, dim, activation_function=nn.Tanh()))
+        return model
+
+    def loss(self, model: SentenceTransformer) -> nn.Module:
+        raise NotImplementedError
+
+    def simcse_loss(self, model: SentenceTransformer) -> SimCSELoss:
+        """SimCSE's InfoNCE with the ``loss`` section's settings (the base objective of several methods)."""
+        return SimCSELoss(model, temperature=self.cfg.loss.temperature,
+                          hard_negative_weight=self.cfg.loss.hard_negative_weight)
+
+    def learning_rate_mapping(self) -> dict[str, float]:
+        """Extra parameter groups: parameter-name regex -> learning rate (none by default)."""
+        return {}
+
+    # -- the final model -------------------------------------------------------------------------
+    def final_model(self, model: SentenceTransformer) -> SentenceTransformer:
+        """The trained model without training-only modules."""
+        kept = [module for module in model if not isinstance(module, self.training_only_modules)]
+        if len(kept) == len(model):
+            return model
+        return SentenceTransformer(modules=kept, device=str(model.device))
+
+    def save(self, model: SentenceTransformer) -> None:
+        model.save(str(self.paths.model))
+
+    def evaluate(self, model: SentenceTransformer) -> dict[Path, EvalReport]:
+        """Final evaluation, by results file: STS with cosine similarity."""
+        from sentlab.evaluation import CosineScorer, evaluate_sts
+        from sentlab.evaluation.scoring import EmbeddingCache
+
+        self.cache = EmbeddingCache(model)  # shared with subclasses' extra evaluations
+        report = evaluate_sts(CosineScorer(self.cache, name=str(self.paths.model)), self.cfg.data.data_dir)
+        report.settings["config"] = self.cfg.model_dump()
+        return {self.paths.results: report}
+
+
+def register(method: type[Method]) -> type[Method]:
+    """Class decorator: make ``method`` available by its name (configs, CLI)."""
+    if method.name in METHODS and METHODS[method.name] is not method:
+        raise ValueError(f"method {method.name!r} is registered twice")
+    add_run_files(method.run_files)
+    METHODS[method.name] = method
+    _ADAPTER.clear()
+    return method
+
+
+def get_method(name: str) -> type[Method]:
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise ConfigError(f"unknown method {name!r} (choose from {', '.join(METHODS)})") from None
+
+
+_ADAPTER: dict[tuple[str, ...], TypeAdapter] = {}
+
+
+def config_adapter() -> TypeAdapter:
+    """Validator of the union of the registered methods' configs, selected by ``method``."""
+    key = tuple(METHODS)
+    if key not in _ADAPTER:
+        from typing import Annotated, Union
+
+        classes = tuple(dict.fromkeys(m.config_class for m in METHODS.values()))
+        _ADAPTER[key] = TypeAdapter(Annotated[Union[classes], Field(discriminator="method")])  # noqa: UP007
+    return _ADAPTER[key]
+
+
+# -- helpers shared by methods ------------------------------------------------------------------
+
+def read_train_sentences(cfg: TrainConfig) -> list[str]:
+    """The training sentences of a one-column method: a text file, or one column of a table file."""
+    path = Path(cfg.data.train)
+    if cfg.data.columns:
+        return [row[0] for row in read_table(path, cfg.data.columns[:1], limit=cfg.data.limit)]
+    if path.suffix.lower() in TABLE_SUFFIXES:
+        raise ConfigError(f"{path}: a {path.suffix} file needs data.columns (the column that holds the sentences)")
+    return read_sentences(path, limit=cfg.data.limit)
+
+
+def frozen_vectors(encoder: SentenceTransformer, fingerprint: str, sentences: list[str], path: Path,
+                   batch_size: int, progress: bool) -> np.ndarray:
+    """L2-normalised vectors of ``sentences`` by a frozen ``encoder``, cached at ``path`` (.npy + .json
+    provenance) and reused when made by the same encoder from the same text (so --resume skips them).
+
+    The provenance file is written last and removed before a rebuild, and the vectors are written to a
+    temporary file and renamed: a process killed mid-write leaves no provenance, so the half-written
+    file is rebuilt, never read."""
+    provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": corpus_sha256(sentences),
+                  "rows": len(sentences)}
+    meta_path = path.with_suffix(".json")
+    if not (path.is_file() and meta_path.is_file() and _read_json(meta_path) == provenance):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        meta_path.unlink(missing_ok=True)
+        vectors = encoder.encode(sentences, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                                 show_progress_bar=progress)
+        partial = path.with_name(path.stem + ".partial.npy")
+        np.save(partial, np.asarray(vectors, dtype=np.float32))
+        os.replace(partial, path)
+        meta_path.write_text(json.dumps(provenance) + "\n", encoding="utf-8")
+    return np.load(path, mmap_mode="r")
+
+
+def _read_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,62 @@
+"""SimCSE (Gao et al. 2021), unsupervised and supervised: InfoNCE over dropout views or NLI triplets.
+
+The loss is :class:`sentlab.losses.simcse.SimCSELoss` (Eq. 1; supervised: Eq. 5 with hard
+negatives). With the ``cls`` pooler SimCSE puts an MLP (Linear + tanh) over [CLS]. The official
+unsupervised recipe trains with it and evaluates without it (``--mlp_only_train``); the official
+supervised script keeps it at inference. sentlab follows each: ``model.mlp_only_train`` defaults to
+true for ``simcse-unsup`` and false for ``simcse-sup``, where the MLP is saved as a
+sentence-transformers ``Dense`` module with tanh (the same layer), so plain sentence-transformers
+loads it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from datasets import Dataset
+from sentence_transformers import SentenceTransformer
+from torch import nn
+
+from sentlab.data.readers import read_table
+from sentlab.errors import ConfigError
+from sentlab.methods.base import Method, register
+from sentlab.training.config import TrainConfig
+
+
+class SimCSEUnsupConfig(TrainConfig):
+    method: Literal["simcse-unsup"]
+
+
+class SimCSESupConfig(TrainConfig):
+    method: Literal["simcse-sup"]
+
+
+@register
+class SimCSEUnsup(Method):
+    """Unsupervised SimCSE: each sentence is encoded twice; dropout makes the two views differ."""
+
+    name = "simcse-unsup"
+    config_class = SimCSEUnsupConfig
+
+    def loss(self, model: SentenceTransformer) -> nn.Module:
+        return self.simcse_loss(model)
+
+
+@register
+class SimCSESup(Method):
+    """Supervised SimCSE: (anchor, positive[, hard negative]) rows, e.g. NLI entailment / contradiction."""
+
+    name = "simcse-sup"
+    config_class = SimCSESupConfig
+    default_mlp_only_train = False  # the official supervised script keeps the MLP at inference
+
+    def train_dataset(self) -> Dataset:
+        columns = self.cfg.data.columns or ["sent0", "sent1", "hard_neg"]
+        if len(columns) not in (2, 3):
+            raise ConfigError(f"data.columns: supervised SimCSE needs 2 or 3 columns, got {columns}")
+        rows = read_table(self.cfg.data.train, columns, limit=self.cfg.data.limit)
+        names = ["anchor", "positive", "negative"][: len(columns)]
+        return Dataset.from_dict({name: [row[i] for row in rows] for i, name in enumerate(names)})
+
+    def loss(self, model: SentenceTransformer) -> nn.Module:
+        return self.simcse_loss(model)

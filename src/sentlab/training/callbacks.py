@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -41,10 +42,29 @@ class LossComponentsLog(TrainerCallback):
 
 
 class MetricsLog(TrainerCallback):
-    """Append every log record (loss, learning rate, dev scores) as one JSON line."""
+    """Append every log record (loss, learning rate, dev scores) as one JSON line.
+
+    On ``--resume`` the records past the checkpoint's step (written before the crash, and about to be
+    logged again) are dropped first, so every step appears once.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if not (state.is_world_process_zero and self.path.is_file()):
+            return
+        kept = []
+        for line in self.path.read_text("utf-8").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:  # a line cut short by the crash
+                continue
+            if record.get("step", 0) <= state.global_step:
+                kept.append(line)
+        partial = self.path.with_name(self.path.name + ".partial")
+        partial.write_text("".join(f"{line}\n" for line in kept), encoding="utf-8")
+        os.replace(partial, self.path)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if state.is_world_process_zero and logs:

@@ -1,0 +1,148 @@
+"""The method registry, the config union it selects from, extra parameter groups, SimCSE's MLP option."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+from torch import nn
+
+from sentlab.errors import ConfigError
+from sentlab.methods import METHODS, Method, get_method, register
+from sentlab.methods.base import _ADAPTER
+from sentlab.training import engine
+from sentlab.training.config import TrainConfig, load_config
+from tests.conftest import tiny_config
+
+PROBE = ["a man plays the guitar", "a dog runs in the park"]
+PRESETS = sorted(Path(__file__).resolve().parents[2].joinpath("configs").glob("*.yaml"))
+
+
+def test_registry_names_every_method_and_every_preset_loads():
+    assert {"simcse-unsup", "simcse-sup", "rankencoder", "rankcse"} <= set(METHODS)
+    for preset in PRESETS:
+        cfg = load_config(preset)
+        assert isinstance(cfg, get_method(cfg.method).config_class), preset
+    with pytest.raises(ConfigError, match="unknown method 'nope'"):
+        get_method("nope")
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.update(method="nope"), "unknown method 'nope' \\(choose from .*simcse-unsup"),
+    (lambda t: t.pop("method"), "missing required key 'method'"),
+    (lambda t: t.update(rank={"base_encoder": "minilm", "corpus": "c.txt"}),
+     "the 'rank' section is only for method rankencoder, not simcse-unsup"),
+    (lambda t: t.update(method="rankcse"), "method rankcse needs a 'rankcse' section \\(rankcse.teachers\\)"),
+    (lambda t: t["model"].update(pooler="maxx"), "model.pooler"),
+])
+def test_config_union_errors_are_one_line(tmp_path, edit, message):
+    import yaml
+
+    tree = {"method": "simcse-unsup", "model": {"name": "minilm"}, "data": {"train": "c.txt"},
+            "train": {"output_dir": "runs/x"}}
+    edit(tree)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(tree), encoding="utf-8")
+    with pytest.raises(ConfigError, match=message) as err:
+        load_config(path)
+    assert "\n" not in str(err.value)
+
+
+class RelationLoss(nn.Module):
+    """SimCSE's loss plus a learnable vector, as RSE's relation vectors will be."""
+
+    def __init__(self, base: nn.Module, dim: int):
+        super().__init__()
+        self.base = base
+        self.model = base.model
+        self.relation_vectors = nn.Parameter(torch.zeros(2, dim))
+
+    def forward(self, features, labels):
+        return self.base(features, labels) + (self.relation_vectors - 1).pow(2).sum()
+
+
+class TwoGroupsConfig(TrainConfig):
+    method: Literal["two-groups"]
+
+
+class TwoGroups(Method):
+    name = "two-groups"
+    config_class = TwoGroupsConfig
+
+    def loss(self, model):
+        return RelationLoss(self.simcse_loss(model), model.get_embedding_dimension())
+
+    def learning_rate_mapping(self):
+        return {r"relation_vectors": 1e-2}
+
+
+@pytest.fixture
+def two_groups_method():
+    register(TwoGroups)
+    yield TwoGroups
+    METHODS.pop(TwoGroups.name)
+    _ADAPTER.clear()
+
+
+def test_extra_parameter_group_has_its_own_learning_rate(two_groups_method, tiny_backbone, corpus_file, tmp_path):
+    tree = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2, learning_rate=1e-4).model_dump()
+    tree["method"] = "two-groups"
+    cfg = TrainConfig.model_validate(tree)
+    assert isinstance(cfg, TwoGroupsConfig)
+    trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "run"))
+    optimizer = trainer.create_optimizer()
+    relation = trainer.loss.relation_vectors
+    groups = [g for g in optimizer.param_groups if any(p is relation for p in g["params"])]
+    assert len(groups) == 1 and groups[0]["lr"] == 1e-2 and len(groups[0]["params"]) == 1
+    others = [g for g in optimizer.param_groups if g is not groups[0] and g["params"]]
+    assert others and all(g["lr"] == 1e-4 for g in others)
+    assert sum(len(g["params"]) for g in others) == len([p for p in trainer.model.parameters() if p.requires_grad])
+    trainer.train()
+    # Adam moves each element by about lr per step: two steps at 1e-2, not at 1e-4
+    assert relation.detach().abs().min().item() > 1e-2
+
+
+def sup_config(backbone, table, out, **model):
+    tree = tiny_config(backbone, table, out, max_steps=3).model_dump()
+    tree["method"] = "simcse-sup"
+    tree["model"].update(model)
+    tree["data"]["columns"] = ["sent0", "sent1", "hard_neg"]
+    return TrainConfig.model_validate(tree)
+
+
+@pytest.fixture
+def nli_table(tmp_path):
+    path = tmp_path / "nli.csv"
+    rows = ["sent0,sent1,hard_neg"] + [f"{a},{b},{c}" for a, b, c in [
+        ("a man plays the guitar", "a man plays music", "a woman eats food"),
+        ("the dog runs in the park", "a dog is running", "the cat sits"),
+        ("the girl reads a book", "a child reads", "the boy drives a car"),
+        ("a bird flies in the sky", "a bird is flying", "a fish swims")] * 4]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("mlp_only_train, modules", [(None, ["Transformer", "Pooling", "Dense"]),
+                                                     (True, ["Transformer", "Pooling"])])
+def test_supervised_simcse_keeps_its_mlp_as_a_dense_module(tiny_backbone, nli_table, tmp_path, mlp_only_train,
+                                                           modules):
+    cfg = sup_config(tiny_backbone, nli_table, tmp_path / "run", pooler="cls", mlp_only_train=mlp_only_train)
+    paths = engine.train(cfg, evaluate=False)
+    saved = [m["type"].rsplit(".", 1)[-1] for m in json.loads((paths.model / "modules.json").read_text())]
+    assert saved == modules
+    plain = SentenceTransformer(str(paths.model))
+    embeddings = plain.encode(PROBE)
+    if mlp_only_train is None:  # the official supervised recipe: tanh(W [CLS] + b) at inference
+        dense = plain[2]
+        cls = SentenceTransformer(modules=[plain[0], plain[1]]).encode(PROBE, convert_to_tensor=True)
+        with torch.no_grad():
+            expected = torch.tanh(dense.linear(cls)).numpy()
+        # the same two float32 operations on the same [CLS] vectors; only the order of the bias
+        # addition inside nn.Linear can differ, a few ulps at values below 1
+        np.testing.assert_allclose(embeddings, expected, atol=1e-6)
+        assert np.abs(embeddings).max() < 1  # tanh's range

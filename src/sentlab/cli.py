@@ -1,6 +1,7 @@
-"""The ``sentlab`` command: train, eval, encode, similarity, index, analyze, plot, report, data.
+"""sentlab: learn sentence embeddings with little or no labelled data, and measure them honestly.
 
-Errors a user can fix are printed as one line (``sentlab: error: ...``) with a non-zero exit code.
+Commands: train, eval, encode, similarity, index, analyze, plot, report, data. Errors a user can fix
+(bad input, bad options) are printed as one line, ``sentlab: error: ...``, with a non-zero exit code.
 """
 
 from __future__ import annotations
@@ -13,6 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sentlab.errors import DataError, SentlabError
+from sentlab.progress import bars, say, set_quiet
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block): ``sentlab train: error: ... (see --help)``."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 def _quiet_libraries() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -25,11 +34,38 @@ def _quiet_libraries() -> None:
 
 def _model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="alias (minilm), local folder, or hub name")
-    parser.add_argument("--pooler", default=None, help="override the pooler: cls, cls_before_pooler, mean, "
-                                                        "first_last_avg, prompt")
-    parser.add_argument("--max-seq-length", type=int, default=None, help="default: the model's own")
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: best available)")
+    parser.add_argument("--pooler", default=None, choices=("cls", "cls_before_pooler", "mean", "first_last_avg",
+                                                           "prompt"), help="override the model's pooler")
+    parser.add_argument("--max-seq-length", type=_positive_int, default=None,
+                        help="truncate inputs to N tokens (default: the model's own)")
+    parser.add_argument("--batch-size", type=_positive_int, default=128, help="sentences encoded at a time "
+                                                                              "(default: 128)")
+    parser.add_argument("--device", type=_device, default=None, help="cpu, cuda, cuda:1, mps (default: best "
+                                                                      "available)")
+    _quiet_arg(parser)
+
+
+def _quiet_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quiet", action="store_true", help="no progress lines or bars (results only)")
+
+
+def _device(value: str) -> str:
+    """A device torch has here; a CUDA / MPS name on a machine without one is refused at parse time."""
+    import torch
+
+    kind, _, number = value.partition(":")
+    if kind == "cpu" and not number:
+        return value
+    available = {"cuda": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+                 "mps": int(torch.backends.mps.is_available())}
+    if kind not in available:
+        raise argparse.ArgumentTypeError(f"unknown device {value!r} (cpu, cuda, cuda:N, mps)")
+    if not available[kind]:
+        raise argparse.ArgumentTypeError(f"device {value!r}: this torch has no {kind.upper()} device "
+                                         f"(torch {torch.__version__}); use --device cpu")
+    if number and (not number.isdigit() or int(number) >= available[kind]):
+        raise argparse.ArgumentTypeError(f"device {value!r}: only {available[kind]} {kind} device(s)")
+    return value
 
 
 def _data_dir_arg(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +77,10 @@ def _figures_output_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def _positive_int(value: str) -> int:
-    number = int(value)
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
     if number <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return number
@@ -91,7 +130,8 @@ def _scorer(args: argparse.Namespace, name: str):
             raise SentlabError("--lambda-inf needs --index or a RankEncoder model folder")
         return encoder, cache, CosineScorer(cache, batch_size=args.batch_size, name=name)
     lambda_inf = next(v for v in (args.lambda_inf, stored_lambda, DEFAULT_LAMBDA_INF) if v is not None)
-    return encoder, cache, RankScorer(cache, index, lambda_inf, batch_size=args.batch_size, name=name)
+    label = "rank vectors, Eq. 2" if lambda_inf == 1 else f"Eq. 7, lambda_inf={lambda_inf:g}"
+    return encoder, cache, RankScorer(cache, index, lambda_inf, batch_size=args.batch_size, name=f"{name} ({label})")
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -99,9 +139,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     from sentlab.training.config import load_config
     from sentlab.training.engine import train
 
-    cfg = load_config(args.config, args.set)
+    overrides = list(args.set)
+    if args.data_dir is not None:
+        overrides.append(f"data.data_dir={args.data_dir}")
+    if args.quiet:
+        overrides.append("train.progress_bar=false")
+    cfg = load_config(args.config, overrides)
     paths = train(cfg, resume=args.resume, evaluate=not args.no_eval)
-    print(f"model saved to {paths.model}")
     for results in (paths.results, paths.rank_results):  # cosine; Eq. 7 for RankEncoder runs
         if results.is_file():
             print(EvalReport.read(results).table())
@@ -143,8 +187,9 @@ def cmd_encode(args: argparse.Namespace) -> int:
 
     sentences = read_sentences(args.input)
     model = _load(args)
+    say(f"encoding {len(sentences):,} sentences of {args.input}")
     embeddings = model.encode(sentences, batch_size=args.batch_size, convert_to_numpy=True,
-                              normalize_embeddings=args.normalize, show_progress_bar=not args.quiet)
+                              normalize_embeddings=args.normalize, show_progress_bar=bars())
     out = Path(args.output)
     if out.suffix != ".npy":
         raise DataError(f"{out}: output must end in .npy")
@@ -171,9 +216,13 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     from sentlab.data.readers import read_sentences
     from sentlab.rank.index import CorpusIndex
 
+    output = Path(args.output)
+    if output.exists() and any(output.iterdir()) and not args.overwrite:
+        raise DataError(f"{output}: already exists and is not empty; pass --overwrite to replace it")
     sentences = read_sentences(args.corpus, limit=args.limit)
+    say(f"encoding {len(sentences):,} corpus sentences of {args.corpus}")
     index = CorpusIndex.build(_load(args), sentences, args.model, batch_size=args.batch_size,
-                              devices=_devices(args.devices), show_progress_bar=not args.quiet)
+                              devices=_devices(args.devices), show_progress_bar=bars())
     index.extra["corpus_file"] = str(args.corpus)
     index.save(args.output)
     print(f"index of {len(index)} sentences (dimension {index.dim}) written to {args.output}")
@@ -243,24 +292,43 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_data_download(args: argparse.Namespace) -> int:
+    import shutil
+
     from sentlab.data.hub import download_sts
 
-    written = download_sts(args.target)
+    target = Path(args.target)
+    existed = target.exists()
+    try:
+        written = download_sts(args.target)
+    except BaseException:
+        if not existed:  # nothing half-downloaded is left behind
+            shutil.rmtree(target, ignore_errors=True)
+        raise
     for name, count in written.items():
         print(f"{name}: {count} pairs")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sentlab", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        sentlab_version = version("sentlab")
+    except PackageNotFoundError:
+        sentlab_version = "unknown"
+    parser = _Parser(prog="sentlab", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"sentlab {sentlab_version}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("train", help="train an encoder from a YAML config")
-    p.add_argument("config")
+    p.add_argument("config", metavar="CONFIG", help="YAML training config, e.g. configs/simcse-unsup-minilm-cpu.yaml "
+                                                    "(methods and keys: see configs/ and the README)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set train.learning_rate=1e-5 (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint of the run")
     p.add_argument("--no-eval", action="store_true", help="skip the final STS evaluation")
+    _data_dir_arg(p)
+    _quiet_arg(p)
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("eval", help="evaluate an encoder")
@@ -281,10 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("encode", help="embed a text file (one sentence a line) into a .npy matrix")
     _model_args(p)
-    p.add_argument("--input", required=True)
-    p.add_argument("--output", required=True)
+    p.add_argument("--input", required=True, help="UTF-8 text file, one sentence a line")
+    p.add_argument("--output", required=True, help="the .npy file to write (float32, one row a sentence)")
     p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_encode)
 
     p = sub.add_parser("similarity", help="similarity of two sentences (cosine, or Eq. 7 with an index)")
@@ -302,13 +369,14 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--limit", type=_positive_int, default=None, help="use the first N lines")
     i.add_argument("--output", required=True, help="index folder to write")
     i.add_argument("--devices", default=None, help="shard encoding over these devices, e.g. cuda:0,cuda:1")
-    i.add_argument("--quiet", action="store_true", help="no progress bar")
+    i.add_argument("--overwrite", action="store_true", help="replace an existing index folder")
     i.set_defaults(func=cmd_index_build)
     i = index_sub.add_parser("pack", help="save an encoder + its index + lambda_inf as one RankEncoder folder")
     _model_args(i)
-    i.add_argument("--index", required=True)
-    i.add_argument("--lambda-inf", type=float, default=0.1)
-    i.add_argument("--output", required=True)
+    i.add_argument("--index", required=True, help="the encoder's corpus index (sentlab index build)")
+    i.add_argument("--lambda-inf", type=float, default=0.1, help="Eq. 7 weight stored with the folder (default: "
+                                                                  "0.1, the paper's)")
+    i.add_argument("--output", required=True, help="the RankEncoder folder to write")
     i.set_defaults(func=cmd_index_pack)
 
     p = sub.add_parser("analyze", help="RankEncoder's analyses: similar pairs, overlapping neighbours, "
@@ -349,6 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    set_quiet(getattr(args, "quiet", False))
     _quiet_libraries()
     try:
         return args.func(args)

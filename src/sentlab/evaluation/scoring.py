@@ -12,6 +12,8 @@ from typing import Protocol
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
+from sentlab.progress import bars, say
+
 
 class PairScorer(Protocol):
     name: str
@@ -80,8 +82,11 @@ class EmbeddingCache:
         missing = [s for s in dict.fromkeys(sentences) if s not in self._rows]
         new: dict[str, np.ndarray] = {}
         if missing:
+            many = len(missing) > 4 * batch_size
+            if many:
+                say(f"encoding {len(missing):,} sentences")
             encoded = self.model.encode(missing, batch_size=batch_size, convert_to_numpy=True,
-                                        show_progress_bar=show_progress_bar)
+                                        show_progress_bar=show_progress_bar or (many and bars()))
             new = dict(zip(missing, np.asarray(encoded, dtype=np.float32)))
             room = max(0, self.max_rows - len(self._rows))
             self._rows.update(list(new.items())[:room])

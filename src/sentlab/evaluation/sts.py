@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
+from sentlab.progress import say
 from sentlab.data.sts import STS_TASKS, STSPairs, load_sts_task
 from sentlab.evaluation.geometry import alignment, uniformity
 from sentlab.evaluation.results import EvalReport, TaskResult
@@ -83,12 +84,14 @@ def evaluate_sts(
     report = report or EvalReport(model=scorer.name)
     headline = []
     for name in tasks:
+        say(f"[sts] {name}")
         result = score_task(scorer, load_sts_task(name, data_dir))
         report.tasks[name] = result
         headline.append(result.spearman)
     if len(headline) == len(STS_TASKS):
         report.summary["sts_avg"] = float(np.mean(headline))
     if extras:
+        say("[sts] similar pairs, alignment / uniformity")
         stsb_test = load_sts_task("STS-B", data_dir, split="test")
         report.tasks["STS-B-similar-pairs"] = similar_pairs_score(scorer, stsb_test)
         report.summary.update(alignment_uniformity(scorer, load_sts_task("STS-B", data_dir, split="dev")))

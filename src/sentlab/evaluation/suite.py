@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from sentlab.progress import say
 from sentlab.data.sts import STS_TASKS
 from sentlab.data.transfer import TRANSFER_TASKS, missing_files
 from sentlab.data.useb import USEB_TASKS
@@ -98,6 +99,7 @@ def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalRepor
                 raise DataError(f"no data for task family {family!r}: {next(iter(missing.values()))}")
             continue
         start = time.perf_counter()
+        say(f"[{family}] {len(tasks)} task(s): {', '.join(tasks)}")
         if family == "sts":
             evaluate_sts(inputs.scorer, root, tasks=tasks, report=report,
                          extras="STS-B" in tasks)
@@ -111,4 +113,8 @@ def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalRepor
         else:
             evaluate_evalrank(inputs.scorer.encode, root, report=report)
         report.settings.setdefault("seconds", {})[family] = round(time.perf_counter() - start, 1)
+    if not report.tasks:
+        skipped = report.summary.get("skipped", {})
+        raise DataError(f"no task has data (checked {', '.join(families)}; e.g. {next(iter(skipped.values()), '')}); "
+                        "set --data-dir or SENTLAB_DATA")
     return report

@@ -66,7 +66,7 @@ def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool,
         learning_rate_mapping=learning_rate_mapping or {},
         num_train_epochs=t.epochs,
         max_steps=t.max_steps,
-        warmup_ratio=t.warmup_ratio,
+        **_warmup(t.warmup_ratio),
         weight_decay=t.weight_decay,
         eval_strategy="steps" if has_dev else "no",
         eval_steps=t.eval_steps,
@@ -91,6 +91,15 @@ def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool,
     )
 
 
+def _warmup(ratio: float) -> dict[str, float]:
+    """Transformers 5 takes the warm-up ratio as a float ``warmup_steps`` (``warmup_ratio`` is deprecated)."""
+    import transformers
+
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        return {"warmup_steps": float(ratio)}
+    return {"warmup_ratio": ratio}
+
+
 def _has_accelerator() -> bool:
     import torch
 
@@ -103,10 +112,10 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     """The trainer for ``cfg``; the method (built from the config unless given) supplies data, frozen
     inputs, model, loss and parameter groups, and stays reachable as ``trainer.sentlab_method``."""
     method = method or get_method(cfg.method)(cfg, paths)
+    train_dataset = method.train_dataset()
     evaluator = build_dev_evaluator(cfg)
     args = training_arguments(cfg, paths, has_dev=evaluator is not None,
                               learning_rate_mapping=method.learning_rate_mapping())
-    train_dataset = method.train_dataset()
     with args.main_process_first(desc="frozen inputs"):  # the other processes then reuse the saved files
         method.prepare(train_dataset)
     set_seed(cfg.train.seed)  # before the model: a training head's initialisation depends on it

@@ -4,14 +4,29 @@ Data (``<data>/evalrank/``, the layout of the EvalRank repository's ``data/sent_
 ``pos_pair.txt`` (sentence \\t sentence, one positive pair a line; both directions listed) and
 ``background_sent.txt`` (one sentence a line).
 
-Protocol:
+Protocol (BinWang28/EvalRank-Embedding-Evaluation, ``src/s_evaluation.py``, ``eval_for_ranking``):
 
 1. The sentence set is every sentence of the pairs, then the background sentences, each once.
 2. Their vectors are centred (the set's mean subtracted) and L2-normalised.
-3. For a pair (s1, s2), the rank of s2 is 1 + the number of sentences other than s1 and s2 whose
-   cosine to s1 is strictly higher than cos(s1, s2). (The toolkit counts every sentence scoring
-   above the pair, s1 itself included at cosine 1, and floors the rank at 1: the same number.)
-4. MRR = mean 1 / rank, Hits@k = share of pairs with rank <= k; reported x 100 with the mean rank.
+3. Each pair (s1, s2) gets a rank; MRR = mean 1 / rank, Hits@k = share of pairs with rank <= k,
+   reported x 100 with the mean rank.
+
+Two ranks are reported, labelled, because the toolkit's differs from its own definition:
+
+* ``toolkit`` (``mrr``, ``hits@k``, ``mean_rank``): the toolkit's computation, float32 as numpy does
+  it: the pair score ``np.dot(s1, s2)`` is computed on its own, every sentence of the set (s1 and
+  s2 included) is scored by one ``np.dot(all, s1)``, and rank = max(1, #sentences scoring strictly
+  above the pair). s1 (cosine 1) always counts, and the floor at 1 cancels it; s2 counts whenever
+  its entry in the big product rounds above the separately computed pair score, which happens in
+  about a fifth of the pairs: an artifact, but the one every published EvalRank / RSE number
+  carries, so this figure is the one to put beside a paper's. The products run single-threaded, so
+  the figure does not move with the thread count; another CPU's BLAS can move it, as it moves the
+  toolkit's own number.
+* ``corrected`` (``mrr_corrected``, ...): rank = 1 + #sentences other than s1 and s2 scoring strictly
+  above the pair, every score (the pair's included) taken from one float64 product row. Near-ties
+  (hundreds of pairs have a competitor within 1e-6 of the pair score in float32) are decided by
+  float64 values, the same on any BLAS and thread count; a sentence whose vector equals s2's ties
+  with the pair exactly and does not count.
 """
 
 from __future__ import annotations
@@ -20,7 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from sentlab.data.readers import read_lines
 from sentlab.errors import DataError
@@ -61,29 +75,54 @@ def load_evalrank(root: str | Path | None = None) -> EvalRankData:
     return EvalRankData(pairs, sentences)
 
 
-def pair_ranks(vectors: np.ndarray, pairs: np.ndarray, block: int = 512) -> np.ndarray:
-    """Rank of each pair's partner (step 3) from centred, normalised ``vectors`` (float32)."""
-    table = torch.as_tensor(vectors)
+def pair_ranks(vectors: np.ndarray, pairs: np.ndarray, block: int = 256) -> np.ndarray:
+    """Corrected ranks (see the module docstring) of each pair's partner from centred, unit ``vectors``."""
+    table = np.asarray(vectors, dtype=np.float64)
     ranks = np.empty(len(pairs), dtype=np.int64)
     for start in range(0, len(pairs), block):
-        first, second = (torch.as_tensor(pairs[start:start + block, c]) for c in (0, 1))
+        first, second = pairs[start:start + block, 0], pairs[start:start + block, 1]
         sims = table[first] @ table.T
-        positive = (table[first] * table[second]).sum(1, keepdim=True)
-        rows = torch.arange(len(first))
-        sims[rows, first] = -torch.inf  # neither s1 nor s2 competes
-        sims[rows, second] = -torch.inf
-        ranks[start:start + block] = (1 + (sims > positive).sum(1)).numpy()
+        rows = np.arange(len(first))
+        positive = sims[rows, second][:, None].copy()
+        sims[rows, first] = -np.inf  # neither s1 nor s2 competes
+        sims[rows, second] = -np.inf
+        ranks[start:start + block] = 1 + (sims > positive).sum(axis=1)
     return ranks
+
+
+def toolkit_ranks(vectors: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """The toolkit's ranks (see the module docstring): its float32 numpy products, one pair at a time."""
+    from threadpoolctl import threadpool_limits
+
+    table = np.ascontiguousarray(vectors, dtype=np.float32)
+    ranks = np.empty(len(pairs), dtype=np.int64)
+    with threadpool_limits(limits=1):
+        for k, (a, b) in enumerate(pairs):
+            s1, s2 = table[a:a + 1], table[b:b + 1]
+            positive = np.dot(s1, s2.T).squeeze()
+            background = np.dot(table, s1.T).squeeze()
+            ranks[k] = max(1, int((background > positive).sum()))
+    return ranks
+
+
+def _rank_scores(ranks: np.ndarray, suffix: str = "") -> dict[str, float]:
+    scores = {f"mrr{suffix}": 100 * float(np.mean(1.0 / ranks)), f"mean_rank{suffix}": float(np.mean(ranks))}
+    scores.update({f"hits@{k}{suffix}": 100 * float(np.mean(ranks <= k)) for k in HITS_AT})
+    return scores
 
 
 def score_evalrank(vectors: VectorFn, data: EvalRankData) -> MetricsResult:
     raw = np.asarray(vectors(data.sentences), dtype=np.float32)
     centred = unit_rows(raw - raw.mean(axis=0, keepdims=True))
     row = {s: i for i, s in enumerate(data.sentences)}
-    ranks = pair_ranks(centred, np.asarray([(row[a], row[b]) for a, b in data.pairs]))
-    scores = {"mrr": 100 * float(np.mean(1.0 / ranks)), "mean_rank": float(np.mean(ranks))}
-    scores.update({f"hits@{k}": 100 * float(np.mean(ranks <= k)) for k in HITS_AT})
-    return MetricsResult("mrr", scores, n=len(data.pairs), extra={"n_sentences": len(data.sentences)})
+    pairs = np.asarray([(row[a], row[b]) for a, b in data.pairs])
+    toolkit, corrected = toolkit_ranks(centred, pairs), pair_ranks(centred, pairs)
+    scores = {**_rank_scores(toolkit), **_rank_scores(corrected, "_corrected")}
+    return MetricsResult("mrr", scores, n=len(data.pairs), extra={
+        "n_sentences": len(data.sentences), "protocols": {
+            "toolkit": "the EvalRank toolkit's float32 computation (s2 may outrank its own pair by rounding)",
+            "corrected": "s1 and s2 excluded, float64 scores (mrr_corrected, hits@k_corrected, mean_rank_corrected)"},
+        "pairs_where_toolkit_differs": int((toolkit != corrected).sum())})
 
 
 def evaluate_evalrank(vectors: VectorFn, root: str | Path | None = None, report: EvalReport | None = None,

@@ -7,7 +7,8 @@ in :data:`TABLES`):
 * Transfer - MR, CR, SUBJ, MPQA, SST-2, TREC, MRPC, Avg (accuracy; RankCSE Table 3, RSE Table 6).
 * USEB - AskU., CQADup., TwitterP., SciDocs, Avg (TSDAE Table 2, RSE Table 5); the detail tables
   list CQADupStack's forums, TwitterPara's TURL / PIT and SciDocs' relations.
-* EvalRank - MRR, Hits@1, Hits@3 (RSE's ranking evaluation).
+* EvalRank - MRR, Hits@1, Hits@3 as the toolkit computes them (RSE's ranking evaluation), and sentlab's
+  corrected MRR / Hits@1 (s1 and s2 excluded).
 
 A cell without a result is "-". The average column is filled only for a row with every task of
 the table; a table where no row has them all averages what is there and says so under the table.
@@ -60,7 +61,9 @@ TABLES = (
     Table("USEB", tuple((label, _metric(t)) for label, t in zip(("AskU.", "CQADup.", "TwitterP.", "SciDocs"),
                                                                 USEB_TASKS))),
     Table("EvalRank", (("MRR", _metric("EvalRank", "mrr")), ("Hits@1", _metric("EvalRank", "hits@1")),
-                       ("Hits@3", _metric("EvalRank", "hits@3"))), average=False),
+                       ("Hits@3", _metric("EvalRank", "hits@3")),
+                       ("MRR (corrected)", _metric("EvalRank", "mrr_corrected")),
+                       ("Hits@1 (corrected)", _metric("EvalRank", "hits@1_corrected"))), average=False),
 )
 
 

@@ -35,12 +35,17 @@ def test_ranks_by_hand(tmp_path, offset):
     assert result.main_metric == "mrr" and {"mrr", "hits@1", "hits@3", "mean_rank"} <= set(scores)
 
 
-def test_pair_ranks_equal_a_naive_loop():
-    rng = np.random.default_rng(0)
-    vectors = rng.normal(size=(60, 5)).astype(np.float32)
+def random_pairs(seed: int, n: int, dim: int, n_pairs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unit float32 vectors and pairs of distinct rows."""
+    rng = np.random.default_rng(seed)
+    vectors = rng.normal(size=(n, dim)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    pairs = rng.choice(60, size=(40, 2))
-    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    pairs = rng.choice(n, size=(n_pairs, 2))
+    return vectors, pairs[pairs[:, 0] != pairs[:, 1]]
+
+
+def test_pair_ranks_equal_a_naive_loop():
+    vectors, pairs = random_pairs(0, 60, 5, 40)
     naive = []
     v64 = vectors.astype(np.float64)
     for a, b in pairs:
@@ -67,11 +72,7 @@ def literal_toolkit_loop(vectors: np.ndarray, pairs: np.ndarray) -> list[int]:
 
 
 def test_toolkit_ranks_are_the_toolkits_own_computation():
-    rng = np.random.default_rng(1)
-    vectors = rng.normal(size=(300, 16)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    pairs = rng.choice(300, size=(200, 2))
-    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    vectors, pairs = random_pairs(1, 300, 16, 200)
     # the same numpy calls on the same float32 inputs, single-threaded: identical by construction
     toolkit = toolkit_ranks(vectors, pairs)
     np.testing.assert_array_equal(toolkit, literal_toolkit_loop(vectors, pairs))

@@ -17,15 +17,16 @@ Two ranks are reported, labelled, because the toolkit's differs from its own def
   it: the pair score ``np.dot(s1, s2)`` is computed on its own, every sentence of the set (s1 and
   s2 included) is scored by one ``np.dot(all, s1)``, and rank = max(1, #sentences scoring strictly
   above the pair). s1 (cosine 1) always counts, and the floor at 1 cancels it; s2 counts whenever
-  its entry in the big product rounds above the separately computed pair score, which happens in
-  about a fifth of the pairs: an artifact, but the one every published EvalRank / RSE number
-  carries, so this figure is the one to put beside a paper's. The products run single-threaded, so
+  its entry in the big product rounds above the separately computed pair score (``extra``
+  counts the pairs where the two ranks differ; docs/results.md has MiniLM's): an artifact, but the
+  one every published EvalRank / RSE number carries, so this figure is the one to put beside a
+  paper's. The products run single-threaded, so
   the figure does not move with the thread count; another CPU's BLAS can move it, as it moves the
   toolkit's own number.
 * ``corrected`` (``mrr_corrected``, ...): rank = 1 + #sentences other than s1 and s2 scoring strictly
   above the pair, every score (the pair's included) taken from one float64 product row. Near-ties
-  (hundreds of pairs have a competitor within 1e-6 of the pair score in float32) are decided by
-  float64 values, the same on any BLAS and thread count; a sentence whose vector equals s2's ties
+  (a competitor within float32 rounding of the pair score) are decided by float64 values, the same
+  on any BLAS and thread count; a sentence whose vector equals s2's ties
   with the pair exactly and does not count.
 """
 

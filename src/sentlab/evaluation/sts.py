@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
-from sentlab.progress import say
 from sentlab.data.sts import STS_TASKS, STSPairs, load_sts_task
 from sentlab.evaluation.geometry import alignment, uniformity
 from sentlab.evaluation.results import EvalReport, TaskResult
 from sentlab.evaluation.scoring import PairScorer
+from sentlab.progress import say
 
 SIMILAR_PAIRS_RANGE = (0.67, 1.0)
 ALIGNMENT_MIN_GOLD = 4.0

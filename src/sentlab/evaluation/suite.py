@@ -17,7 +17,6 @@ from pathlib import Path
 
 import torch
 
-from sentlab.progress import say
 from sentlab.data.sts import STS_TASKS
 from sentlab.data.transfer import TRANSFER_TASKS, missing_files
 from sentlab.data.useb import USEB_TASKS
@@ -33,6 +32,7 @@ from sentlab.evaluation.sts import evaluate_sts
 from sentlab.evaluation.transfer import KFOLD, evaluate_transfer
 from sentlab.evaluation.useb import evaluate_useb
 from sentlab.paths import data_dir
+from sentlab.progress import say
 
 FAMILIES: dict[str, tuple[str, ...]] = {
     "sts": tuple(STS_TASKS),

@@ -43,6 +43,7 @@ from sentlab.encoders.heads import SimCSEMLPHead
 from sentlab.encoders.loading import build_encoder, keep_first_layers, load_encoder
 from sentlab.errors import ConfigError
 from sentlab.evaluation.results import EvalReport
+from sentlab.evaluation.scoring import EmbeddingCache
 from sentlab.losses.simcse import SimCSELoss
 from sentlab.rank.index import corpus_sha256
 from sentlab.training.config import TrainConfig
@@ -116,12 +117,14 @@ class Method:
         model.save(str(self.paths.model))
 
     def evaluate(self, model: SentenceTransformer) -> dict[Path, EvalReport]:
-        """Final evaluation, by results file: STS with cosine similarity."""
-        from sentlab.evaluation import CosineScorer, evaluate_sts
-        from sentlab.evaluation.scoring import EmbeddingCache
+        """Final evaluation, by results file; each sentence is encoded once for all of them."""
+        return self.evaluate_encoded(EmbeddingCache(model))
 
-        self.cache = EmbeddingCache(model)  # shared with subclasses' extra evaluations
-        report = evaluate_sts(CosineScorer(self.cache, name=str(self.paths.model)), self.cfg.data.data_dir)
+    def evaluate_encoded(self, cache: EmbeddingCache) -> dict[Path, EvalReport]:
+        """STS with cosine similarity; a method adds its own results with ``super()`` and ``cache``."""
+        from sentlab.evaluation import CosineScorer, evaluate_sts
+
+        report = evaluate_sts(CosineScorer(cache, name=str(self.paths.model)), self.cfg.data.data_dir)
         report.settings["config"] = self.cfg.model_dump()
         return {self.paths.results: report}
 
@@ -177,8 +180,7 @@ def frozen_vectors(encoder: SentenceTransformer, fingerprint: str, sentences: li
     The provenance file is written last and removed before a rebuild, and the vectors are written to a
     temporary file and renamed: a process killed mid-write leaves no provenance, so the half-written
     file is rebuilt, never read."""
-    provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": corpus_sha256(sentences),
-                  "rows": len(sentences)}
+    provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": corpus_sha256(sentences)}
     meta_path = path.with_suffix(".json")
     if not (path.is_file() and meta_path.is_file() and _read_json(meta_path) == provenance):
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,7 @@ from sentlab.data.readers import read_sentences
 from sentlab.encoders.loading import load_encoder
 from sentlab.errors import DataError
 from sentlab.evaluation.results import EvalReport
+from sentlab.evaluation.scoring import EmbeddingCache
 from sentlab.losses.rankencoder import RankEncoderLoss
 from sentlab.methods.base import Method, frozen_vectors, read_train_sentences, register
 from sentlab.rank.index import CorpusIndex, encoder_fingerprint
@@ -101,21 +102,20 @@ class RankEncoderMethod(Method):
                                combine=r.combine)
 
     def save(self, model: SentenceTransformer) -> None:
-        """A RankEncoder folder: Eq. 7 needs E2's own rank vectors, so E2 indexes the corpus."""
-        base_index = CorpusIndex.load(self.cfg.rank.index or self.paths.base_index)
-        index = CorpusIndex.build(model, base_index.sentences, str(self.paths.model),
+        """A RankEncoder folder: Eq. 7 needs E2's own rank vectors, so E2 indexes E1's corpus."""
+        index = CorpusIndex.build(model, self.index.sentences, str(self.paths.model),
                                   batch_size=self.cfg.rank.encode_batch_size,
                                   show_progress_bar=self.cfg.train.progress_bar)
         self.rank_encoder = RankEncoder(model, index, self.cfg.rank.lambda_inf)
         self.rank_encoder.save(self.paths.model)
 
-    def evaluate(self, model: SentenceTransformer) -> dict[Path, EvalReport]:
+    def evaluate_encoded(self, cache: EmbeddingCache) -> dict[Path, EvalReport]:
         """E2's cosine results, and Eq. 7 with rank.lambda_inf."""
         from sentlab.evaluation import evaluate_sts
 
-        reports = super().evaluate(model)
+        reports = super().evaluate_encoded(cache)
         lambda_inf = self.cfg.rank.lambda_inf
-        scorer = RankScorer(self.cache, self.rank_encoder.index, lambda_inf,
+        scorer = RankScorer(cache, self.rank_encoder.index, lambda_inf,
                             name=f"{self.paths.model} (Eq. 7, lambda_inf={lambda_inf:g})")
         report = evaluate_sts(scorer, self.cfg.data.data_dir)
         report.settings.update({"config": self.cfg.model_dump(), "lambda_inf": lambda_inf})

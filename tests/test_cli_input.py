@@ -129,3 +129,12 @@ def test_eval_of_a_rank_index_is_labelled_eq7_or_rank_vectors(tiny_st_model, cor
                      "--tasks", "evalrank", "--data-dir", str(tmp_path / "data"), "--output", str(out),
                      "--quiet"]) == 0
         assert json.loads(out.read_text())["model"].endswith(label)
+
+
+def test_quiet_training_prints_no_log_records_or_progress_lines(tiny_backbone, corpus_file, tmp_path, capsys):
+    config = write_config(tmp_path, corpus_file, None, model=tiny_backbone)
+    assert main(["train", str(config), "--quiet", "--no-eval", "--set", "train.logging_steps=1"]) == 0
+    out, err = capsys.readouterr()
+    assert "'loss'" not in out + err and "model saved" not in err, (out, err)
+    assert main(["train", str(config), "--no-eval", "--set", f"train.output_dir={tmp_path / 'loud'}"]) == 0
+    assert "model saved" in capsys.readouterr().err  # the same run without --quiet does report

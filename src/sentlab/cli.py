@@ -418,6 +418,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     set_quiet(getattr(args, "quiet", False))
+    if getattr(args, "quiet", False):  # read by tqdm when first imported: also the libraries' own bars
+        os.environ.setdefault("TQDM_DISABLE", "1")
     _quiet_libraries()
     try:
         return args.func(args)

@@ -27,14 +27,14 @@ from pathlib import Path
 from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
 from sentence_transformers.sentence_transformer.data_collator import SentenceTransformerDataCollator
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
-from transformers import set_seed
+from transformers import PrinterCallback, set_seed
 from transformers.trainer_utils import get_last_checkpoint
 
 from sentlab.data.sts import load_sts_task
 from sentlab.encoders.loading import load_encoder  # noqa: F401  (engine.load_encoder: reload a saved run)
 from sentlab.errors import ConfigError
 from sentlab.methods import Method, get_method
-from sentlab.progress import say
+from sentlab.progress import bars, say
 from sentlab.training.callbacks import LossComponentsLog, MetricsLog, StopOnNonFiniteLoss
 from sentlab.training.config import TrainConfig
 from sentlab.training.run_folder import RunPaths
@@ -126,6 +126,8 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
         model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, data_collator=collator,
         callbacks=[StopOnNonFiniteLoss(), LossComponentsLog(loss), MetricsLog(paths.metrics)],
     )
+    if not bars():  # quiet: transformers prints every log record when its progress bar is off
+        trainer.remove_callback(PrinterCallback)
     trainer.sentlab_method = method
     return trainer
 

@@ -38,6 +38,14 @@ def make_tiny_backbone(path: Path, hidden: int = 32, layers: int = 2, dropout: f
     return path
 
 
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path_factory, monkeypatch) -> Path:
+    """Each test gets its own sentlab cache folder: nothing read from or written to ~/.cache/sentlab."""
+    folder = tmp_path_factory.mktemp("sentlab-cache")
+    monkeypatch.setenv("SENTLAB_CACHE", str(folder))
+    return folder
+
+
 @pytest.fixture(scope="session")
 def tiny_backbone(tmp_path_factory) -> Path:
     return make_tiny_backbone(tmp_path_factory.mktemp("tiny-bert"))

@@ -1,6 +1,6 @@
 """sentlab: learn sentence embeddings with little or no labelled data, and measure them honestly.
 
-Commands: train, eval, encode, similarity, index, analyze, plot, report, data. Errors a user can fix
+Commands: train, eval, encode, similarity, index, analyze, plot, report, cache, data. Errors a user can fix
 (bad input, bad options) are printed as one line, ``sentlab: error: ...``, with a non-zero exit code.
 """
 
@@ -43,6 +43,16 @@ def _model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", type=_device, default=None, help="cpu, cuda, cuda:1, mps (default: best "
                                                                       "available)")
     _quiet_arg(parser)
+
+
+def _backend_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=("torch", "onnx", "openvino"), default="torch",
+                        help="inference runtime: torch, onnx (onnxruntime; pip install 'sentlab[onnx]') or openvino "
+                             "(pip install 'sentlab[openvino]'); the export is made once and cached")
+    parser.add_argument("--precision", choices=("fp32", "fp16", "bf16", "int8"), default="fp32",
+                        help="fp32; int8 (onnx / openvino: dynamic quantisation); fp16 / bf16 (torch, GPUs)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not read or write the embedding cache ($SENTLAB_CACHE, see `sentlab cache info`)")
 
 
 def _quiet_arg(parser: argparse.ArgumentParser) -> None:
@@ -96,8 +106,33 @@ def _rank_args(parser: argparse.ArgumentParser) -> None:
 
 def _load(args: argparse.Namespace):
     from sentlab.encoders import load_encoder
+    from sentlab.encoders.backends import accelerate, check_backend, require_extra
 
-    return load_encoder(args.model, pooler=args.pooler, max_seq_length=args.max_seq_length, device=args.device)
+    backend, precision = getattr(args, "backend", "torch"), getattr(args, "precision", "fp32")
+    check_backend(backend, precision, args.device)
+    require_extra(backend)
+    model = load_encoder(args.model, pooler=args.pooler, max_seq_length=args.max_seq_length, device=args.device)
+    if (backend, precision) != ("torch", "fp32"):
+        say(f"running the model with {backend} {precision}")
+        accelerate(model, backend, precision)
+    return model
+
+
+def _embedding_cache(args: argparse.Namespace, encoder):
+    """The in-process embedding cache, backed by the on-disk store unless --no-cache."""
+    from sentlab.cache import EmbeddingStore
+    from sentlab.evaluation.scoring import EmbeddingCache
+
+    store = None if getattr(args, "no_cache", True) else EmbeddingStore.default()
+    return EmbeddingCache(encoder, store=store)
+
+
+def _setting_label(args: argparse.Namespace) -> str:
+    """`` [onnx int8]`` after the model's name when it does not run as torch fp32 (results say so)."""
+    from sentlab.encoders.backends import label
+
+    text = label(getattr(args, "backend", "torch"), getattr(args, "precision", "fp32"))
+    return f" [{text}]" if text else ""
 
 
 def _index_of(args: argparse.Namespace, encoder):
@@ -119,11 +154,12 @@ def _index_of(args: argparse.Namespace, encoder):
 def _scorer(args: argparse.Namespace, name: str):
     """(encoder, embedding cache, scorer): cosine, or Eq. 7 for a RankEncoder folder / an encoder with
     ``--index``; the scorer encodes through the cache."""
-    from sentlab.evaluation.scoring import CosineScorer, EmbeddingCache
+    from sentlab.evaluation.scoring import CosineScorer
     from sentlab.rank.model import DEFAULT_LAMBDA_INF, RankScorer
 
     encoder = _load(args)
-    cache = EmbeddingCache(encoder)  # several task families share one encoding of each sentence
+    name = name + _setting_label(args)
+    cache = _embedding_cache(args, encoder)  # several task families share one encoding of each sentence
     index, stored_lambda = _index_of(args, encoder)
     if index is None:
         if args.lambda_inf is not None:
@@ -165,6 +201,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                          n_jobs=args.jobs, device=encoder.device)
     report = run_families(families, inputs, EvalReport(model=scorer.name))
     report.settings.update({"pooler": args.pooler, "max_seq_length": encoder.max_seq_length,
+                            "backend": args.backend, "precision": args.precision,
                             "data_dir": str(args.data_dir or ""), "tasks": families})
     if "transfer" in families:
         report.settings.update({"features": args.features, "kfold": args.kfold, "pair_features": args.pair_features})
@@ -186,13 +223,15 @@ def cmd_encode(args: argparse.Namespace) -> int:
     from sentlab.data.readers import read_sentences
 
     sentences = read_sentences(args.input)
-    model = _load(args)
-    say(f"encoding {len(sentences):,} sentences of {args.input}")
-    embeddings = model.encode(sentences, batch_size=args.batch_size, convert_to_numpy=True,
-                              normalize_embeddings=args.normalize, show_progress_bar=bars())
     out = Path(args.output)
     if out.suffix != ".npy":
         raise DataError(f"{out}: output must end in .npy")
+    model = _load(args)
+    say(f"encoding {len(sentences):,} sentences of {args.input}")
+    embeddings = _embedding_cache(args, model).encode(sentences, batch_size=args.batch_size,
+                                                      show_progress_bar=bars())
+    if args.normalize:
+        embeddings = embeddings / np.maximum(np.linalg.norm(embeddings, axis=1, keepdims=True), 1e-12)
     out.parent.mkdir(parents=True, exist_ok=True)
     np.save(out, np.asarray(embeddings, dtype=np.float32))
     print(f"{len(sentences)} embeddings of dimension {embeddings.shape[1]} written to {out}")
@@ -220,10 +259,18 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     if output.exists() and any(output.iterdir()) and not args.overwrite:
         raise DataError(f"{output}: already exists and is not empty; pass --overwrite to replace it")
     sentences = read_sentences(args.corpus, limit=args.limit)
+    devices = _devices(args.devices)
+    if devices and len(devices) > 1 and args.backend != "torch":
+        raise SentlabError("--devices shards torch models only; drop --devices or use --backend torch")
+    model = _load(args)
     say(f"encoding {len(sentences):,} corpus sentences of {args.corpus}")
-    index = CorpusIndex.build(_load(args), sentences, args.model, batch_size=args.batch_size,
-                              devices=_devices(args.devices), show_progress_bar=bars())
-    index.extra["corpus_file"] = str(args.corpus)
+    encode = None
+    if not devices or len(devices) == 1:  # one device: through the embedding cache (reused by later runs)
+        cache = _embedding_cache(args, model)
+        encode = lambda texts: cache.encode(texts, batch_size=args.batch_size, show_progress_bar=bars())  # noqa: E731
+    index = CorpusIndex.build(model, sentences, args.model + _setting_label(args), batch_size=args.batch_size,
+                              devices=devices, show_progress_bar=bars(), encode=encode)
+    index.extra.update({"corpus_file": str(args.corpus), "backend": args.backend, "precision": args.precision})
     index.save(args.output)
     print(f"index of {len(index)} sentences (dimension {index.dim}) written to {args.output}")
     return 0
@@ -309,6 +356,28 @@ def cmd_data_download(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cache_info(args: argparse.Namespace) -> int:
+    from sentlab.cache import cache_info
+
+    info = cache_info()
+    print(f"cache folder: {info['root']} (embeddings capped at {info['max_bytes'] / 1e9:g} GB; "
+          "$SENTLAB_CACHE, $SENTLAB_CACHE_MAX_GB)")
+    print(f"embeddings: {info['embeddings']['entries']} entries, {info['embeddings']['bytes'] / 1e6:,.1f} MB")
+    print(f"exports: {info['exports']['entries']} models, {info['exports']['bytes'] / 1e6:,.1f} MB"
+          + "".join(f"\n  {setting}" for setting in info["exports"]["settings"]))
+    return 0
+
+
+def cmd_cache_clear(args: argparse.Namespace) -> int:
+    from sentlab.cache import cache_clear, cache_root
+
+    parts = [p for p, chosen in (("embeddings", args.embeddings), ("exports", args.exports)) if chosen] or \
+        ["embeddings", "exports"]
+    freed = cache_clear(what=parts)
+    print(f"cleared {' and '.join(parts)} in {cache_root()} ({freed / 1e6:,.1f} MB)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -333,6 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="evaluate an encoder")
     _model_args(p)
+    _backend_args(p)
     _rank_args(p)
     p.add_argument("--tasks", default="sts", help="comma-separated task families: sts, ranking, transfer, useb, "
                                                   "evalrank, or all (tasks without data are skipped and listed)")
@@ -349,6 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("encode", help="embed a text file (one sentence a line) into a .npy matrix")
     _model_args(p)
+    _backend_args(p)
     p.add_argument("--input", required=True, help="UTF-8 text file, one sentence a line")
     p.add_argument("--output", required=True, help="the .npy file to write (float32, one row a sentence)")
     p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings")
@@ -356,6 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("similarity", help="similarity of two sentences (cosine, or Eq. 7 with an index)")
     _model_args(p)
+    _backend_args(p)
     _rank_args(p)
     p.add_argument("sentence1")
     p.add_argument("sentence2")
@@ -365,6 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     index_sub = p.add_subparsers(dest="index_command", required=True)
     i = index_sub.add_parser("build", help="encode a corpus once with a base encoder")
     _model_args(i)
+    _backend_args(i)
     i.add_argument("--corpus", required=True, help="text file, one sentence a line")
     i.add_argument("--limit", type=_positive_int, default=None, help="use the first N lines")
     i.add_argument("--output", required=True, help="index folder to write")
@@ -406,6 +479,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", nargs="+", help="results files of `sentlab eval --output` (one model each)")
     p.add_argument("--output", default=None, help="folder for report.md and the bar charts (PNG + JSON)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("cache", help="the embedding cache and exported models ($SENTLAB_CACHE, "
+                                     "default ~/.cache/sentlab)")
+    cache_sub = p.add_subparsers(dest="cache_command", required=True)
+    c = cache_sub.add_parser("info", help="where the cache is, its size and cap, the exported models")
+    c.set_defaults(func=cmd_cache_info)
+    c = cache_sub.add_parser("clear", help="delete cached embeddings and exports (both unless one is named)")
+    c.add_argument("--embeddings", action="store_true", help="only the embedding entries")
+    c.add_argument("--exports", action="store_true", help="only the exported models")
+    c.set_defaults(func=cmd_cache_clear)
 
     p = sub.add_parser("data", help="data utilities")
     data_sub = p.add_subparsers(dest="data_command", required=True)

@@ -12,6 +12,8 @@ from typing import Protocol
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
+from sentlab.cache import EmbeddingStore
+from sentlab.encoders.batching import encode_by_length
 from sentlab.progress import bars, say
 
 
@@ -61,35 +63,80 @@ class CosineScorer:
         return cosine_rows(embeddings[[index[s] for s in sentences1]], embeddings[[index[s] for s in sentences2]])
 
 
+def embedding_setting(model: SentenceTransformer) -> dict:
+    """What an embedding depends on besides its text: weights, modules, backend, precision, max length."""
+    from sentlab.encoders.backends import inference_setting
+    from sentlab.rank.index import encoder_fingerprint
+
+    info = getattr(model, "sentlab_inference", None) or {}
+    fingerprint = encoder_fingerprint(model)
+    return {"fp32_fingerprint": info.get("fp32_fingerprint", fingerprint), "fingerprint": fingerprint,
+            "modules": [f"{type(m).__module__}.{type(m).__qualname__}" for m in model.children()],
+            "pooling": [m.get_config_dict() for m in list(model.children())[1:] if hasattr(m, "get_config_dict")],
+            "max_seq_length": model.max_seq_length, **inference_setting(model)}
+
+
 class EmbeddingCache:
     """A stand-in for a model's ``encode`` that encodes each distinct sentence once, ever.
 
     Several scorers over the same encoder (cosine, Eq. 7 at several lambdas, analyses) share one
     cache, so the encoder runs once per sentence. Embeddings are returned as float32 numpy arrays.
-    At most ``max_rows`` sentences are kept: a large retrieval pool (CQADupStack's 389k titles) is
-    encoded without filling memory with rows no other task asks for again.
+    At most ``max_rows`` sentences are kept in memory: a large retrieval pool (CQADupStack's 389k
+    titles) is encoded without filling memory with rows no other task asks for again.
+
+    With a ``store`` (:class:`sentlab.cache.EmbeddingStore`), every list of at least
+    ``min_store_rows`` distinct texts is also kept on disk, keyed by the model setting
+    (:func:`embedding_setting`) and the texts, so a later process with the same model, backend,
+    precision and max length encodes none of it again. Encoding batches texts by token length
+    (:func:`sentlab.encoders.batching.encode_by_length`).
     """
 
-    def __init__(self, model: SentenceTransformer, max_rows: int = 200_000):
+    def __init__(self, model: SentenceTransformer, max_rows: int = 200_000, store: EmbeddingStore | None = None,
+                 min_store_rows: int = 256):
         self.model = model
         self.device = model.device
         self.max_seq_length = model.max_seq_length
         self.max_rows = max_rows
+        self.store = store
+        self.min_store_rows = min_store_rows
+        self.setting = embedding_setting(model) if store is not None else None
         self._rows: dict[str, np.ndarray] = {}
+        self.encoded = 0  # texts the model actually encoded (cache misses), for tests and reports
+
+    def _encode_missing(self, unique: list[str], batch_size: int, show_progress_bar: bool) -> dict[str, np.ndarray]:
+        missing = [s for s in unique if s not in self._rows]
+        if not missing:
+            return {}
+        many = len(missing) > 4 * batch_size
+        if many:
+            say(f"encoding {len(missing):,} sentences")
+        encoded = encode_by_length(self.model, missing, batch_size, show_progress_bar or (many and bars()))
+        self.encoded += len(missing)
+        new = dict(zip(missing, encoded))
+        room = max(0, self.max_rows - len(self._rows))
+        self._rows.update(list(new.items())[:room])
+        return new
 
     def encode(self, sentences: Sequence[str], batch_size: int = 128, show_progress_bar: bool = False,
                **kwargs) -> np.ndarray:
-        missing = [s for s in dict.fromkeys(sentences) if s not in self._rows]
-        new: dict[str, np.ndarray] = {}
-        if missing:
-            many = len(missing) > 4 * batch_size
-            if many:
-                say(f"encoding {len(missing):,} sentences")
-            encoded = self.model.encode(missing, batch_size=batch_size, convert_to_numpy=True,
-                                        show_progress_bar=show_progress_bar or (many and bars()))
-            new = dict(zip(missing, np.asarray(encoded, dtype=np.float32)))
-            room = max(0, self.max_rows - len(self._rows))
-            self._rows.update(list(new.items())[:room])
         if not sentences:
             return np.zeros((0, 0), np.float32)
-        return np.stack([self._rows[s] if s in self._rows else new[s] for s in sentences])
+        unique = list(dict.fromkeys(sentences))
+        key = None
+        if self.store is not None and len(unique) >= self.min_store_rows:
+            key = self.store.key(self.setting, unique)
+            stored = self.store.get(key, len(unique))
+            if stored is not None:
+                if len(unique) == len(sentences):
+                    return np.array(stored)
+                position = {s: i for i, s in enumerate(unique)}
+                return np.asarray(stored[[position[s] for s in sentences]])
+        new = self._encode_missing(unique, batch_size, show_progress_bar)
+        rows = [self._rows[s] if s in self._rows else new[s] for s in unique]
+        matrix = np.stack(rows)
+        if key is not None:
+            self.store.put(key, matrix, self.setting)
+        if len(unique) == len(sentences):
+            return matrix
+        position = {s: i for i, s in enumerate(unique)}
+        return matrix[[position[s] for s in sentences]]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,9 +47,16 @@ def corpus_sha256(sentences: Sequence[str]) -> str:
 
 
 def encoder_fingerprint(model: SentenceTransformer) -> str:
-    """sha256 of the encoder's module types, configs, max length and weights (training heads excluded)."""
+    """sha256 of the encoder's module types, configs, max length and weights (training heads excluded).
+
+    A model run on another backend keeps its fp32 fingerprint for fp32 and gets a different one for
+    int8 / fp16 / bf16, so an index built from quantised vectors is never taken for the fp32 model's.
+    """
     from sentlab.encoders.heads import SimCSEMLPHead
 
+    inference = getattr(model, "sentlab_inference", None)
+    if inference:  # set by sentlab.encoders.backends.accelerate: its module no longer holds the weights
+        return inference["fingerprint"]
     digest = hashlib.sha256()
     digest.update(str(model.max_seq_length).encode())
     for name, module in model.named_children():
@@ -86,14 +93,20 @@ class CorpusIndex:
 
     @classmethod
     def build(cls, model: SentenceTransformer, sentences: Sequence[str], encoder_name: str, batch_size: int = 128,
-              devices: Sequence[str] | None = None, show_progress_bar: bool = False) -> CorpusIndex:
-        """Encode ``sentences`` with ``model``; with several ``devices``, shard over processes."""
+              devices: Sequence[str] | None = None, show_progress_bar: bool = False,
+              encode: Callable[[list[str]], np.ndarray] | None = None) -> CorpusIndex:
+        """Encode ``sentences`` with ``model`` (or with ``encode``, e.g. an embedding cache's, whose
+        rows are then L2-normalised); with several ``devices``, shard over processes."""
         sentences = list(sentences)
         if not sentences:
             raise DataError("cannot build an index of an empty corpus")
-        device: Any = list(devices) if devices and len(devices) > 1 else (devices[0] if devices else None)
-        vectors = model.encode(sentences, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
-                               show_progress_bar=show_progress_bar, device=device)
+        if encode is not None:
+            vectors = np.asarray(encode(sentences), dtype=np.float32)
+            vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        else:
+            device: Any = list(devices) if devices and len(devices) > 1 else (devices[0] if devices else None)
+            vectors = model.encode(sentences, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                                   show_progress_bar=show_progress_bar, device=device)
         return cls(sentences, np.ascontiguousarray(vectors, dtype=np.float32), encoder_name,
                    encoder_fingerprint(model), corpus_sha256(sentences))
 

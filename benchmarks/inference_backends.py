@@ -67,7 +67,7 @@ def forward_flops(lengths: np.ndarray, config) -> float:
 
 
 def cqadupstack_sample(count: int) -> list[str]:
-    forums = load_cqadupstack(task_folder("cqadupstack"))
+    forums = load_cqadupstack(task_folder("CQADupStack"))
     titles = list(dict.fromkeys(t for forum in forums.values() for t in forum.corpus.values()))
     step = max(1, len(titles) // count)
     return titles[::step][:count]

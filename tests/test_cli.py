@@ -19,9 +19,10 @@ def test_encode_writes_the_same_embeddings_as_sentence_transformers(tiny_st_mode
                  "--quiet", "--batch-size", "32"]) == 0
     sentences = corpus_file.read_text().splitlines()
     expected = SentenceTransformer(str(tiny_st_model)).encode(sentences, batch_size=32)
-    # the same batches through the same model; the tolerance only covers a BLAS that is not
-    # deterministic run to run (values are O(1), float32 ulp ~1e-7)
-    np.testing.assert_allclose(np.load(out), expected, atol=1e-6)
+    # the same model, but sentlab batches by token length and sentence-transformers by characters:
+    # other batch shapes, so other BLAS blockings and summation orders; padding is masked, so only
+    # float32 rounding differs (values are O(1), ulp ~1e-7; 2 layers of sums of 32-64 terms: < 1e-5)
+    np.testing.assert_allclose(np.load(out), expected, atol=1e-5)
 
 
 def test_similarity_prints_a_cosine(tiny_st_model, capsys):

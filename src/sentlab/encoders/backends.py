@@ -28,11 +28,14 @@ never loaded.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
+import logging
 import os
 import shutil
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -243,8 +246,14 @@ def export(model: SentenceTransformer, backend: str, precision: str, fingerprint
         def write(tmp: Path) -> dict:
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
-            quantize_dynamic(onnx_folder / "model.onnx", tmp / "model.onnx", weight_type=QuantType.QInt8,
-                             per_channel=True, reduce_range=True)
+            root_logger = logging.getLogger()
+            level = root_logger.level
+            root_logger.setLevel(logging.ERROR)  # its advice to pre-process logs on the root logger
+            try:
+                quantize_dynamic(onnx_folder / "model.onnx", tmp / "model.onnx", weight_type=QuantType.QInt8,
+                                 per_channel=True, reduce_range=True)
+            finally:
+                root_logger.setLevel(level)
             return {**source, "precision": "int8", "quantization": "onnxruntime quantize_dynamic QInt8 "
                                                                    "per_channel reduce_range"}
     else:
@@ -254,8 +263,11 @@ def export(model: SentenceTransformer, backend: str, precision: str, fingerprint
             ov_model = ov.Core().read_model(str(onnx_folder / "model.onnx"))
             if precision == "int8":
                 import nncf
+                from nncf.common.logging import nncf_logger
 
-                ov_model = nncf.compress_weights(ov_model, mode=nncf.CompressWeightsMode.INT8_ASYM)
+                nncf_logger.setLevel(logging.WARNING)
+                with contextlib.redirect_stdout(sys.stderr):  # its tables and bars: never on stdout (JSON there)
+                    ov_model = nncf.compress_weights(ov_model, mode=nncf.CompressWeightsMode.INT8_ASYM)
             ov.save_model(ov_model, str(tmp / "model.xml"), compress_to_fp16=False)
             return {**source, "backend": "openvino", "precision": precision, "openvino": ov.__version__,
                     **({"quantization": "nncf compress_weights INT8_ASYM"} if precision == "int8" else {})}

@@ -1,0 +1,139 @@
+"""The on-disk embedding cache: reused across processes, keyed by everything a vector depends on,
+never returning a partial or damaged entry, and kept under its size cap."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from sentlab.cache import EmbeddingStore, cache_clear, cache_info, texts_sha256
+from sentlab.cli import main
+from sentlab.encoders import build_encoder
+from sentlab.evaluation.scoring import EmbeddingCache, embedding_setting
+
+
+@pytest.fixture
+def store(tmp_path):
+    return EmbeddingStore(tmp_path / "embeddings", max_bytes=10**9)
+
+
+def rows(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+
+
+def test_put_then_get_returns_the_same_rows_memory_mapped(store):
+    key = store.key({"model": "m"}, ["a", "b", "c"])
+    store.put(key, rows(3), {"model": "m"})
+    got = store.get(key, 3)
+    assert isinstance(got, np.memmap)
+    np.testing.assert_array_equal(got, rows(3))
+
+
+def test_keys_depend_on_the_setting_and_on_every_text():
+    assert EmbeddingStore.key({"precision": "fp32"}, ["a"]) != EmbeddingStore.key({"precision": "int8"}, ["a"])
+    assert EmbeddingStore.key({}, ["a", "b"]) != EmbeddingStore.key({}, ["b", "a"])
+    assert texts_sha256(["ab", "c"]) != texts_sha256(["a", "bc"])  # no collision by joining
+
+
+@pytest.mark.parametrize("damage", ["no_description", "truncated", "flipped_byte", "wrong_count"])
+def test_partial_or_damaged_entries_are_deleted_and_not_read(store, damage):
+    key = store.key({}, ["x"] * 1)
+    store.put(key, rows(50), {})
+    array, meta = store.root / f"{key}.npy", store.root / f"{key}.json"
+    n = 50
+    if damage == "no_description":  # killed between writing the rows and their description
+        meta.unlink()
+    elif damage == "truncated":
+        array.write_bytes(array.read_bytes()[:-100])
+    elif damage == "flipped_byte":
+        data = bytearray(array.read_bytes())
+        data[-1] ^= 0xFF
+        array.write_bytes(bytes(data))
+    else:
+        n = 49
+    assert store.get(key, n) is None
+    assert not array.exists() and not meta.exists()
+
+
+def test_a_write_killed_midway_leaves_nothing_readable(store, monkeypatch):
+    key = store.key({}, ["a"])
+    real_replace = os.replace
+
+    def die_before_the_description(src, dst):
+        if str(dst).endswith(".json"):
+            raise KeyboardInterrupt  # the process is killed after the rows landed
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", die_before_the_description)
+    with pytest.raises(KeyboardInterrupt):
+        store.put(key, rows(4), {})
+    monkeypatch.setattr(os, "replace", real_replace)
+    assert store.get(key, 4) is None
+    assert list(store.root.iterdir()) == []  # temporary files removed, the orphan .npy deleted
+
+
+def test_size_cap_evicts_the_least_recently_used(tmp_path):
+    one_entry = 100 * 8 * 4 + 128 + 1000  # rows + .npy header + description (upper bound)
+    store = EmbeddingStore(tmp_path / "embeddings", max_bytes=2 * one_entry)
+    keys = [store.key({}, [str(i)]) for i in range(3)]
+    store.put(keys[0], rows(100), {})
+    store.put(keys[1], rows(100), {})
+    os.utime(store.root / f"{keys[0]}.json", (1, 1))  # entry 0 used long ago ...
+    os.utime(store.root / f"{keys[1]}.json", (2, 2))
+    assert store.get(keys[0], 100) is not None  # ... and now again: entry 1 is the least recent
+    store.put(keys[2], rows(100), {})
+    assert store.get(keys[1], 100) is None
+    assert store.get(keys[0], 100) is not None and store.get(keys[2], 100) is not None
+    assert not store.put(store.key({}, ["big"]), rows(1000), {})  # larger than the cap: not stored
+
+
+def test_a_second_cache_over_the_same_model_encodes_nothing(tiny_backbone_no_dropout, corpus_file, store):
+    texts = corpus_file.read_text().splitlines()
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    first = EmbeddingCache(model, store=store, min_store_rows=10)
+    vectors = first.encode(texts + texts[:5])  # duplicates are encoded once and returned in place
+    assert first.encoded == len(set(texts))
+    second = EmbeddingCache(build_encoder(str(tiny_backbone_no_dropout), "mean"), store=store, min_store_rows=10)
+    again = second.encode(texts + texts[:5])
+    assert second.encoded == 0
+    np.testing.assert_array_equal(again, vectors)
+    other = EmbeddingCache(build_encoder(str(tiny_backbone_no_dropout), "cls"), store=store, min_store_rows=10)
+    other.encode(texts)
+    assert other.encoded == len(set(texts))  # another pooling is another entry
+    assert embedding_setting(other.model) != first.setting
+
+
+def test_cache_commands_report_and_clear(tiny_backbone_no_dropout, tmp_path, isolated_cache, capsys):
+    model_dir = tmp_path / "model"
+    build_encoder(str(tiny_backbone_no_dropout), "mean").save(str(model_dir))
+    texts = tmp_path / "texts.txt"  # more than the 256 distinct texts a list needs to be stored
+    texts.write_text("".join(f"the dog {' '.join(['runs'] * (i % 7))} in park {i}\n" for i in range(300)))
+    argv = ["encode", "--model", str(model_dir), "--input", str(texts), "--output", str(tmp_path / "e.npy"),
+            "--quiet"]
+    assert main(argv) == 0
+    info = cache_info()
+    assert info["root"] == str(isolated_cache) and info["embeddings"]["entries"] == 1
+    first = np.load(tmp_path / "e.npy")
+    assert main(argv) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "e.npy"), first)
+    capsys.readouterr()
+    assert main(["cache", "info"]) == 0
+    assert "embeddings: 1 entries" in capsys.readouterr().out
+    assert main(["cache", "clear", "--embeddings"]) == 0
+    assert cache_info()["embeddings"]["entries"] == 0
+    assert cache_clear() == 0
+
+
+def test_eval_records_backend_and_precision_and_names_the_setting(tiny_backbone_no_dropout, data_dir, tmp_path):
+    pytest.importorskip("onnxruntime")
+    model_dir = tmp_path / "model"
+    build_encoder(str(tiny_backbone_no_dropout), "mean").save(str(model_dir))
+    out = tmp_path / "r.json"
+    assert main(["eval", "--model", str(model_dir), "--tasks", "sts", "--backend", "onnx", "--precision", "int8",
+                 "--output", str(out), "--data-dir", str(data_dir), "--quiet"]) == 0
+    report = json.loads(out.read_text())
+    assert report["model"].endswith("[onnx int8]")
+    assert report["settings"]["backend"] == "onnx" and report["settings"]["precision"] == "int8"

@@ -68,7 +68,7 @@ def texts_sha256(texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 22), b""):
@@ -109,7 +109,7 @@ class EmbeddingStore:
         try:
             meta = json.loads(meta_path.read_text("utf-8"))
             valid = (meta.get("format") == FORMAT_VERSION and meta["n"] == n_rows
-                     and array_path.stat().st_size == meta["bytes"] and _file_sha256(array_path) == meta["sha256"])
+                     and array_path.stat().st_size == meta["bytes"] and file_sha256(array_path) == meta["sha256"])
             rows = np.load(array_path, mmap_mode="r", allow_pickle=False) if valid else None
             valid = rows is not None and rows.dtype == np.float32 and rows.shape == (meta["n"], meta["dim"])
         except (OSError, ValueError, KeyError, TypeError):
@@ -136,7 +136,7 @@ class EmbeddingStore:
                 handle.flush()
                 os.fsync(handle.fileno())
             meta = {"format": FORMAT_VERSION, "setting": setting, "n": int(rows.shape[0]), "dim": int(rows.shape[1]),
-                    "bytes": tmp_array.stat().st_size, "sha256": _file_sha256(tmp_array), "created": time.time()}
+                    "bytes": tmp_array.stat().st_size, "sha256": file_sha256(tmp_array), "created": time.time()}
             tmp_meta.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
             os.replace(tmp_array, array_path)
             os.replace(tmp_meta, meta_path)  # last: the entry exists once its description does

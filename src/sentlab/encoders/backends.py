@@ -45,6 +45,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Transformer
 
+from sentlab.cache import file_sha256
 from sentlab.errors import ModelLoadError
 
 BACKENDS: dict[str, tuple[str, ...]] = {
@@ -152,21 +153,13 @@ def _input_names(model: SentenceTransformer) -> list[str]:
     return [name for name in MODEL_INPUTS if name in features]
 
 
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _complete(folder: Path) -> dict | None:
     """The export's metadata if ``folder`` holds a complete, unmodified export, else None."""
     try:
         meta = json.loads((folder / EXPORT_META).read_text("utf-8"))
         for name, (size, sha) in meta["files"].items():
             path = folder / name
-            if path.stat().st_size != size or _file_digest(path) != sha:
+            if path.stat().st_size != size or file_sha256(path) != sha:
                 return None
         return meta
     except (OSError, ValueError, KeyError, TypeError):
@@ -183,7 +176,7 @@ def _build_atomically(folder: Path, write: Callable[[Path], dict]) -> dict:
     tmp.mkdir()
     try:
         meta = write(tmp)
-        meta["files"] = {p.name: (p.stat().st_size, _file_digest(p)) for p in sorted(tmp.iterdir()) if p.is_file()}
+        meta["files"] = {p.name: (p.stat().st_size, file_sha256(p)) for p in sorted(tmp.iterdir()) if p.is_file()}
         (tmp / EXPORT_META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         try:
             os.replace(tmp, folder)

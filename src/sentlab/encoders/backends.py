@@ -11,8 +11,8 @@ uses them directly and keeps one pinned set of dependencies (the ``onnx`` and ``
 * ``onnx`` runs that graph with onnxruntime; ``int8`` is onnxruntime's dynamic quantisation
   (``quantize_dynamic``: int8 weights, activations quantised per batch at run time) with per-channel
   weight scales and ``reduce_range`` (7-bit weights), which onnxruntime recommends on x86 CPUs
-  without VNNI, where 8-bit u8s8 products can saturate (measured here: min cosine to fp32 0.90
-  without, 0.98 with; docs/results.md);
+  without VNNI, where 8-bit u8s8 products can saturate (the resulting drift is measured by
+  ``benchmarks/inference_backends.py``);
 * ``openvino`` compiles the same ONNX graph for the CPU; ``int8`` compresses the weights to int8 with
   NNCF (``compress_weights``, INT8_ASYM), OpenVINO's dynamic-quantisation route: activations stay in
   float and, where the CPU supports it, are quantised per group at run time.
@@ -53,7 +53,6 @@ BACKENDS: dict[str, tuple[str, ...]] = {
     "onnx": ("fp32", "int8"),
     "openvino": ("fp32", "int8"),
 }
-PRECISIONS = ("fp32", "fp16", "bf16", "int8")
 EXTRAS = {"onnx": ("onnxruntime", "onnx"), "openvino": ("openvino", "nncf", "onnx")}
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 EXPORT_META = "export.json"
@@ -148,9 +147,8 @@ def _transformer(model: SentenceTransformer) -> Transformer:
     return first
 
 
-def _input_names(model: SentenceTransformer) -> list[str]:
-    features = model.preprocess(["a", "a b"]) if hasattr(model, "preprocess") else model.tokenize(["a", "a b"])
-    return [name for name in MODEL_INPUTS if name in features]
+def _features(model: SentenceTransformer, texts: list[str]) -> dict:
+    return model.preprocess(texts) if hasattr(model, "preprocess") else model.tokenize(texts)
 
 
 def _complete(folder: Path) -> dict | None:
@@ -191,10 +189,9 @@ def _build_atomically(folder: Path, write: Callable[[Path], dict]) -> dict:
 def _export_onnx(model: SentenceTransformer, folder: Path) -> dict:
     transformer = _transformer(model)
     hf_model = transformer.model
-    names = _input_names(model)
+    sample = _features(model, ["a short one", "a somewhat longer sentence for the export"])
+    names = [name for name in MODEL_INPUTS if name in sample]
     hidden = bool(getattr(hf_model.config, "output_hidden_states", False))
-    sample = model.preprocess(["a short one", "a somewhat longer sentence for the export"]) \
-        if hasattr(model, "preprocess") else model.tokenize(["a short one", "a somewhat longer sentence for the export"])
     device = next(hf_model.parameters()).device
     args = tuple(sample[n].to(device) for n in names)
     outputs = ["last_hidden_state"]

@@ -122,21 +122,15 @@ class EmbeddingCache:
         if not sentences:
             return np.zeros((0, 0), np.float32)
         unique = list(dict.fromkeys(sentences))
-        key = None
-        if self.store is not None and len(unique) >= self.min_store_rows:
-            key = self.store.key(self.setting, unique)
-            stored = self.store.get(key, len(unique))
-            if stored is not None:
-                if len(unique) == len(sentences):
-                    return np.array(stored)
-                position = {s: i for i, s in enumerate(unique)}
-                return np.asarray(stored[[position[s] for s in sentences]])
-        new = self._encode_missing(unique, batch_size, show_progress_bar)
-        rows = [self._rows[s] if s in self._rows else new[s] for s in unique]
-        matrix = np.stack(rows)
-        if key is not None:
-            self.store.put(key, matrix, self.setting)
+        key = self.store.key(self.setting, unique) if self.store is not None and len(unique) >= self.min_store_rows \
+            else None
+        matrix = self.store.get(key, len(unique)) if key is not None else None
+        if matrix is None:
+            new = self._encode_missing(unique, batch_size, show_progress_bar)
+            matrix = np.stack([self._rows[s] if s in self._rows else new[s] for s in unique])
+            if key is not None:
+                self.store.put(key, matrix, self.setting)
         if len(unique) == len(sentences):
-            return matrix
+            return np.array(matrix)  # a copy: never a view of the read-only memory map
         position = {s: i for i, s in enumerate(unique)}
-        return matrix[[position[s] for s in sentences]]
+        return np.asarray(matrix[[position[s] for s in sentences]])

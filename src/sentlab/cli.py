@@ -34,8 +34,8 @@ def _quiet_libraries() -> None:
 
 def _model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="alias (minilm), local folder, or hub name")
-    parser.add_argument("--pooler", default=None, choices=("cls", "cls_before_pooler", "mean", "first_last_avg",
-                                                           "prompt"), help="override the model's pooler")
+    parser.add_argument("--pooler", default=None, choices=("cls", "cls_before_pooler", "mean", "max",
+                                                           "first_last_avg", "prompt"), help="override the model's pooler")
     parser.add_argument("--max-seq-length", type=_positive_int, default=None,
                         help="truncate inputs to N tokens (default: the model's own)")
     parser.add_argument("--batch-size", type=_positive_int, default=128, help="sentences encoded at a time "

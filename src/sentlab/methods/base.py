@@ -11,6 +11,8 @@ A method is one class that declares, in one place, everything the engine needs f
 * :meth:`Method.learning_rate_mapping` — extra parameter groups with their own learning rate
   (parameter-name regex -> lr, sentence-transformers' ``learning_rate_mapping``: the trainer puts
   matching parameters of the model *or the loss* in their own optimizer group);
+* :meth:`Method.training_arguments` and :meth:`Method.lr_multiplier` — the method's own optimizer
+  settings (e.g. CT's RMSprop) and learning-rate schedule (e.g. CT's segmented constants);
 * ``training_only_modules`` — module types removed before the final model is saved;
 * :meth:`Method.save` and :meth:`Method.evaluate` — how the final model is packaged and measured.
 
@@ -59,6 +61,7 @@ class Method:
     config_class: ClassVar[type[TrainConfig]]
     run_files: ClassVar[dict[str, str]] = {}
     default_mlp_only_train: ClassVar[bool] = True  # SimCSE's --mlp_only_train, for pooler cls
+    simcse_mlp: ClassVar[bool] = True  # with pooler cls, put SimCSE's MLP over [CLS] (SimCSE-based methods)
     training_only_modules: ClassVar[tuple[type[nn.Module], ...]] = (SimCSEMLPHead,)
 
     def __init__(self, cfg: TrainConfig, paths: RunPaths):
@@ -77,7 +80,7 @@ class Method:
 
     # -- model and loss --------------------------------------------------------------------------
     def build_model(self) -> SentenceTransformer:
-        """The encoder to train; with the ``cls`` pooler, SimCSE's MLP (Linear + tanh) on top: in
+        """The encoder to train; with the ``cls`` pooler (and ``simcse_mlp``), SimCSE's MLP (Linear + tanh) on top: in
         training only (:class:`SimCSEMLPHead`, removed before saving) when ``mlp_only_train``, else
         a sentence-transformers ``Dense`` with tanh that stays in the saved model."""
         m = self.cfg.model
@@ -87,7 +90,7 @@ class Method:
             model = build_encoder(m.name, m.pooler, prompt_template=m.prompt_template)
         if m.num_layers is not None:
             keep_first_layers(model, m.num_layers)
-        if m.pooler == "cls":
+        if m.pooler == "cls" and self.simcse_mlp:
             dim = model.get_embedding_dimension()
             mlp_only_train = self.default_mlp_only_train if m.mlp_only_train is None else m.mlp_only_train
             model.append(SimCSEMLPHead(dim) if mlp_only_train else Dense(dim, dim, activation_function=nn.Tanh()))
@@ -104,6 +107,15 @@ class Method:
     def learning_rate_mapping(self) -> dict[str, float]:
         """Extra parameter groups: parameter-name regex -> learning rate (none by default)."""
         return {}
+
+    def training_arguments(self) -> dict[str, object]:
+        """Settings of the sentence-transformers trainer that the method fixes (e.g. ``optim``)."""
+        return {}
+
+    def lr_multiplier(self, step: int) -> float | None:
+        """The learning rate of optimizer step ``step + 1`` as a multiple of ``train.learning_rate``;
+        None (the default) keeps the trainer's schedule (linear decay after ``train.warmup_ratio``)."""
+        return None
 
     # -- the final model -------------------------------------------------------------------------
     def final_model(self, model: SentenceTransformer) -> SentenceTransformer:

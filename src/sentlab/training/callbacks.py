@@ -1,4 +1,5 @@
-"""Trainer callbacks: stop on a NaN loss, log a loss's components, keep a metrics log."""
+"""Trainer callbacks: stop on a NaN loss, log a loss's components, keep a metrics log, checkpoint the
+loss's own trainable state."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import math
 import os
 from pathlib import Path
 
+import torch
+from torch import nn
 from transformers import TrainerCallback
 
-from sentlab.errors import TrainingDivergedError
+from sentlab.errors import ConfigError, TrainingDivergedError
+
+LOSS_STATE_FILE = "loss_state.safetensors"
 
 
 class StopOnNonFiniteLoss(TrainerCallback):
@@ -70,3 +75,61 @@ class MetricsLog(TrainerCallback):
         if state.is_world_process_zero and logs:
             with self.path.open("a", encoding="utf-8") as f:
                 f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
+
+
+def loss_only_state(loss: nn.Module, model: nn.Module) -> dict[str, torch.Tensor]:
+    """The trainable state a loss holds beyond the model: TSDAE's decoder (cross-attention, LM head),
+    CT's first encoder. Tensors shared with the model (tied weights) are left out; they are in the
+    model's checkpoint already."""
+    in_model = {id(t) for t in model.state_dict(keep_vars=True).values()}
+    state, seen = {}, set()
+    for name, tensor in loss.state_dict(keep_vars=True).items():
+        if id(tensor) in in_model or id(tensor) in seen:
+            continue
+        seen.add(id(tensor))
+        state[name] = tensor.detach().contiguous().cpu()
+    return state
+
+
+class LossStateCheckpoint(TrainerCallback):
+    """Write :func:`loss_only_state` into each checkpoint folder (``loss_state.safetensors``) so that
+    ``--resume`` restores the parts of a method that live in its loss; the transformers Trainer saves
+    only the model. Written to a temporary name and renamed: a kill mid-write leaves no file, and
+    :func:`load_loss_state` then refuses the checkpoint instead of starting the loss afresh."""
+
+    def __init__(self, loss: nn.Module, model: nn.Module):
+        self.loss, self.model = loss, model
+
+    def on_save(self, args, state, control, **kwargs):
+        if not state.is_world_process_zero:
+            return
+        tensors = loss_only_state(self.loss, self.model)
+        if not tensors:
+            return
+        from safetensors.torch import save_file
+
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        partial = folder / (LOSS_STATE_FILE + ".partial")
+        save_file(tensors, str(partial))
+        os.replace(partial, folder / LOSS_STATE_FILE)
+
+
+def load_loss_state(loss: nn.Module, model: nn.Module, checkpoint: Path) -> None:
+    """Restore what :class:`LossStateCheckpoint` saved; a loss with its own state and a checkpoint
+    without the file (killed while saving) is a one-line error naming the folder to delete."""
+    expected = loss_only_state(loss, model)
+    if not expected:
+        return
+    path = Path(checkpoint) / LOSS_STATE_FILE
+    if not path.is_file():
+        raise ConfigError(f"{checkpoint}: checkpoint has no {LOSS_STATE_FILE} (the run was killed while saving it); "
+                          "delete this checkpoint folder to resume from the one before")
+    from safetensors.torch import load_file
+
+    saved = load_file(str(path))
+    if set(saved) != set(expected):
+        raise ConfigError(f"{path}: holds other loss parameters than this run's loss (was the config changed?)")
+    with torch.no_grad():
+        current = loss.state_dict(keep_vars=True)
+        for name, tensor in saved.items():
+            current[name].copy_(tensor)

@@ -23,7 +23,7 @@ class _Section(BaseModel):
 
 class ModelSection(_Section):
     name: str = Field(description="backbone or sentence-transformers model: alias, local folder, or hub name")
-    pooler: Literal["cls", "cls_before_pooler", "mean", "first_last_avg", "prompt"] | None = None
+    pooler: Literal["cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt"] | None = None
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE
     max_seq_length: int = Field(32, gt=0)
     num_layers: int | None = Field(None, gt=0, description="keep only the first N transformer layers "
@@ -88,6 +88,7 @@ class TrainConfig(_Section):
 
     section: ClassVar[str | None] = None  # the method's own section, e.g. "rank"
     section_hint: ClassVar[str] = ""  # its required keys, named in the "needs a section" error
+    section_required: ClassVar[bool] = True  # False when every key of the section has a default
 
     @model_validator(mode="before")
     @classmethod
@@ -101,7 +102,7 @@ class TrainConfig(_Section):
         for name, owner in sections.items():
             if name != cls.section and tree.get(name) is not None:
                 raise ValueError(f"the {name!r} section is only for method {owner}, not {method}")
-        if cls.section and tree.get(cls.section) is None:
+        if cls.section and cls.section_required and tree.get(cls.section) is None:
             hint = f" ({cls.section_hint})" if cls.section_hint else ""
             raise ValueError(f"method {method} needs a {cls.section!r} section{hint}")
         return {key: value for key, value in tree.items() if not (value is None and key in sections)}

@@ -35,7 +35,8 @@ from sentlab.encoders.loading import load_encoder  # noqa: F401  (engine.load_en
 from sentlab.errors import ConfigError
 from sentlab.methods import Method, get_method
 from sentlab.progress import bars, say
-from sentlab.training.callbacks import LossComponentsLog, MetricsLog, StopOnNonFiniteLoss
+from sentlab.training.callbacks import (LossComponentsLog, LossStateCheckpoint, MetricsLog, StopOnNonFiniteLoss,
+                                        load_loss_state)
 from sentlab.training.config import TrainConfig
 from sentlab.training.run_folder import RunPaths
 
@@ -43,7 +44,7 @@ logger = logging.getLogger(__name__)
 DEV_EVALUATOR_NAME = "stsb-dev"
 DEV_METRIC = f"eval_{DEV_EVALUATOR_NAME}_spearman_cosine"
 
-__all__ = ["DEV_METRIC", "RunPaths", "build_trainer", "plot_loss", "train"]
+__all__ = ["DEV_METRIC", "RunPaths", "SentlabTrainer", "build_trainer", "plot_loss", "train"]
 
 
 def build_dev_evaluator(cfg: TrainConfig) -> EmbeddingSimilarityEvaluator | None:
@@ -57,9 +58,10 @@ def build_dev_evaluator(cfg: TrainConfig) -> EmbeddingSimilarityEvaluator | None
 
 
 def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool,
-                       learning_rate_mapping: dict[str, float] | None = None) -> SentenceTransformerTrainingArguments:
+                       learning_rate_mapping: dict[str, float] | None = None,
+                       method_arguments: dict[str, object] | None = None) -> SentenceTransformerTrainingArguments:
     t = cfg.train
-    return SentenceTransformerTrainingArguments(
+    arguments = dict(
         output_dir=str(paths.checkpoints),
         per_device_train_batch_size=t.batch_size,
         learning_rate=t.learning_rate,
@@ -89,6 +91,8 @@ def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool,
         # without an accelerator, Accelerate only runs multi-process (gloo) DDP when told it is on CPU
         use_cpu=not _has_accelerator(),
     )
+    arguments.update(method_arguments or {})
+    return SentenceTransformerTrainingArguments(**arguments)
 
 
 def _warmup(ratio: float) -> dict[str, float]:
@@ -98,6 +102,22 @@ def _warmup(ratio: float) -> dict[str, float]:
     if int(transformers.__version__.split(".")[0]) >= 5:
         return {"warmup_steps": float(ratio)}
     return {"warmup_ratio": ratio}
+
+
+class SentlabTrainer(SentenceTransformerTrainer):
+    """The sentence-transformers trainer with one extension: a method's own learning-rate schedule
+    (:meth:`Method.lr_multiplier`, e.g. CT's segmented constants), which no ``lr_scheduler_type`` of
+    transformers expresses. Everything else is the library's."""
+
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        method: Method | None = getattr(self, "sentlab_method", None)
+        if self.lr_scheduler is None and method is not None and method.lr_multiplier(0) is not None:
+            from torch.optim.lr_scheduler import LambdaLR
+
+            self.lr_scheduler = LambdaLR(optimizer or self.optimizer, method.lr_multiplier)
+            self._created_lr_scheduler = True
+            return self.lr_scheduler
+        return super().create_scheduler(num_training_steps, optimizer)
 
 
 def _has_accelerator() -> bool:
@@ -115,16 +135,18 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     train_dataset = method.train_dataset()
     evaluator = build_dev_evaluator(cfg)
     args = training_arguments(cfg, paths, has_dev=evaluator is not None,
-                              learning_rate_mapping=method.learning_rate_mapping())
+                              learning_rate_mapping=method.learning_rate_mapping(),
+                              method_arguments=method.training_arguments())
     with args.main_process_first(desc="frozen inputs"):  # the other processes then reuse the saved files
         method.prepare(train_dataset)
     set_seed(cfg.train.seed)  # before the model: a training head's initialisation depends on it
     model = model or method.build_model()
     collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)
     loss = method.loss(model)
-    trainer = SentenceTransformerTrainer(
+    trainer = SentlabTrainer(
         model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, data_collator=collator,
-        callbacks=[StopOnNonFiniteLoss(), LossComponentsLog(loss), MetricsLog(paths.metrics)],
+        callbacks=[StopOnNonFiniteLoss(), LossComponentsLog(loss), MetricsLog(paths.metrics),
+                   LossStateCheckpoint(loss, model)],
     )
     if not bars():  # quiet: transformers prints every log record when its progress bar is off
         trainer.remove_callback(PrinterCallback)
@@ -149,6 +171,8 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True) -> RunP
     paths.config.write_text(cfg.to_yaml(), encoding="utf-8")
     try:
         trainer = build_trainer(cfg, paths)
+        if checkpoint is not None:
+            load_loss_state(trainer.loss, trainer.model, Path(checkpoint))
         trainer.train(resume_from_checkpoint=checkpoint)
     except BaseException:
         has_checkpoint = paths.checkpoints.is_dir() and get_last_checkpoint(str(paths.checkpoints))

@@ -1,0 +1,73 @@
+"""Language-model heads over a sentence encoder's backbone, for TSDAE's decoder and MLM training.
+
+Both are built with transformers' own classes (``AutoModelForCausalLM`` with cross-attention,
+``AutoModelForMaskedLM``) from the encoder's configuration. Weights come from the backbone's folder
+when it has them (BERT's pre-trained LM head), otherwise the head starts from the architecture's
+initialisation (a sentence-transformers checkpoint such as all-MiniLM-L6-v2 kept no LM head); the
+body then takes the encoder's current weights, either *tied* (the very same tensors) or copied.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from pathlib import Path
+
+from torch import nn
+from transformers import PretrainedConfig, PreTrainedModel
+
+from sentlab.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+
+def head_model(encoder: PreTrainedModel, auto_class: type, config: PretrainedConfig | None = None,
+               source: str | None = None, role: str = "decoder") -> PreTrainedModel:
+    """A model of ``auto_class`` (e.g. ``AutoModelForCausalLM``) for ``encoder``'s architecture.
+
+    ``source`` (a folder or hub name) supplies its weights; by default the encoder's own folder.
+    An architecture without such a class in transformers is a one-line :class:`ConfigError`."""
+    config = config or copy.deepcopy(encoder.config)
+    try:
+        if source is not None:
+            try:
+                return auto_class.from_pretrained(source, config=config)
+            except OSError as err:
+                raise ConfigError(f"{source}: cannot load the {role} ({str(err).splitlines()[0]})") from None
+        own = getattr(encoder, "name_or_path", "") or ""
+        if own and Path(own).is_dir():
+            try:
+                return auto_class.from_pretrained(own, config=config)
+            except OSError:  # no weights there: the architecture's initialisation
+                pass
+        return auto_class.from_config(config)
+    except ValueError:
+        raise ConfigError(
+            f"{type(encoder).__name__}: transformers has no {auto_class.__name__.removeprefix('AutoModelFor')} class "
+            f"for the {config.model_type} architecture, so it cannot be the {role}"
+        ) from None
+
+
+def share_body(encoder: nn.Module, body: nn.Module, tie: bool) -> int:
+    """Give ``body`` (the head model's backbone) the encoder's weights: with ``tie`` the encoder's
+    tensors themselves (one tensor, two uses), else copies. Parameters the encoder lacks (e.g. the
+    decoder's cross-attention) keep their own. Returns how many tensors were shared or copied."""
+    body_modules = dict(body.named_modules())
+    count = 0
+    for name, param in encoder.named_parameters():
+        module_name, _, attr = name.rpartition(".")
+        target = body_modules.get(module_name)
+        if target is None or not isinstance(getattr(target, attr, None), nn.Parameter):
+            continue
+        if getattr(target, attr).shape != param.shape:
+            raise ConfigError(f"{name}: encoder and head disagree on the shape ({tuple(param.shape)} vs "
+                              f"{tuple(getattr(target, attr).shape)})")
+        if tie:
+            setattr(target, attr, param)
+        else:
+            getattr(target, attr).data.copy_(param.data)
+        count += 1
+    if count == 0:
+        raise ConfigError(f"{type(encoder).__name__} and {type(body).__name__} share no parameter names; "
+                          "are they the same architecture?")
+    return count

@@ -1,6 +1,6 @@
 """sentlab: learn sentence embeddings with little or no labelled data, and measure them honestly.
 
-Commands: train, eval, encode, similarity, index, analyze, plot, report, cache, data. Errors a user can fix
+Commands: train, pipeline, eval, encode, similarity, index, analyze, plot, report, cache, data. Errors a user can fix
 (bad input, bad options) are printed as one line, ``sentlab: error: ...``, with a non-zero exit code.
 """
 
@@ -185,6 +185,38 @@ def cmd_train(args: argparse.Namespace) -> int:
     for results in (paths.results, paths.rank_results):  # cosine; Eq. 7 for RankEncoder runs
         if results.is_file():
             print(EvalReport.read(results).table())
+    return 0
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    """Train the configs in order; each stage after the first starts from the previous stage's model
+    (its ``model.name`` is set to that run's ``model/``). A stage whose run folder already holds a
+    final model is kept as it is, so re-running the command after a crash continues where it
+    stopped (the interrupted stage with ``--resume``)."""
+    from sentlab.training.config import load_config
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from sentlab.training.engine import RunPaths, train
+
+    previous: Path | None = None
+    for number, config in enumerate(args.configs, start=1):
+        overrides = list(args.set)
+        if previous is not None:
+            overrides.append(f"model.name={previous}")
+        if args.data_dir is not None:
+            overrides.append(f"data.data_dir={args.data_dir}")
+        if args.quiet:
+            overrides.append("train.progress_bar=false")
+        cfg = load_config(config, overrides)
+        paths = RunPaths(Path(cfg.train.output_dir))
+        if (paths.model / "modules.json").is_file():
+            say(f"stage {number} ({config}): {paths.model} exists, kept")
+        else:
+            resume = paths.checkpoints.is_dir() and get_last_checkpoint(str(paths.checkpoints)) is not None
+            say(f"stage {number} ({config}): {cfg.method} from {cfg.model.name}" + (" (resumed)" if resume else ""))
+            train(cfg, resume=resume, evaluate=not args.no_eval)
+        previous = paths.model
+    print(previous)
     return 0
 
 
@@ -399,6 +431,16 @@ def build_parser() -> argparse.ArgumentParser:
     _data_dir_arg(p)
     _quiet_arg(p)
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("pipeline", help="train several configs in a chain: each stage starts from the previous "
+                                        "stage's model (e.g. TSDAE on your text, then NLI+STS)")
+    p.add_argument("configs", nargs="+", metavar="CONFIG", help="YAML training configs, in order")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a value in every stage's config (repeatable)")
+    p.add_argument("--no-eval", action="store_true", help="skip each stage's final STS evaluation")
+    _data_dir_arg(p)
+    _quiet_arg(p)
+    p.set_defaults(func=cmd_pipeline)
 
     p = sub.add_parser("eval", help="evaluate an encoder")
     _model_args(p)

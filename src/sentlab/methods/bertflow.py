@@ -1,0 +1,67 @@
+"""BERT-flow (Li et al. 2020) as the TSDAE paper runs it (Sec. 5.5, App. B): the encoder stays
+frozen, a Glow flow (:class:`sentlab.encoders.flow.GlowFlow`) on its mean-pooled vectors of the
+target sentences is trained by maximum likelihood, and the embedding is the flow's output z.
+
+The loss is the negative log-likelihood of Sec. 5.5's Eq. 2 per sentence, averaged over the batch
+(nats per vector). App. B: batch 8, AdamW, lr 1e-6, weight decay 0.01, 100k steps
+(``configs/bertflow-bert-base.yaml``). The saved model is the encoder + pooling + the flow module.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from sentence_transformers import SentenceTransformer
+from torch import Tensor, nn
+
+from sentlab.encoders.flow import GlowFlow
+from sentlab.methods.base import Method, register
+from sentlab.training.config import TrainConfig, _Section
+
+
+class FlowSection(_Section):
+    steps: int = Field(6, gt=0, description="Glow blocks (BERT-flow: 2 levels x depth 3)")
+    hidden_channels: int = Field(32, gt=0, description="width of each coupling's conv net (BERT-flow: 32)")
+
+
+class BertFlowConfig(TrainConfig):
+    method: Literal["bert-flow"]
+    flow: FlowSection = Field(default_factory=FlowSection)
+
+    section = "flow"
+    section_required = False
+
+
+class FlowNLLLoss(nn.Module):
+    """-log p(u) of the flow's input per sentence, averaged; inputs: one column of sentences."""
+
+    def __init__(self, model: SentenceTransformer):
+        super().__init__()
+        self.model = model
+
+    def forward(self, sentence_features: list[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+        return -self.model(sentence_features[0])["flow_log_likelihood"].mean()
+
+
+@register
+class BertFlow(Method):
+    """A normalising flow over a frozen encoder's pooled vectors."""
+
+    name = "bert-flow"
+    config_class = BertFlowConfig
+    simcse_mlp = False
+
+    def build_model(self) -> SentenceTransformer:
+        model = super().build_model()
+        for module in model.modules():
+            if isinstance(module, nn.Dropout):
+                module.p = 0.0  # the frozen encoder gives the flow its inference-time vectors
+        for param in model.parameters():
+            param.requires_grad_(False)  # the encoder is unchanged (Sec. 5.5)
+        f = self.cfg.flow
+        model.append(GlowFlow(model.get_embedding_dimension(), f.steps, f.hidden_channels, seed=self.cfg.train.seed))
+        return model
+
+    def loss(self, model: SentenceTransformer) -> nn.Module:
+        return FlowNLLLoss(model)

@@ -1,0 +1,122 @@
+"""Contrastive Tension, CT (Carlsson et al. 2021), as the TSDAE paper trains it (Sec. 5.3, App. B).
+
+Two encoders start from the same weights; the first embeds sentence a, the second sentence b, and
+a binary cross-entropy on the dot product (the paper's Eq. of Sec. 5.3)::
+
+    L = -[ y log σ(f_θ1(a)ᵀ f_θ2(b)) + (1 - y) log(1 - σ(f_θ1(a)ᵀ f_θ2(b))) ],  y = [a is b]
+
+is summed over each batch. Rows come as one identical pair to K = 7 different pairs (``ct.k``);
+a "different" pair whose two sentences happen to be the same text is labelled 1. The loss is
+sentence-transformers' ``ContrastiveTensionLoss`` (it holds the first encoder as ``model1``, a copy,
+and the model being trained as ``model2``): it matches the equation, with the labels given
+explicitly. The second encoder is the one saved (App. B); checkpoints keep the first one
+(``loss_state.safetensors``). Mean pooling (``model.pooler: mean`` in the presets), RMSprop and the
+segmented learning rate of App. B: 1e-5 / 8e-6 / 6e-6 / 4e-6 / 2e-6 for steps 1-500 / -1000 /
+-1500 / -2000 / after (``ct.lr_segments``).
+
+``ct.in_batch: true`` is CT with in-batch negatives (sentence-transformers'
+``ContrastiveTensionLossInBatchNegatives``: one sentence column, the other rows of the batch are
+the negatives, cross-entropy over scaled cosines).
+
+The pairs are drawn once from ``train.seed`` when the dataset is built.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Literal
+
+from datasets import Dataset
+from pydantic import Field, field_validator
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.losses import (ContrastiveTensionLoss,
+                                                               ContrastiveTensionLossInBatchNegatives)
+from torch import nn
+
+from sentlab.errors import DataError
+from sentlab.methods.base import Method, read_train_sentences, register
+from sentlab.training.config import TrainConfig, _Section
+
+PAPER_SEGMENTS = [[500, 1e-5], [1000, 8e-6], [1500, 6e-6], [2000, 4e-6], [None, 2e-6]]
+
+
+class CTSection(_Section):
+    """CT's options; defaults are App. B's."""
+
+    k: int = Field(7, gt=0, description="different pairs per identical pair")
+    in_batch: bool = Field(False, description="CT with in-batch negatives instead of labelled pairs")
+    scale: float = Field(20.0, gt=0, description="in-batch variant: cosine scale")
+    optimizer: Literal["rmsprop", "adamw"] = "rmsprop"
+    lr_segments: list[list[float | None]] | None = Field(
+        default_factory=lambda: [list(s) for s in PAPER_SEGMENTS],
+        description="[last step of the segment (null: to the end), learning rate] pairs; null: train.learning_rate "
+                    "with the trainer's schedule")
+
+    @field_validator("lr_segments")
+    @classmethod
+    def _segments(cls, value: list[list[float | None]] | None) -> list[list[float | None]] | None:
+        if value is None:
+            return value
+        ends = [end for end, _ in value]
+        if any(len(s) != 2 for s in value) or ends[-1] is not None or None in ends[:-1]:
+            raise ValueError("lr_segments: [[end_step, lr], ..., [null, lr]] with only the last end null")
+        if ends[:-1] != sorted(ends[:-1]) or any(lr is None or lr <= 0 for _, lr in value):
+            raise ValueError("lr_segments: end steps must increase and learning rates be positive")
+        return value
+
+
+class CTConfig(TrainConfig):
+    method: Literal["ct"]
+    ct: CTSection = Field(default_factory=CTSection)
+
+    section = "ct"
+    section_required = False
+
+
+def ct_pairs(sentences: list[str], k: int, seed: int) -> dict[str, list]:
+    """Rows of (a, b, label): each block is one identical pair then ``k`` pairs with a random other
+    sentence; label 1.0 exactly when the two texts are identical."""
+    if len(sentences) < 2:
+        raise DataError(f"CT needs at least 2 training sentences, got {len(sentences)}")
+    rng = random.Random(seed)
+    order = list(range(len(sentences)))
+    rng.shuffle(order)
+    a, b = [], []
+    for row, i in enumerate(order):
+        first = sentences[i]
+        second = first if row % (k + 1) == 0 else sentences[rng.randrange(len(sentences))]
+        a.append(first)
+        b.append(second)
+    return {"sentence_a": a, "sentence_b": b, "label": [float(x == y) for x, y in zip(a, b)]}
+
+
+@register
+class CT(Method):
+    """Contrastive Tension: two encoders, identical vs different pairs, BCE on their dot product."""
+
+    name = "ct"
+    config_class = CTConfig
+    simcse_mlp = False
+
+    def train_dataset(self) -> Dataset:
+        sentences = read_train_sentences(self.cfg)
+        if self.cfg.ct.in_batch:
+            return Dataset.from_dict({"sentence": sentences})
+        return Dataset.from_dict(ct_pairs(sentences, self.cfg.ct.k, self.cfg.train.seed))
+
+    def loss(self, model: SentenceTransformer) -> nn.Module:
+        if self.cfg.ct.in_batch:
+            return ContrastiveTensionLossInBatchNegatives(model, scale=self.cfg.ct.scale)
+        return ContrastiveTensionLoss(model)
+
+    def training_arguments(self) -> dict[str, object]:
+        return {"optim": "rmsprop" if self.cfg.ct.optimizer == "rmsprop" else "adamw_torch"}
+
+    def lr_multiplier(self, step: int) -> float | None:
+        segments = self.cfg.ct.lr_segments
+        if segments is None:
+            return None
+        for end, lr in segments:
+            if end is None or step < end:
+                return lr / self.cfg.train.learning_rate
+        raise AssertionError("the last segment has no end")

@@ -36,10 +36,16 @@ def head_model(encoder: PreTrainedModel, auto_class: type, config: PretrainedCon
                 raise ConfigError(f"{source}: cannot load the {role} ({str(err).splitlines()[0]})") from None
         own = getattr(encoder, "name_or_path", "") or ""
         if own and Path(own).is_dir():
+            from transformers.utils import logging as hf_logging
+
+            verbosity = hf_logging.get_verbosity()
+            hf_logging.set_verbosity_error()  # its load report lists the head weights it initialises
             try:
                 return auto_class.from_pretrained(own, config=config)
             except OSError:  # no weights there: the architecture's initialisation
                 pass
+            finally:
+                hf_logging.set_verbosity(verbosity)
         return auto_class.from_config(config)
     except ValueError:
         raise ConfigError(

@@ -1,0 +1,219 @@
+"""TSDAE, CT, MLM, BERT-flow and the supervised stage end to end on a tiny model; CT's labels and
+schedule; the flow's likelihood against a hand computation."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+
+from sentlab.encoders.flow import GlowFlow, standard_normal_log_density
+from sentlab.errors import ConfigError
+from sentlab.methods.ct import ct_pairs
+from sentlab.training import engine
+from sentlab.training.callbacks import LOSS_STATE_FILE, load_loss_state
+from sentlab.training.config import TrainConfig
+from tests.training.test_engine import PROBE, CrashAt
+
+
+def method_config(method, backbone, corpus, out, pooler="mean", section=None, **train):
+    tree = {"method": method, "model": {"name": str(backbone), "pooler": pooler, "max_seq_length": 16},
+            "data": {"train": str(corpus)},
+            "train": {"output_dir": str(out), "batch_size": 8, "learning_rate": 5e-4, "logging_steps": 1,
+                      "progress_bar": False, **train},
+            "eval": {"dev_task": "none", "final_tasks": []}}
+    if section:
+        tree.update(section)
+    return TrainConfig.model_validate(tree)
+
+
+@pytest.mark.parametrize("method, pooler, section", [
+    ("tsdae", "cls", None),
+    ("tsdae", "max", {"tsdae": {"noise": "add", "ratio": 0.3, "tie": False}}),
+    ("ct", "mean", {"ct": {"lr_segments": None}}),
+    ("ct", "mean", {"ct": {"in_batch": True, "lr_segments": None}}),
+    ("mlm", "mean", None),
+    ("bert-flow", "mean", None),
+])
+def test_method_trains_saves_and_reloads(method, pooler, section, tiny_backbone, corpus_file, tmp_path):
+    cfg = method_config(method, tiny_backbone, corpus_file, tmp_path / "run", pooler, section, max_steps=6,
+                        save_steps=3)
+    before = engine.load_encoder(str(tiny_backbone), pooler=pooler).eval().encode(PROBE)
+    paths = engine.train(cfg, evaluate=False)
+    losses = [json.loads(line)["loss"] for line in paths.metrics.read_text().splitlines() if '"loss"' in line]
+    assert len(losses) == 6 and all(np.isfinite(losses))
+    types = [m["type"].rsplit(".", 1)[-1] for m in json.loads((paths.model / "modules.json").read_text())]
+    assert types == (["Transformer", "Pooling", "GlowFlow"] if method == "bert-flow" else ["Transformer", "Pooling"])
+    reloaded = SentenceTransformer(str(paths.model), trust_remote_code=method == "bert-flow")
+    after = reloaded.encode(PROBE)
+    np.testing.assert_array_equal(after, engine.load_encoder(paths.model).encode(PROBE))
+    assert after.shape == before.shape and not np.allclose(after, before)
+    if method == "bert-flow":  # the encoder itself is unchanged
+        pooled = SentenceTransformer(modules=list(reloaded)[:2]).encode(PROBE)
+        np.testing.assert_allclose(pooled, before, atol=1e-6)  # same weights, same path; 1e-6 for BLAS
+    # TSDAE's decoder, CT's first encoder and MLM's head transform live in the loss
+    has_loss_state = method in ("tsdae", "ct", "mlm")
+    assert (paths.checkpoints / "checkpoint-6" / LOSS_STATE_FILE).is_file() == has_loss_state
+
+
+def test_tsdae_resume_restores_the_decoder_and_matches_an_uninterrupted_run(tiny_backbone, corpus_file, tmp_path,
+                                                                            monkeypatch):
+    full = engine.train(method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "full", "cls", max_steps=8,
+                                      save_steps=4), evaluate=False)
+    cfg = method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "crash", "cls", max_steps=8, save_steps=4)
+    original_build = engine.build_trainer
+
+    def build_with_crash(*args, **kwargs):
+        trainer = original_build(*args, **kwargs)
+        trainer.add_callback(CrashAt(6))
+        return trainer
+
+    monkeypatch.setattr(engine, "build_trainer", build_with_crash)
+    with pytest.raises(KeyboardInterrupt):
+        engine.train(cfg, evaluate=False)
+    monkeypatch.setattr(engine, "build_trainer", original_build)
+    resumed = engine.train(cfg, resume=True, evaluate=False)
+    a = SentenceTransformer(str(full.model)).encode(PROBE)
+    b = SentenceTransformer(str(resumed.model)).encode(PROBE)
+    # same float32 steps after a resume; a decoder started afresh would move the encoder by ~lr per step
+    np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_checkpoint_without_loss_state_is_refused(tiny_backbone, corpus_file, tmp_path):
+    cfg = method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "run", "cls", max_steps=2, save_steps=2)
+    paths = engine.train(cfg, evaluate=False)
+    checkpoint = paths.checkpoints / "checkpoint-2"
+    (checkpoint / LOSS_STATE_FILE).unlink()  # as if killed between the model and the loss state
+    trainer = engine.build_trainer(cfg, paths)
+    with pytest.raises(ConfigError, match="delete this checkpoint"):
+        load_loss_state(trainer.loss, trainer.model, checkpoint)
+
+
+def test_ct_pairs_one_identical_to_k_different_with_labels_by_identity():
+    sentences = [f"s{i}" for i in range(40)] + ["s0"] * 8  # duplicates: a "different" pair can be identical
+    rows = ct_pairs(sentences, k=7, seed=0)
+    assert len(rows["label"]) == len(sentences)
+    for i, (a, b, y) in enumerate(zip(rows["sentence_a"], rows["sentence_b"], rows["label"])):
+        assert y == float(a == b)
+        if i % 8 == 0:
+            assert a == b
+    assert sum(rows["label"]) >= len(sentences) / 8
+    assert ct_pairs(sentences, 7, 0) == rows and ct_pairs(sentences, 7, 1) != rows
+
+
+def test_ct_uses_rmsprop_and_the_segmented_schedule_of_app_b(tiny_backbone, corpus_file, tmp_path):
+    cfg = method_config("ct", tiny_backbone, corpus_file, tmp_path / "run", learning_rate=1e-5, max_steps=3000)
+    trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "run"))
+    trainer.create_optimizer_and_scheduler(num_training_steps=3000)
+    assert isinstance(trainer.optimizer, torch.optim.RMSprop) or "RMSprop" in type(trainer.optimizer.optimizer).__name__
+    learning_rates = {}
+    for step in range(1, 2502):  # the lr used at optimizer step `step`
+        learning_rates[step] = trainer.lr_scheduler.get_last_lr()[0]
+        trainer.lr_scheduler.step()
+    expected = {1: 1e-5, 500: 1e-5, 501: 8e-6, 1000: 8e-6, 1001: 6e-6, 1500: 6e-6, 1501: 4e-6, 2000: 4e-6,
+                2001: 2e-6, 2500: 2e-6}
+    for step, lr in expected.items():
+        assert learning_rates[step] == pytest.approx(lr, rel=1e-9), step
+    params = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
+    assert all(id(p) in params for p in trainer.loss.model1.parameters())  # both encoders train
+
+
+def test_ct_segments_must_be_well_formed(tiny_backbone, corpus_file, tmp_path):
+    with pytest.raises(Exception, match="lr_segments"):
+        method_config("ct", tiny_backbone, corpus_file, tmp_path, section={"ct": {"lr_segments": [[500, 1e-5]]}})
+
+
+def test_mlm_masks_only_ordinary_tokens_and_ties_the_head(tiny_backbone):
+    from sentlab.encoders import build_encoder
+    from sentlab.methods.mlm import MLMLoss
+
+    model = build_encoder(str(tiny_backbone), "mean")
+    loss = MLMLoss(model, probability=0.5)
+    encoder = model[0].auto_model
+    assert loss.head.get_output_embeddings().weight is encoder.embeddings.word_embeddings.weight
+    ids = model.preprocess(["a man plays the guitar in the park"] * 64)["input_ids"]
+    torch.manual_seed(0)
+    inputs, targets = loss.masking.torch_mask_tokens(ids.clone())
+    chosen = targets != -100
+    assert not chosen[:, 0].any() and not chosen[:, -1].any()  # [CLS] / [SEP] never chosen
+    assert 0.4 < chosen[:, 1:-1].float().mean() < 0.6
+    assert (targets[chosen] == ids[chosen]).all()
+    masked = inputs[chosen] == model.tokenizer.mask_token_id
+    assert 0.7 < masked.float().mean() < 0.9  # 80 % of the chosen become [MASK]
+
+
+def tiny_flow(dimension=4):
+    torch.manual_seed(0)
+    flow = GlowFlow(dimension, steps=2, hidden_channels=8, seed=1)
+    flow.train()
+    u = torch.randn(64, dimension) * 3 + 1
+    flow({"sentence_embedding": u})  # ActNorm's data-dependent initialisation
+    with torch.no_grad():  # move the coupling nets off their zero initialisation
+        for p in flow.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    return flow.eval(), u
+
+
+def test_flow_log_likelihood_matches_change_of_variables_by_hand():
+    flow, u = tiny_flow()
+    for row in u[:5]:
+        z, log_likelihood = flow.latent_and_log_likelihood(row[None])
+
+        def to_latent(x):
+            return flow.flow.inverse(x[None, :, None, None]).flatten()
+
+        jacobian = torch.autograd.functional.jacobian(to_latent, row)
+        by_hand = standard_normal_log_density(to_latent(row)[None]) + torch.linalg.slogdet(jacobian)[1]
+        # the library's log-det (LU / affine terms) vs autograd's Jacobian: same float32 function, rounding ~1e-6
+        torch.testing.assert_close(log_likelihood, by_hand.reshape(1), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(z, to_latent(row)[None])
+
+
+def test_flow_inverse_round_trip_and_save_load(tmp_path):
+    flow, u = tiny_flow()
+    with torch.no_grad():
+        z = flow({"sentence_embedding": u.clone()})["sentence_embedding"]
+        # z -> u through the generative direction: float32 matrix inverses, error ~1e-5 on |u| ~ 3
+        torch.testing.assert_close(flow.sample_inverse(z), u, rtol=1e-4, atol=1e-4)
+        flow.save(str(tmp_path))
+        again = GlowFlow.load(str(tmp_path)).eval()
+        torch.testing.assert_close(again({"sentence_embedding": u.clone()})["sentence_embedding"], z, rtol=0, atol=0)
+
+
+def test_supervised_stage_and_pipeline_chain(tiny_backbone, corpus_file, tmp_path):
+    from sentlab.cli import main
+
+    table = tmp_path / "pairs.tsv"
+    lines = corpus_file.read_text().splitlines()
+    table.write_text("a\tb\tscore\n" + "".join(f"{x}\t{y}\t{i % 6}\n" for i, (x, y) in
+                                                  enumerate(zip(lines, lines[1:]))), encoding="utf-8")
+    stage1 = tmp_path / "tsdae.yaml"
+    stage1.write_text(method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "s1", "cls", max_steps=2).to_yaml())
+    sup = method_config("supervised", tiny_backbone, table, tmp_path / "s2", "cls", max_steps=2,
+                        section={"supervised": {"loss": "cosine-mse"}})
+    tree = sup.model_dump()
+    tree["data"]["columns"] = ["a", "b", "score"]
+    tree["model"]["pooler"] = None
+    import yaml
+
+    stage2 = tmp_path / "sup.yaml"
+    stage2.write_text(yaml.safe_dump(tree))
+    assert main(["pipeline", str(stage1), str(stage2), "--no-eval", "--quiet"]) == 0
+    used = yaml.safe_load((tmp_path / "s2" / "config.yaml").read_text())
+    assert used["model"]["name"] == str(tmp_path / "s1" / "model")  # stage 2 started from stage 1's model
+    first = SentenceTransformer(str(tmp_path / "s1" / "model")).encode(PROBE)
+    second = SentenceTransformer(str(tmp_path / "s2" / "model")).encode(PROBE)
+    assert not np.allclose(first, second)
+    mtime = (tmp_path / "s1" / "model" / "modules.json").stat().st_mtime
+    assert main(["pipeline", str(stage1), str(stage2), "--no-eval", "--quiet"]) == 0  # finished stages are kept
+    assert (tmp_path / "s1" / "model" / "modules.json").stat().st_mtime == mtime
+
+
+def test_supervised_reads_snli_triplets(data_dir, tiny_backbone, tmp_path):
+    from sentlab.methods.supervised import Supervised
+
+    cfg = method_config("supervised", tiny_backbone, data_dir / "senteval/downstream/SNLI", tmp_path / "r",
+                        section={"supervised": {"format": "snli", "split": "dev"}}, max_steps=1)
+    dataset = Supervised(cfg, engine.RunPaths(tmp_path / "r")).train_dataset()
+    assert dataset.column_names == ["anchor", "positive", "negative"] and len(dataset) > 2500

@@ -1,7 +1,8 @@
 """sentlab: learn sentence embeddings with little or no labelled data, and measure them honestly.
 
-Commands: train, pipeline, eval, encode, similarity, index, analyze, plot, report, cache, data. Errors a user can fix
-(bad input, bad options) are printed as one line, ``sentlab: error: ...``, with a non-zero exit code.
+Commands: train, pipeline, eval, encode, similarity, index, analyze, content-words, corpus-size, plot,
+report, cache, data. Errors a user can fix (bad input, bad options) are printed as one line,
+``sentlab: error: ...``, with a non-zero exit code.
 """
 
 from __future__ import annotations
@@ -323,6 +324,41 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_content_words(args: argparse.Namespace) -> int:
+    """TSDAE Sec. 7.2: the most relevant word of each relevant pair (+ POS distribution if a tagger is installed)."""
+    import json
+
+    from sentlab.evaluation.content_words import content_words_report, plot_content_words
+    from sentlab.evaluation.dev_tasks import relevant_pairs
+    from sentlab.evaluation.scoring import EmbeddingCache
+
+    encoder = _load(args)
+    pairs = relevant_pairs(args.pairs, args.data_dir, args.limit)
+    say(f"{len(pairs):,} relevant pairs of {args.pairs}")
+    report = content_words_report(EmbeddingCache(encoder).encode, pairs, args.model + _setting_label(args))
+    report["pairs_from"] = args.pairs
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "content_words.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    plot_content_words(report, out / "content_words.png")
+    say(report["pos_note"])
+    print(f"written {out / 'content_words.json'} (+ .png)")
+    return 0
+
+
+def cmd_corpus_size(args: argparse.Namespace) -> int:
+    """TSDAE Sec. 7.1 / Fig. 3: train CONFIG on N sentences for each size, score each on a dev task."""
+    import json
+
+    from sentlab.training.corpus_size import corpus_size_curve
+
+    overrides = list(args.set) + (["train.progress_bar=false"] if args.quiet else [])
+    result = corpus_size_curve(args.config, args.sizes, args.task, args.output, args.epochs, args.max_steps,
+                               overrides, args.data_dir)
+    print(json.dumps(result["points"]))
+    return 0
+
+
 def cmd_plot_alignment_uniformity(args: argparse.Namespace) -> int:
     from sentlab.reporting.plots import alignment_uniformity_points, plot_alignment_uniformity
 
@@ -502,6 +538,30 @@ def build_parser() -> argparse.ArgumentParser:
     _figures_output_arg(p)
     _data_dir_arg(p)
     p.set_defaults(func=cmd_analyze)
+
+    p = sub.add_parser("content-words", help="TSDAE Sec. 7.2: which word of a relevant pair matters most "
+                                             "(JSON + PNG; POS distribution when spaCy is installed)")
+    _model_args(p)
+    p.add_argument("--pairs", default="twitterpara", help="relevant pairs: twitterpara, sts-b (dev, score >= 4) or "
+                                                          "cqadupstack:<forum>")
+    p.add_argument("--limit", type=_positive_int, default=2000, help="a seeded sample of this many pairs")
+    p.add_argument("--output", required=True, help="folder for content_words.json and .png")
+    _data_dir_arg(p)
+    p.set_defaults(func=cmd_content_words)
+
+    p = sub.add_parser("corpus-size", help="TSDAE Sec. 7.1: train a config on 128 ... 65,536 sentences and score "
+                                           "each model on a dev task (JSON + PNG)")
+    p.add_argument("config", metavar="CONFIG")
+    p.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")],
+                   default=[2 ** k for k in range(7, 17)], help="comma-separated corpus sizes (default 128 ... 65536)")
+    p.add_argument("--task", default="sts-b", help="dev task: sts-b, twitterpara or cqadupstack:<forum>")
+    p.add_argument("--epochs", type=float, default=10.0, help="epochs over each corpus (the paper: 10)")
+    p.add_argument("--max-steps", type=_positive_int, default=100_000, help="step cap (the paper: 100k)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)")
+    p.add_argument("--output", required=True)
+    _data_dir_arg(p)
+    _quiet_arg(p)
+    p.set_defaults(func=cmd_corpus_size)
 
     p = sub.add_parser("plot", help="figures with the numbers behind them (PNG + JSON)")
     plot_sub = p.add_subparsers(dest="plot_command", required=True)

@@ -1,0 +1,106 @@
+"""The TSDAE paper's "NLI+STS -> target" setting in miniature (Sec. 4-6, Tables 2-3): start from the
+packaged all-MiniLM-L6-v2 (trained on NLI, STS and more), adapt it without labels to CQADupStack
+titles with TSDAE, CT, MLM and SimCSE (same sentences, same steps, batch 8) and BERT-flow (same
+sentences), and score each and the start on CQADupStack (MAP@100 over a fixed forum subset),
+TwitterPara (AP) and STS (the seven tasks).
+
+Training text: the corpus titles of the chosen forums (never their queries), shuffled with the
+seed, the first steps x batch of them. Each arm's run folder and results.json go under OUTPUT;
+``sentlab report OUTPUT/*/results.json`` gives the tables. Prints one JSON object: per arm the
+scores, training seconds and evaluation seconds.
+
+    python benchmarks/domain_adaptation.py --output runs/domain --steps 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+ARMS = {  # arm -> (config, overrides): the CPU presets, all with the model's own mean pooling
+    "tsdae": ("configs/tsdae-minilm-cpu.yaml", []),
+    "ct": ("configs/ct-minilm-cpu.yaml", []),
+    "mlm": ("configs/mlm-minilm-cpu.yaml", []),
+    "simcse": ("configs/simcse-unsup-minilm-cpu.yaml", ["model.pooler=mean", "train.learning_rate=5e-5",
+                                                        "eval.dev_task=none"]),
+    "bert-flow": ("configs/bertflow-minilm-cpu.yaml", []),
+}
+
+
+def evaluate(model, name: str, forums: list[str], data_dir: str | None, out: Path) -> dict:
+    from sentlab.data.useb import load_cqadupstack, load_twitterpara, task_folder
+    from sentlab.evaluation import CosineScorer, evaluate_sts
+    from sentlab.evaluation.results import EvalReport
+    from sentlab.evaluation.scoring import EmbeddingCache
+    from sentlab.evaluation.useb import score_cqadupstack, score_twitterpara
+
+    cache = EmbeddingCache(model)
+    report = EvalReport(model=name)
+    everything = load_cqadupstack(task_folder("CQADupStack", data_dir))
+    subset = {forum: everything[forum] for forum in forums}
+    report.tasks["CQADupStack"] = score_cqadupstack(cache.encode, subset, device=model.device)
+    report.tasks["TwitterPara"] = score_twitterpara(cache.encode, load_twitterpara(task_folder("TwitterPara", data_dir)))
+    evaluate_sts(CosineScorer(cache, name=name), data_dir, report=report, extras=False)
+    report.settings["cqadupstack_forums"] = forums
+    report.write(out / "results.json")
+    return {"cqadupstack_map100": report.tasks["CQADupStack"].main,
+            "twitterpara_ap": report.tasks["TwitterPara"].main, "sts_avg": report.summary["sts_avg"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", default="runs/domain")
+    parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--forums", default="mathematica,webmasters")
+    parser.add_argument("--arms", default="start," + ",".join(ARMS))
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--data-dir", default=None)
+    args = parser.parse_args()
+
+    from sentlab.data.useb import load_cqadupstack, task_folder
+    from sentlab.encoders import load_encoder
+    from sentlab.progress import set_quiet
+    from sentlab.training.config import load_config
+    from sentlab.training.engine import train
+
+    set_quiet(True)
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    forums = args.forums.split(",")
+    everything = load_cqadupstack(task_folder("CQADupStack", args.data_dir))
+    titles = sorted({title for forum in forums for title in everything[forum].corpus.values()})
+    random.Random(args.seed).shuffle(titles)
+    n = args.steps * args.batch_size
+    train_file = out / "train_titles.txt"
+    train_file.write_text("".join(" ".join(t.split()) + "\n" for t in titles[:n]), encoding="utf-8")
+
+    summary = {"forums": forums, "train_sentences": n, "steps": args.steps, "batch_size": args.batch_size,
+               "corpus_titles_available": len(titles), "arms": {}}
+    for arm in args.arms.split(","):
+        folder = out / arm
+        started = time.perf_counter()
+        if arm == "start":
+            model, train_seconds = load_encoder("minilm", pooler="mean"), 0.0
+        else:
+            config, extra = ARMS[arm]
+            overrides = [f"data.train={train_file}", "data.limit=null", f"train.max_steps={args.steps}",
+                         f"train.batch_size={args.batch_size}", f"train.output_dir={folder}", f"train.seed={args.seed}",
+                         "train.progress_bar=false", "train.eval_steps=100000", *extra]
+            if args.data_dir:
+                overrides.append(f"data.data_dir={args.data_dir}")
+            paths = train(load_config(config, overrides), evaluate=False)
+            train_seconds = time.perf_counter() - started
+            model = load_encoder(paths.model)
+        eval_started = time.perf_counter()
+        scores = evaluate(model.eval(), arm, forums, args.data_dir, folder)
+        summary["arms"][arm] = {**scores, "train_seconds": round(train_seconds, 1),
+                                "eval_seconds": round(time.perf_counter() - eval_started, 1)}
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()

@@ -31,3 +31,29 @@ def test_pos_classes_and_the_no_tagger_note():
     report = content_words_report(bag_encode, [("the cat sits", "cat sits")], "bag")
     assert report["top_words"][0][0] == "cat"
     assert ("pos_distribution" in report) or report["pos_note"].startswith("no POS tagger installed")
+
+
+def test_content_words_command_writes_json_and_png(tiny_backbone, fake_sts_dir, tmp_path):
+    import json
+
+    from sentlab.cli import main
+
+    out = tmp_path / "words"
+    assert main(["content-words", "--model", str(tiny_backbone), "--pooler", "mean", "--pairs", "sts-b",
+                 "--data-dir", str(fake_sts_dir), "--output", str(out), "--limit", "5"]) == 0
+    report = json.loads((out / "content_words.json").read_text())
+    assert 0 < report["n_pairs"] <= 5 and len(report["pairs"]) == report["n_pairs"]
+    assert (out / "content_words.png").is_file() and report["pos_note"]
+
+
+def test_unknown_dev_task_is_a_one_line_error(tiny_backbone):
+    import pytest
+
+    from sentlab.encoders import build_encoder
+    from sentlab.errors import ConfigError
+    from sentlab.evaluation.dev_tasks import relevant_pairs, score_dev_task
+
+    with pytest.raises(ConfigError, match="unknown dev task"):
+        score_dev_task(build_encoder(str(tiny_backbone), "mean"), "quora")
+    with pytest.raises(ConfigError, match="unknown task"):
+        relevant_pairs("quora")

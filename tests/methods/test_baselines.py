@@ -14,7 +14,7 @@ from sentlab.methods.ct import ct_pairs
 from sentlab.training import engine
 from sentlab.training.callbacks import LOSS_STATE_FILE, load_loss_state
 from sentlab.training.config import TrainConfig
-from tests.training.test_engine import PROBE, CrashAt
+from tests.training.test_engine import PROBE, train_until_killed
 
 
 def method_config(method, backbone, corpus, out, pooler="mean", section=None, **train):
@@ -62,17 +62,7 @@ def test_tsdae_resume_restores_the_decoder_and_matches_an_uninterrupted_run(tiny
     full = engine.train(method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "full", "cls", max_steps=8,
                                       save_steps=4), evaluate=False)
     cfg = method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "crash", "cls", max_steps=8, save_steps=4)
-    original_build = engine.build_trainer
-
-    def build_with_crash(*args, **kwargs):
-        trainer = original_build(*args, **kwargs)
-        trainer.add_callback(CrashAt(6))
-        return trainer
-
-    monkeypatch.setattr(engine, "build_trainer", build_with_crash)
-    with pytest.raises(KeyboardInterrupt):
-        engine.train(cfg, evaluate=False)
-    monkeypatch.setattr(engine, "build_trainer", original_build)
+    train_until_killed(cfg, 6, monkeypatch)
     resumed = engine.train(cfg, resume=True, evaluate=False)
     a = SentenceTransformer(str(full.model)).encode(PROBE)
     b = SentenceTransformer(str(resumed.model)).encode(PROBE)

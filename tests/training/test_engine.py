@@ -41,21 +41,26 @@ class CrashAt(TrainerCallback):
             raise KeyboardInterrupt("simulated kill")
 
 
-def test_resume_continues_and_matches_an_uninterrupted_run(tiny_backbone, corpus_file, tmp_path, monkeypatch):
-    full = engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "full", max_steps=8, save_steps=4),
-                        evaluate=False)
-    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "crash", max_steps=8, save_steps=4)
+def train_until_killed(cfg, step: int, monkeypatch) -> None:
+    """Run ``cfg`` and kill it (KeyboardInterrupt) as step ``step`` begins."""
     original_build = engine.build_trainer
 
     def build_with_crash(*args, **kwargs):
         trainer = original_build(*args, **kwargs)
-        trainer.add_callback(CrashAt(6))
+        trainer.add_callback(CrashAt(step))
         return trainer
 
     monkeypatch.setattr(engine, "build_trainer", build_with_crash)
     with pytest.raises(KeyboardInterrupt):
         engine.train(cfg, evaluate=False)
     monkeypatch.setattr(engine, "build_trainer", original_build)
+
+
+def test_resume_continues_and_matches_an_uninterrupted_run(tiny_backbone, corpus_file, tmp_path, monkeypatch):
+    full = engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "full", max_steps=8, save_steps=4),
+                        evaluate=False)
+    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "crash", max_steps=8, save_steps=4)
+    train_until_killed(cfg, 6, monkeypatch)
     with pytest.raises(ConfigError, match="pass --resume"):
         engine.train(cfg, evaluate=False)
     resumed = engine.train(cfg, resume=True, evaluate=False)

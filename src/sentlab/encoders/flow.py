@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 
 import torch
-from sentence_transformers.base.modules.module import Module
+
+from sentlab.encoders.heads import ModuleWithWeights
 
 
 def glow(dimension: int, steps: int, hidden_channels: int, seed: int):
@@ -40,7 +41,7 @@ def glow(dimension: int, steps: int, hidden_channels: int, seed: int):
     return nf.NormalizingFlow(q0=base, flows=blocks)
 
 
-class GlowFlow(Module):
+class GlowFlow(ModuleWithWeights):
     """z = f⁻¹(u) of a Glow flow over the pooled vector (see module doc)."""
 
     config_keys: list[str] = ["embedding_dimension", "steps", "hidden_channels", "seed"]
@@ -75,16 +76,6 @@ class GlowFlow(Module):
 
     def get_embedding_dimension(self) -> int:
         return self.embedding_dimension
-
-    def save(self, output_path: str, *args, safe_serialization: bool = True, **kwargs) -> None:
-        self.save_config(output_path)
-        self.save_torch_weights(output_path, safe_serialization=safe_serialization)
-
-    @classmethod
-    def load(cls, model_name_or_path: str, subfolder: str = "", **kwargs) -> GlowFlow:
-        config = cls.load_config(model_name_or_path, subfolder=subfolder)
-        module = cls(**config)
-        return cls.load_torch_weights(model_name_or_path, subfolder=subfolder, model=module)
 
 
 def standard_normal_log_density(z: torch.Tensor) -> torch.Tensor:

@@ -7,7 +7,20 @@ from sentence_transformers.base.modules.module import Module
 from torch import nn
 
 
-class SimCSEMLPHead(Module):
+class ModuleWithWeights(Module):
+    """A sentence-transformers module saved as its config (``config_keys``) + safetensors weights."""
+
+    def save(self, output_path: str, *args, safe_serialization: bool = True, **kwargs) -> None:
+        self.save_config(output_path)
+        self.save_torch_weights(output_path, safe_serialization=safe_serialization)
+
+    @classmethod
+    def load(cls, model_name_or_path: str, subfolder: str = "", **kwargs) -> ModuleWithWeights:
+        config = cls.load_config(model_name_or_path, subfolder=subfolder)
+        return cls.load_torch_weights(model_name_or_path, subfolder=subfolder, model=cls(**config))
+
+
+class SimCSEMLPHead(ModuleWithWeights):
     """SimCSE's MLP over the [CLS] representation, applied in training mode only.
 
     Gao et al. (2021), Sec. 6.3 / the ``cls`` pooler with ``--mlp_only_train``: a dense layer with
@@ -36,13 +49,3 @@ class SimCSEMLPHead(Module):
 
     def get_embedding_dimension(self) -> int:
         return self.embedding_dimension
-
-    def save(self, output_path: str, *args, safe_serialization: bool = True, **kwargs) -> None:
-        self.save_config(output_path)
-        self.save_torch_weights(output_path, safe_serialization=safe_serialization)
-
-    @classmethod
-    def load(cls, model_name_or_path: str, subfolder: str = "", **kwargs) -> SimCSEMLPHead:
-        config = cls.load_config(model_name_or_path, subfolder=subfolder)
-        head = cls(**config)
-        return cls.load_torch_weights(model_name_or_path, subfolder=subfolder, model=head)

@@ -10,15 +10,12 @@ body then takes the encoder's current weights, either *tied* (the very same tens
 from __future__ import annotations
 
 import copy
-import logging
 from pathlib import Path
 
 from torch import nn
 from transformers import PretrainedConfig, PreTrainedModel
 
 from sentlab.errors import ConfigError
-
-logger = logging.getLogger(__name__)
 
 
 def head_model(encoder: PreTrainedModel, auto_class: type, config: PretrainedConfig | None = None,

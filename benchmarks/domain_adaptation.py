@@ -27,7 +27,9 @@ ARMS = {  # arm -> (config, overrides): the CPU presets, all with the model's ow
     "simcse": ("configs/simcse-unsup-minilm-cpu.yaml", ["model.pooler=mean", "train.learning_rate=5e-5",
                                                         "eval.dev_task=none"]),
     "bert-flow": ("configs/bertflow-minilm-cpu.yaml", []),
+    "tsdae-untied": ("configs/tsdae-minilm-cpu.yaml", ["tsdae.tie=false"]),  # App. A's other tying (not a default arm)
 }
+DEFAULT_ARMS = ["start", "tsdae", "ct", "mlm", "simcse", "bert-flow"]
 
 
 def evaluate(model, name: str, forums: list[str], data_dir: str | None, out: Path) -> dict:
@@ -56,7 +58,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--forums", default="mathematica,webmasters")
-    parser.add_argument("--arms", default="start," + ",".join(ARMS))
+    parser.add_argument("--arms", default=",".join(DEFAULT_ARMS), help=f"from start, {', '.join(ARMS)}")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args()

@@ -45,11 +45,13 @@ def child(method: str, args: argparse.Namespace) -> dict:
 
     def batch(i):
         texts = sentences[i * args.batch_size:(i + 1) * args.batch_size]
-        if method == "simcse":
-            f = model.preprocess(texts)
-            return [{k: v.to(device) for k, v in f.items()}] * 2
+        if method == "simcse":  # one column: SimCSELoss encodes it twice (two dropout views, one pass)
+            return [tensors(texts)]
         noisy = noise({"sentence": texts, "label": list(range(len(texts)))})["noisy"]
-        return [{k: v.to(device) for k, v in model.preprocess(t).items()} for t in (noisy, texts)]
+        return [tensors(noisy), tensors(texts)]
+
+    def tensors(texts):
+        return {k: v.to(device) for k, v in model.preprocess(texts).items() if torch.is_tensor(v)}
 
     def step(features):
         optimizer.zero_grad(set_to_none=True)

@@ -100,6 +100,7 @@ def test_ct_uses_rmsprop_and_the_segmented_schedule_of_app_b(tiny_backbone, corp
     learning_rates = {}
     for step in range(1, 2502):  # the lr used at optimizer step `step`
         learning_rates[step] = trainer.lr_scheduler.get_last_lr()[0]
+        trainer.optimizer.step()  # no gradients: a no-op, in the order torch expects
         trainer.lr_scheduler.step()
     expected = {1: 1e-5, 500: 1e-5, 501: 8e-6, 1000: 8e-6, 1001: 6e-6, 1500: 6e-6, 1501: 4e-6, 2000: 4e-6,
                 2001: 2e-6, 2500: 2e-6}

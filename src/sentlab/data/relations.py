@@ -1,0 +1,202 @@
+"""Relational sentence triples (s_i, r_k, s_j) from several sources, each a named relation, for RSE
+(Wang and Li, Sec. 3.2, Table 8).
+
+Relations and their readers (public formats):
+
+* ``entailment`` - SNLI / MNLI: SentEval's SNLI layout (``s1/s2/labels.<split>``) or the public
+  ``*.jsonl`` (``sentence1``, ``sentence2``, ``gold_label``); each premise's entailed hypothesis is
+  the tail and a contradiction of the same premise the hard negative (:mod:`sentlab.data.nli`);
+* ``duplicate_question`` - QQP: ``label \\t q1 \\t q2 \\t id`` (the shared copy) or GLUE's TSV with
+  a header (``question1``, ``question2``, ``is_duplicate``); only label 1;
+* ``paraphrase`` - ParaNMT: ``s1 \\t s2 [\\t score]`` a line;
+* ``same_caption`` - Flickr8k / Flickr30k token files (``image.jpg#k \\t caption``): every unordered
+  pair of two captions of one image, optionally only the images listed in an images file;
+* ``qa_entailment`` - QNLI: GLUE's TSV with a header (``question``, ``sentence``, ``label``), only
+  ``entailment``;
+* ``same_sent`` - plain sentences, one a line: (s, s), the two dropout views of SimCSE;
+* RSE's released JSON: ``{"sentence1", "sentence2", "label": <relation name>}`` per line (or one
+  JSON list of such objects).
+
+Bad input is a one-line :class:`DataError` naming the file and line. Some sources (the QQP dump)
+contain bytes that are not UTF-8: ``bad_bytes="skip"`` drops those lines and counts them instead.
+:func:`cap_per_relation` keeps a seeded random sample of N triples per relation (the released code
+takes the first N lines, which follows the file's order).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+
+from sentlab.data.nli import read_snli_triplets
+from sentlab.errors import DataError
+
+RELATIONS = ("entailment", "duplicate_question", "paraphrase", "same_caption", "qa_entailment", "same_sent")
+
+
+@dataclass(frozen=True)
+class Triple:
+    head: str
+    relation: str
+    tail: str
+    negative: str | None = None  # an in-relation hard negative tail (entailment: the contradiction)
+
+
+def _lines(path: str | Path, bad_bytes: str = "error") -> tuple[list[tuple[int, str]], int]:
+    """(line number, text) of each line; lines with bytes that are not UTF-8 are an error or skipped."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    out, skipped = [], 0
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        try:
+            text = raw.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError as err:
+            if bad_bytes == "skip":
+                skipped += 1
+                continue
+            raise DataError(f"{path}:{number}: line is not valid UTF-8 (byte {err.start}); "
+                            "pass bad_bytes='skip' to drop such lines") from None
+        out.append((number, text))
+    if out and out[-1][1] == "":
+        out.pop()
+    return out, skipped
+
+
+def _fields(path: Path, number: int, line: str, count: int) -> list[str]:
+    fields = line.split("\t")
+    if len(fields) < count:
+        raise DataError(f"{path}:{number}: expected {count} tab-separated fields, got {len(fields)}")
+    for field in fields[:count]:
+        if not field.strip():
+            raise DataError(f"{path}:{number}: empty field")
+    return fields
+
+
+def read_entailment(source: str | Path, split: str = "train") -> list[Triple]:
+    source = Path(source)
+    if source.is_dir():
+        rows = read_snli_triplets(source, split)
+    else:
+        groups: dict[str, dict[str, list[str]]] = {}
+        for number, line in _lines(source)[0]:
+            try:
+                record = json.loads(line)
+                premise, hypothesis, label = record["sentence1"], record["sentence2"], record["gold_label"]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise DataError(f"{source}:{number}: expected a JSON object with sentence1, sentence2, gold_label") from None
+            groups.setdefault(premise, {}).setdefault(label, []).append(hypothesis)
+        rows = [(p, e, c) for p, g in groups.items() for e, c in zip(g.get("entailment", []), g.get("contradiction", []))]
+    return [Triple(p, "entailment", e, c) for p, e, c in rows]
+
+
+def read_qqp(path: str | Path, bad_bytes: str = "error") -> tuple[list[Triple], int]:
+    path = Path(path)
+    lines, skipped = _lines(path, bad_bytes)
+    triples = []
+    header = lines[0][1].split("\t") if lines else []
+    if "is_duplicate" in header:
+        q1, q2, label = header.index("question1"), header.index("question2"), header.index("is_duplicate")
+        body = lines[1:]
+    else:
+        label, q1, q2 = 0, 1, 2
+        body = lines
+    for number, line in body:
+        fields = _fields(path, number, line, max(q1, q2, label) + 1)
+        if fields[label].strip() not in ("0", "1"):
+            raise DataError(f"{path}:{number}: label must be 0 or 1, got {fields[label]!r}")
+        if fields[label].strip() == "1":
+            triples.append(Triple(fields[q1], "duplicate_question", fields[q2]))
+    return triples, skipped
+
+
+def read_paranmt(path: str | Path) -> list[Triple]:
+    path = Path(path)
+    return [Triple(f[0], "paraphrase", f[1]) for n, line in _lines(path)[0] for f in [_fields(path, n, line, 2)]]
+
+
+def read_captions(token_file: str | Path, images_file: str | Path | None = None) -> list[Triple]:
+    token_file = Path(token_file)
+    keep = None
+    if images_file is not None:
+        keep = {line.strip() for _, line in _lines(images_file)[0] if line.strip()}
+    by_image: dict[str, list[str]] = {}
+    for number, line in _lines(token_file)[0]:
+        key, caption = _fields(token_file, number, line, 2)[:2]
+        image = key.split("#", 1)[0]
+        if keep is None or image in keep:
+            by_image.setdefault(image, []).append(caption.strip())
+    return [Triple(a, "same_caption", b) for captions in by_image.values() for a, b in combinations(captions, 2)]
+
+
+def read_qnli(path: str | Path) -> list[Triple]:
+    path = Path(path)
+    lines = _lines(path)[0]
+    if not lines:
+        raise DataError(f"{path}: file is empty")
+    header = lines[0][1].split("\t")
+    if not {"question", "sentence", "label"} <= set(header):
+        raise DataError(f"{path}:1: expected a header with question, sentence, label")
+    q, s, y = header.index("question"), header.index("sentence"), header.index("label")
+    return [Triple(f[q], "qa_entailment", f[s]) for n, line in lines[1:]
+            for f in [_fields(path, n, line, len(header))] if f[y].strip() == "entailment"]
+
+
+def read_same_sent(path: str | Path) -> list[Triple]:
+    from sentlab.data.readers import read_sentences
+
+    return [Triple(s, "same_sent", s) for s in read_sentences(path)]
+
+
+def read_rse_json(path: str | Path) -> list[Triple]:
+    """RSE's released data: ``{"sentence1", "sentence2", "label"}`` objects, the label a relation name."""
+    path = Path(path)
+    lines = _lines(path)[0]
+    text = "\n".join(line for _, line in lines).strip()
+    if text.startswith("["):
+        try:
+            records = list(enumerate(json.loads(text), start=1))
+        except json.JSONDecodeError as err:
+            raise DataError(f"{path}:{err.lineno}: invalid JSON ({err.msg})") from None
+    else:
+        records = []
+        for number, line in lines:
+            try:
+                records.append((number, json.loads(line)))
+            except json.JSONDecodeError as err:
+                raise DataError(f"{path}:{number}: invalid JSON ({err.msg})") from None
+    triples = []
+    for number, record in records:
+        if not isinstance(record, dict) or not {"sentence1", "sentence2", "label"} <= set(record):
+            raise DataError(f"{path}:{number}: expected an object with sentence1, sentence2, label")
+        relation = str(record["label"]).replace("-", "_")
+        if relation not in RELATIONS:
+            raise DataError(f"{path}:{number}: unknown relation {record['label']!r} (choose from {', '.join(RELATIONS)})")
+        triples.append(Triple(record["sentence1"], relation, record["sentence2"]))
+    return triples
+
+
+def cap_per_relation(triples: Iterable[Triple], caps: dict[str, int], seed: int) -> list[Triple]:
+    """At most ``caps[relation]`` triples of each capped relation, a seeded random sample kept in
+    file order; uncapped relations are kept whole."""
+    by_relation: dict[str, list[Triple]] = {}
+    for triple in triples:
+        by_relation.setdefault(triple.relation, []).append(triple)
+    rng = random.Random(seed)
+    out = []
+    for relation, group in by_relation.items():
+        cap = caps.get(relation)
+        if cap is not None and cap < len(group):
+            keep = sorted(rng.sample(range(len(group)), cap))
+            group = [group[i] for i in keep]
+        out.extend(group)
+    return out
+
+
+def relation_counts(triples: Iterable[Triple]) -> dict[str, int]:
+    return dict(Counter(t.relation for t in triples))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
@@ -200,3 +200,57 @@ def cap_per_relation(triples: Iterable[Triple], caps: dict[str, int], seed: int)
 
 def relation_counts(triples: Iterable[Triple]) -> dict[str, int]:
     return dict(Counter(t.relation for t in triples))
+
+
+class InRelationNegatives:
+    """A ``datasets`` transform adding each row's in-relation negative (Sec. 3.3): its own hard
+    negative when it has one (entailment: the contradiction), else the tail of a random *other* row
+    of the same relation, drawn afresh each time the row is read from (seed, row, read count).
+
+    Rows: ``head``, ``tail``, ``negative`` ('' when none), ``label`` (relation index), ``row``.
+    Output columns, in order: ``head``, ``tail``, ``negative``, ``label``.
+    """
+
+    def __init__(self, tails_by_relation: dict[int, list[tuple[int, str]]], seed: int):
+        self.tails_by_relation = tails_by_relation
+        self.seed = seed
+        self.reads: dict[int, int] = {}
+
+    def draw(self, row: int, relation: int) -> str:
+        import numpy as np
+
+        pool = self.tails_by_relation[relation]
+        count = self.reads.get(row, 0)
+        self.reads[row] = count + 1
+        rng = np.random.default_rng([self.seed, row, count])
+        if len(pool) < 2:
+            raise DataError(f"relation {relation} has fewer than 2 triples: no in-relation negative to draw")
+        while True:
+            other_row, tail = pool[int(rng.integers(len(pool)))]
+            if other_row != row:
+                return tail
+
+    def __call__(self, batch: dict[str, list]) -> dict[str, list]:
+        negatives = [n if n else self.draw(int(r), int(k))
+                     for n, r, k in zip(batch["negative"], batch["row"], batch["label"])]
+        return {"head": list(batch["head"]), "tail": list(batch["tail"]), "negative": negatives,
+                "label": list(batch["label"])}
+
+
+def triples_dataset(triples: Sequence[Triple], relations: Sequence[str], seed: int):
+    """A ``datasets.Dataset`` of the triples with :class:`InRelationNegatives` installed."""
+    from datasets import Dataset
+
+    index = {name: i for i, name in enumerate(relations)}
+    missing = sorted({t.relation for t in triples} - set(index))
+    if missing:
+        raise DataError(f"triples of relation(s) {', '.join(missing)} not in the relation list {list(relations)}")
+    labels = [index[t.relation] for t in triples]
+    tails: dict[int, list[tuple[int, str]]] = {}
+    for row, (t, k) in enumerate(zip(triples, labels)):
+        tails.setdefault(k, []).append((row, t.tail))
+    dataset = Dataset.from_dict({"head": [t.head for t in triples], "tail": [t.tail for t in triples],
+                                 "negative": [t.negative or "" for t in triples], "label": labels,
+                                 "row": list(range(len(triples)))})
+    dataset.set_transform(InRelationNegatives(tails, seed))
+    return dataset

@@ -1,6 +1,6 @@
 """Training methods, one module each, registered by name (see :mod:`sentlab.methods.base`)."""
 
 from sentlab.methods.base import METHODS, Method, config_adapter, get_method, register
-from sentlab.methods import bertflow, ct, mlm, rankcse, rankencoder, simcse, supervised, tsdae  # noqa: E402,F401  (registers the methods)
+from sentlab.methods import bertflow, ct, mlm, rankcse, rankencoder, rse, simcse, supervised, tsdae  # noqa: E402,F401  (registers the methods)
 
 __all__ = ["METHODS", "Method", "config_adapter", "get_method", "register"]

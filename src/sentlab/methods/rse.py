@@ -1,0 +1,143 @@
+"""RSE, relational sentence embedding (Wang and Li): one encoder and one vector per relation, trained
+so that h_i + r_k ≈ h_j on triples from several sources (Sec. 3; loss :class:`sentlab.losses.rse.RSELoss`,
+Eq. 1-2, with in-relation negatives drawn afresh each read, Sec. 3.3).
+
+Settings from App. D: [CLS] with RSE's MLP (Linear + tanh, kept at inference: the saved model is
+encoder + pooling + Dense), τ = 0.05, max length 32, relation vectors randomly initialised and
+trained with their own learning rate (``rse.relation_lr``, 1e-2) as a separate parameter group, no
+warm-up or weight decay. ``rse.sources`` names each source file, its format and its relation
+(:mod:`sentlab.data.relations`); ``cap`` keeps a seeded random sample of that many triples.
+
+The final model folder is a plain sentence-transformers model plus the relation table beside it:
+``rse_relations.json`` (names, default scoring weights, dimension) and ``rse_relations.safetensors``
+(the vectors). Relational scoring and RSE's evaluations are not built yet.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+import torch
+from datasets import Dataset
+from pydantic import Field
+from sentence_transformers import SentenceTransformer
+from torch import nn
+
+from sentlab.data import relations as rel
+from sentlab.errors import ConfigError
+from sentlab.losses.rse import RSELoss
+from sentlab.methods.base import Method, register
+from sentlab.progress import say
+from sentlab.training.config import TrainConfig, _Section
+
+RELATION_TABLE = "rse_relations.json"
+RELATION_VECTORS = "rse_relations.safetensors"
+
+
+class RelationSource(_Section):
+    relation: Literal["entailment", "duplicate_question", "paraphrase", "same_caption", "qa_entailment", "same_sent"]
+    path: str
+    format: Literal["snli", "nli-jsonl", "qqp", "paranmt", "captions", "qnli", "text", "rse-json"]
+    split: str = Field("train", description="snli: the split of the SentEval layout")
+    images: str | None = Field(None, description="captions: keep only the images listed in this file")
+    cap: int | None = Field(None, gt=0, description="a seeded random sample of at most this many triples")
+    bad_bytes: Literal["error", "skip"] = "error"
+
+
+class RSESection(_Section):
+    sources: list[RelationSource] = Field(min_length=1)
+    relation_lr: float = Field(1e-2, gt=0, description="learning rate of the relation vectors (App. D)")
+    weights: dict[str, float] = Field(default_factory=dict, description="default scoring weights saved with the "
+                                                                       "model (e.g. entailment 1.0, duplicate_question 0.5)")
+
+
+class RSEConfig(TrainConfig):
+    method: Literal["rse"]
+    rse: RSESection
+
+    section = "rse"
+    section_hint = "rse.sources: [{relation, path, format}, ...]"
+
+
+def read_source(source: RelationSource) -> list[rel.Triple]:
+    if source.format == "rse-json":
+        triples = [t for t in rel.read_rse_json(source.path) if t.relation == source.relation]
+    elif source.format in ("snli", "nli-jsonl"):
+        triples = rel.read_entailment(source.path, source.split)
+    elif source.format == "qqp":
+        triples, skipped = rel.read_qqp(source.path, source.bad_bytes)
+        if skipped:
+            say(f"{source.path}: {skipped} lines with bytes that are not UTF-8 skipped")
+    elif source.format == "paranmt":
+        triples = rel.read_paranmt(source.path)
+    elif source.format == "captions":
+        triples = rel.read_captions(source.path, source.images)
+    elif source.format == "qnli":
+        triples = rel.read_qnli(source.path)
+    else:
+        triples = rel.read_same_sent(source.path)
+    return [rel.Triple(t.head, source.relation, t.tail, t.negative) for t in triples]
+
+
+@register
+class RSE(Method):
+    """Relational contrastive learning over multi-source triples."""
+
+    name = "rse"
+    config_class = RSEConfig
+    default_mlp_only_train = False  # RSE's MLP stays at inference
+
+    def relations(self) -> list[str]:
+        return list(dict.fromkeys(source.relation for source in self.cfg.rse.sources))
+
+    def train_dataset(self) -> Dataset:
+        triples = []
+        for number, source in enumerate(self.cfg.rse.sources):
+            read = read_source(source)
+            if source.cap is not None:
+                read = rel.cap_per_relation(read, {source.relation: source.cap}, seed=self.cfg.train.seed + number)
+            triples += read
+        if self.cfg.data.limit is not None:
+            triples = triples[: self.cfg.data.limit]
+        counts = rel.relation_counts(triples)
+        say("relational triples: " + ", ".join(f"{name} {counts.get(name, 0):,}" for name in self.relations()))
+        unknown = set(self.cfg.rse.weights) - set(self.relations())
+        if unknown:
+            raise ConfigError(f"rse.weights names relations without data: {', '.join(sorted(unknown))}")
+        return rel.triples_dataset(triples, self.relations(), self.cfg.train.seed)
+
+    def loss(self, model: SentenceTransformer) -> nn.Module:
+        self._loss = RSELoss(model, self.relations(), temperature=self.cfg.loss.temperature)
+        return self._loss
+
+    def learning_rate_mapping(self) -> dict[str, float]:
+        return {r"relation_vectors": self.cfg.rse.relation_lr}
+
+    def save(self, model: SentenceTransformer) -> None:
+        from safetensors.torch import save_file
+
+        super().save(model)
+        vectors = self._loss.relation_vectors.detach().float().cpu().contiguous()
+        save_file({"relation_vectors": vectors}, str(self.paths.model / RELATION_VECTORS))
+        table = {"relations": self.relations(), "dimension": int(vectors.shape[1]),
+                 "weights": self.cfg.rse.weights or {self.relations()[0]: 1.0}}
+        (self.paths.model / RELATION_TABLE).write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+
+
+def load_relation_table(folder: str | Path, dimension: int) -> tuple[list[str], dict[str, float], torch.Tensor]:
+    """(relation names, default weights, vectors) saved beside an RSE model; a table whose size does
+    not match the encoder's ``dimension`` is a one-line error."""
+    from safetensors.torch import load_file
+
+    folder = Path(folder)
+    try:
+        table = json.loads((folder / RELATION_TABLE).read_text("utf-8"))
+        vectors = load_file(str(folder / RELATION_VECTORS))["relation_vectors"]
+    except (OSError, ValueError, KeyError) as err:
+        raise ConfigError(f"{folder}: no readable RSE relation table ({str(err).splitlines()[0]})") from None
+    if vectors.shape != (len(table["relations"]), dimension):
+        raise ConfigError(f"{folder}: relation table is {tuple(vectors.shape)}, the encoder needs "
+                          f"({len(table['relations'])}, {dimension})")
+    return table["relations"], table["weights"], vectors

@@ -1,0 +1,64 @@
+import json
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+
+from sentlab.errors import ConfigError
+from sentlab.methods.rse import RELATION_TABLE, load_relation_table
+from sentlab.training import engine
+from sentlab.training.config import TrainConfig
+from tests.training.test_engine import PROBE
+
+
+def rse_config(backbone, qqp, text, out, **train):
+    return TrainConfig.model_validate({
+        "method": "rse", "model": {"name": str(backbone), "pooler": "cls", "max_seq_length": 16},
+        "data": {"train": str(text)},
+        "rse": {"sources": [{"relation": "duplicate_question", "path": str(qqp), "format": "qqp"},
+                            {"relation": "same_sent", "path": str(text), "format": "text", "cap": 40}],
+                "weights": {"duplicate_question": 1.0}},
+        "train": {"output_dir": str(out), "batch_size": 8, "learning_rate": 5e-4, "logging_steps": 1,
+                  "progress_bar": False, **train},
+        "eval": {"dev_task": "none", "final_tasks": []}})
+
+
+@pytest.fixture
+def qqp_file(corpus_file, tmp_path):
+    lines = corpus_file.read_text().splitlines()
+    path = tmp_path / "qqp.tsv"
+    path.write_text("".join(f"{i % 2}\t{a}\t{b}\t{i}\n" for i, (a, b) in enumerate(zip(lines, lines[1:]))))
+    return path
+
+
+def test_rse_trains_with_its_own_relation_lr_and_saves_a_loadable_folder(tiny_backbone, corpus_file, qqp_file, tmp_path):
+    cfg = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=4)
+    trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "run"))
+    assert len(trainer.train_dataset) == 47 + 40  # 47 duplicates of 95 QQP rows, 40 of 96 plain sentences
+    trainer.create_optimizer()
+    groups = [g for g in trainer.optimizer.param_groups if any(p is trainer.loss.relation_vectors for p in g["params"])]
+    assert len(groups) == 1 and groups[0]["lr"] == 1e-2 and len(groups[0]["params"]) == 1
+    paths = engine.train(cfg, evaluate=False)
+    relations, weights, vectors = load_relation_table(paths.model, 32)
+    assert relations == ["duplicate_question", "same_sent"] and weights == {"duplicate_question": 1.0}
+    assert vectors.shape == (2, 32)
+    types = [m["type"].rsplit(".", 1)[-1] for m in json.loads((paths.model / "modules.json").read_text())]
+    assert types == ["Transformer", "Pooling", "Dense"]  # RSE's MLP kept at inference
+    a = SentenceTransformer(str(paths.model)).encode(PROBE)
+    np.testing.assert_array_equal(a, engine.load_encoder(paths.model).encode(PROBE))
+    with pytest.raises(ConfigError, match="relation table is"):
+        load_relation_table(paths.model, 64)
+    (paths.model / RELATION_TABLE).unlink()
+    with pytest.raises(ConfigError, match="no readable RSE relation table"):
+        load_relation_table(paths.model, 32)
+
+
+def test_rse_needs_sources_and_known_weight_names(tiny_backbone, corpus_file, qqp_file, tmp_path):
+    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "r").model_dump()
+    tree["rse"]["weights"] = {"entailment": 1.0}
+    cfg = TrainConfig.model_validate(tree)
+    with pytest.raises(ConfigError, match="rse.weights names relations without data: entailment"):
+        engine.build_trainer(cfg, engine.RunPaths(tmp_path / "r"))
+    del tree["rse"]
+    with pytest.raises(Exception, match="needs a 'rse' section"):
+        TrainConfig.model_validate(tree)

@@ -7,7 +7,8 @@ TwitterPara (AP) and STS (the seven tasks).
 Training text: the corpus titles of the chosen forums (never their queries), shuffled with the
 seed, the first steps x batch of them. Each arm's run folder and results.json go under OUTPUT;
 ``sentlab report OUTPUT/*/results.json`` gives the tables. Prints one JSON object: per arm the
-scores, training seconds and evaluation seconds.
+scores, training seconds and evaluation seconds; with three or more arms, ``spearman_sts_vs``: the
+Spearman correlation over the arms between STS avg and each domain score.
 
     python benchmarks/domain_adaptation.py --output runs/domain --steps 500
 """
@@ -32,8 +33,8 @@ ARMS = {  # arm -> (config, overrides): the CPU presets, all with the model's ow
 DEFAULT_ARMS = ["start", "tsdae", "ct", "mlm", "simcse", "bert-flow"]
 
 
-def evaluate(model, name: str, forums: list[str], data_dir: str | None, out: Path) -> dict:
-    from sentlab.data.useb import load_cqadupstack, load_twitterpara, task_folder
+def evaluate(model, name: str, forums: dict, data_dir: str | None, out: Path) -> dict:
+    from sentlab.data.useb import load_twitterpara, task_folder
     from sentlab.evaluation import CosineScorer, evaluate_sts
     from sentlab.evaluation.results import EvalReport
     from sentlab.evaluation.scoring import EmbeddingCache
@@ -41,12 +42,10 @@ def evaluate(model, name: str, forums: list[str], data_dir: str | None, out: Pat
 
     cache = EmbeddingCache(model)
     report = EvalReport(model=name)
-    everything = load_cqadupstack(task_folder("CQADupStack", data_dir))
-    subset = {forum: everything[forum] for forum in forums}
-    report.tasks["CQADupStack"] = score_cqadupstack(cache.encode, subset, device=model.device)
+    report.tasks["CQADupStack"] = score_cqadupstack(cache.encode, forums, device=model.device)
     report.tasks["TwitterPara"] = score_twitterpara(cache.encode, load_twitterpara(task_folder("TwitterPara", data_dir)))
     evaluate_sts(CosineScorer(cache, name=name), data_dir, report=report, extras=False)
-    report.settings["cqadupstack_forums"] = forums
+    report.settings["cqadupstack_forums"] = sorted(forums)
     report.write(out / "results.json")
     return {"cqadupstack_map100": report.tasks["CQADupStack"].main,
             "twitterpara_ap": report.tasks["TwitterPara"].main, "sts_avg": report.summary["sts_avg"]}
@@ -72,15 +71,15 @@ def main() -> None:
     set_quiet(True)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    forums = args.forums.split(",")
     everything = load_cqadupstack(task_folder("CQADupStack", args.data_dir))
-    titles = sorted({title for forum in forums for title in everything[forum].corpus.values()})
+    forums = {name: everything[name] for name in args.forums.split(",")}
+    titles = sorted({title for forum in forums.values() for title in forum.corpus.values()})
     random.Random(args.seed).shuffle(titles)
     n = args.steps * args.batch_size
     train_file = out / "train_titles.txt"
     train_file.write_text("".join(" ".join(t.split()) + "\n" for t in titles[:n]), encoding="utf-8")
 
-    summary = {"forums": forums, "train_sentences": n, "steps": args.steps, "batch_size": args.batch_size,
+    summary = {"forums": list(forums), "train_sentences": n, "steps": args.steps, "batch_size": args.batch_size,
                "corpus_titles_available": len(titles), "arms": {}}
     for arm in args.arms.split(","):
         folder = out / arm
@@ -101,6 +100,13 @@ def main() -> None:
         scores = evaluate(model.eval(), arm, forums, args.data_dir, folder)
         summary["arms"][arm] = {**scores, "train_seconds": round(train_seconds, 1),
                                 "eval_seconds": round(time.perf_counter() - eval_started, 1)}
+    arms = summary["arms"]
+    if len(arms) >= 3:  # does STS move with the domain tasks over the arms (TSDAE Sec. 6.1)?
+        from scipy.stats import spearmanr
+
+        sts = [a["sts_avg"] for a in arms.values()]
+        summary["spearman_sts_vs"] = {task: float(spearmanr(sts, [a[task] for a in arms.values()]).statistic)
+                                      for task in ("cqadupstack_map100", "twitterpara_ap")}
     print(json.dumps(summary))
 
 

@@ -171,17 +171,22 @@ def _scorer(args: argparse.Namespace, name: str):
     return encoder, cache, RankScorer(cache, index, lambda_inf, batch_size=args.batch_size, name=f"{name} ({label})")
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    from sentlab.evaluation.results import EvalReport
-    from sentlab.training.config import load_config
-    from sentlab.training.engine import train
-
+def _train_overrides(args: argparse.Namespace) -> list[str]:
+    """``--set`` values plus what ``--data-dir`` and ``--quiet`` mean for a training config."""
     overrides = list(args.set)
     if args.data_dir is not None:
         overrides.append(f"data.data_dir={args.data_dir}")
     if args.quiet:
         overrides.append("train.progress_bar=false")
-    cfg = load_config(args.config, overrides)
+    return overrides
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from sentlab.evaluation.results import EvalReport
+    from sentlab.training.config import load_config
+    from sentlab.training.engine import train
+
+    cfg = load_config(args.config, _train_overrides(args))
     paths = train(cfg, resume=args.resume, evaluate=not args.no_eval)
     for results in (paths.results, paths.rank_results):  # cosine; Eq. 7 for RankEncoder runs
         if results.is_file():
@@ -194,20 +199,14 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     (its ``model.name`` is set to that run's ``model/``). A stage whose run folder already holds a
     final model is kept as it is, so re-running the command after a crash continues where it
     stopped (the interrupted stage with ``--resume``)."""
-    from sentlab.training.config import load_config
     from transformers.trainer_utils import get_last_checkpoint
 
+    from sentlab.training.config import load_config
     from sentlab.training.engine import RunPaths, train
 
     previous: Path | None = None
     for number, config in enumerate(args.configs, start=1):
-        overrides = list(args.set)
-        if previous is not None:
-            overrides.append(f"model.name={previous}")
-        if args.data_dir is not None:
-            overrides.append(f"data.data_dir={args.data_dir}")
-        if args.quiet:
-            overrides.append("train.progress_bar=false")
+        overrides = _train_overrides(args) + ([f"model.name={previous}"] if previous is not None else [])
         cfg = load_config(config, overrides)
         paths = RunPaths(Path(cfg.train.output_dir))
         if (paths.model / "modules.json").is_file():
@@ -330,12 +329,11 @@ def cmd_content_words(args: argparse.Namespace) -> int:
 
     from sentlab.evaluation.content_words import content_words_report, plot_content_words
     from sentlab.evaluation.dev_tasks import relevant_pairs
-    from sentlab.evaluation.scoring import EmbeddingCache
 
     encoder = _load(args)
     pairs = relevant_pairs(args.pairs, args.data_dir, args.limit)
     say(f"{len(pairs):,} relevant pairs of {args.pairs}")
-    report = content_words_report(EmbeddingCache(encoder).encode, pairs, args.model + _setting_label(args))
+    report = content_words_report(_embedding_cache(args, encoder).encode, pairs, args.model + _setting_label(args))
     report["pairs_from"] = args.pairs
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
@@ -352,9 +350,8 @@ def cmd_corpus_size(args: argparse.Namespace) -> int:
 
     from sentlab.training.corpus_size import corpus_size_curve
 
-    overrides = list(args.set) + (["train.progress_bar=false"] if args.quiet else [])
     result = corpus_size_curve(args.config, args.sizes, args.task, args.output, args.epochs, args.max_steps,
-                               overrides, args.data_dir)
+                               _train_overrides(args), args.data_dir)
     print(json.dumps(result["points"]))
     return 0
 
@@ -552,8 +549,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("corpus-size", help="TSDAE Sec. 7.1: train a config on 128 ... 65,536 sentences and score "
                                            "each model on a dev task (JSON + PNG)")
     p.add_argument("config", metavar="CONFIG")
-    p.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")],
-                   default=[2 ** k for k in range(7, 17)], help="comma-separated corpus sizes (default 128 ... 65536)")
+    p.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=None,
+                   help="comma-separated corpus sizes (default: the paper's 128, 256, ..., 65536)")
     p.add_argument("--task", default="sts-b", help="dev task: sts-b, twitterpara or cqadupstack:<forum>")
     p.add_argument("--epochs", type=float, default=10.0, help="epochs over each corpus (the paper: 10)")
     p.add_argument("--max-steps", type=_positive_int, default=100_000, help="step cap (the paper: 100k)")

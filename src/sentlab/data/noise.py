@@ -61,6 +61,20 @@ def add_noise(words: Sequence[str], kind: str, ratio: float, rng: np.random.Gene
     return out
 
 
+class PerReadRandom:
+    """A fresh generator each time a row is read, seeded by (seed, row, how many times the row was
+    read before): new draws every epoch, the same draws for the same seed."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.reads: dict[int, int] = defaultdict(int)
+
+    def __call__(self, row: int) -> np.random.Generator:
+        rng = np.random.default_rng([self.seed, row, self.reads[row]])
+        self.reads[row] += 1
+        return rng
+
+
 class NoisyPairs:
     """A ``datasets`` transform: rows ``{"sentence", "label": row index}`` -> ``{"noisy", "sentence"}``.
 
@@ -72,13 +86,12 @@ class NoisyPairs:
                  vocabulary: Sequence[str] = ()):
         if kind not in NOISE_TYPES:
             raise ValueError(f"unknown noise type {kind!r} (choose from {', '.join(NOISE_TYPES)})")
-        self.kind, self.ratio, self.seed = kind, ratio, seed
+        self.kind, self.ratio = kind, ratio
         self.mask_token, self.vocabulary = mask_token, list(vocabulary)
-        self.reads: dict[int, int] = defaultdict(int)
+        self.random = PerReadRandom(seed)
 
     def noise(self, sentence: str, row: int) -> str:
-        rng = np.random.default_rng([self.seed, row, self.reads[row]])
-        self.reads[row] += 1
+        rng = self.random(row)
         return " ".join(add_noise(sentence.split(), self.kind, self.ratio, rng, self.mask_token, self.vocabulary))
 
     def __call__(self, batch: dict[str, list]) -> dict[str, list]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 
-from sentlab.data.nli import read_snli_triplets
+from sentlab.data.nli import pair_by_premise, read_snli_triplets
 from sentlab.errors import DataError
 
 RELATIONS = ("entailment", "duplicate_question", "paraphrase", "same_caption", "qa_entailment", "same_sent")
@@ -83,15 +83,14 @@ def read_entailment(source: str | Path, split: str = "train") -> list[Triple]:
     if source.is_dir():
         rows = read_snli_triplets(source, split)
     else:
-        groups: dict[str, dict[str, list[str]]] = {}
+        labelled = []
         for number, line in _lines(source)[0]:
             try:
                 record = json.loads(line)
-                premise, hypothesis, label = record["sentence1"], record["sentence2"], record["gold_label"]
+                labelled.append((record["sentence1"], record["sentence2"], record["gold_label"]))
             except (json.JSONDecodeError, KeyError, TypeError):
                 raise DataError(f"{source}:{number}: expected a JSON object with sentence1, sentence2, gold_label") from None
-            groups.setdefault(premise, {}).setdefault(label, []).append(hypothesis)
-        rows = [(p, e, c) for p, g in groups.items() for e, c in zip(g.get("entailment", []), g.get("contradiction", []))]
+        rows = pair_by_premise(labelled)
     return [Triple(p, "entailment", e, c) for p, e, c in rows]
 
 
@@ -212,17 +211,14 @@ class InRelationNegatives:
     """
 
     def __init__(self, tails_by_relation: dict[int, list[tuple[int, str]]], seed: int):
+        from sentlab.data.noise import PerReadRandom
+
         self.tails_by_relation = tails_by_relation
-        self.seed = seed
-        self.reads: dict[int, int] = {}
+        self.random = PerReadRandom(seed)
 
     def draw(self, row: int, relation: int) -> str:
-        import numpy as np
-
         pool = self.tails_by_relation[relation]
-        count = self.reads.get(row, 0)
-        self.reads[row] = count + 1
-        rng = np.random.default_rng([self.seed, row, count])
+        rng = self.random(row)
         if len(pool) < 2:
             raise DataError(f"relation {relation} has fewer than 2 triples: no in-relation negative to draw")
         while True:

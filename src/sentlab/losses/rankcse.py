@@ -108,7 +108,7 @@ class RankCSELoss(nn.Module):
         self.distillation = distillation
         self.tau_student, self.tau_teacher = tau_student, tau_teacher
         self.use_infonce = use_infonce
-        self.last_components: dict[str, float] = {}
+        self.last_components: dict[str, Tensor] = {}
 
     def teacher_scores(self, rows: Tensor, device: torch.device) -> Tensor:
         """S^T for the batch: the weighted sum of each teacher's cosine matrix."""
@@ -140,7 +140,7 @@ class RankCSELoss(nn.Module):
             terms["rank"] = self.gamma * rank
         if not terms:
             raise ValueError("all terms of Eq. 6 are switched off")
-        self.last_components = {name: float(value.detach()) for name, value in terms.items()}
+        self.last_components = {name: value.detach() for name, value in terms.items()}
         return torch.stack(list(terms.values())).sum()
 
     def get_config_dict(self) -> dict[str, object]:

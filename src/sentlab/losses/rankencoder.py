@@ -87,7 +87,7 @@ class RankEncoderLoss(nn.Module):
         self.tau_upper = tau_upper
         self.combine = combine
         self._corpus_on: dict[str, Tensor] = {}
-        self.last_components: dict[str, float] = {}
+        self.last_components: dict[str, Tensor] = {}
 
     def _corpus(self, device: torch.device) -> Tensor:
         key = str(device)
@@ -129,7 +129,7 @@ class RankEncoderLoss(nn.Module):
             torch.distributed.all_reduce(l_r_total)
             torch.distributed.all_reduce(l_cl_mean)
             l_cl_mean /= world
-        self.last_components = {"l_cl": float(l_cl_mean), "l_r": float(l_r_total)}
+        self.last_components = {"l_cl": l_cl_mean, "l_r": l_r_total}
         weighted_rank = self.lambda_train * world * l_r_share  # mean over processes = lambda * global l_r
         if self.combine == "weighted_sum":
             return l_cl + weighted_rank

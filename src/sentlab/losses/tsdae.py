@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from sentlab.errors import ConfigError
 from sentlab.losses.lm_heads import head_model, share_body
@@ -62,16 +62,11 @@ class TSDAELoss(nn.Module):
         self.encoder = model
         self.reduction = reduction
         encoder_hf = model[0].auto_model
-        source = decoder
-        config = copy.deepcopy(encoder_hf.config) if decoder is None else None
-        if decoder is not None:
-            from transformers import AutoConfig
-
-            config = AutoConfig.from_pretrained(decoder)
+        config = AutoConfig.from_pretrained(decoder) if decoder else copy.deepcopy(encoder_hf.config)
         config.is_decoder = True
         config.add_cross_attention = True
         try:
-            self.decoder = head_model(encoder_hf, AutoModelForCausalLM, config, source=source)
+            self.decoder = head_model(encoder_hf, AutoModelForCausalLM, config, source=decoder)
         except ConfigError as err:
             raise ConfigError(f"{err}; use tsdae.tie: false with tsdae.decoder: <a checkpoint that has a causal-LM "
                               f"class and hidden size {encoder_hf.config.hidden_size}, e.g. bert-base-uncased>") from None
@@ -84,7 +79,7 @@ class TSDAELoss(nn.Module):
         self.encoder_tokenizer = model.tokenizer
         self.decoder_tokenizer = AutoTokenizer.from_pretrained(decoder) if decoder else model.tokenizer
         self.retokenize = decoder is not None and self.decoder_tokenizer.get_vocab() != self.encoder_tokenizer.get_vocab()
-        self.last_components: dict[str, float] = {}
+        self.last_components: dict[str, Tensor] = {}
 
     def decoder_targets(self, original: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
         """Token ids and mask of the original sentences in the decoder's vocabulary."""
@@ -112,7 +107,7 @@ class TSDAELoss(nn.Module):
         nll, target_mask = self.token_nll(s, ids, mask)
         tokens = target_mask.sum().clamp(min=1)
         token_mean = nll.sum() / tokens
-        self.last_components = {"token_nll": float(token_mean.detach())}
+        self.last_components = {"token_nll": token_mean.detach()}
         if self.reduction == "token-mean":
             return token_mean
         return nll.sum(dim=1).mean()

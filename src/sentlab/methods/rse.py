@@ -9,7 +9,7 @@ warm-up or weight decay. ``rse.sources`` names each source file, its format and 
 (:mod:`sentlab.data.relations`); ``cap`` keeps a seeded random sample of that many triples.
 
 The final model folder is a plain sentence-transformers model plus the relation table beside it:
-``rse_relations.json`` (names, default scoring weights, dimension) and ``rse_relations.safetensors``
+``rse_relations.json`` (names, default scoring weights) and ``rse_relations.safetensors``
 (the vectors). Relational scoring and RSE's evaluations are not built yet.
 """
 
@@ -93,6 +93,9 @@ class RSE(Method):
         return list(dict.fromkeys(source.relation for source in self.cfg.rse.sources))
 
     def train_dataset(self) -> Dataset:
+        unknown = set(self.cfg.rse.weights) - set(self.relations())
+        if unknown:
+            raise ConfigError(f"rse.weights names relations without data: {', '.join(sorted(unknown))}")
         triples = []
         for number, source in enumerate(self.cfg.rse.sources):
             read = read_source(source)
@@ -103,9 +106,6 @@ class RSE(Method):
             triples = triples[: self.cfg.data.limit]
         counts = rel.relation_counts(triples)
         say("relational triples: " + ", ".join(f"{name} {counts.get(name, 0):,}" for name in self.relations()))
-        unknown = set(self.cfg.rse.weights) - set(self.relations())
-        if unknown:
-            raise ConfigError(f"rse.weights names relations without data: {', '.join(sorted(unknown))}")
         return rel.triples_dataset(triples, self.relations(), self.cfg.train.seed)
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
@@ -121,8 +121,7 @@ class RSE(Method):
         super().save(model)
         vectors = self._loss.relation_vectors.detach().float().cpu().contiguous()
         save_file({"relation_vectors": vectors}, str(self.paths.model / RELATION_VECTORS))
-        table = {"relations": self.relations(), "dimension": int(vectors.shape[1]),
-                 "weights": self.cfg.rse.weights or {self.relations()[0]: 1.0}}
+        table = {"relations": self.relations(), "weights": self.cfg.rse.weights or {self.relations()[0]: 1.0}}
         (self.paths.model / RELATION_TABLE).write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
 
 

@@ -35,7 +35,9 @@ class StopOnNonFiniteLoss(TrainerCallback):
 
 class LossComponentsLog(TrainerCallback):
     """Add a loss's ``last_components`` (e.g. RankEncoder's l_cl and l_r of the latest step) to each
-    training-loss log record, as ``<name>_last``; put it before :class:`MetricsLog`."""
+    training-loss log record, as ``<name>_last``; put it before :class:`MetricsLog`. Losses keep them
+    as detached tensors and they become floats only here, at logging steps, so a step does not wait
+    for the device to report them."""
 
     def __init__(self, loss: object):
         self.loss = loss
@@ -43,7 +45,7 @@ class LossComponentsLog(TrainerCallback):
     def on_log(self, args, state, control, logs=None, **kwargs):
         components = getattr(self.loss, "last_components", None)
         if logs is not None and "loss" in logs and components:
-            logs.update({f"{name}_last": value for name, value in components.items()})
+            logs.update({f"{name}_last": float(value) for name, value in components.items()})
 
 
 class MetricsLog(TrainerCallback):

@@ -16,7 +16,7 @@ from sentlab.progress import say
 PAPER_SIZES = tuple(2 ** k for k in range(7, 17))  # 128 ... 65,536
 
 
-def corpus_size_curve(config: str | Path, sizes: list[int], task: str, output: str | Path, epochs: float = 10,
+def corpus_size_curve(config: str | Path, sizes: list[int] | None, task: str, output: str | Path, epochs: float = 10,
                       max_steps: int = 100_000, overrides: list[str] | None = None,
                       data_dir: str | None = None) -> dict:
     from sentlab.encoders import load_encoder
@@ -25,17 +25,17 @@ def corpus_size_curve(config: str | Path, sizes: list[int], task: str, output: s
 
     output = Path(output)
     output.mkdir(parents=True, exist_ok=True)
+    base = load_config(config, overrides)
     points = []
-    for size in sizes:
-        base = load_config(config, overrides)
+    for size in sizes or PAPER_SIZES:
         steps = min(max_steps, math.ceil(epochs * size / base.train.batch_size))
         run = output / f"n{size}"
         cfg = load_config(config, [*(overrides or []), f"data.limit={size}", f"train.max_steps={steps}",
                                    f"train.output_dir={run}", "eval.dev_task=none"])
         say(f"[corpus size] {size} sentences, {steps} steps")
-        model = load_encoder(run / "model") if (run / "model" / "modules.json").is_file() else None
-        if model is None:
-            model = load_encoder(train(cfg, evaluate=False).model)
+        if not (run / "model" / "modules.json").is_file():  # a size trained by an earlier call is reused
+            train(cfg, evaluate=False)
+        model = load_encoder(run / "model")
         points.append({"sentences": size, "steps": steps, "score": score_dev_task(model.eval(), task, data_dir)})
     result = {"config": str(config), "method": base.method, "task": task, "points": points}
     (output / "corpus_size.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

@@ -54,3 +54,51 @@ def test_in_relation_negatives_same_relation_other_row_fresh_per_read():
     assert dataset[6]["negative"] == "c" and dataset[7]["label"] == 0  # entailment keeps its contradiction
     again = triples_dataset(triples, ["entailment", "duplicate_question"], seed=0)
     assert [again[i]["negative"] for _ in range(20) for i in range(6)] == draws  # reproducible by seed
+
+
+def _grads(model, loss_module, features, labels, scale=1.0):
+    model.zero_grad()
+    loss_module.relation_vectors.grad = None
+    value = loss_module(features, labels)
+    (value * scale).backward()
+    encoder = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return float(value.detach()), encoder, loss_module.relation_vectors.grad.clone()
+
+
+def test_cached_loss_gives_the_same_loss_and_gradients_as_the_plain_one(tiny_backbone_no_dropout):
+    from sentlab.losses.rse import CachedRSELoss
+
+    # float64: float32 gradients of this tiny model already differ by ~2e-4 of their norm between two
+    # summation orders (checked against float64), which would hide a small caching error; in float64 the
+    # two paths agree to ~1e-13 and a stale, unscaled or mis-assigned cache is off by O(1)
+    model = build_encoder(str(tiny_backbone_no_dropout), "cls").double()  # no dropout: both passes agree
+    relations = ["entailment", "duplicate_question"]
+    plain = RSELoss(model, relations, gather_across_devices=False).double()
+    cached = CachedRSELoss(model, relations, gather_across_devices=False, mini_batch_size=2).double()
+    with torch.no_grad():
+        plain.relation_vectors.normal_(0, 1.0)
+        cached.relation_vectors.copy_(plain.relation_vectors)
+    heads = ["a man plays", "the dog runs", "a girl reads", "two cats sleep", "a boy swims"]
+    tails = ["a man plays music", "a dog runs", "the girl reads a book", "cats are asleep", "a child in water"]
+    negatives = ["a woman sits", "the cat eats", "a boy swims", "dogs bark", "a man reads"]
+    labels = torch.tensor([0, 1, 1, 0, 1])
+    value, encoder, relation = _grads(model, plain, [model.preprocess(x) for x in (heads, tails, negatives)],
+                                      labels, scale=3.0)
+    value_c, encoder_c, relation_c = _grads(model, cached, [model.preprocess(x) for x in (heads, tails, negatives)],
+                                            labels, scale=3.0)
+    assert math.isclose(value, value_c, rel_tol=1e-10)
+    assert set(encoder) == set(encoder_c)
+    for name, grad in encoder.items():
+        if "key.bias" in name:  # softmax ignores a shift shared by all keys: this gradient is 0 up to rounding
+            continue
+        assert float((encoder_c[name] - grad).norm()) <= 1e-9 * float(grad.norm()), name
+    # the outer factor (accumulation, fp16 scaling) reaches the relation vectors too: 3 x their gradient
+    torch.testing.assert_close(relation_c, relation, rtol=1e-9, atol=1e-12)
+    assert relation.abs().max() > 1e-3
+
+
+def test_merged_relations_fix_the_vectors_at_zero(tiny_backbone_no_dropout):
+    model = build_encoder(str(tiny_backbone_no_dropout), "cls")
+    loss = RSELoss(model, ["entailment"], learn_relations=False)
+    assert not any(p is loss.relation_vectors for p in loss.parameters())
+    assert float(loss.relation_vectors.abs().sum()) == 0.0

@@ -1,5 +1,5 @@
 """Run by ``torchrun`` from test_distributed.py: one SimCSE (or RankEncoder) step, then dump this rank's
-weights and loss."""
+weights (RSE: and relation vectors) and loss."""
 
 import json
 import sys
@@ -22,12 +22,31 @@ if method == "rankencoder":  # E1 = the same tiny model, corpus = the training s
     tree["rank"] = {"base_encoder": str(backbone), "corpus": str(corpus), "tau_lower": None, "tau_upper": None,
                     "lambda_train": 1.0, "combine": "weighted_sum"}
     cfg = TrainConfig.model_validate(tree)
+if method.startswith("rse"):  # two relations: paraphrase pairs (tab-separated) and the corpus as same_sent
+    pairs = out / "pairs.tsv"
+    out.mkdir(parents=True, exist_ok=True)
+    lines = corpus.read_text(encoding="utf-8").split("\n")
+    pairs.write_text("".join(f"{s}\t{s.split()[-1]} {s}\n" for s in lines if s), encoding="utf-8")
+    tree = cfg.model_dump()
+    tree["method"] = "rse"
+    tree["model"]["pooler"] = "cls"
+    tree["rse"] = {"sources": [{"relation": "paraphrase", "path": str(pairs), "format": "paranmt", "cap": 4},
+                               {"relation": "same_sent", "path": str(corpus), "format": "text", "cap": 4}],
+                  "mini_batch_size": 3 if method == "rse-cached" else None}
+    cfg = TrainConfig.model_validate(tree)
 paths = engine.RunPaths(out / "run")
 trainer = engine.build_trainer(cfg, paths)
+if method.startswith("rse"):  # SGD: the step is lr x gradient, so the comparison reads the gradients themselves
+    trainer.args.optim = "sgd"
+    initial = {k: v.detach().clone().contiguous().cpu() for k, v in trainer.model.state_dict().items()}
+    initial["relation_vectors"] = trainer.loss.relation_vectors.detach().clone().contiguous().cpu()
+    save_file(initial, str(out / "initial.safetensors"))
 trainer.train()
 rank = dist.get_rank() if dist.is_initialized() else 0
 world = dist.get_world_size() if dist.is_initialized() else 1
 state = {k: v.detach().contiguous().cpu() for k, v in trainer.model.state_dict().items()}
+if method.startswith("rse"):  # the loss's own parameters: DDP does not sync them, the loss's hook does
+    state["relation_vectors"] = trainer.loss.relation_vectors.detach().contiguous().cpu()
 save_file(state, str(out / f"rank{rank}.safetensors"))
 loss = next(r["loss"] for r in trainer.state.log_history if "loss" in r)
 (out / f"rank{rank}.json").write_text(json.dumps({"loss": loss, "world": world,

@@ -10,9 +10,24 @@ every in-batch tail h_m and every in-relation negative h_m⁻ (Eq. 2; without ne
 SimCSE's InfoNCE (:func:`sentlab.losses.simcse.info_nce`, which also gathers the candidates across
 processes under DDP) with the anchors translated by their relation's vector.
 
+Under DDP the relation vectors are the loss's parameters, not the model's, so DDP does not average
+their gradients: a hook averages them over the processes, which makes a step on P processes equal
+one step on the global batch (each process's loss covers its own anchors against every candidate).
+
+:class:`CachedRSELoss` is the same loss with Gradient Cache (Sec. 3.3: batch 512 of BERT-base in
+11 GB), through sentence-transformers' :class:`~sentence_transformers.base.losses.gradcache.CachedLossMixin`:
+embeddings are computed in mini-batches without a graph, the loss is back-propagated to them, and
+each mini-batch is re-embedded with gradients. The relation vectors' gradient from that inner
+backward pass is fed back through the returned loss, so gradient accumulation and fp16 loss
+scaling reach it exactly as they reach the encoder.
+
 Inputs: columns (head, tail[, negative]) and ``label`` = the relation's index. Example::
 
     loss = RSELoss(model, relations=["entailment", "duplicate_question"], temperature=0.05)
+    big_batch = CachedRSELoss(model, relations=["entailment"], mini_batch_size=32)
+
+``learn_relations=False`` fixes every r_k at 0: plain supervised SimCSE on the same rows (the
+"All-Above" baseline of Table 1 when the sources are merged).
 """
 
 from __future__ import annotations
@@ -20,31 +35,80 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
+import torch.distributed as dist
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.base.losses.gradcache import CachedLossMixin
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
 from sentlab.losses.simcse import info_nce
 
 
+def _average_over_processes(grad: Tensor) -> Tensor:
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        grad = grad.clone()
+        dist.all_reduce(grad)
+        grad /= dist.get_world_size()
+    return grad
+
+
 class RSELoss(nn.Module):
     def __init__(self, model: SentenceTransformer, relations: Sequence[str], temperature: float = 0.05,
-                 gather_across_devices: bool = True, init_std: float = 0.02):
+                 gather_across_devices: bool = True, init_std: float = 0.02, learn_relations: bool = True):
         super().__init__()
         self.model = model
         self.relations = list(relations)
         self.temperature = temperature
         self.gather_across_devices = gather_across_devices
-        dim = model.get_embedding_dimension()
-        self.relation_vectors = nn.Parameter(torch.randn(len(self.relations), dim) * init_std)
+        vectors = torch.randn(len(self.relations), model.get_embedding_dimension()) * init_std
+        if learn_relations:
+            self.relation_vectors = nn.Parameter(vectors)
+            self.relation_vectors.register_hook(_average_over_processes)
+        else:
+            self.register_buffer("relation_vectors", torch.zeros_like(vectors))
 
-    def anchors(self, heads: Tensor, relation_ids: Tensor) -> Tensor:
+    def anchors(self, heads: Tensor, relation_ids: Tensor, vectors: Tensor | None = None) -> Tensor:
         """h_i + r_k for each row."""
-        return heads + self.relation_vectors[relation_ids.long()].to(heads.dtype)
+        vectors = self.relation_vectors if vectors is None else vectors
+        return heads + vectors[relation_ids.long().to(heads.device)].to(heads.dtype)
+
+    def relational_nce(self, embeddings: Sequence[Tensor], labels: Tensor, vectors: Tensor | None = None) -> Tensor:
+        heads, tails = embeddings[0], embeddings[1]
+        negatives = embeddings[2] if len(embeddings) > 2 else None
+        return info_nce(self.anchors(heads, labels, vectors), tails, negatives, self.temperature,
+                        gather=self.gather_across_devices)
 
     def forward(self, sentence_features: list[dict[str, Tensor]], labels: Tensor) -> Tensor:
         embeddings = embed_columns(self.model, list(sentence_features), separate_first=False)
-        heads, tails = embeddings[0], embeddings[1]
-        negatives = embeddings[2] if len(embeddings) > 2 else None
-        return info_nce(self.anchors(heads, labels.to(heads.device)), tails, negatives, self.temperature,
-                        gather=self.gather_across_devices)
+        return self.relational_nce(embeddings, labels)
+
+
+class CachedRSELoss(CachedLossMixin, RSELoss):
+    """:class:`RSELoss` with Gradient Cache; ``mini_batch_size`` rows are embedded at a time."""
+
+    def __init__(self, model: SentenceTransformer, relations: Sequence[str], temperature: float = 0.05,
+                 gather_across_devices: bool = True, init_std: float = 0.02, learn_relations: bool = True,
+                 mini_batch_size: int = 32):
+        super().__init__(model, relations, temperature, gather_across_devices, init_std, learn_relations)
+        self.mini_batch_size = mini_batch_size
+        self._relation_grad: Tensor | None = None
+
+    def calculate_loss(self, reps: list[list[Tensor]], labels: Tensor | None = None, *,
+                       with_backward: bool = False) -> Tensor:
+        learn = isinstance(self.relation_vectors, nn.Parameter)
+        vectors = self.relation_vectors.detach().requires_grad_(learn and with_backward)
+        loss = self.relational_nce([torch.cat(column) for column in reps], labels, vectors)
+        if with_backward:
+            loss.backward()
+            self._relation_grad = vectors.grad
+            loss = loss.detach()
+        return loss
+
+    def forward(self, sentence_features: list[dict[str, Tensor]], labels: Tensor) -> Tensor:
+        loss = self.forward_cached(sentence_features, labels)
+        grad, self._relation_grad = self._relation_grad, None
+        if grad is None:
+            return loss
+        # zero-valued, with d/dr = the cached gradient, scaled by whatever reaches the returned loss
+        link = (self.relation_vectors * grad).sum()
+        return loss + (link - link.detach())

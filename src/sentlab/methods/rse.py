@@ -8,9 +8,15 @@ trained with their own learning rate (``rse.relation_lr``, 1e-2) as a separate p
 warm-up or weight decay. ``rse.sources`` names each source file, its format and its relation
 (:mod:`sentlab.data.relations`); ``cap`` keeps a seeded random sample of that many triples.
 
+``rse.mini_batch_size`` switches to the Gradient Cache loss (Sec. 3.3;
+:class:`sentlab.losses.rse.CachedRSELoss`): the batch is embedded that many rows at a time, so batch
+512 trains in the memory of the mini-batch. ``rse.merge_relations`` is the "All-Above" baseline of
+Table 1: every source merged into plain positive pairs, no relation vectors, no in-relation
+negatives - supervised SimCSE on the same data, to test whether modelling the relations helps.
+
 The final model folder is a plain sentence-transformers model plus the relation table beside it:
 ``rse_relations.json`` (names, default scoring weights) and ``rse_relations.safetensors``
-(the vectors). Relational scoring and RSE's evaluations are not built yet.
+(the vectors); :mod:`sentlab.evaluation.relational` scores with it. An "All-Above" run saves no table.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from torch import nn
 
 from sentlab.data import relations as rel
 from sentlab.errors import ConfigError
-from sentlab.losses.rse import RSELoss
+from sentlab.losses.rse import CachedRSELoss, RSELoss
 from sentlab.methods.base import Method, register
 from sentlab.progress import say
 from sentlab.training.config import TrainConfig, _Section
@@ -51,6 +57,8 @@ class RSESection(_Section):
     relation_lr: float = Field(1e-2, gt=0, description="learning rate of the relation vectors (App. D)")
     weights: dict[str, float] = Field(default_factory=dict, description="default scoring weights saved with the "
                                                                        "model (e.g. entailment 1.0, duplicate_question 0.5)")
+    mini_batch_size: int | None = Field(None, gt=0, description="Gradient Cache: embed this many rows at a time")
+    merge_relations: bool = Field(False, description="the All-Above baseline: plain positive pairs, no relations")
 
 
 class RSEConfig(TrainConfig):
@@ -106,10 +114,19 @@ class RSE(Method):
             triples = triples[: self.cfg.data.limit]
         counts = rel.relation_counts(triples)
         say("relational triples: " + ", ".join(f"{name} {counts.get(name, 0):,}" for name in self.relations()))
+        if self.cfg.rse.merge_relations:
+            say("All-Above baseline: the sources merged into plain positive pairs")
+            return Dataset.from_dict({"head": [t.head for t in triples], "tail": [t.tail for t in triples],
+                                      "label": [0] * len(triples)})
         return rel.triples_dataset(triples, self.relations(), self.cfg.train.seed)
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
-        self._loss = RSELoss(model, self.relations(), temperature=self.cfg.loss.temperature)
+        r = self.cfg.rse
+        options = dict(temperature=self.cfg.loss.temperature, learn_relations=not r.merge_relations)
+        if r.mini_batch_size is not None:
+            self._loss = CachedRSELoss(model, self.relations(), mini_batch_size=r.mini_batch_size, **options)
+        else:
+            self._loss = RSELoss(model, self.relations(), **options)
         return self._loss
 
     def learning_rate_mapping(self) -> dict[str, float]:
@@ -119,6 +136,8 @@ class RSE(Method):
         from safetensors.torch import save_file
 
         super().save(model)
+        if self.cfg.rse.merge_relations:
+            return
         vectors = self._loss.relation_vectors.detach().float().cpu().contiguous()
         save_file({"relation_vectors": vectors}, str(self.paths.model / RELATION_VECTORS))
         table = {"relations": self.relations(), "weights": self.cfg.rse.weights or {self.relations()[0]: 1.0}}

@@ -159,3 +159,65 @@ def test_eval_transfer_rejects_unknown_features(tiny_st_model, tmp_path, capsys)
     assert main(["eval", "--model", str(tiny_st_model), "--tasks", "transfer", "--data-dir", str(tmp_path),
                  "--features", "cls-avg"]) == 2
     assert "unknown features 'cls-avg'" in capsys.readouterr().err
+
+
+@pytest.fixture
+def tiny_rse_folder(tiny_st_model, tmp_path):
+    """A tiny model with a relation table beside it, as an RSE run saves it."""
+    import shutil
+
+    from sentlab.evaluation.relational import RelationTable
+
+    folder = tmp_path / "rse"
+    shutil.copytree(tiny_st_model, folder)
+    rng = np.random.default_rng(0)
+    RelationTable(["entailment", "duplicate_question"], rng.normal(size=(2, 32)).astype(np.float32),
+                  {"entailment": 1.0, "duplicate_question": 0.5}).save(folder)
+    return folder
+
+
+def test_similarity_of_an_rse_model_prints_every_relation_and_the_mix(tiny_rse_folder, capsys):
+    from sentlab.evaluation.relational import RelationalScorer, RelationTable
+
+    pair = ["a man plays the guitar", "a woman plays the piano"]
+    assert main(["similarity", "--model", str(tiny_rse_folder), *pair]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [line.split()[0] for line in lines] == ["entailment", "duplicate_question", "mix"]
+    scorer = RelationalScorer(SentenceTransformer(str(tiny_rse_folder)), RelationTable.load(tiny_rse_folder))
+    expected = scorer.relation_scores(pair[:1], pair[1:])[0]
+    printed = [float(line.split()[1]) for line in lines]
+    np.testing.assert_allclose(printed[:2], expected, atol=6e-5)  # printed to 4 decimals
+    assert printed[2] == pytest.approx(2 / 3 * expected[0] + 1 / 3 * expected[1], abs=1e-4)
+    assert main(["similarity", "--model", str(tiny_rse_folder), *pair, "--relation", "none"]) == 0
+    v = SentenceTransformer(str(tiny_rse_folder)).encode(pair, normalize_embeddings=True)
+    assert float(capsys.readouterr().out) == pytest.approx(float(v[0] @ v[1]), abs=1e-4)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--relation", "paraphrase"], "unknown relation(s) paraphrase"),
+    (["--relation-weights", "entailment"], "expected name=weight"),
+    (["--relation", "entailment", "--relation-weights", "entailment=1"], "not both"),
+])
+def test_relation_options_bad_input(tiny_rse_folder, extra, message, capsys):
+    assert main(["similarity", "--model", str(tiny_rse_folder), "a dog", "a cat", *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "\n" not in err
+
+
+def test_relation_options_need_an_rse_folder(tiny_st_model, capsys):
+    assert main(["eval", "--model", str(tiny_st_model), "--relation", "entailment"]) == 2
+    assert "need an RSE model folder" in capsys.readouterr().err
+
+
+def test_eval_scores_sts_relationally_and_plot_relations(tiny_rse_folder, data_dir, tmp_path, capsys):
+    import json
+
+    out = tmp_path / "r.json"
+    assert main(["eval", "--model", str(tiny_rse_folder), "--tasks", "sts", "--relation", "duplicate_question",
+                 "--output", str(out), "--data-dir", str(data_dir), "--quiet"]) == 0
+    results = json.loads(out.read_text())
+    assert results["settings"]["relation_weights"] == {"entailment": 0.0, "duplicate_question": 1.0}
+    assert "RSE duplicate_question=1" in results["model"]
+    assert main(["plot", "relations", "--model", str(tiny_rse_folder), "--output", str(tmp_path / "fig")]) == 0
+    matrix = json.loads((tmp_path / "fig" / "relation_similarity.json").read_text())["cosine"]
+    assert matrix[0][0] == pytest.approx(1.0) and (tmp_path / "fig" / "relation_similarity.png").is_file()

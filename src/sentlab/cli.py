@@ -105,6 +105,43 @@ def _rank_args(parser: argparse.ArgumentParser) -> None:
                              "(default: the RankEncoder folder's value, else 0.1 as in the paper)")
 
 
+def _relation_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--relation", default=None, help="RSE model: score under this relation alone, or 'none' for "
+                                                         "the plain cosine (default: the folder's saved weights)")
+    parser.add_argument("--relation-weights", default=None, metavar="NAME=W,...",
+                        help="RSE model: a weighted mix of relations, e.g. entailment=1,duplicate_question=0.5 "
+                             "(normalised to sum to 1)")
+    parser.add_argument("--direction", choices=("forward", "max"), default="forward",
+                        help="RSE pair scores: forward = first sentence as the head (the paper), max = the larger "
+                             "of both directions (the released code's STS scoring); retrieval is always forward")
+
+
+def _relational(args: argparse.Namespace, encoder, source, name: str):
+    """A :class:`RelationalScorer` for an RSE model folder (None for the plain cosine), from
+    ``--relation`` / ``--relation-weights`` / ``--direction``."""
+    from sentlab.evaluation.relational import RelationalScorer, RelationTable, parse_relation_weights
+
+    relation, spec = getattr(args, "relation", None), getattr(args, "relation_weights", None)
+    if relation is not None and spec is not None:
+        raise SentlabError("give --relation or --relation-weights, not both")
+    if relation == "none":
+        return None
+    if not RelationTable.is_saved_in(args.model):
+        if relation is not None or spec is not None:
+            raise SentlabError(f"--relation / --relation-weights need an RSE model folder; {args.model} has no "
+                               "rse_relations.json")
+        return None
+    if getattr(args, "index", None) is not None:
+        raise SentlabError("--index (RankEncoder) and an RSE model's relational score do not combine; "
+                           "pass --relation none to score the encoder by cosine")
+    table = RelationTable.load(args.model, encoder.get_embedding_dimension())
+    weights = {relation: 1.0} if relation is not None else parse_relation_weights(spec) if spec else None
+    scorer = RelationalScorer(source, table, weights, direction=args.direction, batch_size=args.batch_size)
+    mix = ", ".join(f"{n}={w:.3g}" for n, w in zip(table.names, scorer.weights) if w)
+    scorer.name = f"{name} (RSE {mix}, {args.direction})"
+    return scorer
+
+
 def _load(args: argparse.Namespace):
     from sentlab.encoders import load_encoder
     from sentlab.encoders.backends import accelerate, check_backend, require_extra
@@ -153,14 +190,17 @@ def _index_of(args: argparse.Namespace, encoder):
 
 
 def _scorer(args: argparse.Namespace, name: str):
-    """(encoder, embedding cache, scorer): cosine, or Eq. 7 for a RankEncoder folder / an encoder with
-    ``--index``; the scorer encodes through the cache."""
+    """(encoder, embedding cache, scorer): cosine, RSE's relational score for an RSE folder, or Eq. 7
+    for a RankEncoder folder / an encoder with ``--index``; the scorer encodes through the cache."""
     from sentlab.evaluation.scoring import CosineScorer
     from sentlab.rank.model import DEFAULT_LAMBDA_INF, RankScorer
 
     encoder = _load(args)
     name = name + _setting_label(args)
     cache = _embedding_cache(args, encoder)  # several task families share one encoding of each sentence
+    relational = _relational(args, encoder, cache, name)
+    if relational is not None:
+        return encoder, cache, relational
     index, stored_lambda = _index_of(args, encoder)
     if index is None:
         if args.lambda_inf is not None:
@@ -237,6 +277,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
                             "data_dir": str(args.data_dir or ""), "tasks": families})
     if "transfer" in families:
         report.settings.update({"features": args.features, "kfold": args.kfold, "pair_features": args.pair_features})
+    if hasattr(scorer, "table"):
+        report.settings.update({"relation_weights": dict(zip(scorer.table.names, scorer.weights.tolist())),
+                                "direction": scorer.direction})
     if hasattr(scorer, "lambda_inf"):
         report.settings.update({"lambda_inf": scorer.lambda_inf, "index": str(args.index or args.model),
                                 "corpus_size": len(scorer.index)})
@@ -274,7 +317,15 @@ def cmd_similarity(args: argparse.Namespace) -> int:
     for i, sentence in enumerate((args.sentence1, args.sentence2), start=1):
         if not sentence.strip():
             raise DataError(f"sentence {i} is empty")
-    score = _scorer(args, args.model)[2].score([args.sentence1], [args.sentence2])[0]
+    scorer = _scorer(args, args.model)[2]
+    if hasattr(scorer, "relation_scores"):  # RSE: every relation's score (Table 9), then the mix
+        per_relation = scorer.relation_scores([args.sentence1], [args.sentence2])[0]
+        width = max(len(n) for n in scorer.table.names)
+        for relation, value in zip(scorer.table.names, per_relation):
+            print(f"{relation:<{width}}  {value:.4f}")
+        print(f"{'mix':<{width}}  {scorer.score([args.sentence1], [args.sentence2])[0]:.4f}  ({scorer.name})")
+        return 0
+    score = scorer.score([args.sentence1], [args.sentence2])[0]
     print(f"{score:.4f}")
     return 0
 
@@ -372,6 +423,23 @@ def cmd_plot_cosine_buckets(args: argparse.Namespace) -> int:
     distributions = [cosine_by_gold_bucket(CosineScorer(load_encoder(name, device=args.device), name=name),
                                            args.data_dir) for name in args.model]
     path = plot_cosine_buckets(distributions, args.output)
+    print(f"written {path} (+ .json)")
+    return 0
+
+
+def cmd_plot_relations(args: argparse.Namespace) -> int:
+    from sentlab.evaluation.relational import RelationTable
+    from sentlab.reporting.plots import plot_relation_similarity
+
+    if not RelationTable.is_saved_in(args.model):
+        raise DataError(f"{args.model}: not an RSE model folder (no rse_relations.json)")
+    table = RelationTable.load(args.model)
+    similarity = table.similarity()
+    width = max(len(n) for n in table.names)
+    print(" " * width + "  " + " ".join(f"{n[:8]:>8}" for n in table.names))
+    for name, row in zip(table.names, similarity):
+        print(f"{name:<{width}}  " + " ".join(f"{v:8.3f}" for v in row))
+    path = plot_relation_similarity(table.names, similarity, args.output, title=f"{args.model}: relation vectors")
     print(f"written {path} (+ .json)")
     return 0
 
@@ -479,6 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
     _model_args(p)
     _backend_args(p)
     _rank_args(p)
+    _relation_args(p)
     p.add_argument("--tasks", default="sts", help="comma-separated task families: sts, ranking, transfer, useb, "
                                                   "evalrank, or all (tasks without data are skipped and listed)")
     p.add_argument("--output", default=None, help="write the results as JSON here")
@@ -500,10 +569,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings")
     p.set_defaults(func=cmd_encode)
 
-    p = sub.add_parser("similarity", help="similarity of two sentences (cosine, or Eq. 7 with an index)")
+    p = sub.add_parser("similarity", help="similarity of two sentences (cosine, Eq. 7 with an index, every relation's "
+                                          "score for an RSE model)")
     _model_args(p)
     _backend_args(p)
     _rank_args(p)
+    _relation_args(p)
     p.add_argument("sentence1")
     p.add_argument("sentence2")
     p.set_defaults(func=cmd_similarity)
@@ -566,6 +637,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("results", nargs="+", help="results files of `sentlab eval --tasks sts --output`")
     _figures_output_arg(f)
     f.set_defaults(func=cmd_plot_alignment_uniformity)
+    f = plot_sub.add_parser("relations", help="RSE Fig. 4: cosine similarity between an RSE model's relation vectors")
+    f.add_argument("--model", required=True, help="an RSE model folder")
+    _figures_output_arg(f)
+    f.set_defaults(func=cmd_plot_relations)
     f = plot_sub.add_parser("cosine-buckets", help="RankCSE Fig. 4: cosine per gold-score bucket, STS-B dev")
     f.add_argument("--model", action="append", required=True, help="repeat for several models")
     f.add_argument("--device", default=None)

@@ -87,3 +87,14 @@ def test_malformed_pair_line(tmp_path):
     (folder / "pos_pair.txt").write_text("only one sentence\n", encoding="utf-8")
     with pytest.raises(DataError, match=r"pos_pair.txt:1: expected 'sentence<TAB>sentence'"):
         load_evalrank(tmp_path)
+
+
+def test_query_rows_rank_against_uncentred_unit_rows(tmp_path):
+    from sentlab.evaluation.useb import unit_rows
+
+    data = load_evalrank(write_evalrank(tmp_path).parent)
+    vectors = angle_vectors(ANGLES)  # centring is a no-op here, so unit query rows reproduce the cosine ranks
+    same = score_evalrank(vectors, data, query_rows=lambda texts: unit_rows(vectors(texts)))
+    assert same.scores == score_evalrank(vectors, data).scores and same.extra["centred"] is False
+    shifted = angle_vectors(ANGLES, (5.0, -3.0))  # not centred now: every vector leans the same way
+    assert score_evalrank(shifted, data, query_rows=lambda t: unit_rows(shifted(t))).scores != same.scores

@@ -103,3 +103,17 @@ def test_evaluate_useb_skips_absent_tasks_with_reasons(tmp_path):
     report = evaluate_useb(angle_vectors(TWITTER), tmp_path)
     assert list(report.tasks) == ["TwitterPara"] and "useb_avg" not in report.summary
     assert sorted(report.summary["skipped"]) == ["AskUbuntu", "CQADupStack", "SciDocs"]
+
+
+def test_query_rows_are_used_for_the_query_side(tmp_path):
+    """Asymmetric (RSE) scoring: queries take ``query_rows``, candidates their unit rows. Unit rows as
+    query rows reproduce the cosine figures; query rows pointing elsewhere change them."""
+    from sentlab.evaluation.useb import unit_rows
+
+    asku, cqa = load_askubuntu(write_askubuntu(tmp_path / "a")), load_cqadupstack(write_cqadupstack(tmp_path / "c"))
+    for table, score, data in ((ASKU, score_askubuntu, asku), (CQA, score_cqadupstack, cqa)):
+        vectors = angle_vectors(table)
+        same = score(vectors, data, query_rows=lambda texts, v=vectors: unit_rows(v(texts)))
+        assert same.scores == score(vectors, data).scores
+        flipped = score(vectors, data, query_rows=lambda texts, v=vectors: -unit_rows(v(texts)))
+        assert flipped.main < same.main  # the most dissimilar candidates now rank first

@@ -5,7 +5,7 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 from sentlab.errors import ConfigError
-from sentlab.methods.rse import RELATION_TABLE, load_relation_table
+from sentlab.evaluation.relational import RELATION_TABLE, RelationalScorer, RelationTable
 from sentlab.training import engine
 from sentlab.training.config import TrainConfig
 from tests.training.test_engine import PROBE
@@ -39,18 +39,22 @@ def test_rse_trains_with_its_own_relation_lr_and_saves_a_loadable_folder(tiny_ba
     groups = [g for g in trainer.optimizer.param_groups if any(p is trainer.loss.relation_vectors for p in g["params"])]
     assert len(groups) == 1 and groups[0]["lr"] == 1e-2 and len(groups[0]["params"]) == 1
     paths = engine.train(cfg, evaluate=False)
-    relations, weights, vectors = load_relation_table(paths.model, 32)
-    assert relations == ["duplicate_question", "same_sent"] and weights == {"duplicate_question": 1.0}
-    assert vectors.shape == (2, 32)
+    table = RelationTable.load(paths.model, 32)
+    assert table.names == ["duplicate_question", "same_sent"] and table.weights == {"duplicate_question": 1.0}
+    assert table.vectors.shape == (2, 32) and np.abs(table.vectors).max() > 0
     types = [m["type"].rsplit(".", 1)[-1] for m in json.loads((paths.model / "modules.json").read_text())]
     assert types == ["Transformer", "Pooling", "Dense"]  # RSE's MLP kept at inference
     a = SentenceTransformer(str(paths.model)).encode(PROBE)
     np.testing.assert_array_equal(a, engine.load_encoder(paths.model).encode(PROBE))
+    # the folder round trip: plain sentence-transformers load + table = sentlab's load, score for score
+    plain = RelationalScorer(SentenceTransformer(str(paths.model)), RelationTable.load(paths.model, 32))
+    ours = RelationalScorer(engine.load_encoder(paths.model), table)
+    np.testing.assert_array_equal(plain.relation_scores(PROBE, PROBE[::-1]), ours.relation_scores(PROBE, PROBE[::-1]))
     with pytest.raises(ConfigError, match="relation table is"):
-        load_relation_table(paths.model, 64)
+        RelationTable.load(paths.model, 64)
     (paths.model / RELATION_TABLE).unlink()
     with pytest.raises(ConfigError, match="no readable RSE relation table"):
-        load_relation_table(paths.model, 32)
+        RelationTable.load(paths.model, 32)
 
 
 def test_rse_needs_sources_and_known_weight_names(tiny_backbone, corpus_file, qqp_file, tmp_path):

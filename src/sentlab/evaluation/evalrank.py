@@ -28,6 +28,11 @@ Two ranks are reported, labelled, because the toolkit's differs from its own def
   (a competitor within float32 rounding of the pair score) are decided by float64 values, the same
   on any BLAS and thread count; a sentence whose vector equals s2's ties
   with the pair exactly and does not count.
+
+Asymmetric scorers (RSE's relational score f(s1, s, r) = Σ_k w_k cos(h1 + r_k, h), given as query
+rows) rank every sentence s by the first sentence's query row against the unit rows of the raw
+vectors: no centring, because the relation vectors translate the uncentred space they were trained
+in; ``extra["centred"]`` says which was done.
 """
 
 from __future__ import annotations
@@ -76,13 +81,16 @@ def load_evalrank(root: str | Path | None = None) -> EvalRankData:
     return EvalRankData(pairs, sentences)
 
 
-def pair_ranks(vectors: np.ndarray, pairs: np.ndarray, block: int = 256) -> np.ndarray:
-    """Corrected ranks (see the module docstring) of each pair's partner from centred, unit ``vectors``."""
+def pair_ranks(vectors: np.ndarray, pairs: np.ndarray, block: int = 256,
+               queries: np.ndarray | None = None) -> np.ndarray:
+    """Corrected ranks (see the module docstring) of each pair's partner from centred, unit ``vectors``
+    (the first sentence's row taken from ``queries`` when given)."""
     table = np.asarray(vectors, dtype=np.float64)
+    asking = table if queries is None else np.asarray(queries, dtype=np.float64)
     ranks = np.empty(len(pairs), dtype=np.int64)
     for start in range(0, len(pairs), block):
         first, second = pairs[start:start + block, 0], pairs[start:start + block, 1]
-        sims = table[first] @ table.T
+        sims = asking[first] @ table.T
         rows = np.arange(len(first))
         positive = sims[rows, second][:, None].copy()
         sims[rows, first] = -np.inf  # neither s1 nor s2 competes
@@ -91,15 +99,16 @@ def pair_ranks(vectors: np.ndarray, pairs: np.ndarray, block: int = 256) -> np.n
     return ranks
 
 
-def toolkit_ranks(vectors: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+def toolkit_ranks(vectors: np.ndarray, pairs: np.ndarray, queries: np.ndarray | None = None) -> np.ndarray:
     """The toolkit's ranks (see the module docstring): its float32 numpy products, one pair at a time."""
     from threadpoolctl import threadpool_limits
 
     table = np.ascontiguousarray(vectors, dtype=np.float32)
+    asking = table if queries is None else np.ascontiguousarray(queries, dtype=np.float32)
     ranks = np.empty(len(pairs), dtype=np.int64)
     with threadpool_limits(limits=1):
         for k, (a, b) in enumerate(pairs):
-            s1, s2 = table[a:a + 1], table[b:b + 1]
+            s1, s2 = asking[a:a + 1], table[b:b + 1]
             positive = np.dot(s1, s2.T).squeeze()
             background = np.dot(table, s1.T).squeeze()
             ranks[k] = max(1, int((background > positive).sum()))
@@ -112,22 +121,29 @@ def _rank_scores(ranks: np.ndarray, suffix: str = "") -> dict[str, float]:
     return scores
 
 
-def score_evalrank(vectors: VectorFn, data: EvalRankData) -> MetricsResult:
+def score_evalrank(vectors: VectorFn, data: EvalRankData, query_rows: VectorFn | None = None) -> MetricsResult:
     raw = np.asarray(vectors(data.sentences), dtype=np.float32)
-    centred = unit_rows(raw - raw.mean(axis=0, keepdims=True))
     row = {s: i for i, s in enumerate(data.sentences)}
     pairs = np.asarray([(row[a], row[b]) for a, b in data.pairs])
-    toolkit, corrected = toolkit_ranks(centred, pairs), pair_ranks(centred, pairs)
+    queries = None
+    if query_rows is None:
+        table = unit_rows(raw - raw.mean(axis=0, keepdims=True))
+    else:
+        table = unit_rows(raw)
+        heads = np.unique(pairs[:, 0])
+        queries = np.zeros_like(table)
+        queries[heads] = query_rows([data.sentences[i] for i in heads])
+    toolkit, corrected = toolkit_ranks(table, pairs, queries), pair_ranks(table, pairs, queries=queries)
     scores = {**_rank_scores(toolkit), **_rank_scores(corrected, "_corrected")}
     return MetricsResult("mrr", scores, n=len(data.pairs), extra={
-        "n_sentences": len(data.sentences), "protocols": {
+        "n_sentences": len(data.sentences), "centred": query_rows is None, "protocols": {
             "toolkit": "the EvalRank toolkit's float32 computation (s2 may outrank its own pair by rounding)",
             "corrected": "s1 and s2 excluded, float64 scores (mrr_corrected, hits@k_corrected, mean_rank_corrected)"},
         "pairs_where_toolkit_differs": int((toolkit != corrected).sum())})
 
 
 def evaluate_evalrank(vectors: VectorFn, root: str | Path | None = None, report: EvalReport | None = None,
-                      model_name: str = "model") -> EvalReport:
+                      model_name: str = "model", query_rows: VectorFn | None = None) -> EvalReport:
     report = report or EvalReport(model=model_name)
-    report.tasks["EvalRank"] = score_evalrank(vectors, load_evalrank(root))
+    report.tasks["EvalRank"] = score_evalrank(vectors, load_evalrank(root), query_rows)
     return report

@@ -109,9 +109,11 @@ def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalRepor
             evaluate_transfer(inputs.features, root, tasks=tasks, report=report, kfold=inputs.kfold,
                               pair_kind=inputs.pair_features, n_jobs=inputs.n_jobs)
         elif family == "useb":
-            evaluate_useb(inputs.scorer.encode, root, tasks=tasks, report=report, device=inputs.device)
+            evaluate_useb(inputs.scorer.encode, root, tasks=tasks, report=report, device=inputs.device,
+                          query_rows=getattr(inputs.scorer, "query_rows", None))
         else:
-            evaluate_evalrank(inputs.scorer.encode, root, report=report)
+            evaluate_evalrank(inputs.scorer.encode, root, report=report,
+                              query_rows=getattr(inputs.scorer, "query_rows", None))
         report.settings.setdefault("seconds", {})[family] = round(time.perf_counter() - start, 1)
     if not report.tasks:
         skipped = report.summary.get("skipped", {})

@@ -36,6 +36,8 @@ from sentlab.evaluation.results import EvalReport, MetricsResult
 
 VectorFn = Callable[[Sequence[str]], np.ndarray]  # rows whose cosine is the model's similarity
 MAP_CUTOFF = 100
+# Asymmetric scorers (RSE's relational score) also give query rows: the score of (query, text) is the
+# inner product of the query row with the text's unit row. Without them a query is a unit row too.
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -43,9 +45,18 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
-def _encode_unique(vectors: VectorFn, texts: Iterable[str]) -> dict[str, np.ndarray]:
+def _encode_unique(vectors: VectorFn, texts: Iterable[str], query_rows: VectorFn | None = None
+                   ) -> dict[str, np.ndarray]:
     unique = list(dict.fromkeys(texts))
-    return dict(zip(unique, unit_rows(vectors(unique)))) if unique else {}
+    if not unique:
+        return {}
+    rows = unit_rows(vectors(unique)) if query_rows is None else np.asarray(query_rows(unique), dtype=np.float32)
+    return dict(zip(unique, rows))
+
+
+def _query_side(vectors: VectorFn, texts: Iterable[str], rows: dict[str, np.ndarray],
+                query_rows: VectorFn | None) -> dict[str, np.ndarray]:
+    return rows if query_rows is None else _encode_unique(vectors, texts, query_rows)
 
 
 def ranked_precision_metrics(relevant_in_order: Sequence[bool]) -> dict[str, float]:
@@ -56,12 +67,14 @@ def ranked_precision_metrics(relevant_in_order: Sequence[bool]) -> dict[str, flo
             "p@5": float(precision_at[min(4, len(hits) - 1)]), "mrr": float(1.0 / (np.argmax(hits) + 1))}
 
 
-def score_askubuntu(vectors: VectorFn, queries: list[RerankQuery]) -> MetricsResult:
+def score_askubuntu(vectors: VectorFn, queries: list[RerankQuery], query_rows: VectorFn | None = None
+                    ) -> MetricsResult:
     kept = [q for q in queries if q.relevant & set(q.candidate_ids)]
     rows = _encode_unique(vectors, [t for q in kept for t in (q.query, *q.candidates)])
+    asked = _query_side(vectors, [q.query for q in kept], rows, query_rows)
     per_query = []
     for q in kept:
-        scores = np.stack([rows[c] for c in q.candidates]) @ rows[q.query]
+        scores = np.stack([rows[c] for c in q.candidates]) @ asked[q.query]
         order = np.argsort(-scores, kind="stable")  # ties stay in BM25 order
         per_query.append(ranked_precision_metrics([q.candidate_ids[i] in q.relevant for i in order]))
     scores = {k: 100 * float(np.mean([m[k] for m in per_query])) for k in ("map", "p@1", "p@5", "mrr")}
@@ -89,11 +102,12 @@ def map_at_k(top_scores: np.ndarray, top_hits: np.ndarray) -> float:
 
 
 def score_cqadupstack(vectors: VectorFn, forums: dict[str, RetrievalForum], k: int = MAP_CUTOFF,
-                      device: str | torch.device = "cpu") -> MetricsResult:
+                      device: str | torch.device = "cpu", query_rows: VectorFn | None = None) -> MetricsResult:
     parts = {}
     for name, forum in forums.items():
         query_ids, pool_ids = list(forum.queries), list(forum.corpus)
-        q = unit_rows(vectors([forum.queries[i] for i in query_ids]))
+        texts = [forum.queries[i] for i in query_ids]
+        q = unit_rows(vectors(texts)) if query_rows is None else np.asarray(query_rows(texts), dtype=np.float32)
         d = unit_rows(vectors([forum.corpus[i] for i in pool_ids]))
         top_scores, top_index = top_k(q, d, k, device=device)
         aps = []
@@ -106,11 +120,13 @@ def score_cqadupstack(vectors: VectorFn, forums: dict[str, RetrievalForum], k: i
                          parts=parts, extra={"forums": sorted(forums)})
 
 
-def score_twitterpara(vectors: VectorFn, sets: dict[str, ParaphrasePairs]) -> MetricsResult:
+def score_twitterpara(vectors: VectorFn, sets: dict[str, ParaphrasePairs], query_rows: VectorFn | None = None
+                      ) -> MetricsResult:
     parts = {}
     for name, pairs in sets.items():
         rows = _encode_unique(vectors, [*pairs.sentences1, *pairs.sentences2])
-        cosine = np.asarray([float(rows[a] @ rows[b]) for a, b in zip(pairs.sentences1, pairs.sentences2)])
+        first = _query_side(vectors, pairs.sentences1, rows, query_rows)  # the first tweet is the query
+        cosine = np.asarray([float(first[a] @ rows[b]) for a, b in zip(pairs.sentences1, pairs.sentences2)])
         labels = np.asarray(pairs.labels)
         decided = labels >= 0
         parts[name] = {"ap": 100 * float(average_precision_score(labels[decided], cosine[decided])),
@@ -136,11 +152,13 @@ def trec_average_precision(scores: Sequence[float], doc_ids: Sequence[str], qrel
     return total / n_relevant
 
 
-def score_scidocs(vectors: VectorFn, relations: dict[str, list[RelevanceQuery]]) -> MetricsResult:
+def score_scidocs(vectors: VectorFn, relations: dict[str, list[RelevanceQuery]],
+                  query_rows: VectorFn | None = None) -> MetricsResult:
     rows = _encode_unique(vectors, [t for qs in relations.values() for q in qs for t in (q.query, *q.candidates)])
+    asked = _query_side(vectors, [q.query for qs in relations.values() for q in qs], rows, query_rows)
     parts = {}
     for name, queries in relations.items():
-        aps = [trec_average_precision([float(rows[c] @ rows[q.query]) for c in q.candidates], q.candidate_ids,
+        aps = [trec_average_precision([float(rows[c] @ asked[q.query]) for c in q.candidates], q.candidate_ids,
                                       q.qrels) for q in queries]
         parts[name] = {"map": 100 * float(np.mean(aps)), "n_queries": len(queries)}
     main = float(np.mean([p["map"] for p in parts.values()]))
@@ -148,20 +166,20 @@ def score_scidocs(vectors: VectorFn, relations: dict[str, list[RelevanceQuery]])
 
 
 def run_useb_task(name: str, vectors: VectorFn, data_dir: str | Path | None = None,
-                  device: str | torch.device = "cpu") -> MetricsResult:
+                  device: str | torch.device = "cpu", query_rows: VectorFn | None = None) -> MetricsResult:
     folder = task_folder(name, data_dir)
     if name == "AskUbuntu":
-        return score_askubuntu(vectors, load_askubuntu(folder))
+        return score_askubuntu(vectors, load_askubuntu(folder), query_rows)
     if name == "CQADupStack":
-        return score_cqadupstack(vectors, load_cqadupstack(folder), device=device)
+        return score_cqadupstack(vectors, load_cqadupstack(folder), device=device, query_rows=query_rows)
     if name == "TwitterPara":
-        return score_twitterpara(vectors, load_twitterpara(folder))
-    return score_scidocs(vectors, load_scidocs(folder))
+        return score_twitterpara(vectors, load_twitterpara(folder), query_rows)
+    return score_scidocs(vectors, load_scidocs(folder), query_rows)
 
 
 def evaluate_useb(vectors: VectorFn, data_dir: str | Path | None = None, tasks: Iterable[str] = USEB_TASKS,
                   report: EvalReport | None = None, device: str | torch.device = "cpu",
-                  model_name: str = "model") -> EvalReport:
+                  model_name: str = "model", query_rows: VectorFn | None = None) -> EvalReport:
     """Run the USEB tasks whose data is present; the others go to ``summary["skipped"]`` with the
     reason. ``useb_avg`` (the TSDAE table's average) needs all four."""
     report = report or EvalReport(model=model_name)
@@ -171,7 +189,7 @@ def evaluate_useb(vectors: VectorFn, data_dir: str | Path | None = None, tasks: 
         if reason:
             report.summary.setdefault("skipped", {})[name] = reason
             continue
-        report.tasks[name] = run_useb_task(name, vectors, data_dir, device)
+        report.tasks[name] = run_useb_task(name, vectors, data_dir, device, query_rows)
         done.append(report.tasks[name].main)
     if len(done) == len(USEB_TASKS):
         report.summary["useb_avg"] = float(np.mean(done))

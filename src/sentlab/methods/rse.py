@@ -16,16 +16,14 @@ negatives - supervised SimCSE on the same data, to test whether modelling the re
 
 The final model folder is a plain sentence-transformers model plus the relation table beside it:
 ``rse_relations.json`` (names, default scoring weights) and ``rse_relations.safetensors``
-(the vectors); :mod:`sentlab.evaluation.relational` scores with it. An "All-Above" run saves no table.
+(the vectors), written and read by :class:`sentlab.evaluation.relational.RelationTable`, which scores
+with it. An "All-Above" run saves no table.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Literal
 
-import torch
 from datasets import Dataset
 from pydantic import Field
 from sentence_transformers import SentenceTransformer
@@ -33,13 +31,11 @@ from torch import nn
 
 from sentlab.data import relations as rel
 from sentlab.errors import ConfigError
+from sentlab.evaluation.relational import RelationTable
 from sentlab.losses.rse import CachedRSELoss, RSELoss
 from sentlab.methods.base import Method, register
 from sentlab.progress import say
 from sentlab.training.config import TrainConfig, _Section
-
-RELATION_TABLE = "rse_relations.json"
-RELATION_VECTORS = "rse_relations.safetensors"
 
 
 class RelationSource(_Section):
@@ -133,29 +129,8 @@ class RSE(Method):
         return {r"relation_vectors": self.cfg.rse.relation_lr}
 
     def save(self, model: SentenceTransformer) -> None:
-        from safetensors.torch import save_file
-
         super().save(model)
         if self.cfg.rse.merge_relations:
             return
-        vectors = self._loss.relation_vectors.detach().float().cpu().contiguous()
-        save_file({"relation_vectors": vectors}, str(self.paths.model / RELATION_VECTORS))
-        table = {"relations": self.relations(), "weights": self.cfg.rse.weights or {self.relations()[0]: 1.0}}
-        (self.paths.model / RELATION_TABLE).write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
-
-
-def load_relation_table(folder: str | Path, dimension: int) -> tuple[list[str], dict[str, float], torch.Tensor]:
-    """(relation names, default weights, vectors) saved beside an RSE model; a table whose size does
-    not match the encoder's ``dimension`` is a one-line error."""
-    from safetensors.torch import load_file
-
-    folder = Path(folder)
-    try:
-        table = json.loads((folder / RELATION_TABLE).read_text("utf-8"))
-        vectors = load_file(str(folder / RELATION_VECTORS))["relation_vectors"]
-    except (OSError, ValueError, KeyError) as err:
-        raise ConfigError(f"{folder}: no readable RSE relation table ({str(err).splitlines()[0]})") from None
-    if vectors.shape != (len(table["relations"]), dimension):
-        raise ConfigError(f"{folder}: relation table is {tuple(vectors.shape)}, the encoder needs "
-                          f"({len(table['relations'])}, {dimension})")
-    return table["relations"], table["weights"], vectors
+        vectors = self._loss.relation_vectors.detach().float().cpu().numpy()
+        RelationTable(self.relations(), vectors, self.cfg.rse.weights or {self.relations()[0]: 1.0}).save(self.paths.model)

@@ -96,3 +96,28 @@ def plot_cosine_buckets(distributions: list[dict[str, Any]], out_dir: str | Path
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def plot_relation_similarity(names: list[str], similarity: np.ndarray, out_dir: str | Path,
+                             title: str = "RSE relation vectors") -> Path:
+    """RSE Fig. 4: cosine similarity between the relation vectors, as a heatmap (+ the matrix as JSON)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    payload = {"relations": names, "cosine": np.round(similarity, 5).tolist(), "title": title}
+    (out_dir / "relation_similarity.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(1.1 * len(names) + 2.5, 1.0 * len(names) + 1.5))
+    image = ax.imshow(similarity, cmap="viridis", vmin=-1, vmax=1)
+    ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    for i in range(len(names)):
+        for j in range(len(names)):
+            ax.text(j, i, f"{similarity[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                    color="white" if similarity[i, j] < 0.5 else "black")
+    fig.colorbar(image, ax=ax, fraction=0.046)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    path = out_dir / "relation_similarity.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

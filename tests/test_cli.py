@@ -221,3 +221,34 @@ def test_eval_scores_sts_relationally_and_plot_relations(tiny_rse_folder, data_d
     assert main(["plot", "relations", "--model", str(tiny_rse_folder), "--output", str(tmp_path / "fig")]) == 0
     matrix = json.loads((tmp_path / "fig" / "relation_similarity.json").read_text())["cosine"]
     assert matrix[0][0] == pytest.approx(1.0) and (tmp_path / "fig" / "relation_similarity.png").is_file()
+
+
+def test_link_prediction_command(tiny_rse_folder, tmp_path, capsys):
+    import json
+
+    from sentlab.cli import read_heldout_triples
+    from sentlab.evaluation.link_prediction import link_prediction
+    from sentlab.evaluation.relational import RelationTable
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("".join(f"a man plays number {i}\ta person plays {i} songs\n" for i in range(12)), encoding="utf-8")
+    sources = tmp_path / "heldout.yaml"
+    sources.write_text(f"sources:\n  - {{relation: entailment, path: {pairs}, format: paranmt}}\n", encoding="utf-8")
+    out = tmp_path / "lp.json"
+    assert main(["link-prediction", "--model", str(tiny_rse_folder), "--sources", str(sources), "--cap", "10",
+                 "--output", str(out), "--quiet"]) == 0
+    metrics = json.loads(out.read_text())["metrics"]
+    assert set(metrics) == {"entailment", "all"} and metrics["all"]["n"] == 10
+    triples = read_heldout_triples(sources, 10, seed=0)
+    model = SentenceTransformer(str(tiny_rse_folder))
+    expected = link_prediction(lambda t: model.encode(list(t)), RelationTable.load(tiny_rse_folder), triples)
+    # sentlab batches by length, sentence-transformers by characters: float32 rounding only; the
+    # 10 tails of random-model embeddings are far apart relative to that, so ranks agree exactly
+    assert metrics["all"]["mrr"] == pytest.approx(expected["all"]["mrr"])
+    assert main(["link-prediction", "--model", str(tiny_rse_folder), "--sources", str(sources),
+                 "--zero-relations"]) == 0
+    assert "relation vectors 0" in capsys.readouterr().out
+    sources.write_text("sources:\n  - {relation: entailment, format: paranmt}\n", encoding="utf-8")
+    assert main(["link-prediction", "--model", str(tiny_rse_folder), "--sources", str(sources)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "sources[0].path" in err and "\n" not in err

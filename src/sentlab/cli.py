@@ -427,6 +427,67 @@ def cmd_plot_cosine_buckets(args: argparse.Namespace) -> int:
     return 0
 
 
+def read_heldout_triples(path: str | Path, cap: int | None, seed: int) -> list:
+    """Held-out relational triples from a YAML ``sources:`` list (the keys of ``rse.sources``), each
+    source capped to a seeded random sample of ``cap`` triples (App. B samples 2,000 per relation)."""
+    import yaml
+    from pydantic import ValidationError
+
+    from sentlab.data.relations import cap_per_relation
+    from sentlab.methods.rse import RelationSource, read_source
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(tree, dict) or not isinstance(tree.get("sources"), list) or not tree["sources"]:
+        raise DataError(f"{path}: expected 'sources:' with a list of {{relation, path, format}}")
+    triples = []
+    for number, entry in enumerate(tree["sources"]):
+        try:
+            source = RelationSource.model_validate(entry)
+        except ValidationError as err:
+            first = err.errors()[0]
+            raise DataError(f"{path}: sources[{number}].{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        read = read_source(source)
+        triples += cap_per_relation(read, {source.relation: cap}, seed=seed + number) if cap else read
+    return triples
+
+
+def cmd_link_prediction(args: argparse.Namespace) -> int:
+    import json
+
+    from sentlab.data.relations import relation_counts
+    from sentlab.evaluation.link_prediction import link_prediction
+    from sentlab.evaluation.relational import RelationTable
+
+    triples = read_heldout_triples(args.sources, args.cap, args.seed)
+    say("held-out triples: " + ", ".join(f"{k} {v:,}" for k, v in relation_counts(triples).items()))
+    encoder = _load(args)
+    cache = _embedding_cache(args, encoder)
+    dimension = encoder.get_embedding_dimension()
+    if RelationTable.is_saved_in(args.model) and not args.zero_relations:
+        table, label = RelationTable.load(args.model, dimension), "RSE relation vectors"
+    else:
+        table = RelationTable.zeros(list(dict.fromkeys(t.relation for t in triples)), dimension)
+        label = "relation vectors 0 (plain cosine)"
+    result = link_prediction(lambda texts: cache.encode(list(texts), batch_size=args.batch_size), table, triples,
+                             candidates=args.candidates)
+    print(f"{args.model}: {label}; candidates: {args.candidates}, filtered")
+    print(f"{'relation':<20} {'n':>6} {'MR':>8} {'MRR':>6} {'H@1':>6} {'H@3':>6} {'H@10':>6}")
+    for name, m in result.items():
+        print(f"{name:<20} {m['n']:>6} {m['mr']:>8.1f} {m['mrr']:>6.3f} {m['hits@1']:>6.3f} {m['hits@3']:>6.3f} "
+              f"{m['hits@10']:>6.3f}")
+    if args.output:
+        out = Path(args.output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        payload = {"model": args.model, "scoring": label, "candidates": args.candidates, "filtered": True,
+                   "cap": args.cap, "seed": args.seed, "sources": str(args.sources), "metrics": result}
+        out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        print(f"results written to {out}")
+    return 0
+
+
 def cmd_plot_relations(args: argparse.Namespace) -> int:
     from sentlab.evaluation.relational import RelationTable
     from sentlab.reporting.plots import plot_relation_similarity
@@ -578,6 +639,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("sentence1")
     p.add_argument("sentence2")
     p.set_defaults(func=cmd_similarity)
+
+    p = sub.add_parser("link-prediction", help="RSE App. B: rank each held-out triple's tail given head + relation "
+                                               "(MR, MRR, Hits@1/3/10 per relation)")
+    _model_args(p)
+    _backend_args(p)
+    p.add_argument("--sources", required=True, help="YAML with 'sources:', a list of {relation, path, format, ...} "
+                                                    "as in rse.sources (e.g. configs/rse-heldout.yaml)")
+    p.add_argument("--cap", type=_positive_int, default=2000, help="a seeded random sample of at most N triples per "
+                                                                   "source (default 2000, as App. B)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--candidates", choices=("split", "relation"), default="split",
+                   help="split = every tail of the held-out set (default), relation = the relation's tails")
+    p.add_argument("--zero-relations", action="store_true", help="score an RSE model with every relation vector 0")
+    p.add_argument("--output", default=None, help="write the metrics as JSON here")
+    p.set_defaults(func=cmd_link_prediction)
 
     p = sub.add_parser("index", help="RankEncoder corpus indexes")
     index_sub = p.add_subparsers(dest="index_command", required=True)

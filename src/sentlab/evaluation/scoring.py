@@ -1,7 +1,10 @@
 """Pair scorers: how a model turns two lists of sentences into similarity scores.
 
-Evaluators take a :class:`PairScorer`, so a method with its own similarity (RankEncoder's Eq. 7)
-is evaluated by the same code as plain cosine similarity.
+Evaluators take a :class:`PairScorer`, so a method with its own similarity (RankEncoder's Eq. 7,
+RSE's relational score) is evaluated by the same code as plain cosine similarity. An asymmetric
+scorer (RSE: :class:`sentlab.evaluation.relational.RelationalScorer`) also has ``query_rows``:
+rows whose inner product with a candidate's unit embedding is the score, which the retrieval tasks
+(USEB, EvalRank) use for their queries.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from sentlab.evaluation.relational import RelationTable
 from sentlab.losses.rse import CachedRSELoss, RSELoss
 from sentlab.methods.base import Method, register
 from sentlab.progress import say
-from sentlab.training.config import TrainConfig, _Section
+from sentlab.training.config import DataSection, TrainConfig, _Section
 
 
 class RelationSource(_Section):
@@ -57,8 +57,13 @@ class RSESection(_Section):
     merge_relations: bool = Field(False, description="the All-Above baseline: plain positive pairs, no relations")
 
 
+class RSEData(DataSection):
+    train: str = Field("", description="unused by RSE: rse.sources names the data")
+
+
 class RSEConfig(TrainConfig):
     method: Literal["rse"]
+    data: RSEData = Field(default_factory=RSEData)
     rse: RSESection
 
     section = "rse"

@@ -61,6 +61,9 @@ def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool,
                        learning_rate_mapping: dict[str, float] | None = None,
                        method_arguments: dict[str, object] | None = None) -> SentenceTransformerTrainingArguments:
     t = cfg.train
+    if has_dev and t.keep_best and t.save_steps is not None and t.save_steps % t.eval_steps:
+        raise ConfigError(f"train.save_steps ({t.save_steps}) must be a multiple of train.eval_steps ({t.eval_steps}) "
+                          "to keep the best checkpoint; change one, or set train.keep_best: false")
     arguments = dict(
         output_dir=str(paths.checkpoints),
         per_device_train_batch_size=t.batch_size,

@@ -13,7 +13,8 @@ baseline (Table 1: the same sources merged into plain pairs, supervised SimCSE) 
 * the relation-similarity heatmap (Fig. 4) and a Table-9 case study (every relation's score of a
   few pairs, beside the start model's cosine).
 
-Prints one JSON object; the heatmap goes to OUTPUT/relation_similarity.{png,json}.
+Prints one JSON object; the heatmap goes to OUTPUT/relation_similarity.{png,json}, the USEB bars
+by relation (Fig. 5) to OUTPUT/scores_by_relation.{png,json}.
 
     python benchmarks/rse_evaluations.py --rse runs/rse-minilm-cpu/model \\
         --all-above runs/rse-all-above-minilm-cpu/model --output runs/rse-eval
@@ -65,7 +66,7 @@ def main() -> None:
     from sentlab.evaluation.scoring import EmbeddingCache
     from sentlab.evaluation.useb import score_cqadupstack, score_twitterpara
     from sentlab.progress import set_quiet
-    from sentlab.reporting.plots import plot_relation_similarity
+    from sentlab.reporting.plots import plot_relation_similarity, plot_scores_by_relation
 
     set_quiet(True)
     out = Path(args.output)
@@ -125,6 +126,9 @@ def main() -> None:
                                                     query_rows=query_rows).main,
             "twitterpara_ap": score_twitterpara(caches[model].encode, twitter, query_rows).main}
     summary["seconds"]["useb"] = round(time.perf_counter() - t0, 1)
+    by_relation = {name.removeprefix("rse_"): {"CQADupStack": r["cqadupstack_map100"], "TwitterPara": r["twitterpara_ap"]}
+                   for name, r in summary["useb"].items() if isinstance(r, dict) and name.startswith("rse_")}
+    plot_scores_by_relation(by_relation, out, title=f"{args.rse}: USEB (CQADupStack {args.forums}) by relation")
 
     # EvalRank
     t0 = time.perf_counter()

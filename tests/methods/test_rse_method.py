@@ -1,7 +1,9 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from sentence_transformers import SentenceTransformer
 
 from sentlab.errors import ConfigError
@@ -66,3 +68,33 @@ def test_rse_needs_sources_and_known_weight_names(tiny_backbone, corpus_file, qq
     del tree["rse"]
     with pytest.raises(Exception, match="needs a 'rse' section"):
         TrainConfig.model_validate(tree)
+
+
+def test_dev_selection_uses_the_relational_score_and_saves_the_selected_relation_vectors(
+        tiny_backbone, corpus_file, qqp_file, data_dir, tmp_path):
+    from safetensors.torch import load_file
+
+    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=6, eval_steps=2,
+                      learning_rate=5e-3).model_dump()
+    tree["data"]["data_dir"] = str(data_dir)
+    tree["eval"] = {"dev_task": "STS-B", "dev_limit": 60, "final_tasks": []}
+    tree["rse"]["relation_lr"] = 0.5  # the vectors move a lot between checkpoints
+    cfg = TrainConfig.model_validate(tree)
+    trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "probe"))
+    # the dev score is the relational mix of the vectors being trained: scored by hand it agrees
+    from scipy.stats import spearmanr
+
+    evaluator = trainer.evaluator
+    with torch.no_grad():
+        trainer.loss.relation_vectors.normal_(0, 1.0)
+    table = RelationTable(trainer.loss.relations, trainer.loss.relation_vectors.detach().numpy(),
+                          {"duplicate_question": 1.0})
+    expected = spearmanr(evaluator.base.scores, RelationalScorer(trainer.model, table).score(
+        evaluator.base.sentences1, evaluator.base.sentences2))[0]
+    assert evaluator(trainer.model)["stsb-dev_spearman_cosine"] == pytest.approx(expected, abs=1e-12)
+    paths = engine.train(cfg, evaluate=False)
+    state = json.loads(max(paths.checkpoints.glob("checkpoint-*/trainer_state.json"),
+                           key=lambda p: int(p.parent.name.split("-")[1])).read_text())
+    best = Path(state["best_model_checkpoint"])
+    saved = RelationTable.load(paths.model, 32).vectors
+    np.testing.assert_array_equal(saved, load_file(str(best / "loss_state.safetensors"))["relation_vectors"].numpy())

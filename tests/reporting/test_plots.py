@@ -45,3 +45,17 @@ def test_cosine_buckets_group_pairs_by_gold(fake_sts_dir, tmp_path):
         if expected:
             assert bucket["mean"] == pytest.approx(np.mean(expected))
     assert plot_cosine_buckets([result, result], tmp_path / "out").stat().st_size > 0
+
+
+def test_relation_plots_write_png_and_json(tmp_path):
+    import json
+
+    import numpy as np
+
+    from sentlab.reporting.plots import plot_relation_similarity, plot_scores_by_relation
+
+    path = plot_relation_similarity(["a", "b"], np.asarray([[1.0, 0.25], [0.25, 1.0]]), tmp_path)
+    assert path.is_file() and json.loads((tmp_path / "relation_similarity.json").read_text())["cosine"][0][1] == 0.25
+    scores = {"a": {"CQADupStack": 20.0, "TwitterPara": 70.0}, "mix": {"CQADupStack": 21.0}}
+    assert plot_scores_by_relation(scores, tmp_path).is_file()
+    assert json.loads((tmp_path / "scores_by_relation.json").read_text()) == scores

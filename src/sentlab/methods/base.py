@@ -108,6 +108,11 @@ class Method:
         """Extra parameter groups: parameter-name regex -> learning rate (none by default)."""
         return {}
 
+    def dev_evaluator(self, evaluator, loss: nn.Module):
+        """The STS-B dev evaluator used for checkpoint selection, given the loss (a method that scores
+        pairs its own way, e.g. RSE's relational score, wraps it); unchanged by default."""
+        return evaluator
+
     def training_arguments(self) -> dict[str, object]:
         """Settings of the sentence-transformers trainer that the method fixes (e.g. ``optim``)."""
         return {}

@@ -17,7 +17,9 @@ negatives - supervised SimCSE on the same data, to test whether modelling the re
 The final model folder is a plain sentence-transformers model plus the relation table beside it:
 ``rse_relations.json`` (names, default scoring weights) and ``rse_relations.safetensors``
 (the vectors), written and read by :class:`sentlab.evaluation.relational.RelationTable`, which scores
-with it. An "All-Above" run saves no table.
+with it. An "All-Above" run saves no table. Checkpoints are selected on STS-B dev scored with the
+relational mix of the saved weights (:class:`RelationalDevEvaluator`), and the relation vectors of
+the selected checkpoint are the ones saved.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Literal
 from datasets import Dataset
 from pydantic import Field
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 from torch import nn
 
 from sentlab.data import relations as rel
@@ -133,9 +136,43 @@ class RSE(Method):
     def learning_rate_mapping(self) -> dict[str, float]:
         return {r"relation_vectors": self.cfg.rse.relation_lr}
 
+    def default_weights(self) -> dict[str, float]:
+        return self.cfg.rse.weights or {self.relations()[0]: 1.0}
+
+    def dev_evaluator(self, evaluator, loss: nn.Module):
+        if evaluator is None or self.cfg.rse.merge_relations:
+            return evaluator
+        return RelationalDevEvaluator(evaluator, loss, self.default_weights())
+
     def save(self, model: SentenceTransformer) -> None:
         super().save(model)
         if self.cfg.rse.merge_relations:
             return
         vectors = self._loss.relation_vectors.detach().float().cpu().numpy()
-        RelationTable(self.relations(), vectors, self.cfg.rse.weights or {self.relations()[0]: 1.0}).save(self.paths.model)
+        RelationTable(self.relations(), vectors, self.default_weights()).save(self.paths.model)
+
+
+class RelationalDevEvaluator(SentenceEvaluator):
+    """STS-B dev scored with RSE's relational mix (the saved default weights, forward) of the relation
+    vectors being trained, for checkpoint selection as the paper selects (App. D, with its scoring).
+    Wraps the engine's ``EmbeddingSimilarityEvaluator`` (its pairs and gold scores) and reports under
+    the same metric name, ``<name>_spearman_cosine``, so the engine's model selection reads it."""
+
+    def __init__(self, base, loss: RSELoss, weights: dict[str, float]):
+        super().__init__()
+        self.base, self.loss, self.weights = base, loss, weights
+        self.name = base.name
+        self.primary_metric = "spearman_cosine"
+
+    def __call__(self, model, output_path=None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
+        from scipy.stats import spearmanr
+
+        from sentlab.evaluation.relational import RelationalScorer
+
+        vectors = self.loss.relation_vectors.detach().float().cpu().numpy()
+        scorer = RelationalScorer(model, RelationTable(self.loss.relations, vectors, self.weights))
+        predicted = scorer.score(self.base.sentences1, self.base.sentences2)
+        metrics = self.prefix_name_to_metrics({"spearman_cosine": float(spearmanr(self.base.scores, predicted)[0])},
+                                              self.name)
+        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
+        return metrics

@@ -121,3 +121,27 @@ def plot_relation_similarity(names: list[str], similarity: np.ndarray, out_dir: 
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def plot_scores_by_relation(scores: dict[str, dict[str, float]], out_dir: str | Path,
+                            title: str = "USEB under each relational score") -> Path:
+    """RSE Fig. 5: one group of bars per task, one bar per relational score (+ the scores as JSON).
+    ``scores``: {scoring name: {task: score}}."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "scores_by_relation.json").write_text(json.dumps(scores, indent=2) + "\n", encoding="utf-8")
+    tasks = list(dict.fromkeys(task for per_task in scores.values() for task in per_task))
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(2.2 * len(tasks) + 3, 4))
+    width = 0.8 / max(1, len(scores))
+    for k, (name, per_task) in enumerate(scores.items()):
+        ax.bar(np.arange(len(tasks)) + k * width, [per_task.get(t, np.nan) for t in tasks], width, label=name)
+    ax.set_xticks(np.arange(len(tasks)) + 0.4 - width / 2, tasks)
+    ax.set_ylabel("score x 100")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    path = out_dir / "scores_by_relation.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

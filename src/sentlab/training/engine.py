@@ -146,6 +146,7 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     model = model or method.build_model()
     collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)
     loss = method.loss(model)
+    evaluator = method.dev_evaluator(evaluator, loss)
     trainer = SentlabTrainer(
         model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, data_collator=collator,
         callbacks=[StopOnNonFiniteLoss(), LossComponentsLog(loss), MetricsLog(paths.metrics),
@@ -177,6 +178,9 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True) -> RunP
         if checkpoint is not None:
             load_loss_state(trainer.loss, trainer.model, Path(checkpoint))
         trainer.train(resume_from_checkpoint=checkpoint)
+        best = trainer.state.best_model_checkpoint
+        if trainer.args.load_best_model_at_end and best and Path(best).is_dir():
+            load_loss_state(trainer.loss, trainer.model, Path(best))  # the trainer restores only the model
     except BaseException:
         has_checkpoint = paths.checkpoints.is_dir() and get_last_checkpoint(str(paths.checkpoints))
         if created and not has_checkpoint:

@@ -146,6 +146,10 @@ def main() -> None:
     similarity = table.similarity()
     plot_relation_similarity(table.names, similarity, out, title=f"{args.rse}: relation vectors")
     summary["relation_similarity"] = np.round(similarity, 4).tolist()
+    summary["relation_vector_norms"] = dict(zip(table.names, np.round(np.linalg.norm(table.vectors, axis=1), 4).tolist()))
+    sample = caches["rse"].encode(first_sentences := [t.head for t in triples[::50]])
+    summary["embedding_norm_median"] = round(float(np.median(np.linalg.norm(sample, axis=1))), 4)
+    summary["embedding_norm_sample"] = len(first_sentences)
     first, second = [a for a, _ in CASES], [b for _, b in CASES]
     per_relation = scorers["rse_mix"].relation_scores(first, second)
     start_cosine = scorers["start"].score(first, second)

@@ -98,3 +98,18 @@ def test_dev_selection_uses_the_relational_score_and_saves_the_selected_relation
     best = Path(state["best_model_checkpoint"])
     saved = RelationTable.load(paths.model, 32).vectors
     np.testing.assert_array_equal(saved, load_file(str(best / "loss_state.safetensors"))["relation_vectors"].numpy())
+
+
+def test_all_above_merges_the_sources_into_plain_pairs_and_saves_a_plain_model(tiny_backbone, corpus_file,
+                                                                                qqp_file, tmp_path):
+    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2).model_dump()
+    tree["rse"]["merge_relations"] = True
+    cfg = TrainConfig.model_validate(tree)
+    trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "probe"))
+    assert trainer.train_dataset.column_names == ["head", "tail", "label"]  # no in-relation negatives
+    assert set(trainer.train_dataset["label"]) == {0}
+    assert not list(trainer.loss.parameters()) or all(p is not trainer.loss.relation_vectors
+                                                     for p in trainer.loss.parameters())
+    paths = engine.train(cfg, evaluate=False)
+    assert not RelationTable.is_saved_in(paths.model)  # a plain sentence-transformers model, scored by cosine
+    SentenceTransformer(str(paths.model)).encode(PROBE)

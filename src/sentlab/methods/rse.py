@@ -134,7 +134,7 @@ class RSE(Method):
         return self._loss
 
     def learning_rate_mapping(self) -> dict[str, float]:
-        return {r"relation_vectors": self.cfg.rse.relation_lr}
+        return {} if self.cfg.rse.merge_relations else {r"relation_vectors": self.cfg.rse.relation_lr}
 
     def default_weights(self) -> dict[str, float]:
         return self.cfg.rse.weights or {self.relations()[0]: 1.0}

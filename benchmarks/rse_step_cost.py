@@ -63,7 +63,8 @@ def build(kind: str, mini_batch: int, model_name: str):
 def step(model, loss, optimizer, columns, labels) -> float:
     import torch
 
-    features = [{k: v.to(model.device) for k, v in model.preprocess(c).items()} for c in columns]
+    features = [{k: v.to(model.device) if hasattr(v, "to") else v for k, v in model.preprocess(c).items()}
+                for c in columns]
     optimizer.zero_grad()
     value = loss(features, torch.tensor(labels, device=model.device))
     value.backward()

@@ -252,3 +252,21 @@ def test_link_prediction_command(tiny_rse_folder, tmp_path, capsys):
     assert main(["link-prediction", "--model", str(tiny_rse_folder), "--sources", str(sources)]) == 2
     err = capsys.readouterr().err.strip()
     assert "sources[0].path" in err and "\n" not in err
+
+
+def test_eval_task_card_only_runs_the_card(tiny_st_model, tmp_path, capsys):
+    import json
+
+    words = ["guitar", "dog", "park", "book", "car", "water", "sky", "food", "ball", "tree"]
+    (tmp_path / "pairs.tsv").write_text("a\tb\tlabel\n" + "".join(
+        f"the {w}\tthe {w}\t1\nthe {w}\ta {words[(i + 3) % 10]} runs fast\t0\n" for i, w in enumerate(words[:6])),
+        encoding="utf-8")
+    (tmp_path / "card.yaml").write_text("name: my-pairs\nkind: labelled-pairs\nfile: pairs.tsv\n"
+                                        "columns: [a, b, label]\n", encoding="utf-8")
+    out = tmp_path / "r.json"
+    assert main(["eval", "--model", str(tiny_st_model), "--task-card", str(tmp_path / "card.yaml"),
+                 "--output", str(out), "--quiet"]) == 0
+    results = json.loads(out.read_text())
+    assert list(results["tasks"]) == ["my-pairs"]  # no built-in family unless --tasks names one
+    assert results["tasks"]["my-pairs"]["scores"]["ap"] == pytest.approx(100.0)  # identical texts score 1
+    assert "my-pairs" in capsys.readouterr().out

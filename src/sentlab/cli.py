@@ -265,13 +265,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from sentlab.evaluation.features import feature_function
     from sentlab.evaluation.suite import SuiteInputs, parse_families, run_families
 
-    families = parse_families(args.tasks)
+    from sentlab.evaluation.task_cards import load_task_card, score_task_card
+
+    cards = [load_task_card(path) for path in args.task_card]
+    families = parse_families(args.tasks or "sts") if args.tasks is not None or not cards else []
     encoder, cache, scorer = _scorer(args, args.model)
     features = feature_function(args.features, encoder, batch_size=args.batch_size,
                                 encode=lambda sentences: cache.encode(list(sentences), batch_size=args.batch_size))
     inputs = SuiteInputs(scorer, features, args.data_dir, kfold=args.kfold, pair_features=args.pair_features,
                          n_jobs=args.jobs, device=encoder.device)
-    report = run_families(families, inputs, EvalReport(model=scorer.name))
+    report = EvalReport(model=scorer.name)
+    if families:
+        report = run_families(families, inputs, report)
+    for card in cards:
+        say(f"[task card] {card.name} ({card.kind})")
+        report.tasks[card.name] = score_task_card(scorer, card, device=encoder.device)
+        report.settings.setdefault("task_cards", {})[card.name] = str(card.folder)
     report.settings.update({"pooler": args.pooler, "max_seq_length": encoder.max_seq_length,
                             "backend": args.backend, "precision": args.precision,
                             "data_dir": str(args.data_dir or ""), "tasks": families})
@@ -609,8 +618,12 @@ def build_parser() -> argparse.ArgumentParser:
     _backend_args(p)
     _rank_args(p)
     _relation_args(p)
-    p.add_argument("--tasks", default="sts", help="comma-separated task families: sts, ranking, transfer, useb, "
-                                                  "evalrank, or all (tasks without data are skipped and listed)")
+    p.add_argument("--tasks", default=None, help="comma-separated task families: sts, ranking, transfer, useb, "
+                                                 "evalrank, or all (tasks without data are skipped and listed); "
+                                                 "default sts, or none when --task-card is given")
+    p.add_argument("--task-card", action="append", default=[], metavar="CARD.yaml",
+                   help="your own task declared as data: scored-pairs, labelled-pairs or retrieval (BEIR layout); "
+                        "repeatable (see sentlab.evaluation.task_cards)")
     p.add_argument("--output", default=None, help="write the results as JSON here")
     p.add_argument("--features", default="sentence", help="transfer-task features: sentence (the embedding) or "
                                                           "cls-lastK, e.g. cls-last5 (RSE: mean [CLS] of the last 5 "

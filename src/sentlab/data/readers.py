@@ -118,7 +118,10 @@ def _pick(record: dict, columns: Sequence[str], path: Path, line_no: int) -> tup
     for column in columns:
         if column not in record or record[column] is None:
             raise DataError(f"{path}:{line_no}: missing column {column!r}")
-        values.append(_check_sentence(record[column], path, line_no, what=f"column {column!r}"))
+        value = record[column]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):  # a score or label column
+            value = str(value)
+        values.append(_check_sentence(value, path, line_no, what=f"column {column!r}"))
     return tuple(values)
 
 

@@ -1,0 +1,91 @@
+"""Task cards (issue 14): each kind by hand, and a built-in task re-expressed as a card gives the
+built-in figure exactly."""
+
+import json
+
+import numpy as np
+import pytest
+
+from sentlab.errors import DataError
+from sentlab.evaluation.task_cards import best_threshold_f1, load_task_card, ranking_metrics, score_task_card
+from tests.angles import angle_vectors
+
+
+class AngleScorer:
+    """A pair scorer over unit vectors at known angles: every score is cos(angle difference)."""
+
+    def __init__(self, angles):
+        self.vectors = angle_vectors(angles)
+
+    def encode(self, sentences):
+        return self.vectors(list(sentences))
+
+    def score(self, a, b):
+        return (self.vectors(list(a)) * self.vectors(list(b))).sum(axis=1)
+
+
+def card(tmp_path, text):
+    path = tmp_path / "card.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_task_card(path)
+
+
+def test_labelled_pairs_by_hand(tmp_path):
+    (tmp_path / "pairs.tsv").write_text("a\tb\tlabel\nq\tx\t1\nq\ty\t0\nq\tz\t1\nq\tw\t0\n", encoding="utf-8")
+    scorer = AngleScorer({"q": 0, "x": 10, "y": 20, "z": 30, "w": 40})  # scores fall x > y > z > w
+    result = score_task_card(scorer, card(tmp_path, "name: t\nkind: labelled-pairs\nfile: pairs.tsv\n"
+                                                   "columns: [a, b, label]\n"))
+    # ranked labels 1, 0, 1, 0: AP = (1 + 2/3) / 2; best F1: threshold at z -> P 2/3, R 1 -> 0.8, accuracy 3/4
+    assert result.scores["ap"] == pytest.approx(100 * (1 + 2 / 3) / 2)
+    assert result.scores["f1"] == pytest.approx(80.0) and result.scores["accuracy"] == pytest.approx(75.0)
+    f1, _, threshold = best_threshold_f1(np.asarray([1.0, 0.0, 1.0]), np.asarray([0.5, 0.5, 0.1]))
+    assert threshold == 0.1 and f1 == pytest.approx(0.8)  # a tie at 0.5 is taken whole
+
+
+def test_retrieval_by_hand_in_the_beir_layout(tmp_path):
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "title": "", "text": d}) + "\n"
+                                                   for d in ("d1", "d2", "d3")), encoding="utf-8")
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "q"}) + "\n"
+                                            + json.dumps({"_id": "q2", "text": "r"}) + "\n", encoding="utf-8")
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\nq1\td3\t1\nq1\td9\t1\n",
+                                        encoding="utf-8")
+    scorer = AngleScorer({"q": 0, "r": 90, "d1": 10, "d2": 20, "d3": 50})
+    text = "name: r\nkind: retrieval\ncorpus: corpus.jsonl\nqrels: qrels.tsv\nqueries: queries.jsonl\nk: 2\n"
+    result = score_task_card(scorer, card(tmp_path, text))
+    # q1 ranks d1, d2, d3: hits at 2 and 3; q2 has no judgement and is left out
+    assert result.n == 1 and result.extra["queries_without_judgements"] == 1
+    assert result.scores["map@2"] == pytest.approx(100 * (1 / 2) / 2)  # trec: over min(3 relevant, k=2)
+    assert result.scores["recall@2"] == pytest.approx(100 / 3) and result.scores["mrr@10"] == pytest.approx(50.0)
+    ideal = 1 + 1 / np.log2(3) + 1 / np.log2(4)
+    assert result.scores["ndcg@10"] == pytest.approx(100 * (1 / np.log2(3) + 1 / np.log2(4)) / ideal)
+    useb = score_task_card(scorer, card(tmp_path, text + "map: useb\n"))
+    assert useb.scores["map@2"] == pytest.approx(50.0)  # one hit in the top 2, at rank 2
+    assert ranking_metrics([False, False], 1, 2)["map@2"] == 0.0
+
+
+def test_scored_pairs_card_equals_the_builtin_stsb(tiny_backbone, data_dir, tmp_path):
+    from sentlab.data.sts import load_sts_task
+    from sentlab.encoders import build_encoder
+    from sentlab.evaluation import CosineScorer
+    from sentlab.evaluation.sts import score_task
+
+    pairs = load_sts_task("STS-B", data_dir)
+    rows = [json.dumps({"s1": a, "s2": b, "score": float(s)})
+            for a, b, s in zip(pairs.sentences1, pairs.sentences2, pairs.scores)]
+    (tmp_path / "stsb.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    scorer = CosineScorer(build_encoder(str(tiny_backbone), "mean"))
+    result = score_task_card(scorer, card(tmp_path, "name: stsb\nkind: scored-pairs\nfile: stsb.jsonl\n"
+                                                   "columns: [s1, s2, score]\n"))
+    assert result.n == len(pairs.scores)
+    assert result.main == pytest.approx(score_task(scorer, pairs).spearman, abs=1e-9)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("name: x\nkind: pairs\n", "kind"),
+    ("name: x\nkind: scored-pairs\nfile: p.tsv\ncolumns: [a, b]\n", r"needs \[text1, text2, score\]"),
+    ("name: x\nkind: retrieval\nqueries: q.jsonl\nqrels: r.tsv\n", "needs 'corpus'"),
+    ("name: x\nkind: retrieval\ncorpus: c.jsonl\nqueries: q.jsonl\nqrels: r.tsv\nextra: 1\n", "extra"),
+])
+def test_bad_cards_are_one_line_errors(tmp_path, text, message):
+    with pytest.raises(DataError, match=message):
+        score_task_card(AngleScorer({}), card(tmp_path, text))

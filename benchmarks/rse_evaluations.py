@@ -55,7 +55,7 @@ def main() -> None:
 
     import numpy as np
 
-    from sentlab.cli import read_heldout_triples
+    from sentlab.methods.rse import read_sources_file
     from sentlab.data.relations import relation_counts
     from sentlab.data.useb import load_cqadupstack, load_twitterpara, task_folder
     from sentlab.encoders import load_encoder
@@ -92,7 +92,7 @@ def main() -> None:
 
     # link prediction
     t0 = time.perf_counter()
-    triples = read_heldout_triples(args.heldout, args.cap, seed=0)
+    triples = read_sources_file(args.heldout, args.cap, seed=0)
     summary["link_prediction"] = {"heldout": args.heldout, "counts": relation_counts(triples),
                                   "candidates": "split", "filtered": True}
     zeros = RelationTable.zeros(list(dict.fromkeys(t.relation for t in triples)), table.vectors.shape[1])
@@ -147,9 +147,9 @@ def main() -> None:
     plot_relation_similarity(table.names, similarity, out, title=f"{args.rse}: relation vectors")
     summary["relation_similarity"] = np.round(similarity, 4).tolist()
     summary["relation_vector_norms"] = dict(zip(table.names, np.round(np.linalg.norm(table.vectors, axis=1), 4).tolist()))
-    sample = caches["rse"].encode(first_sentences := [t.head for t in triples[::50]])
+    sample = caches["rse"].encode([t.head for t in triples[::50]])
     summary["embedding_norm_median"] = round(float(np.median(np.linalg.norm(sample, axis=1))), 4)
-    summary["embedding_norm_sample"] = len(first_sentences)
+    summary["embedding_norm_sample"] = len(sample)
     first, second = [a for a, _ in CASES], [b for _, b in CASES]
     per_relation = scorers["rse_mix"].relation_scores(first, second)
     start_cosine = scorers["start"].score(first, second)

@@ -226,7 +226,7 @@ def test_eval_scores_sts_relationally_and_plot_relations(tiny_rse_folder, data_d
 def test_link_prediction_command(tiny_rse_folder, tmp_path, capsys):
     import json
 
-    from sentlab.cli import read_heldout_triples
+    from sentlab.methods.rse import read_sources_file
     from sentlab.evaluation.link_prediction import link_prediction
     from sentlab.evaluation.relational import RelationTable
 
@@ -239,7 +239,7 @@ def test_link_prediction_command(tiny_rse_folder, tmp_path, capsys):
                  "--output", str(out), "--quiet"]) == 0
     metrics = json.loads(out.read_text())["metrics"]
     assert set(metrics) == {"entailment", "all"} and metrics["all"]["n"] == 10
-    triples = read_heldout_triples(sources, 10, seed=0)
+    triples = read_sources_file(sources, 10, seed=0)
     model = SentenceTransformer(str(tiny_rse_folder))
     expected = link_prediction(lambda t: model.encode(list(t)), RelationTable.load(tiny_rse_folder), triples)
     # sentlab batches by length, sentence-transformers by characters: float32 rounding only; the

@@ -268,7 +268,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from sentlab.evaluation.task_cards import load_task_card, score_task_card
 
     cards = [load_task_card(path) for path in args.task_card]
-    families = parse_families(args.tasks or "sts") if args.tasks is not None or not cards else []
+    families = parse_families(args.tasks) if args.tasks is not None else [] if cards else ["sts"]
     encoder, cache, scorer = _scorer(args, args.model)
     features = feature_function(args.features, encoder, batch_size=args.batch_size,
                                 encode=lambda sentences: cache.encode(list(sentences), batch_size=args.batch_size))
@@ -436,41 +436,15 @@ def cmd_plot_cosine_buckets(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_heldout_triples(path: str | Path, cap: int | None, seed: int) -> list:
-    """Held-out relational triples from a YAML ``sources:`` list (the keys of ``rse.sources``), each
-    source capped to a seeded random sample of ``cap`` triples (App. B samples 2,000 per relation)."""
-    import yaml
-    from pydantic import ValidationError
-
-    from sentlab.data.relations import cap_per_relation
-    from sentlab.methods.rse import RelationSource, read_source
-
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: file not found")
-    tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    if not isinstance(tree, dict) or not isinstance(tree.get("sources"), list) or not tree["sources"]:
-        raise DataError(f"{path}: expected 'sources:' with a list of {{relation, path, format}}")
-    triples = []
-    for number, entry in enumerate(tree["sources"]):
-        try:
-            source = RelationSource.model_validate(entry)
-        except ValidationError as err:
-            first = err.errors()[0]
-            raise DataError(f"{path}: sources[{number}].{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-        read = read_source(source)
-        triples += cap_per_relation(read, {source.relation: cap}, seed=seed + number) if cap else read
-    return triples
-
-
 def cmd_link_prediction(args: argparse.Namespace) -> int:
     import json
 
     from sentlab.data.relations import relation_counts
     from sentlab.evaluation.link_prediction import link_prediction
     from sentlab.evaluation.relational import RelationTable
+    from sentlab.methods.rse import read_sources_file
 
-    triples = read_heldout_triples(args.sources, args.cap, args.seed)
+    triples = read_sources_file(args.sources, args.cap, args.seed)
     say("held-out triples: " + ", ".join(f"{k} {v:,}" for k, v in relation_counts(triples).items()))
     encoder = _load(args)
     cache = _embedding_cache(args, encoder)
@@ -658,7 +632,7 @@ def build_parser() -> argparse.ArgumentParser:
     _model_args(p)
     _backend_args(p)
     p.add_argument("--sources", required=True, help="YAML with 'sources:', a list of {relation, path, format, ...} "
-                                                    "as in rse.sources (e.g. configs/rse-heldout.yaml)")
+                                                    "as in rse.sources (e.g. configs/link-prediction/rse-heldout.yaml)")
     p.add_argument("--cap", type=_positive_int, default=2000, help="a seeded random sample of at most N triples per "
                                                                    "source (default 2000, as App. B)")
     p.add_argument("--seed", type=int, default=0)

@@ -89,7 +89,7 @@ def test_real_files_read(data_dir):
 
 
 def test_the_heldout_sources_read_from_the_shared_data(data_dir, tmp_path):
-    from sentlab.cli import read_heldout_triples
+    from sentlab.methods.rse import read_sources_file
     from sentlab.data.relations import relation_counts
 
     if not (data_dir / "relations").is_dir():
@@ -97,6 +97,6 @@ def test_the_heldout_sources_read_from_the_shared_data(data_dir, tmp_path):
     heldout = Path(__file__).resolve().parents[2] / "configs" / "link-prediction" / "rse-heldout.yaml"
     copy = tmp_path / "heldout.yaml"  # the preset's paths are relative to the repository: point them at data_dir
     copy.write_text(heldout.read_text(encoding="utf-8").replace("../shared/data", str(data_dir)), encoding="utf-8")
-    triples = read_heldout_triples(copy, 2000, seed=0)
+    triples = read_sources_file(copy, 2000, seed=0)
     assert relation_counts(triples) == {"entailment": 2000, "duplicate_question": 2000, "same_caption": 2000}
-    assert triples == read_heldout_triples(copy, 2000, seed=0)  # the sample is fixed by the seed
+    assert triples == read_sources_file(copy, 2000, seed=0)  # the sample is fixed by the seed

@@ -24,14 +24,10 @@ import numpy as np
 
 from sentlab.data.relations import Triple
 from sentlab.errors import DataError
-from sentlab.evaluation.relational import RelationTable
+from sentlab.evaluation.relational import RelationTable, unit_vectors
 
 CANDIDATES = ("split", "relation")
 HITS_AT = (1, 3, 10)
-
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
 
 def tail_ranks(encode: Callable[[Sequence[str]], np.ndarray], table: RelationTable, triples: Sequence[Triple],
@@ -49,18 +45,20 @@ def tail_ranks(encode: Callable[[Sequence[str]], np.ndarray], table: RelationTab
     column = {s: i for i, s in enumerate(tails)}
     heads = list(dict.fromkeys(t.head for t in triples))
     row_of = {s: i for i, s in enumerate(heads)}
-    tail_rows = _unit(np.asarray(encode(tails), dtype=np.float64))
+    tail_rows = unit_vectors(np.asarray(encode(tails), dtype=np.float64))
     head_rows = np.asarray(encode(heads), dtype=np.float64)
     true_tails: dict[tuple[str, str], set[int]] = defaultdict(set)
-    relation_tails: dict[str, set[int]] = defaultdict(set)
+    outside: dict[str, np.ndarray] = {}  # candidates="relation": the columns that are not the relation's tails
     for t in triples:
         true_tails[(t.head, t.relation)].add(column[t.tail])
-        relation_tails[t.relation].add(column[t.tail])
+        outside.setdefault(t.relation, np.ones(len(tails), dtype=bool))[column[t.tail]] = False
+    vectors = table.vectors.astype(np.float64)
+    relation_row = {name: k for k, name in enumerate(table.names)}
     ranks = np.empty(len(triples), dtype=np.int64)
     for start in range(0, len(triples), block):
         part = triples[start:start + block]
-        vectors = table.vectors.astype(np.float64)[[table.names.index(t.relation) for t in part]]
-        queries = _unit(head_rows[[row_of[t.head] for t in part]] + vectors)
+        queries = unit_vectors(head_rows[[row_of[t.head] for t in part]] + vectors[[relation_row[t.relation]
+                                                                                    for t in part]])
         scores = queries @ tail_rows.T
         for i, t in enumerate(part):
             true = scores[i, column[t.tail]]
@@ -69,9 +67,7 @@ def tail_ranks(encode: Callable[[Sequence[str]], np.ndarray], table: RelationTab
                 excluded.append(column[t.head])
             scores[i, excluded] = -np.inf
             if candidates == "relation":
-                outside = np.ones(len(tails), dtype=bool)
-                outside[list(relation_tails[t.relation])] = False
-                scores[i, outside] = -np.inf
+                scores[i, outside[t.relation]] = -np.inf
             ranks[start + i] = 1 + int((scores[i] > true).sum())
     return ranks
 

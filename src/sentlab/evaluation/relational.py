@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from sentlab.errors import ConfigError
-from sentlab.evaluation.scoring import encode_unique
+from sentlab.evaluation.scoring import CosineScorer, encode_unique
 
 RELATION_TABLE = "rse_relations.json"
 RELATION_VECTORS = "rse_relations.safetensors"
@@ -110,12 +110,14 @@ def parse_relation_weights(text: str) -> dict[str, float]:
     return weights
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
+def unit_vectors(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to length 1 (float64 in, float64 out; zero rows stay zero)."""
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
 
 
-class RelationalScorer:
-    """A pair scorer (:class:`sentlab.evaluation.scoring.PairScorer`) for RSE's relational score.
+class RelationalScorer(CosineScorer):
+    """A pair scorer (:class:`sentlab.evaluation.scoring.PairScorer`) for RSE's relational score;
+    ``encode`` gives the plain embeddings h (the tail side of every relation), as the cosine scorer.
 
     ``model`` is a SentenceTransformer or an :class:`~sentlab.evaluation.scoring.EmbeddingCache`
     (anything with ``encode``); ``weights`` default to the table's saved ones.
@@ -125,14 +127,9 @@ class RelationalScorer:
                  direction: str = "forward", batch_size: int = 128, name: str = "rse"):
         if direction not in DIRECTIONS:
             raise ConfigError(f"unknown direction {direction!r} (choose from {', '.join(DIRECTIONS)})")
-        self.model, self.table, self.direction = model, table, direction
+        super().__init__(model, batch_size=batch_size, name=name)
+        self.table, self.direction = table, direction
         self.weights = table.weight_vector(weights)
-        self.batch_size, self.name = batch_size, name
-
-    def encode(self, sentences: Sequence[str]) -> np.ndarray:
-        """The plain sentence embeddings h (the tail side of every relation)."""
-        embeddings, index = encode_unique(self.model, sentences, self.batch_size)
-        return embeddings[[index[s] for s in sentences]]
 
     def query_rows(self, sentences: Sequence[str]) -> np.ndarray:
         """Σ_k w_k unit(h + r_k): its inner product with unit(h_j) is the mixed forward score."""
@@ -140,15 +137,15 @@ class RelationalScorer:
         rows = np.zeros_like(h)
         for weight, vector in zip(self.weights, self.table.vectors.astype(np.float64)):
             if weight:
-                rows += weight * _unit(h + vector)
+                rows += weight * unit_vectors(h + vector)
         return rows.astype(np.float32)
 
     def relation_scores(self, sentences1: Sequence[str], sentences2: Sequence[str]) -> np.ndarray:
         """(pairs, relations): cos(h_1 + r_k, h_2) for every relation, forward (Table 9's scores)."""
         embeddings, index = encode_unique(self.model, [*sentences1, *sentences2], self.batch_size)
         h1 = embeddings[[index[s] for s in sentences1]].astype(np.float64)
-        h2 = _unit(embeddings[[index[s] for s in sentences2]].astype(np.float64))
-        return np.stack([(_unit(h1 + r) * h2).sum(axis=1) for r in self.table.vectors.astype(np.float64)], axis=1)
+        h2 = unit_vectors(embeddings[[index[s] for s in sentences2]].astype(np.float64))
+        return np.stack([(unit_vectors(h1 + r) * h2).sum(axis=1) for r in self.table.vectors.astype(np.float64)], axis=1)
 
     def score(self, sentences1: Sequence[str], sentences2: Sequence[str]) -> np.ndarray:
         forward = self.relation_scores(sentences1, sentences2) @ self.weights

@@ -40,9 +40,6 @@ from sentlab.data.readers import read_table
 from sentlab.errors import DataError
 from sentlab.evaluation.results import MetricsResult
 
-KINDS = ("scored-pairs", "labelled-pairs", "retrieval")
-
-
 class TaskCard(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -185,7 +182,7 @@ def ranking_metrics(hits: Sequence[bool], n_relevant: int, k: int, map_kind: str
 
 
 def score_retrieval(scorer, card: TaskCard, device="cpu") -> MetricsResult:
-    from sentlab.evaluation.useb import top_k, unit_rows
+    from sentlab.evaluation.useb import query_matrix, top_k, unit_rows
 
     corpus = _jsonl_texts(card.path("corpus"), with_title=True)
     queries = _jsonl_texts(card.path("queries"), with_title=False)
@@ -195,9 +192,7 @@ def score_retrieval(scorer, card: TaskCard, device="cpu") -> MetricsResult:
         raise DataError(f"{card.path('qrels')}: no query of {card.path('queries')} has a relevant document")
     doc_ids = list(corpus)
     docs = unit_rows(scorer.encode([corpus[d] for d in doc_ids]))
-    texts = [queries[q] for q in asked]
-    query_rows = getattr(scorer, "query_rows", None)
-    rows = np.asarray(query_rows(texts), np.float32) if query_rows else unit_rows(scorer.encode(texts))
+    rows = query_matrix(scorer.encode, [queries[q] for q in asked], getattr(scorer, "query_rows", None))
     _, index = top_k(rows, docs, max(card.k, 10), device=device)
     per_query = [ranking_metrics([doc_ids[j] in relevant[q] for j in index[i]], len(relevant[q]), card.k, card.map)
                  for i, q in enumerate(asked)]

@@ -45,13 +45,15 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 
+def query_matrix(vectors: VectorFn, texts: Sequence[str], query_rows: VectorFn | None = None) -> np.ndarray:
+    """The rows that score ``texts`` as queries: ``query_rows`` when the scorer has them, else unit rows."""
+    return unit_rows(vectors(texts)) if query_rows is None else np.asarray(query_rows(texts), dtype=np.float32)
+
+
 def _encode_unique(vectors: VectorFn, texts: Iterable[str], query_rows: VectorFn | None = None
                    ) -> dict[str, np.ndarray]:
     unique = list(dict.fromkeys(texts))
-    if not unique:
-        return {}
-    rows = unit_rows(vectors(unique)) if query_rows is None else np.asarray(query_rows(unique), dtype=np.float32)
-    return dict(zip(unique, rows))
+    return dict(zip(unique, query_matrix(vectors, unique, query_rows))) if unique else {}
 
 
 def _query_side(vectors: VectorFn, texts: Iterable[str], rows: dict[str, np.ndarray],
@@ -106,8 +108,7 @@ def score_cqadupstack(vectors: VectorFn, forums: dict[str, RetrievalForum], k: i
     parts = {}
     for name, forum in forums.items():
         query_ids, pool_ids = list(forum.queries), list(forum.corpus)
-        texts = [forum.queries[i] for i in query_ids]
-        q = unit_rows(vectors(texts)) if query_rows is None else np.asarray(query_rows(texts), dtype=np.float32)
+        q = query_matrix(vectors, [forum.queries[i] for i in query_ids], query_rows)
         d = unit_rows(vectors([forum.corpus[i] for i in pool_ids]))
         top_scores, top_index = top_k(q, d, k, device=device)
         aps = []

@@ -24,6 +24,7 @@ the selected checkpoint are the ones saved.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from datasets import Dataset
@@ -33,7 +34,7 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 from torch import nn
 
 from sentlab.data import relations as rel
-from sentlab.errors import ConfigError
+from sentlab.errors import ConfigError, DataError
 from sentlab.evaluation.relational import RelationTable
 from sentlab.losses.rse import CachedRSELoss, RSELoss
 from sentlab.methods.base import Method, register
@@ -93,6 +94,39 @@ def read_source(source: RelationSource) -> list[rel.Triple]:
     return [rel.Triple(t.head, source.relation, t.tail, t.negative) for t in triples]
 
 
+def read_sources(sources: list[RelationSource], seed: int, cap: int | None = None) -> list[rel.Triple]:
+    """Every source's triples, each source capped to a seeded random sample (``cap``, else its own
+    ``cap``; source k draws with ``seed + k``)."""
+    triples = []
+    for number, source in enumerate(sources):
+        read = read_source(source)
+        limit = cap or source.cap
+        triples += rel.cap_per_relation(read, {source.relation: limit}, seed=seed + number) if limit else read
+    return triples
+
+
+def read_sources_file(path: str | Path, cap: int | None, seed: int) -> list[rel.Triple]:
+    """Held-out triples from a YAML ``sources:`` list (the keys of ``rse.sources``), each source capped
+    to a seeded random sample of ``cap`` triples (App. B samples 2,000 per relation)."""
+    import yaml
+    from pydantic import ValidationError
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(tree, dict) or not isinstance(tree.get("sources"), list) or not tree["sources"]:
+        raise DataError(f"{path}: expected 'sources:' with a list of {{relation, path, format}}")
+    sources = []
+    for number, entry in enumerate(tree["sources"]):
+        try:
+            sources.append(RelationSource.model_validate(entry))
+        except ValidationError as err:
+            first = err.errors()[0]
+            raise DataError(f"{path}: sources[{number}].{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    return read_sources(sources, seed, cap)
+
+
 @register
 class RSE(Method):
     """Relational contrastive learning over multi-source triples."""
@@ -108,12 +142,7 @@ class RSE(Method):
         unknown = set(self.cfg.rse.weights) - set(self.relations())
         if unknown:
             raise ConfigError(f"rse.weights names relations without data: {', '.join(sorted(unknown))}")
-        triples = []
-        for number, source in enumerate(self.cfg.rse.sources):
-            read = read_source(source)
-            if source.cap is not None:
-                read = rel.cap_per_relation(read, {source.relation: source.cap}, seed=self.cfg.train.seed + number)
-            triples += read
+        triples = read_sources(self.cfg.rse.sources, self.cfg.train.seed)
         if self.cfg.data.limit is not None:
             triples = triples[: self.cfg.data.limit]
         counts = rel.relation_counts(triples)

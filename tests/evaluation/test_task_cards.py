@@ -89,3 +89,50 @@ def test_scored_pairs_card_equals_the_builtin_stsb(tiny_backbone, data_dir, tmp_
 def test_bad_cards_are_one_line_errors(tmp_path, text, message):
     with pytest.raises(DataError, match=message):
         score_task_card(AngleScorer({}), card(tmp_path, text))
+
+
+def test_reranking_by_hand(tmp_path):
+    rows = [{"query": "q", "positive": ["p1", "p2"], "negative": ["n1"]},
+            {"query": "r", "positive": ["p3"], "negative": ["n2", "n3"]},
+            {"query": "s", "positive": [], "negative": ["n1"]}]  # no positive: left out, counted
+    (tmp_path / "rerank.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    scorer = AngleScorer({"q": 0, "r": 100, "s": 0, "p1": 10, "n1": 20, "p2": 30, "p3": 50, "n2": 90, "n3": 110})
+    result = score_task_card(scorer, card(tmp_path, "name: rr\nkind: reranking\nfile: rerank.jsonl\n"))
+    # q ranks p1, n1, p2 -> AP (1 + 2/3) / 2; r ranks n2 (10 deg), n3 (10 deg, later: stable), p3 -> AP 1/3
+    assert result.n == 2 and result.extra["queries_without_both_labels"] == 1
+    assert result.scores["map"] == pytest.approx(100 * ((1 + 2 / 3) / 2 + 1 / 3) / 2)
+    assert result.scores["mrr@10"] == pytest.approx(100 * (1 + 1 / 3) / 2)
+    assert result.extra["items"]["values"] == pytest.approx([(1 + 2 / 3) / 2, 1 / 3])
+
+
+def test_classification_on_frozen_embeddings(tmp_path):
+    angles = {f"a{i}": i for i in range(12)} | {f"b{i}": 180 + i for i in range(12)}
+    angles |= {"ta": 5, "tb": 185, "wrong": 3}
+    train = "text\tlabel\n" + "".join(f"a{i}\tyes\nb{i}\tno\n" for i in range(12))
+    (tmp_path / "train.tsv").write_text(train, encoding="utf-8")
+    (tmp_path / "test.tsv").write_text("text\tlabel\nta\tyes\ntb\tno\nwrong\tno\n", encoding="utf-8")
+    result = score_task_card(AngleScorer(angles), card(tmp_path, "name: c\nkind: classification\nfile: train.tsv\n"
+                                                                  "test: test.tsv\n"))
+    # two well-separated clusters: every test sentence gets its cluster's label, "wrong" is near "yes"
+    assert result.n == 3 and result.main == pytest.approx(200 / 3)
+    assert result.extra["items"]["values"] == [1.0, 1.0, 0.0]
+    (tmp_path / "bad.tsv").write_text("text\tlabel\nta\tmaybe\n", encoding="utf-8")
+    with pytest.raises(DataError, match="labels not in train.tsv: maybe"):
+        score_task_card(AngleScorer(angles), card(tmp_path, "name: c\nkind: classification\nfile: train.tsv\n"
+                                                            "test: bad.tsv\n"))
+
+
+def test_every_card_result_carries_an_interval(tmp_path):
+    (tmp_path / "pairs.tsv").write_text("a\tb\tscore\n" + "".join(f"q\tx{i}\t{i % 5}\n" for i in range(30)),
+                                        encoding="utf-8")
+    scorer = AngleScorer({"q": 0} | {f"x{i}": 7 * i for i in range(30)})
+    result = score_task_card(scorer, card(tmp_path, "name: s\nkind: scored-pairs\nfile: pairs.tsv\n"
+                                                    "columns: [a, b, score]\n"))
+    low, high = result.extra["ci95"]["spearman"]
+    assert low <= result.main <= high and high - low > 0
+
+
+def test_non_utf8_reranking_file_is_a_one_line_error(tmp_path):
+    (tmp_path / "rerank.jsonl").write_bytes(b'{"query": "\xff"}\n')
+    with pytest.raises(DataError, match="not valid UTF-8"):
+        score_task_card(AngleScorer({}), card(tmp_path, "name: rr\nkind: reranking\nfile: rerank.jsonl\n"))

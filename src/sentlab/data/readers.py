@@ -18,7 +18,8 @@ from sentlab.errors import DataError
 TABLE_SUFFIXES = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "tsv"}
 
 
-def _read_text(path: str | Path) -> str:
+def read_text(path: str | Path) -> str:
+    """A UTF-8 file's text; a missing file or a non-UTF-8 byte is a one-line :class:`DataError`."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found")
@@ -32,7 +33,7 @@ def _read_text(path: str | Path) -> str:
 
 def read_lines(path: str | Path) -> list[str]:
     """Lines of a UTF-8 file without their line endings (``\\n`` or ``\\r\\n``); no final empty line."""
-    text = _read_text(path)
+    text = read_text(path)
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -73,7 +74,7 @@ def read_table(
     fmt = fmt or TABLE_SUFFIXES.get(path.suffix.lower(), "csv")
     if fmt not in ("jsonl", "csv", "tsv"):
         raise DataError(f"{path}: unknown table format {fmt!r} (use jsonl, csv or tsv)")
-    text = _read_text(path)
+    text = read_text(path)
     rows: list[tuple[str, ...]] = []
     if fmt == "jsonl":
         for line_no, line in enumerate(text.splitlines(), start=1):

@@ -13,7 +13,20 @@ Kinds (scored through any pair scorer, so RankEncoder's Eq. 7 and RSE's relation
   ``corpus-id``, ``score``; score > 0 is relevant): exact search of every query against the corpus,
   MAP@k (main, ``k`` default 100: precision at each relevant hit in the top k, over the query's
   relevant documents as trec_eval / BEIR; ``map: useb`` divides by the hits in the top k instead, as
-  USEB's CQADupStack), nDCG@10, MRR@10 and Recall@k, x 100.
+  USEB's CQADupStack), nDCG@10, MRR@10 and Recall@k, x 100;
+* ``reranking`` - ``file`` (jsonl, one row per query: ``query``, ``positive`` and ``negative`` lists of
+  candidate texts, the MTEB re-ranking layout; ``columns`` renames the three fields): each query's
+  candidates ranked by the scorer, MAP (main: AP over the query's candidates, as USEB's AskUbuntu and
+  MTEB) and MRR@10, x 100; a query without a positive or a negative candidate is left out (counted);
+* ``classification`` - ``file`` (training sentences) and ``test`` with ``columns: [text, label]``:
+  logistic regression on the frozen embeddings as SentEval's TREC (C chosen by stratified k-fold CV
+  on ``file``, refit, ``test`` scored once; :func:`sentlab.evaluation.transfer.kfold_selected_accuracy`),
+  accuracy (main) and macro F1, x 100; without ``test``, SentEval's nested CV on ``file`` (as MR / CR).
+
+Every result carries its items and a 95% percentile bootstrap interval of the headline over them
+(``extra["items"]``, ``extra["ci95"]``; :mod:`sentlab.evaluation.uncertainty`), so that two models
+scored on the same card can be compared pairwise (``sentlab report``, ``sentlab adapt``). The one
+exception is classification without a ``test`` file (no held-out items of its own).
 
 Example card::
 
@@ -36,17 +49,24 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sentlab.data.readers import read_table
+from sentlab.data.readers import read_table, read_text
 from sentlab.errors import DataError
 from sentlab.evaluation.results import MetricsResult
+from sentlab.evaluation.uncertainty import bootstrap_interval, items_key, mean_items, pair_items
+
+KINDS = ("scored-pairs", "labelled-pairs", "retrieval", "reranking", "classification")
+DEFAULT_COLUMNS = {"reranking": ["query", "positive", "negative"], "classification": ["text", "label"]}
 
 class TaskCard(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1)
-    kind: Literal["scored-pairs", "labelled-pairs", "retrieval"]
-    file: str | None = Field(None, description="pairs: a .tsv / .csv (with a header) or .jsonl file")
-    columns: list[str] = Field(default_factory=list, description="pairs: [text1, text2, score or label]")
+    kind: Literal["scored-pairs", "labelled-pairs", "retrieval", "reranking", "classification"]
+    file: str | None = Field(None, description="pairs, re-ranking, classification (training part): a .tsv / "
+                                               ".csv (with a header) or .jsonl file")
+    test: str | None = Field(None, description="classification: the held-out sentences")
+    columns: list[str] = Field(default_factory=list, description="pairs: [text1, text2, score or label]; "
+                                                                  "classification: [text, label]")
     corpus: str | None = None
     queries: str | None = None
     qrels: str | None = None
@@ -80,8 +100,12 @@ def load_task_card(path: str | Path) -> TaskCard:
         first = err.errors()[0]
         where = ".".join(map(str, first["loc"])) or "card"
         raise DataError(f"{path}: {where}: {first['msg']}") from None
-    if card.kind != "retrieval" and len(card.columns) != 3:
-        raise DataError(f"{path}: columns: kind {card.kind} needs [text1, text2, {'score' if card.kind == 'scored-pairs' else 'label'}]")
+    if card.kind in DEFAULT_COLUMNS and not card.columns:
+        card.columns = list(DEFAULT_COLUMNS[card.kind])
+    wanted = {"scored-pairs": "[text1, text2, score]", "labelled-pairs": "[text1, text2, label]",
+              "reranking": "[query, positive, negative]", "classification": "[text, label]"}.get(card.kind)
+    if wanted and len(card.columns) != wanted.count(",") + 1:
+        raise DataError(f"{path}: columns: kind {card.kind} needs {wanted}")
     return card
 
 
@@ -102,7 +126,8 @@ def score_scored_pairs(scorer, card: TaskCard) -> MetricsResult:
     gold = _numbers(rows, path, card.columns[2])
     predicted = np.asarray(scorer.score([r[0] for r in rows], [r[1] for r in rows]), dtype=np.float64)
     return MetricsResult("spearman", {"spearman": 100 * float(spearmanr(gold, predicted)[0]),
-                                      "pearson": 100 * float(pearsonr(gold, predicted)[0])}, n=len(rows))
+                                      "pearson": 100 * float(pearsonr(gold, predicted)[0])}, n=len(rows),
+                         extra={"items": pair_items("spearman", gold, predicted, items_key(r[:2] for r in rows))})
 
 
 def best_threshold_f1(labels: np.ndarray, scores: np.ndarray) -> tuple[float, float, float]:
@@ -131,14 +156,14 @@ def score_labelled_pairs(scorer, card: TaskCard) -> MetricsResult:
     scores = np.asarray(scorer.score([r[0] for r in rows], [r[1] for r in rows]), dtype=np.float64)
     f1, accuracy, threshold = best_threshold_f1(labels, scores)
     return MetricsResult("ap", {"ap": 100 * float(average_precision_score(labels, scores)), "f1": 100 * f1,
-                                "accuracy": 100 * accuracy}, n=len(rows), extra={"f1_threshold": threshold})
+                                "accuracy": 100 * accuracy}, n=len(rows),
+                         extra={"f1_threshold": threshold,
+                                "items": pair_items("ap", labels, scores, items_key(r[:2] for r in rows))})
 
 
 def _jsonl_texts(path: Path, with_title: bool) -> dict[str, str]:
-    if not path.is_file():
-        raise DataError(f"{path}: file not found")
     texts = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -197,13 +222,112 @@ def score_retrieval(scorer, card: TaskCard, device="cpu") -> MetricsResult:
     per_query = [ranking_metrics([doc_ids[j] in relevant[q] for j in index[i]], len(relevant[q]), card.k, card.map)
                  for i, q in enumerate(asked)]
     scores = {name: 100 * float(np.mean([m[name] for m in per_query])) for name in per_query[0]}
+    key = items_key([q, sorted(relevant[q])] for q in asked)
     return MetricsResult(f"map@{card.k}", scores, n=len(asked),
-                         extra={"corpus": len(doc_ids), "queries_without_judgements": len(queries) - len(asked)})
+                         extra={"corpus": len(doc_ids), "queries_without_judgements": len(queries) - len(asked),
+                                "items": mean_items((m[f"map@{card.k}"] for m in per_query), key)})
 
 
-def score_task_card(scorer, card: TaskCard, device="cpu") -> MetricsResult:
+def _text_list(value, path: Path, number: int, field: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise DataError(f"{path}:{number}: {field!r} must be a list of non-empty texts")
+    return value
+
+
+def score_reranking(scorer, card: TaskCard) -> MetricsResult:
+    path = card.path("file")
+    query_field, positive_field, negative_field = card.columns
+    samples, skipped = [], 0
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            query = row[query_field]
+        except (ValueError, KeyError, TypeError):
+            raise DataError(f"{path}:{number}: expected a JSON object with {query_field!r}, {positive_field!r} "
+                            f"and {negative_field!r}") from None
+        if not isinstance(query, str) or not query.strip():
+            raise DataError(f"{path}:{number}: {query_field!r} must be a non-empty text")
+        positives = _text_list(row.get(positive_field, []), path, number, positive_field)
+        negatives = _text_list(row.get(negative_field, []), path, number, negative_field)
+        if not positives or not negatives:
+            skipped += 1
+            continue
+        samples.append((query, positives, negatives))
+    if not samples:
+        raise DataError(f"{path}: no query has both a positive and a negative candidate")
+    queries = [q for q, pos, neg in samples for _ in range(len(pos) + len(neg))]
+    candidates = [c for _, pos, neg in samples for c in (*pos, *neg)]
+    scores = np.asarray(scorer.score(queries, candidates), dtype=np.float64)  # one call: each text encoded once
+    ap, reciprocal_rank, start = [], [], 0
+    for _, pos, neg in samples:
+        chunk = scores[start:start + len(pos) + len(neg)]
+        start += len(chunk)
+        ranked = np.argsort(-chunk, kind="stable") < len(pos)  # the positives come first in each chunk
+        metrics = ranking_metrics(ranked, len(pos), len(chunk))  # AP over all candidates, MRR@10
+        ap.append(metrics[f"map@{len(chunk)}"])
+        reciprocal_rank.append(metrics["mrr@10"])
+    key = items_key([q, pos, neg] for q, pos, neg in samples)
+    return MetricsResult("map", {"map": 100 * float(np.mean(ap)),
+                                 "mrr@10": 100 * float(np.mean(reciprocal_rank))},
+                         n=len(samples), extra={"queries_without_both_labels": skipped,
+                                                "items": mean_items(ap, key)})
+
+
+def _labelled_sentences(path: Path, columns: list[str]) -> tuple[list[str], np.ndarray, list[str]]:
+    rows = read_table(path, columns)
+    if not rows:
+        raise DataError(f"{path}: no rows")
+    names = sorted({r[1] for r in rows})
+    return [r[0] for r in rows], np.asarray([names.index(r[1]) for r in rows]), names
+
+
+def score_classification(scorer, card: TaskCard, kfold: int = 10, n_jobs: int | None = None) -> MetricsResult:
+    from sklearn.metrics import f1_score
+
+    from sentlab.evaluation.transfer import kfold_selected_accuracy, nested_cv_accuracy
+
+    path = card.path("file")
+    texts, labels, names = _labelled_sentences(path, card.columns)
+    if len(names) < 2:
+        raise DataError(f"{path}: column {card.columns[1]!r} needs at least two labels")
+    embed = lambda sentences: np.asarray(scorer.encode(sentences), dtype=np.float64)  # noqa: E731
+    if card.test is None:
+        scores = nested_cv_accuracy(embed(texts), labels, kfold, n_jobs=n_jobs)
+        return MetricsResult("accuracy", {"accuracy": scores["accuracy"]}, n=len(texts),
+                             extra={"protocol": "nested-cv", "kfold": kfold, "C": scores["C"]})
+    test_path = card.path("test")
+    test_texts, test_raw, test_names = _labelled_sentences(test_path, card.columns)
+    unknown = sorted(set(test_names) - set(names))
+    if unknown:
+        raise DataError(f"{test_path}: labels not in {path.name}: {', '.join(unknown[:5])}")
+    test_labels = np.asarray([names.index(test_names[i]) for i in test_raw])
+    scores, predicted = kfold_selected_accuracy(embed(texts), labels, embed(test_texts), test_labels, kfold,
+                                                n_jobs=n_jobs)
+    correct = (predicted == test_labels).astype(np.float64)
+    return MetricsResult("accuracy", {"accuracy": 100 * float(correct.mean()),
+                                      "f1_macro": 100 * float(f1_score(test_labels, predicted, average="macro"))},
+                         n=len(test_texts), extra={"protocol": "kfold-selected", "kfold": kfold, "C": scores["C"],
+                                                   "items": mean_items(correct, items_key(zip(test_texts,
+                                                                                              test_labels.tolist())))})
+
+
+def score_task_card(scorer, card: TaskCard, device="cpu", interval: bool = True) -> MetricsResult:
+    """The card's scores; with ``interval``, the 95% bootstrap interval of the headline too."""
     if card.kind == "scored-pairs":
-        return score_scored_pairs(scorer, card)
-    if card.kind == "labelled-pairs":
-        return score_labelled_pairs(scorer, card)
-    return score_retrieval(scorer, card, device)
+        result = score_scored_pairs(scorer, card)
+    elif card.kind == "labelled-pairs":
+        result = score_labelled_pairs(scorer, card)
+    elif card.kind == "retrieval":
+        result = score_retrieval(scorer, card, device)
+    elif card.kind == "reranking":
+        result = score_reranking(scorer, card)
+    else:
+        result = score_classification(scorer, card)
+    items = result.extra.get("items")
+    if interval and items is not None and result.n >= 2:
+        result.extra["ci95"] = {result.main_metric: list(bootstrap_interval(items))}
+    return result

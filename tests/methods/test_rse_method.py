@@ -113,3 +113,26 @@ def test_all_above_merges_the_sources_into_plain_pairs_and_saves_a_plain_model(t
     paths = engine.train(cfg, evaluate=False)
     assert not RelationTable.is_saved_in(paths.model)  # a plain sentence-transformers model, scored by cosine
     SentenceTransformer(str(paths.model)).encode(PROBE)
+
+
+def test_a_dev_task_card_is_scored_with_the_relational_mix(tiny_backbone, corpus_file, qqp_file, tmp_path):
+    lines = corpus_file.read_text().splitlines()
+    (tmp_path / "dev.tsv").write_text("s1\ts2\tscore\n" + "".join(f"{lines[i]}\t{lines[i + 1]}\t{i % 5}\n"
+                                                                  for i in range(0, 40, 2)), encoding="utf-8")
+    (tmp_path / "dev.yaml").write_text("name: mine\nkind: scored-pairs\nfile: dev.tsv\ncolumns: [s1, s2, score]\n",
+                                       encoding="utf-8")
+    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2).model_dump()
+    tree["eval"] = {"dev_task": str(tmp_path / "dev.yaml"), "final_tasks": []}
+    trainer = engine.build_trainer(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / "probe"))
+    from scipy.stats import spearmanr
+
+    with torch.no_grad():
+        trainer.loss.relation_vectors.normal_(0, 1.0)
+    table = RelationTable(trainer.loss.relations, trainer.loss.relation_vectors.detach().numpy(),
+                          {"duplicate_question": 1.0})
+    pairs = [line.split("\t") for line in (tmp_path / "dev.tsv").read_text().splitlines()[1:]]
+    expected = spearmanr([float(p[2]) for p in pairs],
+                         RelationalScorer(trainer.model, table).score([p[0] for p in pairs], [p[1] for p in pairs]))[0]
+    # the same model scores the same pairs twice in one process: equal up to float64 rounding
+    assert trainer.evaluator(trainer.model)["mine_spearman"] == pytest.approx(expected, abs=1e-12)
+    assert trainer.args.metric_for_best_model == "eval_mine_spearman"

@@ -88,3 +88,25 @@ def test_nan_loss_stops_with_a_clear_error(tiny_backbone, corpus_file, tmp_path,
     monkeypatch.setattr(simcse, "info_nce", lambda *a, **k: real(*a, **k) * torch.tensor(float("nan")))
     with pytest.raises(TrainingDivergedError, match="training loss became nan at step 1"):
         engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "nan", max_steps=4), evaluate=False)
+
+
+def test_a_task_card_is_the_dev_task_and_picks_the_best_checkpoint(tiny_backbone, corpus_file, tmp_path):
+    from sentlab.training.config import TrainConfig
+
+    lines = corpus_file.read_text().splitlines()
+    rows = "".join(f"{lines[i]}\t{lines[i + 1]}\t{i % 5}\n" for i in range(0, 40, 2))
+    (tmp_path / "dev.tsv").write_text("s1\ts2\tscore\n" + rows, encoding="utf-8")
+    (tmp_path / "dev.yaml").write_text("name: my-dev\nkind: scored-pairs\nfile: dev.tsv\ncolumns: [s1, s2, score]\n",
+                                       encoding="utf-8")
+    tree = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=8, eval_steps=2).model_dump()
+    tree["eval"]["dev_task"] = str(tmp_path / "dev.yaml")
+    trainer_paths = engine.train(TrainConfig.model_validate(tree), evaluate=False)
+    records = [json.loads(line) for line in trainer_paths.metrics.read_text().splitlines()]
+    dev = {r["step"]: r["eval_my-dev_spearman"] for r in records if "eval_my-dev_spearman" in r}
+    assert sorted(dev) == [2, 4, 6, 8]
+    state = json.loads(max((tmp_path / "run" / "checkpoints").glob("checkpoint-*/trainer_state.json"),
+                           key=lambda p: int(p.parent.name.split("-")[1])).read_text())
+    assert state["best_metric"] == pytest.approx(max(dev.values()))  # the card chose the kept checkpoint
+    with pytest.raises(Exception, match="unknown dev task 'STS-X'"):
+        tree["eval"]["dev_task"] = "STS-X"
+        TrainConfig.model_validate(tree)

@@ -2,7 +2,8 @@
 size, App. A sweeps), and the relevant pairs of a task (Sec. 7.2).
 
 ``sts-b`` (STS-B dev, Spearman x 100), ``twitterpara`` (AP; the test split, as the paper does for
-want of a dev split), ``cqadupstack:<forum>`` (MAP@100 of one forum; no dev split exists here).
+want of a dev split), ``cqadupstack:<forum>`` (MAP@100 of one forum; no dev split exists here), or
+a task card's path (``.yaml`` / ``.yml``: its headline, :mod:`sentlab.evaluation.task_cards`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from sentence_transformers import SentenceTransformer
 
 from sentlab.errors import ConfigError
 
-DEV_TASKS = ("sts-b", "twitterpara", "cqadupstack:<forum>")
+DEV_TASKS = ("sts-b", "twitterpara", "cqadupstack:<forum>", "<task card>.yaml")
 
 
 def score_dev_task(model: SentenceTransformer, task: str, data_dir: str | Path | None = None) -> float:
@@ -25,6 +26,10 @@ def score_dev_task(model: SentenceTransformer, task: str, data_dir: str | Path |
     from sentlab.evaluation.useb import score_cqadupstack, score_twitterpara
 
     cache = EmbeddingCache(model)
+    if task.endswith((".yaml", ".yml")):
+        from sentlab.evaluation.task_cards import load_task_card, score_task_card
+
+        return float(score_task_card(CosineScorer(cache), load_task_card(task), model.device, interval=False).main)
     if task == "sts-b":
         return float(score_task(CosineScorer(cache), load_sts_task("STS-B", data_dir, split="dev")).spearman)
     if task == "twitterpara":

@@ -47,6 +47,7 @@ from typing import Literal
 
 import numpy as np
 import yaml
+from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sentlab.data.readers import read_table, read_text
@@ -331,3 +332,38 @@ def score_task_card(scorer, card: TaskCard, device="cpu", interval: bool = True)
     if interval and items is not None and result.n >= 2:
         result.extra["ci95"] = {result.main_metric: list(bootstrap_interval(items))}
     return result
+
+
+class TaskCardEvaluator(SentenceEvaluator):
+    """A task card as the trainer's dev evaluator (``eval.dev_task: my-dev.yaml``): the card's headline
+    as a fraction (``eval_<card name>_<main metric>``, e.g. ``eval_tickets-dev_map@100``), so the
+    trainer keeps the checkpoint that is best on the user's own dev set. ``scorer_factory`` turns the
+    model being trained into a pair scorer (cosine by default; RSE passes its relational scorer)."""
+
+    def __init__(self, card: TaskCard, scorer_factory=None, batch_size: int = 128):
+        super().__init__()
+        self.card = card
+        self.name = card.name
+        self.batch_size = batch_size
+        self.scorer_factory = scorer_factory or self._cosine
+        self.metric_name: str | None = None  # set by the first call: the main metric's name
+
+    def _cosine(self, model):
+        from sentlab.evaluation.scoring import CosineScorer
+
+        return CosineScorer(model, batch_size=self.batch_size, name=self.name)
+
+    def scored_by(self, scorer_factory) -> TaskCardEvaluator:
+        return TaskCardEvaluator(self.card, scorer_factory, self.batch_size)
+
+    @property
+    def main_metric(self) -> str:
+        return {"scored-pairs": "spearman", "labelled-pairs": "ap", "retrieval": f"map@{self.card.k}",
+                "reranking": "map", "classification": "accuracy"}[self.card.kind]
+
+    def __call__(self, model, output_path=None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
+        result = score_task_card(self.scorer_factory(model), self.card, device=model.device, interval=False)
+        self.primary_metric = result.main_metric
+        metrics = self.prefix_name_to_metrics({k: v / 100 for k, v in result.scores.items()}, self.name)
+        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
+        return metrics

@@ -169,9 +169,17 @@ class RSE(Method):
         return self.cfg.rse.weights or {self.relations()[0]: 1.0}
 
     def dev_evaluator(self, evaluator, loss: nn.Module):
+        from sentlab.evaluation.task_cards import TaskCardEvaluator
+
         if evaluator is None or self.cfg.rse.merge_relations:
             return evaluator
-        return RelationalDevEvaluator(evaluator, loss, self.default_weights())
+        if isinstance(evaluator, TaskCardEvaluator):  # the user's dev card, scored relationally
+            from sentlab.evaluation.relational import RelationalScorer
+
+            weights = self.default_weights()
+            return evaluator.scored_by(lambda model: RelationalScorer(model, RelationTable(
+                loss.relations, loss.relation_vectors.detach().float().cpu().numpy(), weights)))
+        return RelationalDevEvaluator(evaluator, loss, weights=self.default_weights())
 
     def save(self, model: SentenceTransformer) -> None:
         super().save(model)

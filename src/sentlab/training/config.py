@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sentlab.encoders.loading import DEFAULT_PROMPT_TEMPLATE
 from sentlab.errors import ConfigError
@@ -54,10 +54,10 @@ class TrainSection(_Section):
     max_steps: int = Field(-1, description="stop after this many steps (-1: run the epochs)")
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)
-    eval_steps: int = Field(125, gt=0, description="evaluate on STS-B dev every N steps")
+    eval_steps: int = Field(125, gt=0, description="evaluate on the dev task every N steps")
     save_steps: int | None = Field(None, gt=0, description="checkpoint every N steps (default: eval_steps)")
     save_total_limit: int | None = Field(2, gt=0)
-    keep_best: bool = Field(True, description="reload the checkpoint with the best STS-B dev score at the end")
+    keep_best: bool = Field(True, description="reload the checkpoint with the best dev score at the end")
     logging_steps: int = Field(10, gt=0)
     mixed_precision: Literal["no", "fp16", "bf16"] = "no"
     seed: int = 42
@@ -66,9 +66,21 @@ class TrainSection(_Section):
 
 
 class EvalSection(_Section):
-    dev_task: Literal["STS-B", "none"] = "STS-B"
+    dev_task: str = Field("STS-B", description="checkpoint selection: STS-B (its dev split), none, or a task "
+                                               "card (.yaml / .yml: your own dev set, sentlab.evaluation.task_cards)")
     dev_limit: int | None = Field(None, gt=0, description="use only the first N dev pairs (quick runs)")
     final_tasks: list[Literal["sts"]] = Field(default_factory=lambda: ["sts"])
+
+    @field_validator("dev_task")
+    @classmethod
+    def _dev_task_known(cls, value: str) -> str:
+        if value in ("STS-B", "none") or value.endswith((".yaml", ".yml")):
+            return value
+        raise ValueError(f"unknown dev task {value!r} (STS-B, none, or a task card .yaml)")
+
+    @property
+    def dev_card(self) -> str | None:
+        return self.dev_task if self.dev_task.endswith((".yaml", ".yml")) else None
 
 
 class TrainConfig(_Section):

@@ -44,12 +44,17 @@ logger = logging.getLogger(__name__)
 DEV_EVALUATOR_NAME = "stsb-dev"
 DEV_METRIC = f"eval_{DEV_EVALUATOR_NAME}_spearman_cosine"
 
-__all__ = ["DEV_METRIC", "RunPaths", "SentlabTrainer", "build_trainer", "plot_loss", "train"]
+__all__ = ["DEV_METRIC", "RunPaths", "SentlabTrainer", "build_trainer", "dev_metric", "plot_loss", "train"]
 
 
-def build_dev_evaluator(cfg: TrainConfig) -> EmbeddingSimilarityEvaluator | None:
+def build_dev_evaluator(cfg: TrainConfig):
+    """STS-B dev (Spearman of cosine), the user's task card, or None (``eval.dev_task``)."""
     if cfg.eval.dev_task == "none":
         return None
+    if cfg.eval.dev_card:
+        from sentlab.evaluation.task_cards import TaskCardEvaluator, load_task_card
+
+        return TaskCardEvaluator(load_task_card(cfg.eval.dev_card))
     dev = load_sts_task(cfg.eval.dev_task, cfg.data.data_dir, split="dev")
     n = cfg.eval.dev_limit or len(dev)
     return EmbeddingSimilarityEvaluator(dev.sentences1[:n], dev.sentences2[:n], list(dev.scores[:n] / 5.0),
@@ -57,9 +62,19 @@ def build_dev_evaluator(cfg: TrainConfig) -> EmbeddingSimilarityEvaluator | None
                                         similarity_fn_names=["cosine"])
 
 
+def dev_metric(evaluator) -> str | None:
+    """The logged metric that picks the best checkpoint: ``eval_stsb-dev_spearman_cosine`` or, for a
+    task card, ``eval_<card name>_<its main metric>``."""
+    if evaluator is None:
+        return None
+    main = getattr(evaluator, "main_metric", None)
+    return f"eval_{evaluator.name}_{main}" if main else DEV_METRIC
+
+
 def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool,
                        learning_rate_mapping: dict[str, float] | None = None,
-                       method_arguments: dict[str, object] | None = None) -> SentenceTransformerTrainingArguments:
+                       method_arguments: dict[str, object] | None = None,
+                       metric: str = DEV_METRIC) -> SentenceTransformerTrainingArguments:
     t = cfg.train
     if has_dev and t.keep_best and t.save_steps is not None and t.save_steps % t.eval_steps:
         raise ConfigError(f"train.save_steps ({t.save_steps}) must be a multiple of train.eval_steps ({t.eval_steps}) "
@@ -79,7 +94,7 @@ def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool,
         save_steps=t.save_steps or t.eval_steps,
         save_total_limit=t.save_total_limit,
         load_best_model_at_end=has_dev and t.keep_best,
-        metric_for_best_model=DEV_METRIC if has_dev else None,
+        metric_for_best_model=metric if has_dev else None,
         greater_is_better=True,
         logging_steps=t.logging_steps,
         logging_nan_inf_filter=False,
@@ -139,7 +154,7 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     evaluator = build_dev_evaluator(cfg)
     args = training_arguments(cfg, paths, has_dev=evaluator is not None,
                               learning_rate_mapping=method.learning_rate_mapping(),
-                              method_arguments=method.training_arguments())
+                              method_arguments=method.training_arguments(), metric=dev_metric(evaluator) or DEV_METRIC)
     with args.main_process_first(desc="frozen inputs"):  # the other processes then reuse the saved files
         method.prepare(train_dataset)
     set_seed(cfg.train.seed)  # before the model: a training head's initialisation depends on it
@@ -191,7 +206,7 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True) -> RunP
         final = method.final_model(trainer.model)
         method.save(final)
         say(f"model saved to {paths.model}")
-        plot_loss(paths.metrics, paths.loss_plot)
+        plot_loss(paths.metrics, paths.loss_plot, trainer.args.metric_for_best_model or DEV_METRIC)
         if evaluate and "sts" in cfg.eval.final_tasks:
             say("final evaluation (STS)")
             for results_path, report in method.evaluate(final).items():
@@ -200,8 +215,8 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True) -> RunP
     return paths
 
 
-def plot_loss(metrics_path: Path, out_path: Path) -> None:
-    """Training loss (and STS-B dev Spearman, if logged) against the step, as a PNG."""
+def plot_loss(metrics_path: Path, out_path: Path, metric: str = DEV_METRIC) -> None:
+    """Training loss (and the dev score ``metric``, if logged) against the step, as a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -216,11 +231,12 @@ def plot_loss(metrics_path: Path, out_path: Path) -> None:
     ax.plot(steps, losses, label="training loss", color="tab:blue")
     ax.set_xlabel("step")
     ax.set_ylabel("loss")
-    dev = [(r["step"], r[DEV_METRIC]) for r in records if DEV_METRIC in r]
+    dev = [(r["step"], r[metric]) for r in records if metric in r]
     if dev:
+        label = "STS-B dev Spearman" if metric == DEV_METRIC else metric.removeprefix("eval_")
         ax2 = ax.twinx()
-        ax2.plot([s for s, _ in dev], [v * 100 for _, v in dev], "o-", color="tab:orange", label="STS-B dev Spearman")
-        ax2.set_ylabel("STS-B dev Spearman x 100")
+        ax2.plot([s for s, _ in dev], [v * 100 for _, v in dev], "o-", color="tab:orange", label=label)
+        ax2.set_ylabel(f"{label} x 100")
     ax.set_title("sentlab training")
     fig.tight_layout()
     fig.savefig(out_path, dpi=100)

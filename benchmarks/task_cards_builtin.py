@@ -13,6 +13,22 @@ import json
 from pathlib import Path
 
 
+def write_jsonl(path: Path, rows) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def write_forum_card(forum, name: str, out: Path) -> Path:
+    """One CQADupStack forum in the BEIR layout under ``out`` and its card (``map: useb``, k 100)."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / "corpus.jsonl", ({"_id": i, "title": "", "text": t} for i, t in forum.corpus.items()))
+    write_jsonl(out / "queries.jsonl", ({"_id": i, "text": t} for i, t in forum.queries.items()))
+    (out / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+        f"{q}\t{d}\t1\n" for q, docs in forum.relevant.items() for d in sorted(docs)), encoding="utf-8")
+    (out / "forum.yaml").write_text(f"name: {name}\nkind: retrieval\ncorpus: corpus.jsonl\n"
+                                    "queries: queries.jsonl\nqrels: qrels.tsv\nk: 100\nmap: useb\n")
+    return out / "forum.yaml"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="minilm")
@@ -38,9 +54,6 @@ def main() -> None:
     scorer = CosineScorer(cache)
     summary: dict = {"model": args.model}
 
-    def write_jsonl(path: Path, rows) -> None:
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-
     stsb = load_sts_task("STS-B", args.data_dir)
     write_jsonl(out / "stsb.jsonl", ({"s1": a, "s2": b, "score": float(s)}
                                      for a, b, s in zip(stsb.sentences1, stsb.sentences2, stsb.scores)))
@@ -57,13 +70,7 @@ def main() -> None:
                                      "card": score_task_card(scorer, load_task_card(out / "pit.yaml")).main}
 
     forum = load_cqadupstack(task_folder("CQADupStack", args.data_dir))[args.forum]
-    write_jsonl(out / "corpus.jsonl", ({"_id": i, "title": "", "text": t} for i, t in forum.corpus.items()))
-    write_jsonl(out / "queries.jsonl", ({"_id": i, "text": t} for i, t in forum.queries.items()))
-    (out / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
-        f"{q}\t{d}\t1\n" for q, docs in forum.relevant.items() for d in sorted(docs)), encoding="utf-8")
-    (out / "forum.yaml").write_text(f"name: {args.forum}-card\nkind: retrieval\ncorpus: corpus.jsonl\n"
-                                    "queries: queries.jsonl\nqrels: qrels.tsv\nk: 100\nmap: useb\n")
-    card = score_task_card(scorer, load_task_card(out / "forum.yaml"))
+    card = score_task_card(scorer, load_task_card(write_forum_card(forum, f"{args.forum}-card", out)))
     summary[f"CQADupStack {args.forum} map@100"] = {
         "builtin": score_cqadupstack(cache.encode, {args.forum: forum}).main, "card": card.main,
         "card_trec_ndcg@10": card.scores["ndcg@10"]}

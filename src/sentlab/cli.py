@@ -260,6 +260,30 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_adapt(args: argparse.Namespace) -> int:
+    from sentlab.adapt import AdaptPlan, AdaptSettings, Budget, _sha256, run_adapt
+
+    budget = Budget(steps=args.steps, sentences=args.sentences, minutes=args.minutes)
+    text = Path(args.text)
+    if not text.is_file():
+        raise DataError(f"{text}: file not found")
+    for card in [*args.task_card, *([args.dev_card] if args.dev_card else [])]:
+        if not Path(card).is_file():
+            raise DataError(f"{card}: task card not found")
+    settings = AdaptSettings(text=str(text), text_sha256=_sha256(text), model=args.model,
+                             pooler=None if args.pooler == "none" else args.pooler,
+                             max_seq_length=args.max_seq_length, batch_size=args.batch_size,
+                             budget={k: v for k, v in vars(budget).items()},
+                             dev_card=str(Path(args.dev_card).resolve()) if args.dev_card else None,
+                             general=args.general, data_dir=args.data_dir, eval_steps=args.eval_steps)
+    plan = AdaptPlan(settings, [str(Path(c).resolve()) for c in args.task_card], args.methods.split(","),
+                     args.seeds, Path(args.output), progress_bar=not args.quiet)
+    summary = run_adapt(plan)
+    print((plan.output / "report.md").read_text("utf-8"), end="")
+    print(f"written {plan.output / 'report.md'}, {plan.output / 'report.json'}, {plan.output / 'adapt.png'}")
+    return 0 if summary else 1
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from sentlab.evaluation import EvalReport
     from sentlab.evaluation.features import feature_function
@@ -596,8 +620,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "evalrank, or all (tasks without data are skipped and listed); "
                                                  "default sts, or none when --task-card is given")
     p.add_argument("--task-card", action="append", default=[], metavar="CARD.yaml",
-                   help="your own task declared as data: scored-pairs, labelled-pairs or retrieval (BEIR layout); "
-                        "repeatable (see sentlab.evaluation.task_cards)")
+                   help="your own task declared as data: scored-pairs, labelled-pairs, retrieval (BEIR layout), "
+                        "reranking or classification; repeatable (see sentlab.evaluation.task_cards)")
     p.add_argument("--output", default=None, help="write the results as JSON here")
     p.add_argument("--features", default="sentence", help="transfer-task features: sentence (the embedding) or "
                                                           "cls-lastK, e.g. cls-last5 (RSE: mean [CLS] of the last 5 "
@@ -608,6 +632,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=None, help="parallel classifier fits (joblib; -1 = all cores)")
     _data_dir_arg(p)
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("adapt", help="adapt a model to your unlabelled text with every applicable method under one "
+                                     "budget, score each on your task card(s) and STS, and recommend one")
+    p.add_argument("--text", required=True, help="unlabelled in-domain text, one sentence a line")
+    p.add_argument("--task-card", action="append", required=True, metavar="CARD.yaml",
+                   help="your task (test); the first one decides the recommendation; repeatable")
+    p.add_argument("--dev-card", default=None, metavar="CARD.yaml",
+                   help="a small labelled dev task: each arm keeps its best checkpoint on it (default: final model)")
+    p.add_argument("--output", required=True, help="the adapt folder (rerun the command to resume)")
+    p.add_argument("--model", default="minilm", help="the start model (alias, folder or hub name)")
+    p.add_argument("--pooler", default="mean", help="pooling of every arm (default mean; 'none': as saved)")
+    p.add_argument("--methods", default="tsdae,ct,mlm,simcse,bert-flow",
+                   help="comma-separated arms (default: all of tsdae, ct, mlm, simcse, bert-flow)")
+    budget = p.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--steps", type=_positive_int, help="budget: optimizer steps per arm")
+    budget.add_argument("--sentences", type=_positive_int, help="budget: training sentences per arm")
+    budget.add_argument("--minutes", type=float, help="budget: wall-clock minutes of training per arm")
+    p.add_argument("--batch-size", type=_positive_int, default=8, help="every arm's batch size (default 8, TSDAE's)")
+    p.add_argument("--max-seq-length", type=_positive_int, default=128)
+    p.add_argument("--seeds", type=int, nargs="+", default=[42], help="training seeds (several: spread over seeds)")
+    p.add_argument("--general", choices=("sts-b", "sts", "none"), default="sts-b",
+                   help="the general task that shows what adapting traded: STS-B test (default), the seven STS "
+                        "tasks' average, or none")
+    p.add_argument("--eval-steps", type=_positive_int, default=100,
+                   help="checkpoint (and dev-card evaluation) every N steps (default 100)")
+    _data_dir_arg(p)
+    _quiet_arg(p)
+    p.set_defaults(func=cmd_adapt)
 
     p = sub.add_parser("encode", help="embed a text file (one sentence a line) into a .npy matrix")
     _model_args(p)

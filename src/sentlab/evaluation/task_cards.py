@@ -117,18 +117,26 @@ def _numbers(rows: list[tuple[str, ...]], path: Path, column: str) -> np.ndarray
         raise DataError(f"{path}: column {column!r} is not a number ({err})") from None
 
 
-def score_scored_pairs(scorer, card: TaskCard) -> MetricsResult:
+def score_pairs(scorer, sentences1: Sequence[str], sentences2: Sequence[str], gold) -> MetricsResult:
+    """Spearman (main) and Pearson x 100 of the scorer's similarities against gold scores, with the
+    pairs kept as items (a bootstrap interval needs them)."""
     from scipy.stats import pearsonr, spearmanr
 
+    gold = np.asarray(gold, dtype=np.float64)
+    predicted = np.asarray(scorer.score(list(sentences1), list(sentences2)), dtype=np.float64)
+    return MetricsResult("spearman", {"spearman": 100 * float(spearmanr(gold, predicted)[0]),
+                                      "pearson": 100 * float(pearsonr(gold, predicted)[0])}, n=len(gold),
+                         extra={"items": pair_items("spearman", gold, predicted,
+                                                    items_key(zip(sentences1, sentences2)))})
+
+
+def score_scored_pairs(scorer, card: TaskCard) -> MetricsResult:
     path = card.path("file")
     rows = read_table(path, card.columns)
     if len(rows) < 2:
         raise DataError(f"{path}: needs at least 2 pairs")
     gold = _numbers(rows, path, card.columns[2])
-    predicted = np.asarray(scorer.score([r[0] for r in rows], [r[1] for r in rows]), dtype=np.float64)
-    return MetricsResult("spearman", {"spearman": 100 * float(spearmanr(gold, predicted)[0]),
-                                      "pearson": 100 * float(pearsonr(gold, predicted)[0])}, n=len(rows),
-                         extra={"items": pair_items("spearman", gold, predicted, items_key(r[:2] for r in rows))})
+    return score_pairs(scorer, [r[0] for r in rows], [r[1] for r in rows], gold)
 
 
 def best_threshold_f1(labels: np.ndarray, scores: np.ndarray) -> tuple[float, float, float]:

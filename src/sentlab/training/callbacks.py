@@ -135,3 +135,42 @@ def load_loss_state(loss: nn.Module, model: nn.Module, checkpoint: Path) -> None
         current = loss.state_dict(keep_vars=True)
         for name, tensor in saved.items():
             current[name].copy_(tensor)
+
+
+class WallClockBudget(TrainerCallback):
+    """Stop (with a checkpoint, and a dev evaluation when there is a dev task) once ``minutes`` of
+    training have passed - ``train.max_minutes``, the wall-clock budget of ``sentlab adapt``. The
+    time spent is saved in every checkpoint (``wall_clock.json``), so a run resumed with ``--resume``
+    counts the minutes it had already spent, not only the ones after the restart."""
+
+    FILE = "wall_clock.json"
+
+    def __init__(self, minutes: float):
+        self.budget_seconds = 60.0 * minutes
+        self.spent_before = 0.0
+        self.started: float | None = None
+
+    def spent_seconds(self) -> float:
+        import time
+
+        return self.spent_before + (time.monotonic() - self.started if self.started is not None else 0.0)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        import time
+
+        saved = Path(args.output_dir) / f"checkpoint-{state.global_step}" / self.FILE
+        if state.global_step and saved.is_file():
+            self.spent_before = float(json.loads(saved.read_text("utf-8"))["seconds"])
+        self.started = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.spent_seconds() >= self.budget_seconds:
+            control.should_training_stop = True
+            control.should_save = True
+            control.should_evaluate = args.eval_strategy != "no"
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if folder.is_dir():
+            (folder / self.FILE).write_text(json.dumps({"seconds": self.spent_seconds()}) + "\n", encoding="utf-8")

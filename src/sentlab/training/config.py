@@ -52,6 +52,9 @@ class TrainSection(_Section):
     learning_rate: float = Field(3e-5, gt=0)
     epochs: float = Field(1.0, gt=0)
     max_steps: int = Field(-1, description="stop after this many steps (-1: run the epochs)")
+    max_minutes: float | None = Field(None, gt=0, description="stop after this many minutes of training "
+                                                              "(checked after each step; minutes before a "
+                                                              "--resume count)")
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)
     eval_steps: int = Field(125, gt=0, description="evaluate on the dev task every N steps")

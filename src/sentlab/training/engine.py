@@ -36,7 +36,7 @@ from sentlab.errors import ConfigError
 from sentlab.methods import Method, get_method
 from sentlab.progress import bars, say
 from sentlab.training.callbacks import (LossComponentsLog, LossStateCheckpoint, MetricsLog, StopOnNonFiniteLoss,
-                                        load_loss_state)
+                                        WallClockBudget, load_loss_state)
 from sentlab.training.config import TrainConfig
 from sentlab.training.run_folder import RunPaths
 
@@ -167,6 +167,8 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
         callbacks=[StopOnNonFiniteLoss(), LossComponentsLog(loss), MetricsLog(paths.metrics),
                    LossStateCheckpoint(loss, model)],
     )
+    if cfg.train.max_minutes is not None:
+        trainer.add_callback(WallClockBudget(cfg.train.max_minutes))
     if not bars():  # quiet: transformers prints every log record when its progress bar is off
         trainer.remove_callback(PrinterCallback)
     trainer.sentlab_method = method

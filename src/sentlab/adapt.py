@@ -1,0 +1,284 @@
+"""``sentlab adapt``: adapt one start model to unlabelled in-domain text with every applicable method,
+under one budget, and say which helped the user's own task - and by how much, with how much noise.
+
+Arms (declared as data in :data:`ARMS`; each is a registered method with the learning rate of its
+CPU preset in ``configs/``): TSDAE, CT, MLM, unsupervised SimCSE, BERT-flow - the unsupervised
+methods of the TSDAE paper's comparison (Sec. 5, Table 2) that need nothing but sentences. RankCSE
+(needs teacher encoders), RSE and supervised SimCSE (need labelled pairs) and RankEncoder (an
+inference-time method over a corpus index, built with ``sentlab index``) are not arms.
+
+Every arm starts from the same model, with the same pooling, batch size, seeds and budget: ``steps``
+(optimizer steps), ``sentences`` (steps = sentences / batch size) or ``minutes`` (wall clock of
+training, :class:`sentlab.training.callbacks.WallClockBudget`). With a step or sentence budget,
+each arm sees the same first ``steps x batch`` sentences of a seeded shuffle of the text, each once
+when the text is long enough. With a dev card, each arm keeps its best checkpoint on it.
+
+Evaluation: the user's task cards (test) and a general task - STS-B test (default, Spearman with a
+bootstrap interval) or the seven STS tasks (their average, no interval) - for the start model and
+every arm and seed. Output folder::
+
+    OUT/adapt.json              the settings; a rerun with other settings is refused
+    OUT/train.txt               the shuffled training text every arm reads
+    OUT/start/evaluation.json   the start model's results (an EvalReport, items kept)
+    OUT/arms/<arm>/seed-<s>/    the arm's run folder (checkpoints, model/), trained.json, evaluation.json
+    OUT/report.md, OUT/report.json, OUT/adapt.png   table + recommendation, the numbers, bar chart
+
+Resuming: a rerun of the same command skips finished arms (``trained.json``) and finished
+evaluations, resumes an interrupted arm from its newest checkpoint, and reads embeddings computed
+before a kill from the embedding cache (:mod:`sentlab.cache`). Files are written whole (temporary
+name, then renamed), so a kill never leaves a half-written result that a rerun would trust.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sentlab.errors import ConfigError, DataError
+from sentlab.evaluation.results import EvalReport, MetricsResult
+from sentlab.progress import say
+
+
+@dataclass(frozen=True)
+class Arm:
+    method: str
+    learning_rate: float
+    paper: str
+
+
+ARMS: dict[str, Arm] = {
+    "tsdae": Arm("tsdae", 3e-5, "TSDAE (Wang et al., 2021), App. B"),
+    "ct": Arm("ct", 1e-5, "CT (Carlsson et al., 2021), as in TSDAE Sec. 5"),
+    "mlm": Arm("mlm", 5e-5, "MLM (Devlin et al., 2019), as in TSDAE Sec. 5"),
+    "simcse": Arm("simcse-unsup", 5e-5, "SimCSE (Gao et al., 2021), unsupervised"),
+    "bert-flow": Arm("bert-flow", 1e-3, "BERT-flow (Li et al., 2020)"),
+}
+GENERAL_TASKS = ("sts-b", "sts", "none")
+
+
+@dataclass
+class Budget:
+    steps: int | None = None
+    sentences: int | None = None
+    minutes: float | None = None
+
+    def __post_init__(self) -> None:
+        given = [name for name, value in asdict(self).items() if value is not None]
+        if len(given) != 1:
+            raise ConfigError("give exactly one budget: --steps, --sentences or --minutes")
+        if any(value <= 0 for value in asdict(self).values() if value is not None):
+            raise ConfigError("the budget must be positive")
+
+    def max_steps(self, batch_size: int) -> int:
+        if self.steps is not None:
+            return self.steps
+        if self.sentences is not None:
+            return math.ceil(self.sentences / batch_size)
+        return -1
+
+    def describe(self) -> str:
+        return (f"{self.steps} steps" if self.steps is not None else f"{self.sentences} sentences"
+                if self.sentences is not None else f"{self.minutes} minutes")
+
+
+@dataclass
+class AdaptSettings:
+    text: str
+    text_sha256: str
+    model: str
+    pooler: str | None
+    max_seq_length: int
+    batch_size: int
+    budget: dict[str, Any]
+    dev_card: str | None
+    general: str
+    data_dir: str | None
+    eval_steps: int
+
+    def comparable(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "text"}
+
+
+@dataclass
+class AdaptPlan:
+    settings: AdaptSettings
+    cards: list[str]
+    arms: list[str]
+    seeds: list[int]
+    output: Path
+    progress_bar: bool = False
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write whole or not at all: a temporary file renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def read_training_text(path: Path) -> list[str]:
+    from sentlab.data.readers import read_lines
+
+    lines = read_lines(path)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            raise DataError(f"{path}:{number}: empty line (one sentence a line)")
+    if len(lines) < 2:
+        raise DataError(f"{path}: needs at least 2 sentences")
+    return [" ".join(line.split()) for line in lines]
+
+
+def prepare(plan: AdaptPlan) -> Path:
+    """Check the settings against an earlier run in the folder and write the shuffled training text."""
+    out = plan.output
+    out.mkdir(parents=True, exist_ok=True)
+    saved = out / "adapt.json"
+    if saved.is_file():
+        earlier = AdaptSettings(**json.loads(saved.read_text("utf-8")))
+        if earlier.comparable() != plan.settings.comparable():
+            changed = [k for k, v in plan.settings.comparable().items() if earlier.comparable().get(k) != v]
+            raise ConfigError(f"{out} was made with other settings ({', '.join(changed)}); choose another --output")
+    else:
+        write_json(saved, asdict(plan.settings))
+    train_file = out / "train.txt"
+    if not train_file.is_file():
+        sentences = read_training_text(Path(plan.settings.text))
+        random.Random(0).shuffle(sentences)
+        temporary = train_file.with_name("train.txt.tmp")
+        temporary.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+        os.replace(temporary, train_file)
+    return train_file
+
+
+def arm_config(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentences: int):
+    from sentlab.training.config import TrainConfig
+
+    s = plan.settings
+    steps = Budget(**s.budget).max_steps(s.batch_size)
+    limit = steps * s.batch_size if steps > 0 and steps * s.batch_size < n_sentences else None
+    train: dict[str, Any] = {"output_dir": str(plan.output / "arms" / arm / f"seed-{seed}"),
+                             "batch_size": s.batch_size, "learning_rate": ARMS[arm].learning_rate,
+                             "max_steps": steps, "seed": seed, "progress_bar": plan.progress_bar,
+                             "eval_steps": s.eval_steps, "save_steps": s.eval_steps, "logging_steps": 10}
+    if s.budget.get("minutes") is not None:
+        train.update(max_minutes=s.budget["minutes"], epochs=1000.0)  # the clock stops it
+    model = {"name": s.model, "max_seq_length": s.max_seq_length, **({"pooler": s.pooler} if s.pooler else {})}
+    return TrainConfig.model_validate({
+        "method": ARMS[arm].method, "model": model,
+        "data": {"train": str(train_file), "limit": limit, "data_dir": s.data_dir},
+        "train": train, "eval": {"dev_task": s.dev_card or "none", "final_tasks": []}})
+
+
+def train_arm(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentences: int) -> dict[str, Any]:
+    """Train one arm unless it finished before; resume it when it was interrupted."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from sentlab.training.engine import RunPaths, train
+
+    cfg = arm_config(plan, arm, seed, train_file, n_sentences)
+    paths = RunPaths(Path(cfg.train.output_dir))
+    marker = paths.root / "trained.json"
+    if marker.is_file():
+        say(f"[adapt] {arm} seed {seed}: trained before, kept")
+        return json.loads(marker.read_text("utf-8"))
+    resume = paths.checkpoints.is_dir() and get_last_checkpoint(str(paths.checkpoints)) is not None
+    say(f"[adapt] {arm} seed {seed}: training {ARMS[arm].method}" + (" (resumed)" if resume else ""))
+    started = time.perf_counter()
+    train(cfg, resume=resume, evaluate=False)
+    records = [json.loads(line) for line in paths.metrics.read_text("utf-8").splitlines() if line.strip()]
+    steps = max((r.get("step", 0) for r in records), default=0)
+    info = {"arm": arm, "method": ARMS[arm].method, "seed": seed, "steps": steps,
+            "train_seconds": round(time.perf_counter() - started, 1), "resumed": resume}
+    write_json(marker, info)
+    return info
+
+
+def _general(name: str, scorer, data_dir: str | None) -> dict[str, Any]:
+    from sentlab.data.sts import load_sts_task
+    from sentlab.evaluation.sts import evaluate_sts
+    from sentlab.evaluation.task_cards import score_pairs
+    from sentlab.evaluation.uncertainty import bootstrap_interval
+
+    if name == "sts-b":
+        pairs = load_sts_task("STS-B", data_dir)
+        result = score_pairs(scorer, pairs.sentences1, pairs.sentences2, pairs.scores)
+        result.extra["ci95"] = {"spearman": list(bootstrap_interval(result.extra["items"]))}
+        return {"STS-B": result}
+    report = evaluate_sts(scorer, data_dir, extras=False)
+    return {"STS avg": MetricsResult("spearman", {"spearman": float(report.summary["sts_avg"])},
+                                     n=sum(t.n_pairs for t in report.tasks.values()),
+                                     extra={"tasks": {k: t.spearman for k, t in report.tasks.items()}})}
+
+
+def evaluate(plan: AdaptPlan, name: str, model_path: str, folder: Path) -> EvalReport:
+    """The model's results on every card and the general task; tasks already in
+    ``folder/evaluation.json`` are kept, missing ones are added."""
+    from sentlab.cache import EmbeddingStore
+    from sentlab.encoders.loading import load_encoder
+    from sentlab.evaluation.scoring import CosineScorer, EmbeddingCache
+    from sentlab.evaluation.task_cards import load_task_card, score_task_card
+
+    path = folder / "evaluation.json"
+    report = EvalReport.read(path) if path.is_file() else EvalReport(model=name)
+    cards = {card.name: card for card in map(load_task_card, plan.cards)}
+    general = {"sts-b": ["STS-B"], "sts": ["STS avg"], "none": []}[plan.settings.general]
+    missing = [n for n in [*cards, *general] if n not in report.tasks]
+    if not missing:
+        return report
+    pooler = plan.settings.pooler if name == "start" else None
+    encoder = load_encoder(model_path, pooler=pooler, max_seq_length=plan.settings.max_seq_length).eval()
+    scorer = CosineScorer(EmbeddingCache(encoder, store=EmbeddingStore.default()), name=name)
+    started = time.perf_counter()
+    for task in missing:
+        say(f"[adapt] {name}: {task}")
+        if task in cards:
+            report.tasks[task] = score_task_card(scorer, cards[task], device=encoder.device)
+            report.settings.setdefault("task_cards", {})[task] = str(cards[task].folder)
+        else:
+            report.tasks.update(_general(plan.settings.general, scorer, plan.settings.data_dir))
+        report.settings[f"eval_seconds_{task}"] = round(time.perf_counter() - started, 1)
+        started = time.perf_counter()
+        write_json(path, report.to_dict())  # after each task: a kill loses one task at most
+    return report
+
+
+def run_adapt(plan: AdaptPlan) -> dict[str, Any]:
+    """Train and evaluate every arm and seed (reusing what is done), then write the report."""
+    from sentlab.reporting.adapt import write_report
+
+    unknown = [a for a in plan.arms if a not in ARMS]
+    if unknown:
+        raise ConfigError(f"unknown method {unknown[0]!r} for adapt (choose from {', '.join(ARMS)})")
+    if plan.settings.general not in GENERAL_TASKS:
+        raise ConfigError(f"unknown general task {plan.settings.general!r} (choose from {', '.join(GENERAL_TASKS)})")
+    if not plan.cards:
+        raise ConfigError("give at least one --task-card: the task the adaptation is for")
+    train_file = prepare(plan)
+    n_sentences = sum(1 for _ in train_file.open(encoding="utf-8"))
+    results: dict[str, dict[int, EvalReport]] = {"start": {0: evaluate(plan, "start", plan.settings.model,
+                                                                       plan.output / "start")}}
+    training: dict[str, dict[int, dict[str, Any]]] = {}
+    for arm in plan.arms:
+        for seed in plan.seeds:
+            info = train_arm(plan, arm, seed, train_file, n_sentences)
+            folder = plan.output / "arms" / arm / f"seed-{seed}"
+            training.setdefault(arm, {})[seed] = info
+            results.setdefault(arm, {})[seed] = evaluate(plan, arm, str(folder / "model"), folder)
+    return write_report(plan, results, training)

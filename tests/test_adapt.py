@@ -1,0 +1,93 @@
+"""sentlab adapt end to end on a tiny model: every arm trains under one budget, the report gives a
+recommendation with its interval, and a rerun reuses what is done."""
+
+import json
+
+import pytest
+
+from sentlab import cli
+from sentlab.errors import ConfigError
+from sentlab.reporting import adapt as adapt_report
+
+
+@pytest.fixture
+def user_task(tmp_path, corpus_file):
+    lines = corpus_file.read_text().splitlines()
+    rows = "".join(f"{lines[i]}\t{lines[i + 1]}\t{i % 5}\n" for i in range(0, 60, 2))
+    (tmp_path / "pairs.tsv").write_text("s1\ts2\tscore\n" + rows, encoding="utf-8")
+    card = tmp_path / "mine.yaml"
+    card.write_text("name: mine\nkind: scored-pairs\nfile: pairs.tsv\ncolumns: [s1, s2, score]\n", encoding="utf-8")
+    return card
+
+
+def adapt_args(tiny_backbone, corpus_file, card, out, *extra):
+    return ["adapt", "--text", str(corpus_file), "--task-card", str(card), "--output", str(out),
+            "--model", str(tiny_backbone), "--methods", "tsdae,simcse", "--steps", "4", "--batch-size", "4",
+            "--eval-steps", "2", "--general", "none", "--quiet", *extra]
+
+
+def test_adapt_trains_every_arm_reports_and_resumes(tiny_backbone, corpus_file, user_task, tmp_path, capsys,
+                                                   monkeypatch):
+    out = tmp_path / "adapt"
+    assert cli.main(adapt_args(tiny_backbone, corpus_file, user_task, out)) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert set(report["rows"]) == {"start", "tsdae", "simcse"}
+    for arm in ("tsdae", "simcse"):
+        assert json.loads((out / "arms" / arm / "seed-42" / "trained.json").read_text())["steps"] == 4
+        cell = report["rows"][arm]["mine"]
+        assert cell["ci95"][0] <= cell["mean"] <= cell["ci95"][1]
+    assert (out / "adapt.png").is_file()
+    line = report["recommendation"]
+    assert line.startswith(("Use ", "Keep the start model")) and "95% CI" in line
+    assert "recommendation" in capsys.readouterr().out.lower()
+
+    from sentlab.training import engine
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished arm was trained again")
+
+    monkeypatch.setattr(engine, "train", no_training)
+    (out / "report.json").unlink()
+    assert cli.main(adapt_args(tiny_backbone, corpus_file, user_task, out)) == 0  # all reused
+    assert json.loads((out / "report.json").read_text())["rows"]["tsdae"]["mine"] == report["rows"]["tsdae"]["mine"]
+
+
+def test_adapt_refuses_other_settings_in_the_same_folder(tiny_backbone, corpus_file, user_task, tmp_path, capsys):
+    out = tmp_path / "adapt"
+    out.mkdir()
+    (out / "adapt.json").write_text(json.dumps({
+        "text": str(corpus_file), "text_sha256": "0", "model": "x", "pooler": "mean", "max_seq_length": 128,
+        "batch_size": 4, "budget": {"steps": 4, "sentences": None, "minutes": None}, "dev_card": None,
+        "general": "none", "data_dir": None, "eval_steps": 2}))
+    assert cli.main(adapt_args(tiny_backbone, corpus_file, user_task, out)) != 0
+    assert "made with other settings (text_sha256, model)" in capsys.readouterr().err
+
+
+def test_unknown_arm_and_budget_errors(tiny_backbone, corpus_file, user_task, tmp_path, capsys):
+    args = adapt_args(tiny_backbone, corpus_file, user_task, tmp_path / "a")
+    args[args.index("tsdae,simcse")] = "tsdae,rse"
+    assert cli.main(args) != 0
+    assert "unknown method 'rse' for adapt" in capsys.readouterr().err
+    from sentlab.adapt import Budget
+
+    with pytest.raises(ConfigError, match="exactly one budget"):
+        Budget(steps=3, minutes=1.0)
+
+
+def test_margin_over_seeds_needs_every_seed_beyond_the_noise():
+    from sentlab.evaluation.results import EvalReport, MetricsResult
+    from sentlab.evaluation.uncertainty import mean_items
+
+    def report(values):
+        items = mean_items(values, "k")
+        return EvalReport("m", {"t": MetricsResult("map", {"map": 100 * sum(values) / len(values)}, len(values),
+                                                   extra={"items": items})})
+
+    base = [0.1 * i for i in range(10)]
+    results = {"start": {0: report(base)},
+               "a": {1: report([v + 0.1 for v in base]), 2: report([v + 0.1 for v in base])},
+               "b": {1: report([v + 0.1 for v in base]), 2: report(base)}}
+    assert adapt_report.margin(results, "a", "start", "t")["beyond_noise"]
+    mixed = adapt_report.margin(results, "b", "start", "t")
+    assert mixed["difference"] == pytest.approx(5.0) and not mixed["beyond_noise"]  # seed 2 shows no gain
+    assert "mean over 2 seeds" in adapt_report.describe_margin(mixed)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from sentlab.evaluation.results import EvalReport, MetricsResult, TaskResult
@@ -54,3 +55,22 @@ def test_same_model_name_in_two_files_is_told_apart_and_charts_are_written(tmp_p
     values = json.loads((tmp_path / "transfer.json").read_text())["values"]
     assert values == {"m (a)": {**{k if k != "SST2" else "SST-2": v for k, v in TRANSFER.items()},
                                 "Avg": pytest.approx(sum(TRANSFER.values()) / 7)}}
+
+
+def test_task_cards_get_intervals_and_paired_differences_against_the_first_model(tmp_path):
+    from sentlab.evaluation.uncertainty import bootstrap_interval, mean_items
+
+    def card_report(model, values):
+        items = mean_items(values, "same-queries")
+        result = MetricsResult("map@100", {"map@100": 100 * float(np.mean(values))}, n=len(values),
+                               extra={"items": items, "ci95": {"map@100": list(bootstrap_interval(items))}})
+        return EvalReport(model=model, tasks={"tickets": result}, settings={"task_cards": {"tickets": "cards"}})
+
+    base = list(np.linspace(0.1, 0.5, 20))
+    reports = [card_report("start", base), card_report("tuned", [v + 0.1 for v in base])]
+    markdown = render_markdown(reports, ["a.json", "b.json"])
+    assert "## Your tasks (task cards)" in markdown and "30.00 [" in markdown
+    # every query gains exactly 10 points: the paired difference is +10 with a zero-width interval
+    assert "| tuned | +10.00 (95% CI [+10.00, +10.00], beyond the noise) |" in markdown
+    written = plot_tables(reports, ["a.json", "b.json"], tmp_path)
+    assert tmp_path / "your-tasks.png" in written

@@ -121,6 +121,24 @@ def recommend(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, Eval
     return line + "." + trade, facts
 
 
+def other_tasks(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, EvalReport]], tasks: list[str],
+                best_arm: str | None) -> list[str]:
+    """For each card after the first: which row is best there, and the primary task's best arm
+    against the start model there."""
+    lines = []
+    for task in tasks:
+        ranked = sorted((r for r in rows if task in rows[r]), key=lambda r: -rows[r][task]["mean"])
+        if not ranked:
+            continue
+        line = f"- {task}: best {ranked[0]} ({rows[ranked[0]][task]['mean']:.2f} {rows[ranked[0]][task]['metric']})"
+        if best_arm and best_arm in rows and task in rows[best_arm]:
+            m = margin(results, best_arm, "start", task)
+            if m is not None:
+                line += f"; {best_arm} against the start model: {describe_margin(m)}"
+        lines.append(line + f"; order: {', '.join(ranked)}")
+    return lines
+
+
 def plot(rows: dict[str, dict[str, Any]], tasks: list[str], path) -> None:
     from sentlab.reporting.plots import pyplot
 
@@ -174,7 +192,12 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
              f"dev task: {s.dev_card or 'none (final model kept)'}.")
     noise = ("Cells: score [95% bootstrap CI over the task's items]" if len(plan.seeds) == 1
              else "Cells: mean ± sd over seeds") + "; Δ: paired bootstrap difference against the start model."
-    markdown = "\n\n".join(["# sentlab adapt", intro, "\n".join(table), noise, f"**Recommendation.** {line}"]) + "\n"
+    sections = ["# sentlab adapt", intro, "\n".join(table), noise, f"**Recommendation.** {line}"]
+    others = other_tasks(rows, results, cards[1:], facts.get("best_arm"))
+    if others:
+        sections.append("## Does the choice hold on the other tasks?\n\n" + "\n".join(others))
+        facts["other_tasks"] = others
+    markdown = "\n\n".join(sections) + "\n"
     (plan.output / "report.md").write_text(markdown, encoding="utf-8")
     plot({r: {t: c for t, c in cells.items() if t in tasks} for r, cells in rows.items()}, tasks,
          plan.output / "adapt.png")

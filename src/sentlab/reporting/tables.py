@@ -9,6 +9,9 @@ in :data:`TABLES`):
   list CQADupStack's forums, TwitterPara's TURL / PIT and SciDocs' relations.
 * EvalRank - MRR, Hits@1, Hits@3 as the toolkit computes them (RSE's ranking evaluation), and sentlab's
   corrected MRR / Hits@1 (s1 and s2 excluded).
+* Your tasks - every task card in the results (``sentlab eval --task-card``), each headline with its
+  95% bootstrap interval, and each model after the first against the first: the paired bootstrap
+  difference on the same items, said to be inside or beyond the noise.
 
 A cell without a result is "-". The average column is filled only for a row with every task of
 the table; a table where no row has them all averages what is there and says so under the table.
@@ -28,6 +31,7 @@ from sentlab.data.sts import STS_TASKS
 from sentlab.data.transfer import TRANSFER_TASKS
 from sentlab.data.useb import USEB_TASKS
 from sentlab.evaluation.results import EvalReport, MetricsResult, TaskResult
+from sentlab.evaluation.uncertainty import paired_difference
 
 Getter = Callable[[EvalReport], float | None]
 
@@ -128,9 +132,52 @@ def _detail_tables(reports: list[EvalReport], names: list[str]) -> list[str]:
     return out
 
 
+def card_table(reports: list[EvalReport]) -> Table | None:
+    """The task cards found in the reports, as a table (no average: the cards are unrelated tasks)."""
+    cards: dict[str, None] = {}
+    for report in reports:
+        cards.update(dict.fromkeys(report.settings.get("task_cards", {})))
+    return Table("Your tasks (task cards)", tuple((c, _metric(c)) for c in cards), average=False) if cards else None
+
+
+def _card_sections(table: Table, reports: list[EvalReport], names: list[str]) -> list[str]:
+    cards = [label for label, _ in table.columns]
+    rows = []
+    for report, name in zip(reports, names):
+        cells = []
+        for card in cards:
+            result = report.tasks.get(card)
+            if not isinstance(result, MetricsResult):
+                cells.append("-")
+                continue
+            low_high = result.extra.get("ci95", {}).get(result.main_metric)
+            cells.append(f"{result.main:.2f}" + (f" [{low_high[0]:.2f}, {low_high[1]:.2f}]" if low_high else "")
+                         + f" ({result.main_metric})")
+        rows.append("| " + " | ".join([name, *cells]) + " |")
+    header = "| model | " + " | ".join(cards) + " |\n|---|" + "---:|" * len(cards)
+    out = [f"## {table.title}\n\n{header}\n" + "\n".join(rows) + "\n\nCells: headline [95% bootstrap CI over the "
+           "card's items]."]
+    if len(reports) > 1:
+        lines = []
+        for report, name in zip(reports[1:], names[1:]):
+            cells = []
+            for card in cards:
+                a, b = report.tasks.get(card), reports[0].tasks.get(card)
+                items = [getattr(r, "extra", {}).get("items") for r in (a, b)]
+                same = all(items) and items[0]["key"] == items[1]["key"]
+                cells.append(paired_difference(items[0], items[1]).describe() if same else "- (not the same items)")
+            lines.append("| " + " | ".join([name, *cells]) + " |")
+        out.append(f"### Against {names[0]} (paired bootstrap over the same items)\n\n"
+                   + "| model | " + " | ".join(cards) + " |\n|---|" + "---:|" * len(cards) + "\n" + "\n".join(lines))
+    return out
+
+
 def render_markdown(reports: list[EvalReport], files: list[str]) -> str:
     names = _unique_names(reports, files)
     sections = []
+    cards = card_table(reports)
+    if cards is not None:
+        sections += _card_sections(cards, reports, names)
     for table in TABLES:
         headers, rows, note = table_rows(table, reports, names)
         if rows:
@@ -156,7 +203,7 @@ def plot_tables(reports: list[EvalReport], files: list[str], out_dir: str | Path
     out_dir.mkdir(parents=True, exist_ok=True)
     names = _unique_names(reports, files)
     written = []
-    for table in TABLES:
+    for table in [*TABLES, *filter(None, [card_table(reports)])]:
         headers, rows, _ = table_rows(table, reports, names)
         if not rows:
             continue

@@ -1,6 +1,8 @@
 """Built-in tasks re-expressed as task cards (issue 14) give the built-in figures: STS-B test as
 scored pairs, TwitterPara's PIT-2015 as labelled pairs, one CQADupStack forum as BEIR-layout retrieval
-(``map: useb``, USEB's AP@100). Writes the cards and their files under OUTPUT, scores both ways with
+(``map: useb``, USEB's AP@100), SentEval's TREC as classification (train / test files; the built-in
+rounds accuracy to two decimals as SentEval does, the card does not, so the card's figure is rounded
+before the difference is taken). Writes the cards and their files under OUTPUT, scores both ways with
 one model and prints one JSON object (built-in figure, card figure, difference).
 
     python benchmarks/task_cards_builtin.py --output runs/cards --forum mathematica
@@ -74,6 +76,17 @@ def main() -> None:
     summary[f"CQADupStack {args.forum} map@100"] = {
         "builtin": score_cqadupstack(cache.encode, {args.forum: forum}).main, "card": card.main,
         "card_trec_ndcg@10": card.scores["ndcg@10"]}
+    from sentlab.data.transfer import load_transfer_task
+    from sentlab.evaluation.transfer import score_transfer
+
+    trec = load_transfer_task("TREC", args.data_dir)
+    for split in ("train", "test"):
+        write_jsonl(out / f"trec-{split}.jsonl", ({"text": t, "label": str(y)} for t, y in
+                                                  zip(trec.splits[split].sentences, trec.splits[split].labels)))
+    (out / "trec.yaml").write_text("name: trec-card\nkind: classification\nfile: trec-train.jsonl\n"
+                                   "test: trec-test.jsonl\n")
+    summary["TREC accuracy"] = {"builtin": score_transfer(trec, lambda s: cache.encode(list(s))).main,
+                                "card": round(score_task_card(scorer, load_task_card(out / "trec.yaml")).main, 2)}
     for entry in summary.values():
         if isinstance(entry, dict):
             entry["difference"] = entry["card"] - entry["builtin"]

@@ -46,10 +46,24 @@ def test_adapt_trains_every_arm_reports_and_resumes(tiny_backbone, corpus_file, 
     def no_training(*args, **kwargs):
         raise AssertionError("a finished arm was trained again")
 
+    original_train = engine.train
     monkeypatch.setattr(engine, "train", no_training)
     (out / "report.json").unlink()
     assert cli.main(adapt_args(tiny_backbone, corpus_file, user_task, out)) == 0  # all reused
     assert json.loads((out / "report.json").read_text())["rows"]["tsdae"]["mine"] == report["rows"]["tsdae"]["mine"]
+
+    # an arm killed after its checkpoints but before it was marked finished is resumed, not restarted
+    calls = []
+
+    def recording_train(cfg, resume=False, evaluate=True):
+        calls.append((cfg.method, resume))
+        return original_train(cfg, resume=resume, evaluate=evaluate)
+
+    monkeypatch.setattr(engine, "train", recording_train)
+    for name in ("trained.json", "evaluation.json"):
+        (out / "arms" / "simcse" / "seed-42" / name).unlink()
+    assert cli.main(adapt_args(tiny_backbone, corpus_file, user_task, out)) == 0
+    assert calls == [("simcse-unsup", True)]
 
 
 def test_adapt_refuses_other_settings_in_the_same_folder(tiny_backbone, corpus_file, user_task, tmp_path, capsys):

@@ -136,3 +136,25 @@ def test_non_utf8_reranking_file_is_a_one_line_error(tmp_path):
     (tmp_path / "rerank.jsonl").write_bytes(b'{"query": "\xff"}\n')
     with pytest.raises(DataError, match="not valid UTF-8"):
         score_task_card(AngleScorer({}), card(tmp_path, "name: rr\nkind: reranking\nfile: rerank.jsonl\n"))
+
+
+def test_reranking_card_equals_the_builtin_askubuntu(tiny_backbone, tmp_path):
+    from sentlab.data.useb import load_askubuntu
+    from sentlab.encoders import build_encoder
+    from sentlab.evaluation import CosineScorer
+    from sentlab.evaluation.useb import score_askubuntu
+    from tests.fake_data import write_askubuntu
+
+    queries = load_askubuntu(write_askubuntu(tmp_path))
+    rows = [{"query": q.query, "positive": [c for c, i in zip(q.candidates, q.candidate_ids) if i in q.relevant],
+             "negative": [c for c, i in zip(q.candidates, q.candidate_ids) if i not in q.relevant]} for q in queries]
+    (tmp_path / "rerank.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    scorer = CosineScorer(build_encoder(str(tiny_backbone), "mean"))
+    result = score_task_card(scorer, card(tmp_path, "name: au\nkind: reranking\nfile: rerank.jsonl\n"))
+    builtin = score_askubuntu(scorer.encode, queries)
+    # both rank the same cosines, computed in float64 (card) or float32 (built-in): they agree when no two
+    # candidates of a query are closer than float32 rounding (~1e-7), checked here with a wide margin
+    for q in queries:
+        cosines = np.sort(scorer.score([q.query] * len(q.candidates), q.candidates))
+        assert np.diff(cosines).min() > 1e-5
+    assert result.n == builtin.n and result.main == pytest.approx(builtin.main, abs=1e-9)

@@ -110,3 +110,26 @@ def test_a_task_card_is_the_dev_task_and_picks_the_best_checkpoint(tiny_backbone
     with pytest.raises(Exception, match="unknown dev task 'STS-X'"):
         tree["eval"]["dev_task"] = "STS-X"
         TrainConfig.model_validate(tree)
+
+
+def test_wall_clock_budget_stops_training_with_a_checkpoint_and_counts_time_before_a_resume(
+        tiny_backbone, corpus_file, tmp_path):
+    from sentlab.training.callbacks import WallClockBudget
+
+    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=50, save_steps=100, max_minutes=1e-6)
+    paths = engine.train(cfg, evaluate=False)
+    checkpoints = sorted(paths.checkpoints.glob("checkpoint-*"))
+    # the budget is spent after the first step: a checkpoint is saved there (not at save_steps) and training ends
+    assert [c.name for c in checkpoints] == ["checkpoint-1"]
+    spent = json.loads((checkpoints[0] / WallClockBudget.FILE).read_text())["seconds"]
+    assert spent > 0
+    budget = WallClockBudget(minutes=1.0)
+
+    class Args:
+        output_dir = str(paths.checkpoints)
+
+    class State:
+        global_step = 1
+
+    budget.on_train_begin(Args(), State(), None)
+    assert budget.spent_seconds() >= spent  # the minutes before the resume count

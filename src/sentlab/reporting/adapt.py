@@ -190,8 +190,9 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
     intro = (f"Start model {s.model} (pooling {s.pooler or 'as saved'}), adapted on {s.text} with "
              f"{Budget(**s.budget).describe()} per arm, batch {s.batch_size}, seeds {seeds}; "
              f"dev task: {s.dev_card or 'none (final model kept)'}.")
-    noise = ("Cells: score [95% bootstrap CI over the task's items]" if len(plan.seeds) == 1
-             else "Cells: mean ± sd over seeds") + "; Δ: paired bootstrap difference against the start model."
+    noise = ("Cells: score [95% bootstrap CI over the task's items]" + ("" if len(plan.seeds) == 1 else
+             " for the start model (one evaluation), mean ± sd over seeds for the arms")
+             + "; Δ: paired bootstrap difference against the start model on the same items.")
     sections = ["# sentlab adapt", intro, "\n".join(table), noise, f"**Recommendation.** {line}"]
     others = other_tasks(rows, results, cards[1:], facts.get("best_arm"))
     if others:

@@ -105,3 +105,22 @@ def test_margin_over_seeds_needs_every_seed_beyond_the_noise():
     mixed = adapt_report.margin(results, "b", "start", "t")
     assert mixed["difference"] == pytest.approx(5.0) and not mixed["beyond_noise"]  # seed 2 shows no gain
     assert "mean over 2 seeds" in adapt_report.describe_margin(mixed)
+
+
+@pytest.mark.parametrize("budget, steps, limit, minutes", [
+    ({"steps": 10}, 10, 40, None),           # 10 steps of 4: the first 40 sentences, each once
+    ({"sentences": 30}, 8, 32, None),        # ceil(30 / 4) steps
+    ({"steps": 100}, 100, None, None),       # more than the text holds: every sentence, several epochs
+    ({"minutes": 2.5}, -1, None, 2.5),       # the clock stops training
+])
+def test_each_budget_becomes_the_same_steps_for_every_arm(tmp_path, budget, steps, limit, minutes):
+    from sentlab.adapt import ARMS, AdaptPlan, AdaptSettings, Budget, arm_config
+
+    settings = AdaptSettings(text="t.txt", text_sha256="0", model="minilm", pooler="mean", max_seq_length=64,
+                             batch_size=4, budget=vars(Budget(**budget)), dev_card=None, general="none",
+                             data_dir=None, eval_steps=5)
+    plan = AdaptPlan(settings, [], list(ARMS), [1], tmp_path)
+    configs = [arm_config(plan, arm, 1, tmp_path / "train.txt", n_sentences=50) for arm in ARMS]
+    assert {(c.train.max_steps, c.data.limit, c.train.max_minutes, c.train.batch_size) for c in configs} == {
+        (steps, limit, minutes, 4)}
+    assert [c.method for c in configs] == ["tsdae", "ct", "mlm", "simcse-unsup", "bert-flow"]

@@ -31,7 +31,6 @@ name, then renamed), so a kill never leaves a half-written result that a rerun w
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -115,14 +114,6 @@ class AdaptPlan:
     output: Path
     progress_bar: bool = False
     timings: dict[str, float] = field(default_factory=dict)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -261,7 +261,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_adapt(args: argparse.Namespace) -> int:
-    from sentlab.adapt import AdaptPlan, AdaptSettings, Budget, _sha256, run_adapt
+    from sentlab.adapt import AdaptPlan, AdaptSettings, Budget, run_adapt
+    from sentlab.cache import file_sha256
 
     budget = Budget(steps=args.steps, sentences=args.sentences, minutes=args.minutes)
     text = Path(args.text)
@@ -270,7 +271,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     for card in [*args.task_card, *([args.dev_card] if args.dev_card else [])]:
         if not Path(card).is_file():
             raise DataError(f"{card}: task card not found")
-    settings = AdaptSettings(text=str(text), text_sha256=_sha256(text), model=args.model,
+    settings = AdaptSettings(text=str(text), text_sha256=file_sha256(text), model=args.model,
                              pooler=None if args.pooler == "none" else args.pooler,
                              max_seq_length=args.max_seq_length, batch_size=args.batch_size,
                              budget={k: v for k, v in vars(budget).items()},

@@ -269,4 +269,5 @@ def test_eval_task_card_only_runs_the_card(tiny_st_model, tmp_path, capsys):
     results = json.loads(out.read_text())
     assert list(results["tasks"]) == ["my-pairs"]  # no built-in family unless --tasks names one
     assert results["tasks"]["my-pairs"]["scores"]["ap"] == pytest.approx(100.0)  # identical texts score 1
-    assert "my-pairs" in capsys.readouterr().out
+    assert results["tasks"]["my-pairs"]["extra"]["ci95"]["ap"] == pytest.approx([100.0, 100.0])
+    assert "my-pairs: ap 100.00, 95% CI [100.00, 100.00] (bootstrap over its 12 items)" in capsys.readouterr().out

@@ -318,6 +318,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
         report.settings.update({"lambda_inf": scorer.lambda_inf, "index": str(args.index or args.model),
                                 "corpus_size": len(scorer.index)})
     print(report.table())
+    for card in cards:
+        result = report.tasks[card.name]
+        low_high = result.extra.get("ci95", {}).get(result.main_metric)
+        if low_high:
+            print(f"{card.name}: {result.main_metric} {result.main:.2f}, 95% CI [{low_high[0]:.2f}, {low_high[1]:.2f}] "
+                  f"(bootstrap over its {result.n} items)")
     for task, reason in report.summary.get("skipped", {}).items():
         print(f"skipped {task}: {reason}")
     if args.output:

@@ -105,7 +105,11 @@ def recommend(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, Eval
         if traded is not None:
             facts[f"best_arm_vs_start_{task}"] = traded
             trade += f" On {task} it moves {describe_margin(traded)} against the start model."
-    if not versus_start["beyond_noise"] or versus_start["difference"] <= 0:
+    if versus_start["beyond_noise"] and versus_start["difference"] < 0:
+        line = (f"Keep the start model for {primary}: every method lowered {metric}; even the best arm, {top_arm}, "
+                f"scores {score}, {describe_margin(versus_start)}.")
+        return line + trade, facts
+    if not versus_start["beyond_noise"]:
         line = (f"Keep the start model for {primary}: no method improved {metric} beyond the noise; the best arm, "
                 f"{top_arm}, scores {score}, {describe_margin(versus_start)}.")
         return line + trade, facts

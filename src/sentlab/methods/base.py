@@ -109,8 +109,9 @@ class Method:
         return {}
 
     def dev_evaluator(self, evaluator, loss: nn.Module):
-        """The STS-B dev evaluator used for checkpoint selection, given the loss (a method that scores
-        pairs its own way, e.g. RSE's relational score, wraps it); unchanged by default."""
+        """The dev evaluator used for checkpoint selection (STS-B dev or the user's task card), given
+        the loss (a method that scores pairs its own way, e.g. RSE's relational score, wraps or
+        re-scores it); unchanged by default."""
         return evaluator
 
     def training_arguments(self) -> dict[str, object]:

@@ -36,7 +36,7 @@ import math
 import os
 import random
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +113,6 @@ class AdaptPlan:
     seeds: list[int]
     output: Path
     progress_bar: bool = False
-    timings: dict[str, float] = field(default_factory=dict)
 
 
 def write_json(path: Path, data: Any) -> None:

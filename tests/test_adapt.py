@@ -66,6 +66,18 @@ def test_adapt_trains_every_arm_reports_and_resumes(tiny_backbone, corpus_file, 
     assert calls == [("simcse-unsup", True)]
 
 
+def test_a_dev_card_keeps_each_arms_best_checkpoint(tiny_backbone, corpus_file, user_task, tmp_path):
+    out = tmp_path / "adapt"
+    args = adapt_args(tiny_backbone, corpus_file, user_task, out, "--dev-card", str(user_task))
+    args[args.index("tsdae,simcse")] = "simcse"
+    assert cli.main(args) == 0
+    info = json.loads((out / "arms" / "simcse" / "seed-42" / "trained.json").read_text())
+    records = [json.loads(line) for line in (out / "arms" / "simcse" / "seed-42" / "metrics.jsonl").read_text().splitlines()
+               if "eval_mine_spearman" in line]
+    best = max(records, key=lambda r: r["eval_mine_spearman"])["step"]
+    assert info["kept_step"] == best and info["steps"] == 4
+
+
 def test_adapt_refuses_other_settings_in_the_same_folder(tiny_backbone, corpus_file, user_task, tmp_path, capsys):
     out = tmp_path / "adapt"
     out.mkdir()

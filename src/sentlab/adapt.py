@@ -176,6 +176,13 @@ def arm_config(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentenc
         "train": train, "eval": {"dev_task": s.dev_card or "none", "final_tasks": []}})
 
 
+def kept_step(checkpoints: Path) -> int | None:
+    """The step of the checkpoint the dev card chose (the trainer's ``best_model_checkpoint``)."""
+    states = sorted(checkpoints.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.split("-")[1]))
+    best = json.loads(states[-1].read_text("utf-8")).get("best_model_checkpoint") if states else None
+    return int(Path(best).name.split("-")[1]) if best else None
+
+
 def train_arm(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentences: int) -> dict[str, Any]:
     """Train one arm unless it finished before; resume it when it was interrupted."""
     from transformers.trainer_utils import get_last_checkpoint
@@ -195,7 +202,8 @@ def train_arm(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentence
     records = [json.loads(line) for line in paths.metrics.read_text("utf-8").splitlines() if line.strip()]
     steps = max((r.get("step", 0) for r in records), default=0)
     info = {"arm": arm, "method": ARMS[arm].method, "seed": seed, "steps": steps,
-            "train_seconds": round(time.perf_counter() - started, 1), "resumed": resume}
+            "train_seconds": round(time.perf_counter() - started, 1), "resumed": resume,
+            "kept_step": kept_step(paths.checkpoints) if plan.settings.dev_card else steps}
     write_json(marker, info)
     return info
 

@@ -181,12 +181,17 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
     for row, per_seed in training.items():
         rows[row]["train_seconds"] = float(np.mean([info["train_seconds"] for info in per_seed.values()]))
         rows[row]["steps"] = float(np.mean([info["steps"] for info in per_seed.values()]))
+        kept = sorted({info.get("kept_step") for info in per_seed.values()} - {None})
+        if kept and kept != [rows[row]["steps"]]:
+            rows[row]["kept_steps"] = kept
     headers = ["model", "steps", "train s", *(f"{t} ({rows['start'][t]['metric']})" if t in rows["start"] else t
                                              for t in tasks), f"Δ {cards[0]} vs start"]
     table = ["| " + " | ".join(headers) + " |", "|" + "|".join(["---"] + ["---:"] * (len(headers) - 1)) + "|"]
     for row, cells in rows.items():
         delta = margin(results, row, "start", cards[0]) if row != "start" else None
-        table.append("| " + " | ".join([row, f"{cells.get('steps', 0):.0f}", f"{cells.get('train_seconds', 0):.0f}",
+        steps = f"{cells.get('steps', 0):.0f}" + (f" (kept {', '.join(map(str, cells['kept_steps']))})"
+                                                  if "kept_steps" in cells else "")
+        table.append("| " + " | ".join([row, steps, f"{cells.get('train_seconds', 0):.0f}",
                                         *(_cell(cells.get(t)) for t in tasks),
                                         describe_margin(delta) if delta else "-"]) + " |")
     s = plan.settings

@@ -173,3 +173,17 @@ def test_noise_only_gain_keeps_the_start_model():
     results = {"start": {0: report(base)}, "a": {1: report(noisy)}}
     line, _ = adapt_report.recommend(adapt_report.summarise(results, ["t"]), results, "t", [])
     assert line.startswith("Keep the start model for t: no method improved map beyond the noise")
+
+
+def test_the_general_tasks(tiny_backbone, data_dir):
+    from sentlab.adapt import _general
+    from sentlab.encoders import build_encoder
+    from sentlab.evaluation import CosineScorer
+    from sentlab.evaluation.sts import evaluate_sts
+
+    scorer = CosineScorer(build_encoder(str(tiny_backbone), "mean"))
+    stsb = _general("sts-b", scorer, str(data_dir))["STS-B"]
+    low, high = stsb.extra["ci95"]["spearman"]
+    assert low <= stsb.main <= high and stsb.n == 1379
+    average = _general("sts", scorer, str(data_dir))["STS avg"]
+    assert average.main == evaluate_sts(scorer, data_dir, extras=False).summary["sts_avg"]

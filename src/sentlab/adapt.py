@@ -220,6 +220,8 @@ def _general(name: str, scorer, data_dir: str | None) -> dict[str, Any]:
         result.extra["ci95"] = {"spearman": list(bootstrap_interval(result.extra["items"]))}
         return {"STS-B": result}
     report = evaluate_sts(scorer, data_dir, extras=False)
+    if "sts_avg" not in report.summary:
+        raise DataError("--general sts needs all seven STS tasks (STS12-16, STS-B, SICK-R); use --general sts-b")
     return {"STS avg": MetricsResult("spearman", {"spearman": float(report.summary["sts_avg"])},
                                      n=sum(t.n_pairs for t in report.tasks.values()),
                                      extra={"tasks": {k: t.spearman for k, t in report.tasks.items()}})}

@@ -744,7 +744,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", metavar="CONFIG")
     p.add_argument("--sizes", type=lambda v: [int(x) for x in v.split(",")], default=None,
                    help="comma-separated corpus sizes (default: the paper's 128, 256, ..., 65536)")
-    p.add_argument("--task", default="sts-b", help="dev task: sts-b, twitterpara or cqadupstack:<forum>")
+    p.add_argument("--task", default="sts-b", help="dev task: sts-b, twitterpara, cqadupstack:<forum> or a task card (.yaml)")
     p.add_argument("--epochs", type=float, default=10.0, help="epochs over each corpus (the paper: 10)")
     p.add_argument("--max-steps", type=_positive_int, default=100_000, help="step cap (the paper: 100k)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)")

@@ -59,7 +59,7 @@ ARMS: dict[str, Arm] = {
     "simcse": Arm("simcse-unsup", 5e-5, "SimCSE (Gao et al., 2021), unsupervised"),
     "bert-flow": Arm("bert-flow", 1e-3, "BERT-flow (Li et al., 2020)"),
 }
-GENERAL_TASKS = ("sts-b", "sts", "none")
+GENERAL_TASKS = {"sts-b": ["STS-B"], "sts": ["STS avg"], "none": []}  # --general -> the task names it adds
 
 
 @dataclass
@@ -211,14 +211,11 @@ def train_arm(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentence
 def _general(name: str, scorer, data_dir: str | None) -> dict[str, Any]:
     from sentlab.data.sts import load_sts_task
     from sentlab.evaluation.sts import evaluate_sts
-    from sentlab.evaluation.task_cards import score_pairs
-    from sentlab.evaluation.uncertainty import bootstrap_interval
+    from sentlab.evaluation.task_cards import score_pairs, with_interval
 
     if name == "sts-b":
         pairs = load_sts_task("STS-B", data_dir)
-        result = score_pairs(scorer, pairs.sentences1, pairs.sentences2, pairs.scores)
-        result.extra["ci95"] = {"spearman": list(bootstrap_interval(result.extra["items"]))}
-        return {"STS-B": result}
+        return {"STS-B": with_interval(score_pairs(scorer, pairs.sentences1, pairs.sentences2, pairs.scores))}
     report = evaluate_sts(scorer, data_dir, extras=False)
     if "sts_avg" not in report.summary:
         raise DataError("--general sts needs all seven STS tasks (STS12-16, STS-B, SICK-R); use --general sts-b")
@@ -238,8 +235,7 @@ def evaluate(plan: AdaptPlan, name: str, model_path: str, folder: Path) -> EvalR
     path = folder / "evaluation.json"
     report = EvalReport.read(path) if path.is_file() else EvalReport(model=name)
     cards = {card.name: card for card in map(load_task_card, plan.cards)}
-    general = {"sts-b": ["STS-B"], "sts": ["STS avg"], "none": []}[plan.settings.general]
-    missing = [n for n in [*cards, *general] if n not in report.tasks]
+    missing = [n for n in [*cards, *GENERAL_TASKS[plan.settings.general]] if n not in report.tasks]
     if not missing:
         return report
     pooler = plan.settings.pooler if name == "start" else None
@@ -271,7 +267,8 @@ def run_adapt(plan: AdaptPlan) -> dict[str, Any]:
     if not plan.cards:
         raise ConfigError("give at least one --task-card: the task the adaptation is for")
     train_file = prepare(plan)
-    n_sentences = sum(1 for _ in train_file.open(encoding="utf-8"))
+    with train_file.open(encoding="utf-8") as lines:
+        n_sentences = sum(1 for _ in lines)
     results: dict[str, dict[int, EvalReport]] = {"start": {0: evaluate(plan, "start", plan.settings.model,
                                                                        plan.output / "start")}}
     training: dict[str, dict[int, dict[str, Any]]] = {}

@@ -587,6 +587,8 @@ def cmd_cache_clear(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from sentlab.adapt import GENERAL_TASKS
+
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -659,7 +661,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=_positive_int, default=8, help="every arm's batch size (default 8, TSDAE's)")
     p.add_argument("--max-seq-length", type=_positive_int, default=128)
     p.add_argument("--seeds", type=int, nargs="+", default=[42], help="training seeds (several: spread over seeds)")
-    p.add_argument("--general", choices=("sts-b", "sts", "none"), default="sts-b",
+    p.add_argument("--general", choices=tuple(GENERAL_TASKS), default="sts-b",
                    help="the general task that shows what adapting traded: STS-B test (default), the seven STS "
                         "tasks' average, or none")
     p.add_argument("--eval-steps", type=_positive_int, default=100,

@@ -24,7 +24,8 @@ import numpy as np
 
 from sentlab.data.relations import Triple
 from sentlab.errors import DataError
-from sentlab.evaluation.relational import RelationTable, unit_vectors
+from sentlab.evaluation.relational import RelationTable
+from sentlab.evaluation.useb import unit_rows
 
 CANDIDATES = ("split", "relation")
 HITS_AT = (1, 3, 10)
@@ -45,7 +46,7 @@ def tail_ranks(encode: Callable[[Sequence[str]], np.ndarray], table: RelationTab
     column = {s: i for i, s in enumerate(tails)}
     heads = list(dict.fromkeys(t.head for t in triples))
     row_of = {s: i for i, s in enumerate(heads)}
-    tail_rows = unit_vectors(np.asarray(encode(tails), dtype=np.float64))
+    tail_rows = unit_rows(encode(tails), np.float64)
     head_rows = np.asarray(encode(heads), dtype=np.float64)
     true_tails: dict[tuple[str, str], set[int]] = defaultdict(set)
     outside: dict[str, np.ndarray] = {}  # candidates="relation": the columns that are not the relation's tails
@@ -57,8 +58,8 @@ def tail_ranks(encode: Callable[[Sequence[str]], np.ndarray], table: RelationTab
     ranks = np.empty(len(triples), dtype=np.int64)
     for start in range(0, len(triples), block):
         part = triples[start:start + block]
-        queries = unit_vectors(head_rows[[row_of[t.head] for t in part]] + vectors[[relation_row[t.relation]
-                                                                                    for t in part]])
+        queries = unit_rows(head_rows[[row_of[t.head] for t in part]] + vectors[[relation_row[t.relation] for t in part]],
+                            np.float64)
         scores = queries @ tail_rows.T
         for i, t in enumerate(part):
             true = scores[i, column[t.tail]]

@@ -24,6 +24,7 @@ import numpy as np
 
 from sentlab.errors import ConfigError
 from sentlab.evaluation.scoring import CosineScorer, encode_unique
+from sentlab.evaluation.useb import unit_rows
 
 RELATION_TABLE = "rse_relations.json"
 RELATION_VECTORS = "rse_relations.safetensors"
@@ -110,11 +111,6 @@ def parse_relation_weights(text: str) -> dict[str, float]:
     return weights
 
 
-def unit_vectors(x: np.ndarray) -> np.ndarray:
-    """Rows scaled to length 1 (float64 in, float64 out; zero rows stay zero)."""
-    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
-
-
 class RelationalScorer(CosineScorer):
     """A pair scorer (:class:`sentlab.evaluation.scoring.PairScorer`) for RSE's relational score;
     ``encode`` gives the plain embeddings h (the tail side of every relation), as the cosine scorer.
@@ -137,15 +133,16 @@ class RelationalScorer(CosineScorer):
         rows = np.zeros_like(h)
         for weight, vector in zip(self.weights, self.table.vectors.astype(np.float64)):
             if weight:
-                rows += weight * unit_vectors(h + vector)
+                rows += weight * unit_rows(h + vector, np.float64)
         return rows.astype(np.float32)
 
     def relation_scores(self, sentences1: Sequence[str], sentences2: Sequence[str]) -> np.ndarray:
         """(pairs, relations): cos(h_1 + r_k, h_2) for every relation, forward (Table 9's scores)."""
         embeddings, index = encode_unique(self.model, [*sentences1, *sentences2], self.batch_size)
         h1 = embeddings[[index[s] for s in sentences1]].astype(np.float64)
-        h2 = unit_vectors(embeddings[[index[s] for s in sentences2]].astype(np.float64))
-        return np.stack([(unit_vectors(h1 + r) * h2).sum(axis=1) for r in self.table.vectors.astype(np.float64)], axis=1)
+        h2 = unit_rows(embeddings[[index[s] for s in sentences2]], np.float64)
+        return np.stack([(unit_rows(h1 + r, np.float64) * h2).sum(axis=1)
+                         for r in self.table.vectors.astype(np.float64)], axis=1)
 
     def score(self, sentences1: Sequence[str], sentences2: Sequence[str]) -> np.ndarray:
         forward = self.relation_scores(sentences1, sentences2) @ self.weights

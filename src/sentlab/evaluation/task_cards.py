@@ -47,16 +47,16 @@ from typing import Literal
 
 import numpy as np
 import yaml
-from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
 from sentlab.data.readers import read_table, read_text
 from sentlab.errors import DataError
 from sentlab.evaluation.results import MetricsResult
 from sentlab.evaluation.uncertainty import bootstrap_interval, items_key, mean_items, pair_items
 
-KINDS = ("scored-pairs", "labelled-pairs", "retrieval", "reranking", "classification")
 DEFAULT_COLUMNS = {"reranking": ["query", "positive", "negative"], "classification": ["text", "label"]}
+
 
 class TaskCard(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -246,6 +246,8 @@ def _text_list(value, path: Path, number: int, field: str) -> list[str]:
 
 
 def score_reranking(scorer, card: TaskCard) -> MetricsResult:
+    from sentlab.evaluation.useb import ranked_precision_metrics
+
     path = card.path("file")
     query_field, positive_field, negative_field = card.columns
     samples, skipped = [], 0
@@ -276,9 +278,9 @@ def score_reranking(scorer, card: TaskCard) -> MetricsResult:
         chunk = scores[start:start + len(pos) + len(neg)]
         start += len(chunk)
         ranked = np.argsort(-chunk, kind="stable") < len(pos)  # the positives come first in each chunk
-        metrics = ranking_metrics(ranked, len(pos), len(chunk))  # AP over all candidates, MRR@10
-        ap.append(metrics[f"map@{len(chunk)}"])
-        reciprocal_rank.append(metrics["mrr@10"])
+        metrics = ranked_precision_metrics(ranked)  # USEB's AskUbuntu metrics: AP over all candidates
+        ap.append(metrics["map"])
+        reciprocal_rank.append(metrics["mrr"] if metrics["mrr"] >= 0.1 else 0.0)  # MRR@10: first hit in the top 10
     key = items_key([q, pos, neg] for q, pos, neg in samples)
     return MetricsResult("map", {"map": 100 * float(np.mean(ap)),
                                  "mrr@10": 100 * float(np.mean(reciprocal_rank))},
@@ -336,8 +338,13 @@ def score_task_card(scorer, card: TaskCard, device="cpu", interval: bool = True)
         result = score_reranking(scorer, card)
     else:
         result = score_classification(scorer, card)
+    return with_interval(result) if interval else result
+
+
+def with_interval(result: MetricsResult) -> MetricsResult:
+    """Add the 95% bootstrap interval of the headline over the result's items (when it keeps them)."""
     items = result.extra.get("items")
-    if interval and items is not None and result.n >= 2:
+    if items is not None and result.n >= 2:
         result.extra["ci95"] = {result.main_metric: list(bootstrap_interval(items))}
     return result
 
@@ -354,7 +361,6 @@ class TaskCardEvaluator(SentenceEvaluator):
         self.name = card.name
         self.batch_size = batch_size
         self.scorer_factory = scorer_factory or self._cosine
-        self.metric_name: str | None = None  # set by the first call: the main metric's name
 
     def _cosine(self, model):
         from sentlab.evaluation.scoring import CosineScorer

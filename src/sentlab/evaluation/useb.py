@@ -40,8 +40,9 @@ MAP_CUTOFF = 100
 # inner product of the query row with the text's unit row. Without them a query is a unit row too.
 
 
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
+def unit_rows(vectors: np.ndarray, dtype=np.float32) -> np.ndarray:
+    """Rows scaled to length 1, as ``dtype`` (zero rows stay zero)."""
+    vectors = np.asarray(vectors, dtype=dtype)
     return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
 
 

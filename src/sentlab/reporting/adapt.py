@@ -84,8 +84,10 @@ def _cell(cell: dict[str, Any] | None) -> str:
 
 
 def recommend(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, EvalReport]], primary: str,
-              general: list[str]) -> tuple[str, dict[str, Any]]:
-    """The one-line recommendation for ``primary`` and the margins behind it."""
+              general: list[str], versus_start: dict[str, dict[str, Any] | None] | None = None
+              ) -> tuple[str, dict[str, Any]]:
+    """The one-line recommendation for ``primary`` and the margins behind it (``versus_start``: each
+    arm's :func:`margin` against the start model on ``primary``, when already computed)."""
     ranked = sorted((r for r in rows if primary in rows[r]), key=lambda r: -rows[r][primary]["mean"])
     best = ranked[0]
     metric = rows[best][primary]["metric"]
@@ -94,7 +96,7 @@ def recommend(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, Eval
     if not arms:
         return f"Only the start model was evaluated on {primary}.", facts
     top_arm = arms[0]
-    versus_start = margin(results, top_arm, "start", primary)
+    versus_start = (versus_start or {}).get(top_arm) or margin(results, top_arm, "start", primary)
     facts["best_arm"], facts["best_arm_vs_start"] = top_arm, versus_start
     if versus_start is None:
         return f"{primary} keeps no items; no margin can be given.", facts
@@ -170,14 +172,15 @@ def plot(rows: dict[str, dict[str, Any]], tasks: list[str], path) -> None:
 
 
 def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict[str, dict[int, dict]]) -> dict:
-    from sentlab.adapt import Budget, write_json
+    from sentlab.adapt import GENERAL_TASKS, Budget, write_json
     from sentlab.evaluation.task_cards import load_task_card
 
     cards = [load_task_card(path).name for path in plan.cards]
-    general = {"sts-b": ["STS-B"], "sts": ["STS avg"], "none": []}[plan.settings.general]
+    general = GENERAL_TASKS[plan.settings.general]
     tasks = cards + general
     rows = summarise(results, tasks)
-    line, facts = recommend(rows, results, cards[0], general)
+    deltas = {row: margin(results, row, "start", cards[0]) for row in results if row != "start"}
+    line, facts = recommend(rows, results, cards[0], general, deltas)
     for row, per_seed in training.items():
         rows[row]["train_seconds"] = float(np.mean([info["train_seconds"] for info in per_seed.values()]))
         rows[row]["steps"] = float(np.mean([info["steps"] for info in per_seed.values()]))
@@ -188,7 +191,7 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
                                              for t in tasks), f"Δ {cards[0]} vs start"]
     table = ["| " + " | ".join(headers) + " |", "|" + "|".join(["---"] + ["---:"] * (len(headers) - 1)) + "|"]
     for row, cells in rows.items():
-        delta = margin(results, row, "start", cards[0]) if row != "start" else None
+        delta = deltas.get(row)
         steps = f"{cells.get('steps', 0):.0f}" + (f" (kept {', '.join(map(str, cells['kept_steps']))})"
                                                   if "kept_steps" in cells else "")
         table.append("| " + " | ".join([row, steps, f"{cells.get('train_seconds', 0):.0f}",

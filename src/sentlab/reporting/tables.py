@@ -71,8 +71,8 @@ TABLES = (
 )
 
 
-def _cell(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+def _cell(value: float | str | None) -> str:
+    return "-" if value is None else value if isinstance(value, str) else f"{value:.2f}"
 
 
 def _unique_names(reports: list[EvalReport], files: list[str]) -> list[str]:
@@ -144,31 +144,29 @@ def _card_sections(table: Table, reports: list[EvalReport], names: list[str]) ->
     cards = [label for label, _ in table.columns]
     rows = []
     for report, name in zip(reports, names):
-        cells = []
+        cells: list[str | None] = []
         for card in cards:
             result = report.tasks.get(card)
             if not isinstance(result, MetricsResult):
-                cells.append("-")
+                cells.append(None)
                 continue
             low_high = result.extra.get("ci95", {}).get(result.main_metric)
             cells.append(f"{result.main:.2f}" + (f" [{low_high[0]:.2f}, {low_high[1]:.2f}]" if low_high else "")
                          + f" ({result.main_metric})")
-        rows.append("| " + " | ".join([name, *cells]) + " |")
-    header = "| model | " + " | ".join(cards) + " |\n|---|" + "---:|" * len(cards)
-    out = [f"## {table.title}\n\n{header}\n" + "\n".join(rows) + "\n\nCells: headline [95% bootstrap CI over the "
-           "card's items]."]
+        rows.append([name, *cells])
+    out = [f"## {table.title}\n\n" + _markdown(["model", *cards], rows)
+           + "\n\nCells: headline [95% bootstrap CI over the card's items]."]
     if len(reports) > 1:
-        lines = []
+        differences = []
         for report, name in zip(reports[1:], names[1:]):
             cells = []
             for card in cards:
-                a, b = report.tasks.get(card), reports[0].tasks.get(card)
-                items = [getattr(r, "extra", {}).get("items") for r in (a, b)]
+                items = [getattr(r.tasks.get(card), "extra", {}).get("items") for r in (report, reports[0])]
                 same = all(items) and items[0]["key"] == items[1]["key"]
                 cells.append(paired_difference(items[0], items[1]).describe() if same else "- (not the same items)")
-            lines.append("| " + " | ".join([name, *cells]) + " |")
+            differences.append([name, *cells])
         out.append(f"### Against {names[0]} (paired bootstrap over the same items)\n\n"
-                   + "| model | " + " | ".join(cards) + " |\n|---|" + "---:|" * len(cards) + "\n" + "\n".join(lines))
+                   + _markdown(["model", *cards], differences))
     return out
 
 

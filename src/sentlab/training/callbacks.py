@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from pathlib import Path
 
 import torch
@@ -151,13 +152,9 @@ class WallClockBudget(TrainerCallback):
         self.started: float | None = None
 
     def spent_seconds(self) -> float:
-        import time
-
         return self.spent_before + (time.monotonic() - self.started if self.started is not None else 0.0)
 
     def on_train_begin(self, args, state, control, **kwargs):
-        import time
-
         saved = Path(args.output_dir) / f"checkpoint-{state.global_step}" / self.FILE
         if state.global_step and saved.is_file():
             self.spent_before = float(json.loads(saved.read_text("utf-8"))["seconds"])

@@ -74,7 +74,7 @@ def dev_metric(evaluator) -> str | None:
 def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool,
                        learning_rate_mapping: dict[str, float] | None = None,
                        method_arguments: dict[str, object] | None = None,
-                       metric: str = DEV_METRIC) -> SentenceTransformerTrainingArguments:
+                       metric: str | None = DEV_METRIC) -> SentenceTransformerTrainingArguments:
     t = cfg.train
     if has_dev and t.keep_best and t.save_steps is not None and t.save_steps % t.eval_steps:
         raise ConfigError(f"train.save_steps ({t.save_steps}) must be a multiple of train.eval_steps ({t.eval_steps}) "
@@ -154,7 +154,7 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     evaluator = build_dev_evaluator(cfg)
     args = training_arguments(cfg, paths, has_dev=evaluator is not None,
                               learning_rate_mapping=method.learning_rate_mapping(),
-                              method_arguments=method.training_arguments(), metric=dev_metric(evaluator) or DEV_METRIC)
+                              method_arguments=method.training_arguments(), metric=dev_metric(evaluator))
     with args.main_process_first(desc="frozen inputs"):  # the other processes then reuse the saved files
         method.prepare(train_dataset)
     set_seed(cfg.train.seed)  # before the model: a training head's initialisation depends on it

@@ -185,8 +185,7 @@ def kept_step(checkpoints: Path) -> int | None:
 
 def train_arm(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentences: int) -> dict[str, Any]:
     """Train one arm unless it finished before; resume it when it was interrupted."""
-    from transformers.trainer_utils import get_last_checkpoint
-
+    from sentlab.training.checkpoints import checkpoint_folders
     from sentlab.training.engine import RunPaths, train
 
     cfg = arm_config(plan, arm, seed, train_file, n_sentences)
@@ -195,7 +194,7 @@ def train_arm(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentence
     if marker.is_file():
         say(f"[adapt] {arm} seed {seed}: trained before, kept")
         return json.loads(marker.read_text("utf-8"))
-    resume = paths.checkpoints.is_dir() and get_last_checkpoint(str(paths.checkpoints)) is not None
+    resume = bool(checkpoint_folders(paths.checkpoints))
     say(f"[adapt] {arm} seed {seed}: training {ARMS[arm].method}" + (" (resumed)" if resume else ""))
     started = time.perf_counter()
     train(cfg, resume=resume, evaluate=False)

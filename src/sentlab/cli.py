@@ -50,8 +50,10 @@ def _backend_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=("torch", "onnx", "openvino"), default="torch",
                         help="inference runtime: torch, onnx (onnxruntime; pip install 'sentlab[onnx]') or openvino "
                              "(pip install 'sentlab[openvino]'); the export is made once and cached")
-    parser.add_argument("--precision", choices=("fp32", "fp16", "bf16", "int8"), default="fp32",
-                        help="fp32; int8 (onnx / openvino: dynamic quantisation); fp16 / bf16 (torch, GPUs)")
+    parser.add_argument("--precision", choices=("fp32", "tf32", "fp16", "bf16", "int8"), default="fp32",
+                        help="fp32 (IEEE float32 in every runtime and on every CPU); int8 (onnx / openvino: "
+                             "dynamic quantisation); bf16 (torch, or openvino on a CPU with BF16); fp16 / tf32 "
+                             "(torch, GPUs)")
     parser.add_argument("--no-cache", action="store_true",
                         help="do not read or write the embedding cache ($SENTLAB_CACHE, see `sentlab cache info`)")
 
@@ -144,15 +146,18 @@ def _relational(args: argparse.Namespace, encoder, source, name: str):
 
 def _load(args: argparse.Namespace):
     from sentlab.encoders import load_encoder
-    from sentlab.encoders.backends import accelerate, check_backend, require_extra
+    from sentlab.encoders.backends import accelerate, check_backend, pin_float32_math, require_extra
 
     backend, precision = getattr(args, "backend", "torch"), getattr(args, "precision", "fp32")
     check_backend(backend, precision, args.device)
     require_extra(backend)
+    say(f"loading {args.model}")
     model = load_encoder(args.model, pooler=args.pooler, max_seq_length=args.max_seq_length, device=args.device)
     if (backend, precision) != ("torch", "fp32"):
         say(f"running the model with {backend} {precision}")
         accelerate(model, backend, precision)
+    else:
+        pin_float32_math()  # fp32 means IEEE fp32: no TF32 on GPUs, no bf16 on CPUs with AMX / AVX-512 BF16
     return model
 
 
@@ -239,9 +244,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     (its ``model.name`` is set to that run's ``model/``). A stage whose run folder already holds a
     final model is kept as it is, so re-running the command after a crash continues where it
     stopped (the interrupted stage with ``--resume``)."""
-    from transformers.trainer_utils import get_last_checkpoint
-
     from sentlab.training.config import load_config
+    from sentlab.training.checkpoints import checkpoint_folders
     from sentlab.training.engine import RunPaths, train
 
     previous: Path | None = None
@@ -252,7 +256,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         if (paths.model / "modules.json").is_file():
             say(f"stage {number} ({config}): {paths.model} exists, kept")
         else:
-            resume = paths.checkpoints.is_dir() and get_last_checkpoint(str(paths.checkpoints)) is not None
+            resume = bool(checkpoint_folders(paths.checkpoints))
             say(f"stage {number} ({config}): {cfg.method} from {cfg.model.name}" + (" (resumed)" if resume else ""))
             train(cfg, resume=resume, evaluate=not args.no_eval)
         previous = paths.model

@@ -31,6 +31,8 @@ def test_missing_file_is_one_line_error(tmp_path):
     with pytest.raises(DataError, match="file not found") as err:
         read_sentences(tmp_path / "nope.txt")
     assert "\n" not in str(err.value)
+    with pytest.raises(DataError, match="is a folder; give the file inside it"):
+        read_sentences(tmp_path)
 
 
 def test_jsonl_and_csv_columns(tmp_path):
@@ -48,6 +50,8 @@ def test_jsonl_and_csv_columns(tmp_path):
     ("d.jsonl", b'{"a": ""}\n', "d.jsonl:1: empty column 'a'"),
     ("d.csv", b"x,y\n1,2\n", "missing column\\(s\\) \\['a'\\]"),
     ("d.csv", b"a,b\nhello,\n ,z\n", "d.csv:3: empty column 'a'"),
+    ("d.csv", b"a,b\nx,y\nx,y,z\n", "d.csv:3: row has 3 fields, the header 2"),
+    ("d.tsv", b"a\tb\nx\n", "d.tsv:2: row has 1 fields, the header 2"),
 ])
 def test_table_errors_name_file_and_line(tmp_path, name, content, message):
     with pytest.raises(DataError, match=message):

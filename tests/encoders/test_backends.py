@@ -17,6 +17,15 @@ SENTENCES = ["a man plays the guitar", "the dog runs in the park", "a girl reads
              "children swim", "the big red car drives on the road with a small blue car"]
 
 
+# What float32 can do here: values up to ~3, two layers whose dot products sum at most 64 terms, then
+# layer norm; each sum's rounding error is bounded by n * u * sum|terms| with u = 2**-24 (6e-8), so
+# about 64 * 6e-8 * 3 = 1.1e-5 per layer in the worst case, and far less in practice (5e-7 measured on
+# AVX2 for onnxruntime and OpenVINO). One bf16 rounding (u = 2**-9) of the same values errs by up to
+# ~6e-3, and OpenVINO's bf16 matmuls moved these vectors by 1.2e-4 to 1.9e-4 on an AVX-512 BF16 CPU:
+# 1e-5 keeps every fp32 ordering of the sums and refuses any bf16 step.
+FP32_ATOL = 1e-5
+
+
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
 
@@ -36,9 +45,7 @@ def test_fp32_backends_give_the_torch_vectors(tiny_backbone_no_dropout, tmp_path
     reference, model = pair(tiny_backbone_no_dropout, pooler, backend, "fp32", tmp_path)
     expected = reference.encode(SENTENCES, batch_size=2)
     got = model.encode(SENTENCES, batch_size=2)
-    # the same fp32 graph run by another runtime: only summation order and fused kernels differ
-    # (values O(1), 2 layers of sums over 32-64 terms; float32 differences stay below 1e-5, allow 1e-4)
-    np.testing.assert_allclose(got, expected, atol=1e-4)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=FP32_ATOL)
     assert inference_setting(model) == {"backend": backend, "precision": "fp32"}
     assert encoder_fingerprint(model) == encoder_fingerprint(reference)  # an fp32 index stays valid
 
@@ -118,3 +125,105 @@ def test_torch_bf16_runs_and_is_fingerprinted_apart(tiny_backbone_no_dropout, tm
     got = np.asarray(model.encode(SENTENCES), dtype=np.float32)
     assert cosines(got, reference.encode(SENTENCES)).min() > 0.99  # bf16 keeps 8 bits of mantissa
     assert encoder_fingerprint(model) != encoder_fingerprint(reference)
+
+
+class FakeCompiled:
+    """An OpenVINO compiled model that reports a chosen inference precision (a CPU's silent fallback)."""
+
+    outputs: list = []
+
+    def __init__(self, precision: str):
+        self.precision = precision
+
+    def create_infer_request(self):
+        return None
+
+    def get_property(self, name):
+        assert name == "INFERENCE_PRECISION_HINT"
+        return self.precision
+
+
+@pytest.mark.parametrize("precision, hint", [("fp32", "f32"), ("int8", "f32"), ("bf16", "bf16")])
+def test_openvino_compiles_with_the_settings_precision(tiny_backbone_no_dropout, tmp_path, monkeypatch,
+                                                       precision, hint):
+    """The precision is always passed, never left to the CPU plugin's default (bf16 on BF16 CPUs): this
+    fails on an AVX2 machine too if the hint is dropped."""
+    ov = pytest.importorskip("openvino")
+    from sentlab.encoders import backends
+
+    seen = []
+    monkeypatch.setattr(ov.Core, "compile_model", lambda self, model, device, config: seen.append(config)
+                        or FakeCompiled(hint))
+    monkeypatch.setattr(backends, "export", lambda *a, **k: _fake_export(tmp_path))
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    accelerate(model, "openvino", precision, root=tmp_path)
+    assert seen and seen[0]["INFERENCE_PRECISION_HINT"] == hint
+    assert inference_setting(model) == {"backend": "openvino", "precision": precision}
+
+
+def _fake_export(tmp_path):
+    folder = tmp_path / "fake-export"
+    folder.mkdir(exist_ok=True)
+    (folder / EXPORT_META).write_text('{"inputs": ["input_ids", "attention_mask", "token_type_ids"]}')
+    return folder
+
+
+@pytest.mark.parametrize("precision, reported", [("fp32", "bf16"), ("int8", "bf16"), ("bf16", "f32")])
+def test_an_openvino_fallback_is_refused_not_relabelled(precision, reported):
+    """A model compiled in another precision than the setting's (bf16 where fp32 was asked, as on AMX
+    CPUs without the hint; f32 where bf16 was asked, on CPUs without BF16) is an error."""
+    pytest.importorskip("openvino")
+    from sentlab.encoders.backends import check_openvino_precision
+
+    with pytest.raises(ModelLoadError, match=f"OpenVINO compiled the model in {reported}"):
+        check_openvino_precision(FakeCompiled(reported), precision)
+    check_openvino_precision(FakeCompiled({"bf16": "bf16"}.get(precision, "f32")), precision)  # the right one passes
+
+
+def test_openvino_bf16_is_its_own_setting_or_refused(tiny_backbone_no_dropout, tmp_path):
+    """Where the CPU has BF16, OpenVINO's bf16 runs, is labelled bf16, and does *not* pass the fp32
+    tolerance; where it has none (AVX2), asking for bf16 is a one-line error naming the capabilities."""
+    ov = pytest.importorskip("openvino")
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    if "BF16" not in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
+        with pytest.raises(ModelLoadError, match="not the bf16 that bf16 needs"):
+            accelerate(model, "openvino", "bf16", root=tmp_path)
+        return
+    reference = build_encoder(str(tiny_backbone_no_dropout), "mean").eval()
+    accelerate(model, "openvino", "bf16", root=tmp_path)
+    got, expected = model.encode(SENTENCES), reference.encode(SENTENCES)
+    assert np.abs(got - expected).max() > FP32_ATOL  # bf16 can never pass for fp32
+    assert cosines(got, expected).min() > 0.99
+    assert encoder_fingerprint(model) != encoder_fingerprint(reference)
+
+
+def test_fp32_pins_torch_to_ieee_float32_whatever_was_set_before(tiny_backbone_no_dropout, tmp_path):
+    """torch's process-wide switches forced into their reduced modes (TF32 on CUDA, bf16 in oneDNN on
+    CPUs with AMX / AVX-512 BF16) are put back to IEEE fp32 by the fp32 setting."""
+    from sentlab.encoders.backends import pin_float32_math
+
+    backends = torch.backends
+    saved = (backends.cuda.matmul.fp32_precision, backends.mkldnn.matmul.fp32_precision,
+             backends.cudnn.conv.fp32_precision, backends.mkldnn.conv.fp32_precision)
+    try:
+        backends.cuda.matmul.fp32_precision = "tf32"
+        backends.mkldnn.matmul.fp32_precision = "bf16"
+        backends.cudnn.conv.fp32_precision = "tf32"
+        backends.mkldnn.conv.fp32_precision = "bf16"
+        model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+        accelerate(model, "torch", "fp32", root=tmp_path)
+        assert backends.cuda.matmul.fp32_precision == backends.mkldnn.matmul.fp32_precision == "ieee"
+        assert backends.cudnn.conv.fp32_precision == backends.mkldnn.conv.fp32_precision == "ieee"
+        pin_float32_math(allow_tf32=True)  # tf32 (GPUs only): CUDA matmuls only, the CPU stays IEEE
+        assert backends.cuda.matmul.fp32_precision == "tf32"
+        assert backends.mkldnn.matmul.fp32_precision == "ieee"
+    finally:
+        (backends.cuda.matmul.fp32_precision, backends.mkldnn.matmul.fp32_precision,
+         backends.cudnn.conv.fp32_precision, backends.mkldnn.conv.fp32_precision) = saved
+
+
+def test_tf32_is_refused_without_a_gpu():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(ModelLoadError, match="tf32 needs an NVIDIA GPU"):
+        check_backend("torch", "tf32", None)

@@ -1,7 +1,8 @@
 """Readers for user text: plain-text corpora, JSONL and CSV/TSV columns.
 
-All readers are strict: a missing file, a line that is not UTF-8, an empty or whitespace-only
-sentence, or a row without the requested column raises :class:`~sentlab.errors.DataError` whose
+All readers are strict: a missing file (or a folder where a file is expected), a line that is not
+UTF-8, an empty or whitespace-only sentence, a CSV / TSV row with more or fewer fields than its
+header, or a row without the requested column raises :class:`~sentlab.errors.DataError` whose
 message names the file and the 1-based line number.
 """
 
@@ -21,6 +22,8 @@ TABLE_SUFFIXES = {".jsonl": "jsonl", ".json": "jsonl", ".csv": "csv", ".tsv": "t
 def read_text(path: str | Path) -> str:
     """A UTF-8 file's text; a missing file or a non-UTF-8 byte is a one-line :class:`DataError`."""
     path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{path}: is a folder; give the file inside it")
     if not path.is_file():
         raise DataError(f"{path}: file not found")
     raw = path.read_bytes()
@@ -99,6 +102,9 @@ def read_table(
             if missing:
                 raise DataError(f"{path}:1: missing column(s) {missing} in header {header}")
             for record in reader:
+                fields = len(header) + len(record.get(None) or []) - sum(record[c] is None for c in header)
+                if fields != len(header):  # DictReader pads short rows with None and keeps extra fields apart
+                    raise DataError(f"{path}:{first_line}: row has {fields} fields, the header {len(header)}")
                 row = _pick(record, columns, path, first_line)
                 if any("\n" in value for value in row):  # a quote that swallowed the next lines
                     raise DataError(f"{path}:{first_line}: a field runs over lines {first_line}-{reader.line_num} "

@@ -18,7 +18,18 @@ uses them directly and keeps one pinned set of dependencies (the ``onnx`` and ``
   float and, where the CPU supports it, are quantised per group at run time.
 
 Everything after the transformer (pooling, Dense, Normalize, the prompt pooler) still runs in torch,
-so every pooler sentlab has works on every backend. ``torch`` additionally offers fp16 / bf16 (GPUs).
+so every pooler sentlab has works on every backend. ``torch`` additionally offers fp16 / bf16 (GPUs)
+and tf32 (Ampere or newer GPUs).
+
+One meaning for each precision on every machine: ``fp32`` is IEEE float32 arithmetic in every runtime,
+whatever the CPU or GPU would pick by itself. OpenVINO's CPU plugin runs in bf16 by default on CPUs
+with BF16 (AVX-512 BF16, AMX), so sentlab compiles with ``INFERENCE_PRECISION_HINT`` set and then
+reads back the precision OpenVINO actually chose: a mismatch is an error, never a relabelled result.
+torch may run fp32 matmuls as TF32 (CUDA) or bf16 (oneDNN on CPUs) when asked globally;
+:func:`pin_float32_math` turns both off unless ``tf32`` is the setting. onnxruntime's CPU provider
+computes float32 unless told otherwise (its bf16 fast-math is an opt-in for ARM), and sentlab says so
+explicitly. A reduced precision (``tf32``, ``bf16``, ``fp16``, ``int8``) is its own setting: its own
+label in results and its own fingerprint in caches and indexes.
 
 Exports are cached under the sentlab cache (:mod:`sentlab.cache`), keyed by the model's fingerprint,
 so a model is exported once. A folder is written under a temporary name and renamed into place when
@@ -49,10 +60,12 @@ from sentlab.cache import file_sha256
 from sentlab.errors import ModelLoadError
 
 BACKENDS: dict[str, tuple[str, ...]] = {
-    "torch": ("fp32", "fp16", "bf16"),
+    "torch": ("fp32", "tf32", "fp16", "bf16"),
     "onnx": ("fp32", "int8"),
-    "openvino": ("fp32", "int8"),
+    "openvino": ("fp32", "bf16", "int8"),
 }
+# the precision OpenVINO's CPU plugin must compute in for each setting (int8: int8 weights, float32 activations)
+OPENVINO_PRECISION_HINT = {"fp32": "f32", "bf16": "bf16", "int8": "f32"}
 EXTRAS = {"onnx": ("onnxruntime", "onnx"), "openvino": ("openvino", "nncf", "onnx")}
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 EXPORT_META = "export.json"
@@ -72,6 +85,26 @@ def check_backend(backend: str, precision: str, device: str | None = None) -> No
                              "--precision fp16 or bf16")
     if backend == "torch" and precision == "fp16" and kind in (None, "cpu") and not torch.cuda.is_available():
         raise ModelLoadError("fp16 needs a GPU (torch on the CPU has no fast fp16 kernels); use bf16 or fp32")
+    if backend == "torch" and precision == "tf32" and (kind not in (None, "cuda") or not torch.cuda.is_available()):
+        raise ModelLoadError("tf32 needs an NVIDIA GPU (Ampere or newer); use fp32")
+
+
+def pin_float32_math(allow_tf32: bool = False) -> None:
+    """Make float32 matmuls and convolutions IEEE float32 in torch on every device (``allow_tf32``: TF32
+    on CUDA GPUs, the ``tf32`` setting / ``train.tf32``). Process-wide, as torch's own switches are;
+    the CPU (oneDNN) is always pinned to IEEE, so a CPU with AMX / AVX-512 BF16 computes what one with
+    AVX2 computes."""
+    cuda_mode = "tf32" if allow_tf32 else "ieee"
+    backends = torch.backends
+    if hasattr(backends, "fp32_precision"):  # torch >= 2.9: the per-backend precision switches
+        for module, mode in ((backends.cuda.matmul, cuda_mode), (backends.cudnn.conv, cuda_mode),
+                             (backends.cudnn.rnn, cuda_mode), (backends.mkldnn.matmul, "ieee"),
+                             (backends.mkldnn.conv, "ieee"), (backends.mkldnn.rnn, "ieee")):
+            module.fp32_precision = mode
+    else:
+        torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
+        backends.cuda.matmul.allow_tf32 = allow_tf32
+        backends.cudnn.allow_tf32 = allow_tf32
 
 
 def require_extra(backend: str) -> None:
@@ -265,20 +298,45 @@ def export(model: SentenceTransformer, backend: str, precision: str, fingerprint
     return folder
 
 
-def _runner(folder: Path, backend: str, threads: int | None) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+def openvino_config(precision: str, threads: int | None = None) -> dict[str, object]:
+    """The properties sentlab compiles an OpenVINO model with: the setting's precision, always explicit."""
+    config: dict[str, object] = {"INFERENCE_PRECISION_HINT": OPENVINO_PRECISION_HINT[precision]}
+    if threads:
+        config["INFERENCE_NUM_THREADS"] = threads
+    return config
+
+
+def check_openvino_precision(compiled, precision: str) -> None:
+    """Refuse a compiled model whose inference precision is not the setting's (one line): OpenVINO falls
+    back silently, e.g. to f32 when a CPU has no bf16, and a result must not claim what did not run."""
+    wanted = OPENVINO_PRECISION_HINT[precision]
+    actual = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+    names = {"f32": ("f32", "float32"), "bf16": ("bf16", "bfloat16")}[wanted]
+    if not any(name in actual.lower() for name in names):
+        import openvino as ov
+
+        capabilities = ", ".join(ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
+        raise ModelLoadError(f"OpenVINO compiled the model in {actual}, not the {wanted} that {precision} needs "
+                             f"(this CPU's OpenVINO capabilities: {capabilities})")
+
+
+def _runner(folder: Path, backend: str, threads: int | None,
+            precision: str = "fp32") -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
     if backend == "onnx":
         import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.log_severity_level = 3
+        # float32 GEMMs stay float32 (this fast-math bf16 path is opt-in, ARM only; said here so it stays off)
+        options.add_session_config_entry("mlas.enable_gemm_fastmath_arm64_bfloat16", "0")
         if threads:
             options.intra_op_num_threads = threads
         session = ort.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
         return lambda feeds: session.run(None, feeds)
     import openvino as ov
 
-    config = {"INFERENCE_NUM_THREADS": threads} if threads else {}
-    compiled = ov.Core().compile_model(str(folder / "model.xml"), "CPU", config)
+    compiled = ov.Core().compile_model(str(folder / "model.xml"), "CPU", openvino_config(precision, threads))
+    check_openvino_precision(compiled, precision)
     request = compiled.create_infer_request()
 
     def run(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -303,14 +361,15 @@ def accelerate(model: SentenceTransformer, backend: str = "torch", precision: st
     base = fingerprint or encoder_fingerprint(model)
     setting = base if precision == "fp32" else hashlib.sha256(f"{base}:{precision}".encode()).hexdigest()
     if backend == "torch":
-        if precision != "fp32":
+        pin_float32_math(allow_tf32=precision == "tf32")
+        if precision in ("fp16", "bf16"):
             model.to(torch.float16 if precision == "fp16" else torch.bfloat16)
     else:
         folder = export(model, backend, precision, base, root)
         meta = json.loads((folder / EXPORT_META).read_text("utf-8"))
         transformer = _transformer(model)
-        transformer.model = ExportedTransformer(_runner(folder, backend, threads), transformer.model.config,
-                                                meta["inputs"])
+        transformer.model = ExportedTransformer(_runner(folder, backend, threads, precision),
+                                                transformer.model.config, meta["inputs"])
     model.eval()
     model.sentlab_inference = {"backend": backend, "precision": precision, "fp32_fingerprint": base,
                                "fingerprint": setting}

@@ -28,6 +28,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Pooling, Transformer, WeightedLayerPooling
 
+from sentlab.encoders.weights import check_weight_files
 from sentlab.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
@@ -108,6 +109,7 @@ def build_encoder(
     path = resolve_model_path(backbone)
     if _is_sentence_transformer(path) and Path(path, "0_Transformer").is_dir():
         path = str(Path(path, "0_Transformer"))
+    check_weight_files(path)
     config_kwargs = dict(config_kwargs or {})
     if pooler == "first_last_avg":
         config_kwargs["output_hidden_states"] = True
@@ -157,6 +159,7 @@ def load_encoder(
     local = Path(path).is_dir()
     if local and not _is_sentence_transformer(path) and not Path(path, "config.json").is_file():
         raise ModelLoadError(f"{path}: not a model folder (no modules.json or config.json)")
+    check_weight_files(path)
     if pooler is not None or (local and not _is_sentence_transformer(path)):
         return build_encoder(path, pooler or "cls", max_seq_length, prompt_template, device)
     trust = trust_remote_code

@@ -63,6 +63,7 @@ class Method:
     default_mlp_only_train: ClassVar[bool] = True  # SimCSE's --mlp_only_train, for pooler cls
     simcse_mlp: ClassVar[bool] = True  # with pooler cls, put SimCSE's MLP over [CLS] (SimCSE-based methods)
     training_only_modules: ClassVar[tuple[type[nn.Module], ...]] = (SimCSEMLPHead,)
+    min_batch_size: ClassVar[int] = 2  # in-batch negatives: a batch of one row learns nothing (loss 0)
 
     def __init__(self, cfg: TrainConfig, paths: RunPaths):
         if not isinstance(cfg, self.config_class):
@@ -135,8 +136,12 @@ class Method:
         model.save(str(self.paths.model))
 
     def evaluate(self, model: SentenceTransformer) -> dict[Path, EvalReport]:
-        """Final evaluation, by results file; each sentence is encoded once for all of them."""
-        return self.evaluate_encoded(EmbeddingCache(model))
+        """Final evaluation, by results file; each sentence is encoded once for all of them, and the
+        embeddings go to the on-disk cache (:mod:`sentlab.cache`) so ``sentlab eval`` on the saved
+        model (the same weights, hence the same key) encodes none of them again."""
+        from sentlab.cache import EmbeddingStore
+
+        return self.evaluate_encoded(EmbeddingCache(model, store=EmbeddingStore.default()))
 
     def evaluate_encoded(self, cache: EmbeddingCache) -> dict[Path, EvalReport]:
         """STS with cosine similarity; a method adds its own results with ``super()`` and ``cache``."""

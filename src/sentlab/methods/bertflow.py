@@ -48,6 +48,7 @@ class FlowNLLLoss(nn.Module):
 class BertFlow(Method):
     """A normalising flow over a frozen encoder's pooled vectors."""
 
+    min_batch_size = 1  # learns from each sentence on its own
     name = "bert-flow"
     config_class = BertFlowConfig
     simcse_mlp = False

@@ -64,6 +64,7 @@ class MLMLoss(nn.Module):
 class MLM(Method):
     """Masked-language-model training (the body of the model is trained; mean pooling at inference)."""
 
+    min_batch_size = 1  # learns from each sentence on its own
     name = "mlm"
     config_class = MLMConfig
     simcse_mlp = False

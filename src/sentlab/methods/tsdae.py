@@ -52,6 +52,7 @@ class TSDAEConfig(TrainConfig):
 class TSDAE(Method):
     """Encode a noised sentence into s; a decoder that sees only s reconstructs the original."""
 
+    min_batch_size = 1  # learns from each sentence on its own
     name = "tsdae"
     config_class = TSDAEConfig
     simcse_mlp = False

@@ -51,7 +51,7 @@ class TrainSection(_Section):
     batch_size: int = Field(64, gt=0, description="per device")
     learning_rate: float = Field(3e-5, gt=0)
     epochs: float = Field(1.0, gt=0)
-    max_steps: int = Field(-1, description="stop after this many steps (-1: run the epochs)")
+    max_steps: int = Field(-1, description="stop after this many steps, at least 1 (-1: run the epochs)")
     max_minutes: float | None = Field(None, gt=0, description="stop after this many minutes of training "
                                                               "(checked after each step; minutes before a "
                                                               "--resume count)")
@@ -63,6 +63,15 @@ class TrainSection(_Section):
     keep_best: bool = Field(True, description="reload the checkpoint with the best dev score at the end")
     logging_steps: int = Field(10, gt=0)
     mixed_precision: Literal["no", "fp16", "bf16"] = "no"
+    @field_validator("max_steps")
+    @classmethod
+    def _steps_or_epochs(cls, value: int) -> int:
+        if value == -1 or value >= 1:
+            return value
+        raise ValueError(f"must be at least 1, or -1 to run train.epochs (got {value})")
+
+    tf32: bool = Field(False, description="let float32 matmuls run as TF32 on Ampere or newer GPUs; off, "
+                                          "fp32 is IEEE float32 on every device (CPUs included)")
     seed: int = 42
     dataloader_workers: int = Field(0, ge=0)
     progress_bar: bool = True
@@ -156,8 +165,11 @@ def parse_overrides(overrides: list[str]) -> list[tuple[str, str]]:
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
-    """Read a YAML config, apply ``key=value`` overrides, validate; errors are one line."""
+    """Read a YAML config, apply ``key=value`` overrides, validate; errors are one line, and name the
+    ``--set`` option when the key came from one, else the file."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder; give a YAML config file")
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
     try:
@@ -166,21 +178,27 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
         raise ConfigError(f"{path}: not valid YAML ({str(err).splitlines()[0]})") from None
     if not isinstance(tree, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
-    for key, value in parse_overrides(overrides or []):
+    pairs = parse_overrides(overrides or [])
+    for key, value in pairs:
         _set_dotted(tree, key, value)
     try:
         return TrainConfig.model_validate(tree)
     except ValidationError as err:
-        raise ConfigError(f"{path}: {validation_message(err, tree)}") from None
+        where, message = validation_message(err, tree)
+        option = next((f"--set {key}={value}" for key, value in reversed(pairs)
+                       if where and (key == where or key.startswith(where + ".") or where.startswith(key + "."))),
+                      None)
+        raise ConfigError(f"{option or path}: {message}") from None
 
 
-def validation_message(err: ValidationError, tree: dict[str, Any]) -> str:
-    """pydantic's first error as one line that names the key."""
+def validation_message(err: ValidationError, tree: dict[str, Any]) -> tuple[str, str]:
+    """(the dotted key, pydantic's first error as one line that names it)."""
     first = err.errors()[0]
     loc = list(first["loc"])
     if loc and loc[0] == tree.get("method"):  # the union's tag, not a key
         loc = loc[1:]
-    where = ".".join(str(p) for p in loc) or "(top level)"
+    where = ".".join(str(p) for p in loc)
+    text = first["msg"].removeprefix("Value error, ")
     if first["type"] == "union_tag_not_found":
         message = "missing required key 'method'"
     elif first["type"] == "union_tag_invalid":
@@ -188,12 +206,30 @@ def validation_message(err: ValidationError, tree: dict[str, Any]) -> str:
 
         message = f"unknown method {tree.get('method')!r} (choose from {', '.join(METHODS)})"
     elif first["type"] == "extra_forbidden":
-        message = f"unknown key {where!r}"
+        message = f"unknown key {where!r}" + _did_you_mean(err, loc)
     elif first["type"] == "missing":
         message = f"missing required key {where!r}"
     elif first["type"] == "value_error" and not loc:
-        message = first["msg"].removeprefix("Value error, ")
+        message = text
+    elif first["type"] == "value_error":
+        message = f"{where}: {text}"
     else:
-        message = f"{where}: {first['msg']} (got {first.get('input')!r})"
+        message = f"{where or '(top level)'}: {text} (got {first.get('input')!r})"
     more = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
-    return message + more
+    return where, message + more
+
+
+def _did_you_mean(err: ValidationError, loc: list) -> str:
+    """`` (did you mean 'train.learning_rate'?)`` for a misspelt key of a known section."""
+    import difflib
+
+    model = err.title  # the config class pydantic validated, e.g. SimCSEUnsupConfig
+    from sentlab.methods import METHODS
+
+    classes = [m.config_class for m in METHODS.values() if m.config_class.__name__ == model] or [TrainConfig]
+    fields = classes[0].model_fields
+    for part in loc[:-1]:
+        annotation = fields.get(str(part)).annotation if str(part) in fields else None
+        fields = getattr(annotation, "model_fields", None) or {}
+    close = difflib.get_close_matches(str(loc[-1]), list(fields), n=1) if loc else []
+    return f" (did you mean {'.'.join([*map(str, loc[:-1]), close[0]])!r}?)" if close else ""

@@ -15,6 +15,7 @@ Run folder (methods add their own files, see each method's module)::
     RUN/model/            the final sentence-transformers model (training-only modules removed)
     RUN/results.json      STS results of the final model
     RUN/loss.png          the loss curve
+    RUN/run.log           the run's progress lines and notices (e.g. how many texts were truncated)
 """
 
 from __future__ import annotations
@@ -28,15 +29,15 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerTraine
 from sentence_transformers.sentence_transformer.data_collator import SentenceTransformerDataCollator
 from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
 from transformers import PrinterCallback, set_seed
-from transformers.trainer_utils import get_last_checkpoint
 
 from sentlab.data.sts import load_sts_task
 from sentlab.encoders.loading import load_encoder  # noqa: F401  (engine.load_encoder: reload a saved run)
-from sentlab.errors import ConfigError
+from sentlab.errors import ConfigError, DataError
 from sentlab.methods import Method, get_method
-from sentlab.progress import bars, say
+from sentlab.progress import bars, run_log, say
 from sentlab.training.callbacks import (LossComponentsLog, LossStateCheckpoint, MetricsLog, StopOnNonFiniteLoss,
                                         WallClockBudget, load_loss_state)
+from sentlab.training.checkpoints import MarkCheckpointComplete, checkpoint_folders, newest_complete_checkpoint
 from sentlab.training.config import TrainConfig
 from sentlab.training.run_folder import RunPaths
 
@@ -92,7 +93,7 @@ def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool,
         eval_steps=t.eval_steps,
         save_strategy="steps",
         save_steps=t.save_steps or t.eval_steps,
-        save_total_limit=t.save_total_limit,
+        save_total_limit=None,  # rotated by MarkCheckpointComplete, only once the new checkpoint is complete
         load_best_model_at_end=has_dev and t.keep_best,
         metric_for_best_model=metric if has_dev else None,
         greater_is_better=True,
@@ -100,6 +101,7 @@ def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool,
         logging_nan_inf_filter=False,
         fp16=t.mixed_precision == "fp16",
         bf16=t.mixed_precision == "bf16",
+        tf32=t.tf32 or None,  # None: the trainer leaves the switches as pin_float32_math set them
         seed=t.seed,
         data_seed=t.seed,
         dataloader_num_workers=t.dataloader_workers,
@@ -150,7 +152,10 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     """The trainer for ``cfg``; the method (built from the config unless given) supplies data, frozen
     inputs, model, loss and parameter groups, and stays reachable as ``trainer.sentlab_method``."""
     method = method or get_method(cfg.method)(cfg, paths)
+    say(f"reading the training data ({cfg.data.train})")
     train_dataset = method.train_dataset()
+    check_enough_rows(cfg, method, len(train_dataset))
+    say(f"{len(train_dataset):,} training rows ({', '.join(train_dataset.column_names)})")
     evaluator = build_dev_evaluator(cfg)
     args = training_arguments(cfg, paths, has_dev=evaluator is not None,
                               learning_rate_mapping=method.learning_rate_mapping(),
@@ -158,7 +163,10 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     with args.main_process_first(desc="frozen inputs"):  # the other processes then reuse the saved files
         method.prepare(train_dataset)
     set_seed(cfg.train.seed)  # before the model: a training head's initialisation depends on it
-    model = model or method.build_model()
+    if model is None:
+        say(f"loading the model ({cfg.model.name}) and building {method.name}")
+        model = method.build_model()
+    report_truncation(model, train_dataset, cfg.model.max_seq_length)
     collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)
     loss = method.loss(model)
     evaluator = method.dev_evaluator(evaluator, loss)
@@ -169,6 +177,7 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     )
     if cfg.train.max_minutes is not None:
         trainer.add_callback(WallClockBudget(cfg.train.max_minutes))
+    trainer.add_callback(MarkCheckpointComplete(cfg.train.save_total_limit))  # last: after every file is written
     if not bars():  # quiet: transformers prints every log record when its progress bar is off
         trainer.remove_callback(PrinterCallback)
     trainer.sentlab_method = method
@@ -176,20 +185,26 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
 
 
 def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True) -> RunPaths:
-    """Train as ``cfg`` says; with ``resume``, continue from the newest checkpoint of the run folder.
+    """Train as ``cfg`` says; with ``resume``, continue from the newest complete checkpoint of the run
+    folder (:mod:`sentlab.training.checkpoints`: newer, incomplete ones are reported and removed).
 
     A run that fails before its first checkpoint leaves no run folder behind (unless it existed)."""
     paths = RunPaths(Path(cfg.train.output_dir))
-    checkpoint = None
-    if resume:
-        checkpoint = get_last_checkpoint(str(paths.checkpoints)) if paths.checkpoints.is_dir() else None
-        if checkpoint is None:
-            raise ConfigError(f"{paths.checkpoints}: --resume given but the run has no checkpoint yet")
-    elif paths.checkpoints.is_dir() and get_last_checkpoint(str(paths.checkpoints)):
+    _pin_numeric_mode(cfg)
+    if resume and not checkpoint_folders(paths.checkpoints):
+        raise ConfigError(f"{paths.checkpoints}: --resume given but the run has no checkpoint yet")
+    if not resume and checkpoint_folders(paths.checkpoints):
         raise ConfigError(f"{paths.root}: run folder already has checkpoints; pass --resume or choose another train.output_dir")
     created = not paths.root.exists()
     paths.root.mkdir(parents=True, exist_ok=True)
     paths.config.write_text(cfg.to_yaml(), encoding="utf-8")
+    with run_log(paths.log):
+        checkpoint = resume_point(paths) if resume else None
+        return _train(cfg, paths, checkpoint, created, evaluate)
+
+
+def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: bool, evaluate: bool) -> RunPaths:
+    say(f"training {cfg.method} into {paths.root}" + (f" from {Path(checkpoint).name}" if checkpoint else ""))
     try:
         trainer = build_trainer(cfg, paths)
         if checkpoint is not None:
@@ -199,8 +214,7 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True) -> RunP
         if trainer.args.load_best_model_at_end and best and Path(best).is_dir():
             load_loss_state(trainer.loss, trainer.model, Path(best))  # the trainer restores only the model
     except BaseException:
-        has_checkpoint = paths.checkpoints.is_dir() and get_last_checkpoint(str(paths.checkpoints))
-        if created and not has_checkpoint:
+        if created and not checkpoint_folders(paths.checkpoints):
             shutil.rmtree(paths.root, ignore_errors=True)
         raise
     if trainer.is_world_process_zero():
@@ -215,6 +229,70 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True) -> RunP
                 report.write(results_path)
                 say(f"results written to {results_path}")
     return paths
+
+
+def resume_point(paths: RunPaths) -> str | None:
+    """The checkpoint ``--resume`` continues from: the newest complete one. Newer ones that are not
+    complete (a kill while saving, a damaged file) are named with the reason and removed; with no
+    complete checkpoint left, training starts again from step 0."""
+    checkpoint, skipped = newest_complete_checkpoint(paths.checkpoints)
+    for folder, problem in skipped:
+        say(f"skipping {folder.name}: {problem}; removed")
+        shutil.rmtree(folder, ignore_errors=True)
+    if checkpoint is None:
+        say(f"{paths.checkpoints}: no complete checkpoint; training again from step 0")
+        return None
+    say(f"resuming from {checkpoint.name}")
+    return str(checkpoint)
+
+
+def check_enough_rows(cfg: TrainConfig, method: Method, rows: int) -> None:
+    """A batch needs ``train.batch_size`` rows, and a method learning from in-batch negatives at least
+    two a batch: fewer is an error, never a run that trains on nothing (SimCSE's loss is 0 for a batch
+    of one sentence)."""
+    batch = cfg.train.batch_size
+    if batch < method.min_batch_size:
+        raise ConfigError(f"train.batch_size={batch}: {method.name} needs at least {method.min_batch_size} rows a batch "
+                          "(the other rows of the batch are its negatives)")
+    if rows < batch:
+        raise DataError(f"{cfg.data.train}: {rows:,} usable training row(s), fewer than one batch "
+                        f"(train.batch_size={batch}); add text or lower train.batch_size")
+
+
+def report_truncation(model: SentenceTransformer, dataset, max_seq_length: int) -> int:
+    """Count the training texts longer than ``max_seq_length`` tokens (they are truncated to it) and
+    say so in the run's log; returns the count."""
+    tokenizer = getattr(model[0], "tokenizer", None)
+    columns = [c for c in dataset.column_names if c != "label" and isinstance(dataset[0][c], str)]
+    if tokenizer is None or not columns:
+        return 0
+    texts = list(dict.fromkeys(text for column in columns for text in dataset[column]))
+    longest, truncated = 0, 0
+    for start in range(0, len(texts), 10_000):
+        encoded = tokenizer(texts[start:start + 10_000], add_special_tokens=True, truncation=False, verbose=False,
+                            return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        lengths = [len(ids) for ids in encoded]
+        longest = max(longest, *lengths)
+        truncated += sum(length > max_seq_length for length in lengths)
+    if truncated:
+        say(f"notice: {truncated:,} of {len(texts):,} distinct training texts are longer than model.max_seq_length="
+            f"{max_seq_length} tokens (the longest: {longest:,}) and are truncated to it")
+    return truncated
+
+
+def _pin_numeric_mode(cfg: TrainConfig) -> None:
+    """fp32 is IEEE float32 on every device unless ``train.tf32`` (an NVIDIA GPU's TF32) is asked for."""
+    from sentlab.encoders.backends import pin_float32_math
+
+    if cfg.train.tf32 and not _has_cuda():
+        raise ConfigError("train.tf32: TF32 needs an NVIDIA GPU (Ampere or newer); set train.tf32: false")
+    pin_float32_math(allow_tf32=cfg.train.tf32)
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def plot_loss(metrics_path: Path, out_path: Path, metric: str = DEV_METRIC) -> None:

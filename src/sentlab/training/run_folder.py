@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RUN_FILES: dict[str, str] = {"config": "config.yaml", "checkpoints": "checkpoints", "metrics": "metrics.jsonl",
-                             "model": "model", "results": "results.json", "loss_plot": "loss.png"}
+                             "model": "model", "results": "results.json", "loss_plot": "loss.png",
+                             "log": "run.log"}
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from sentlab import cli
-from sentlab.errors import ConfigError
+from sentlab.errors import ConfigError, DataError
 from sentlab.reporting import adapt as adapt_report
 
 
@@ -187,3 +187,16 @@ def test_the_general_tasks(tiny_backbone, data_dir):
     assert low <= stsb.main <= high and stsb.n == 1379
     average = _general("sts", scorer, str(data_dir))["STS avg"]
     assert average.main == evaluate_sts(scorer, data_dir, extras=False).summary["sts_avg"]
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"one sentence\n\nanother\n", "text.txt:2: empty line"),
+    (b"only one sentence\n", "needs at least 2 sentences"),
+    (b"fine\n\xff\n", "text.txt:2: line is not valid UTF-8"),
+])
+def test_bad_training_text_is_a_one_line_error(tmp_path, content, message):
+    from sentlab.adapt import read_training_text
+
+    (tmp_path / "text.txt").write_bytes(content)
+    with pytest.raises(DataError, match=message):
+        read_training_text(tmp_path / "text.txt")

@@ -100,3 +100,32 @@ def test_the_heldout_sources_read_from_the_shared_data(data_dir, tmp_path):
     triples = read_sources_file(copy, 2000, seed=0)
     assert relation_counts(triples) == {"entailment": 2000, "duplicate_question": 2000, "same_caption": 2000}
     assert triples == read_sources_file(copy, 2000, seed=0)  # the sample is fixed by the seed
+
+
+@pytest.mark.parametrize("reader, name, content, message", [
+    ("read_entailment", "nli.jsonl", '{"sentence1": "a", "sentence2": "b"}\n', "nli.jsonl:1: expected a JSON object"),
+    ("read_paranmt", "para.txt", "one field only\n", "para.txt:1: expected 2 tab-separated fields, got 1"),
+    ("read_captions", "captions.txt", "img.jpg#0\t\n", "captions.txt:1: empty field"),
+    ("read_qnli", "qnli.tsv", "index\tquestion\tsentence\n", "qnli.tsv:1: expected a header with question"),
+    ("read_same_sent", "wiki.txt", "a sentence\n\n", "wiki.txt:2: empty sentence"),
+    ("read_rse_json", "rse.json", '{"sentence1": "a", "sentence2": "b", "label": "friends"}\n',
+     "rse.json:1: unknown relation 'friends'"),
+    ("read_rse_json", "rse.json", b'{"sentence1": "\xff"}\n', "rse.json:1: line is not valid UTF-8"),
+])
+def test_bad_input_of_every_relation_reader_is_a_one_line_error(tmp_path, reader, name, content, message):
+    from sentlab.data import relations
+
+    path = tmp_path / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+    with pytest.raises(DataError, match=message) as err:
+        getattr(relations, reader)(path)
+    assert "\n" not in str(err.value)
+
+
+def test_snli_layout_with_an_unknown_label_is_an_error(tmp_path):
+    from sentlab.data.nli import read_snli_triplets
+
+    for name, text in (("s1.dev", "a\na\n"), ("s2.dev", "b\nc\n"), ("labels.dev", "entailment\nmaybe\n")):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(DataError, match=r"labels.dev:2: unknown label 'maybe'"):
+        read_snli_triplets(tmp_path)

@@ -72,3 +72,33 @@ def test_real_files(data_dir):
     assert len(forums) == 11 and "tex" not in forums
     assert sum(len(f.corpus) for f in forums.values()) == 389015
     assert sum(len(f.queries) for f in forums.values()) == 10239
+
+
+def test_cqadupstack_judgements_of_unknown_ids_are_an_error(tmp_path):
+    import gzip
+    import json
+
+    from tests.fake_data import CQA_FORUMS
+
+    forums = json.loads(json.dumps(CQA_FORUMS))
+    forum = next(iter(forums))
+    query = next(iter(forums[forum]["relevant_docs"]))
+    forums[forum]["relevant_docs"][query] = ["no-such-id"]
+    folder = tmp_path / "cqa"
+    folder.mkdir()
+    with gzip.open(folder / "cqadupstack_titles_2forums.json.gz", "wt", encoding="utf-8") as handle:
+        json.dump(forums, handle)
+    with pytest.raises(DataError, match=f"forum '{forum}' judges ids that are not among its queries / corpus "
+                                        r"\(no-such-id\)"):
+        load_cqadupstack(folder)
+
+
+def test_scidocs_without_its_split_or_not_json_is_an_error(tmp_path):
+    folder = tmp_path / "scidocs"
+    folder.mkdir()
+    (folder / "data.json").write_text('{"corpus": {}}', encoding="utf-8")
+    with pytest.raises(DataError, match=r"data.json: needs 'corpus' and 'test'"):
+        load_scidocs(folder)
+    (folder / "data.json").write_text('{"corpus": ', encoding="utf-8")
+    with pytest.raises(DataError, match="not readable JSON"):
+        load_scidocs(folder)

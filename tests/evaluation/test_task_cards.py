@@ -47,16 +47,16 @@ def test_retrieval_by_hand_in_the_beir_layout(tmp_path):
                                                    for d in ("d1", "d2", "d3")), encoding="utf-8")
     (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "q"}) + "\n"
                                             + json.dumps({"_id": "q2", "text": "r"}) + "\n", encoding="utf-8")
-    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\nq1\td3\t1\nq1\td9\t1\n",
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\nq1\td3\t1\n",
                                         encoding="utf-8")
     scorer = AngleScorer({"q": 0, "r": 90, "d1": 10, "d2": 20, "d3": 50})
     text = "name: r\nkind: retrieval\ncorpus: corpus.jsonl\nqrels: qrels.tsv\nqueries: queries.jsonl\nk: 2\n"
     result = score_task_card(scorer, card(tmp_path, text))
     # q1 ranks d1, d2, d3: hits at 2 and 3; q2 has no judgement and is left out
     assert result.n == 1 and result.extra["queries_without_judgements"] == 1
-    assert result.scores["map@2"] == pytest.approx(100 * (1 / 2) / 2)  # trec: over min(3 relevant, k=2)
-    assert result.scores["recall@2"] == pytest.approx(100 / 3) and result.scores["mrr@10"] == pytest.approx(50.0)
-    ideal = 1 + 1 / np.log2(3) + 1 / np.log2(4)
+    assert result.scores["map@2"] == pytest.approx(100 * (1 / 2) / 2)  # trec: over min(2 relevant, k=2)
+    assert result.scores["recall@2"] == pytest.approx(50.0) and result.scores["mrr@10"] == pytest.approx(50.0)
+    ideal = 1 + 1 / np.log2(3)
     assert result.scores["ndcg@10"] == pytest.approx(100 * (1 / np.log2(3) + 1 / np.log2(4)) / ideal)
     useb = score_task_card(scorer, card(tmp_path, text + "map: useb\n"))
     assert useb.scores["map@2"] == pytest.approx(50.0)  # one hit in the top 2, at rank 2
@@ -158,3 +158,44 @@ def test_reranking_card_equals_the_builtin_askubuntu(tiny_backbone, tmp_path):
         cosines = np.sort(scorer.score([q.query] * len(q.candidates), q.candidates))
         assert np.diff(cosines).min() > 1e-5
     assert result.n == builtin.n and result.main == pytest.approx(builtin.main, abs=1e-9)
+
+
+PAIRS = "a\tb\tscore\nq\tx\t1\nq\ty\t0\nq\tz\t1\n"
+RETRIEVAL = "name: r\nkind: retrieval\ncorpus: c.jsonl\nqueries: q.jsonl\nqrels: r.tsv\n"
+
+
+@pytest.mark.parametrize("kind, files, extra, message", [
+    ("scored-pairs", {"p.tsv": PAIRS + "q\tw\tlots\n"}, "file: p.tsv\ncolumns: [a, b, score]\n",
+     r"p.tsv:5: score 'lots' is not a number"),
+    ("scored-pairs", {"p.tsv": PAIRS + "q\tw\t1\t2\n"}, "file: p.tsv\ncolumns: [a, b, score]\n",
+     r"p.tsv:5: row has 4 fields, the header 3"),
+    ("labelled-pairs", {"p.tsv": PAIRS.replace("\t0\n", "\t2\n")}, "file: p.tsv\ncolumns: [a, b, score]\n",
+     "must hold both labels 0 and 1"),
+    ("retrieval", {"r.tsv": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t1\n"}, "",
+     r"r.tsv: corpus id 'd9' is not in c.jsonl \(1 unknown id"),
+    ("retrieval", {"r.tsv": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq7\td2\t1\n"}, "",
+     r"r.tsv: query id 'q7' is not in q.jsonl"),
+    ("retrieval", {"r.tsv": "query-id\tcorpus-id\tscore\nq1\td1\tyes\n"}, "", r"r.tsv:2: score 'yes' is not a number"),
+    ("reranking", {"rr.jsonl": '{"query": "q", "positive": [1], "negative": ["n"]}\n'}, "file: rr.jsonl\n",
+     r"rr.jsonl:1: 'positive' must be a list of non-empty texts"),
+    ("classification", {"t.tsv": "text\tlabel\na\tyes\nb\tyes\n"}, "file: t.tsv\n", "needs at least two labels"),
+])
+def test_bad_input_of_every_card_kind_is_a_one_line_error(tmp_path, kind, files, extra, message):
+    (tmp_path / "c.jsonl").write_text('{"_id": "d1", "text": "x"}\n{"_id": "d2", "text": "y"}\n', encoding="utf-8")
+    (tmp_path / "q.jsonl").write_text('{"_id": "q1", "text": "q"}\n', encoding="utf-8")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    header = RETRIEVAL if kind == "retrieval" else f"name: t\nkind: {kind}\n"
+    scorer = AngleScorer({"q": 0, "x": 10, "y": 20, "z": 30, "w": 40, "n": 50, "a": 1, "b": 2})
+    with pytest.raises(DataError, match=message) as err:
+        score_task_card(scorer, card(tmp_path, header + extra))
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_ids_can_be_left_out_and_are_counted(tmp_path):
+    (tmp_path / "c.jsonl").write_text('{"_id": "d1", "text": "x"}\n{"_id": "d2", "text": "y"}\n', encoding="utf-8")
+    (tmp_path / "q.jsonl").write_text('{"_id": "q1", "text": "q"}\n', encoding="utf-8")
+    (tmp_path / "r.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t1\nq7\td2\t1\n", encoding="utf-8")
+    result = score_task_card(AngleScorer({"q": 0, "x": 10, "y": 20}), card(tmp_path, RETRIEVAL + "unknown_ids: skip\n"))
+    assert result.extra["judgements_with_unknown_ids"] == 2
+    assert result.main == pytest.approx(100.0)  # d1, its one known relevant document, ranks first

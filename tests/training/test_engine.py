@@ -133,3 +133,36 @@ def test_wall_clock_budget_stops_training_with_a_checkpoint_and_counts_time_befo
 
     budget.on_train_begin(Args(), State(), None)
     assert budget.spent_seconds() >= spent  # the minutes before the resume count
+
+
+def test_fewer_rows_than_a_batch_is_an_error_not_a_run_that_learns_nothing(tiny_backbone, tmp_path):
+    from sentlab.errors import DataError
+
+    one_line = tmp_path / "one.txt"
+    one_line.write_text("the dog runs " * 2000 + "\n", encoding="utf-8")  # one huge line: one sentence
+    with pytest.raises(DataError, match=r"one.txt: 1 usable training row\(s\), fewer than one batch "
+                                        r"\(train.batch_size=8\)"):
+        engine.train(tiny_config(tiny_backbone, one_line, tmp_path / "run", max_steps=2), evaluate=False)
+    assert not (tmp_path / "run").exists()  # nothing left behind
+    with pytest.raises(ConfigError, match="train.batch_size=1: simcse-unsup needs at least 2 rows a batch"):
+        engine.train(tiny_config(tiny_backbone, one_line, tmp_path / "run", max_steps=2, batch_size=1), evaluate=False)
+
+
+def test_the_run_log_says_what_happens_and_counts_truncated_texts(tiny_backbone, corpus_file, tmp_path, capsys):
+    from sentlab.progress import set_quiet
+
+    lines = corpus_file.read_text().splitlines()
+    lines[3] = " ".join(["dog"] * 40)  # 42 tokens with [CLS] and [SEP], over max_seq_length 16
+    lines[7] = " ".join(["cat"] * 20)
+    corpus_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    set_quiet(True)  # --quiet: nothing on stderr, the run's log still has every line
+    try:
+        paths = engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=1), evaluate=False)
+    finally:
+        set_quiet(False)
+    assert "reading the training data" not in capsys.readouterr().err  # libraries' bars aside
+    log = paths.log.read_text("utf-8")
+    for expected in ("reading the training data", "96 training rows", "loading the model",
+                     "notice: 2 of 96 distinct training texts are longer than model.max_seq_length=16 tokens "
+                     "(the longest: 42) and are truncated to it", "model saved to"):
+        assert expected in log, expected

@@ -120,6 +120,13 @@ def read_table(
     return rows
 
 
+def table_line(path: str | Path, index: int, fmt: str | None = None) -> int:
+    """The 1-based line of row ``index`` of a table :func:`read_table` read (one row a line, after
+    the header for CSV / TSV: a field that runs over lines is an error there)."""
+    fmt = fmt or TABLE_SUFFIXES.get(Path(path).suffix.lower(), "csv")
+    return index + (1 if fmt == "jsonl" else 2)
+
+
 def _pick(record: dict, columns: Sequence[str], path: Path, line_no: int) -> tuple[str, ...]:
     values = []
     for column in columns:

@@ -148,6 +148,11 @@ def load_cqadupstack(folder: str | Path, split: str = "test") -> dict[str, Retri
         missing = [q for q in data.queries if q not in data.relevant]
         if missing:
             raise DataError(f"CQADupStack {forum}: query {missing[0]} has no relevant documents")
+        if archives:  # USEB's archive: every judgement names a query and a pool document (checked: all 11 forums)
+            unknown = next((d for docs in data.relevant.values() for d in docs if d not in data.corpus), None)
+            if unknown is not None or any(q not in data.queries for q in data.relevant):
+                raise DataError(f"{archives[0]}: forum {forum!r} judges ids that are not among its queries / corpus "
+                                f"({unknown or 'a query'})")
     return forums
 
 

@@ -50,7 +50,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
-from sentlab.data.readers import read_table, read_text
+from sentlab.data.readers import read_table, read_text, table_line
 from sentlab.errors import DataError
 from sentlab.evaluation.results import MetricsResult
 from sentlab.evaluation.uncertainty import bootstrap_interval, items_key, mean_items, pair_items
@@ -75,6 +75,9 @@ class TaskCard(BaseModel):
     map: Literal["trec", "useb"] = Field("trec", description="retrieval AP@k divided by the query's relevant "
                                                             "documents (trec, as BEIR / MTEB) or by its hits in "
                                                             "the top k (useb, as USEB's CQADupStack)")
+    unknown_ids: Literal["error", "skip"] = Field("error", description="retrieval: qrels that name a query or "
+                                                  "document id absent from queries / corpus stop with an error "
+                                                  "(error), or are left out and counted in the result (skip)")
     folder: Path = Field(Path("."), exclude=True)
 
     def path(self, name: str) -> Path:
@@ -111,10 +114,13 @@ def load_task_card(path: str | Path) -> TaskCard:
 
 
 def _numbers(rows: list[tuple[str, ...]], path: Path, column: str) -> np.ndarray:
-    try:
-        return np.asarray([float(r[2]) for r in rows], dtype=np.float64)
-    except ValueError as err:
-        raise DataError(f"{path}: column {column!r} is not a number ({err})") from None
+    values = []
+    for index, row in enumerate(rows):
+        try:
+            values.append(float(row[2]))
+        except ValueError:
+            raise DataError(f"{path}:{table_line(path, index)}: {column} {row[2]!r} is not a number") from None
+    return np.asarray(values, dtype=np.float64)
 
 
 def score_pairs(scorer, sentences1: Sequence[str], sentences2: Sequence[str], gold) -> MetricsResult:
@@ -190,13 +196,33 @@ def _jsonl_texts(path: Path, with_title: bool) -> dict[str, str]:
 def read_qrels(path: Path) -> dict[str, set[str]]:
     rows = read_table(path, ["query-id", "corpus-id", "score"], fmt="tsv")
     relevant: dict[str, set[str]] = defaultdict(set)
-    for query, doc, score in rows:
+    for index, (query, doc, score) in enumerate(rows):
         try:
             if float(score) > 0:
                 relevant[query].add(doc)
         except ValueError:
-            raise DataError(f"{path}: score {score!r} is not a number") from None
+            raise DataError(f"{path}:{table_line(path, index, 'tsv')}: score {score!r} is not a number") from None
     return dict(relevant)
+
+
+def known_judgements(relevant: dict[str, set[str]], queries: dict[str, str], corpus: dict[str, str],
+                     card: TaskCard) -> tuple[dict[str, set[str]], int]:
+    """The relevance judgements whose query and document exist, and how many were left out; with
+    ``unknown_ids: error`` (the default) any unknown id is an error naming it: a judgement that can
+    never be met would score 0 silently."""
+    unknown_queries = sorted(q for q in relevant if q not in queries)
+    unknown_docs = sorted({d for docs in relevant.values() for d in docs if d not in corpus})
+    if not unknown_queries and not unknown_docs:
+        return relevant, 0
+    if card.unknown_ids == "error":
+        what = (f"query id {unknown_queries[0]!r} is not in {card.path('queries').name}" if unknown_queries else
+                f"corpus id {unknown_docs[0]!r} is not in {card.path('corpus').name}")
+        count = len(unknown_queries) + len(unknown_docs)
+        raise DataError(f"{card.path('qrels')}: {what} ({count} unknown id(s); fix the ids, or set "
+                        "'unknown_ids: skip' in the card to leave them out and count them)")
+    kept = {q: {d for d in docs if d in corpus} for q, docs in relevant.items() if q in queries}
+    left_out = sum(len(docs) for docs in relevant.values()) - sum(len(docs) for docs in kept.values())
+    return kept, left_out
 
 
 def ranking_metrics(hits: Sequence[bool], n_relevant: int, k: int, map_kind: str = "trec") -> dict[str, float]:
@@ -220,7 +246,7 @@ def score_retrieval(scorer, card: TaskCard, device="cpu") -> MetricsResult:
 
     corpus = _jsonl_texts(card.path("corpus"), with_title=True)
     queries = _jsonl_texts(card.path("queries"), with_title=False)
-    relevant = read_qrels(card.path("qrels"))
+    relevant, left_out = known_judgements(read_qrels(card.path("qrels")), queries, corpus, card)
     asked = [q for q in queries if relevant.get(q)]
     if not asked:
         raise DataError(f"{card.path('qrels')}: no query of {card.path('queries')} has a relevant document")
@@ -234,6 +260,7 @@ def score_retrieval(scorer, card: TaskCard, device="cpu") -> MetricsResult:
     key = items_key([q, sorted(relevant[q])] for q in asked)
     return MetricsResult(f"map@{card.k}", scores, n=len(asked),
                          extra={"corpus": len(doc_ids), "queries_without_judgements": len(queries) - len(asked),
+                                "judgements_with_unknown_ids": left_out,
                                 "items": mean_items((m[f"map@{card.k}"] for m in per_query), key)})
 
 

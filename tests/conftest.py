@@ -17,6 +17,14 @@ WORDS = ("a the man woman dog cat is are plays playing runs running eats eating 
 DATA_DIR = Path(os.environ.get("SENTLAB_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
 
 
+def the_error(stderr: str) -> str:
+    """A failed command's error: its one ``...: error: ...`` line (progress lines before it aside),
+    with no traceback anywhere."""
+    errors = [line for line in stderr.strip().splitlines() if ": error: " in line]
+    assert len(errors) == 1 and "Traceback" not in stderr, stderr
+    return errors[0]
+
+
 def make_tiny_backbone(path: Path, hidden: int = 32, layers: int = 2, dropout: float = 0.1, seed: int = 0) -> Path:
     """A 2-layer BERT with a word-level vocabulary, saved as a transformers folder (safetensors)."""
     import torch

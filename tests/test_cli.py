@@ -4,6 +4,7 @@ from sentence_transformers import SentenceTransformer
 
 from sentlab.cli import main
 from sentlab.encoders import build_encoder
+from tests.conftest import the_error
 
 
 @pytest.fixture
@@ -57,8 +58,8 @@ def test_eval_writes_the_documented_json_shape(tiny_st_model, data_dir, tmp_path
 ])
 def test_bad_input_exits_non_zero_with_one_line(argv, message, capsys):
     assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("sentlab: error:") and message in err and "\n" not in err
+    err = the_error(capsys.readouterr().err)
+    assert err.startswith("sentlab: error:") and message in err
 
 
 def test_index_build_pack_and_rank_similarity(tiny_st_model, corpus_file, tmp_path, capsys):
@@ -98,8 +99,7 @@ def test_index_build_pack_and_rank_similarity(tiny_st_model, corpus_file, tmp_pa
 ])
 def test_rank_options_bad_input(tiny_st_model, extra, message, capsys):
     assert main(["similarity", "--model", str(tiny_st_model), "a dog", "a cat", *extra]) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and "\n" not in err
+    assert message in the_error(capsys.readouterr().err)
 
 
 def test_index_of_another_model_is_refused_by_eval(tiny_st_model, tiny_backbone_no_dropout, corpus_file, tmp_path,
@@ -200,8 +200,7 @@ def test_similarity_of_an_rse_model_prints_every_relation_and_the_mix(tiny_rse_f
 ])
 def test_relation_options_bad_input(tiny_rse_folder, extra, message, capsys):
     assert main(["similarity", "--model", str(tiny_rse_folder), "a dog", "a cat", *extra]) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and "\n" not in err
+    assert message in the_error(capsys.readouterr().err)
 
 
 def test_relation_options_need_an_rse_folder(tiny_st_model, capsys):
@@ -250,8 +249,7 @@ def test_link_prediction_command(tiny_rse_folder, tmp_path, capsys):
     assert "relation vectors 0" in capsys.readouterr().out
     sources.write_text("sources:\n  - {relation: entailment, format: paranmt}\n", encoding="utf-8")
     assert main(["link-prediction", "--model", str(tiny_rse_folder), "--sources", str(sources)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "sources[0].path" in err and "\n" not in err
+    assert "sources[0].path" in the_error(capsys.readouterr().err)
 
 
 def test_eval_task_card_only_runs_the_card(tiny_st_model, tmp_path, capsys):
@@ -271,3 +269,16 @@ def test_eval_task_card_only_runs_the_card(tiny_st_model, tmp_path, capsys):
     assert results["tasks"]["my-pairs"]["scores"]["ap"] == pytest.approx(100.0)  # identical texts score 1
     assert results["tasks"]["my-pairs"]["extra"]["ci95"]["ap"] == pytest.approx([100.0, 100.0])
     assert "my-pairs: ap 100.00, 95% CI [100.00, 100.00] (bootstrap over its 12 items)" in capsys.readouterr().out
+
+
+def test_version_and_help_import_nothing_heavy():
+    """`sentlab --version` / `--help` answer without importing torch, transformers or
+    sentence-transformers (each command imports its own modules)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom sentlab.cli import main\nfor argv in (['--version'], ['--help'], ['train', '--help']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"

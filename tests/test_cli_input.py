@@ -9,6 +9,7 @@ import torch
 
 from sentlab.cli import main
 from sentlab.encoders import build_encoder
+from tests.conftest import the_error
 
 
 @pytest.fixture
@@ -23,9 +24,9 @@ def one_line_error(capsys, argv, expected: str, code: int = 2) -> None:
         result = main(argv)
     except SystemExit as stop:  # argparse refuses the option itself
         result = stop.code
-    err = capsys.readouterr().err.strip()
+    err = capsys.readouterr().err
     assert result == code, err
-    assert expected in err and len(err.splitlines()) == 1, err
+    assert expected in the_error(err)
 
 
 @pytest.mark.parametrize("option, value, expected", [

@@ -805,6 +805,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     set_quiet(getattr(args, "quiet", False))
     if getattr(args, "quiet", False):  # read by tqdm when first imported: also the libraries' own bars
         os.environ.setdefault("TQDM_DISABLE", "1")
+    say(f"sentlab {args.command}: loading libraries")
     _quiet_libraries()
     try:
         return args.func(args)

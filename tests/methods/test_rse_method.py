@@ -136,3 +136,30 @@ def test_a_dev_task_card_is_scored_with_the_relational_mix(tiny_backbone, corpus
     # the same model scores the same pairs twice in one process: equal up to float64 rounding
     assert trainer.evaluator(trainer.model)["mine_spearman"] == pytest.approx(expected, abs=1e-12)
     assert trainer.args.metric_for_best_model == "eval_mine_spearman"
+
+
+def test_dev_direction_max_scores_dev_as_the_released_code(tiny_backbone, corpus_file, qqp_file, data_dir, tmp_path):
+    """rse.dev_direction: max takes the larger of f(s1, s2, r) and f(s2, s1, r) per pair (the released
+    code's STS-B dev scoring); forward (the default, the paper's) takes f(s1, s2, r)."""
+    from scipy.stats import spearmanr
+
+    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2).model_dump()
+    tree["data"]["data_dir"] = str(data_dir)
+    tree["eval"] = {"dev_task": "STS-B", "dev_limit": 80, "final_tasks": []}
+    scores = {}
+    for direction in ("forward", "max"):
+        tree["rse"]["dev_direction"] = direction
+        trainer = engine.build_trainer(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / direction))
+        with torch.no_grad():
+            trainer.loss.relation_vectors.copy_(torch.linspace(-2, 2, trainer.loss.relation_vectors.numel())
+                                                .reshape(trainer.loss.relation_vectors.shape))
+        evaluator = trainer.evaluator
+        table = RelationTable(trainer.loss.relations, trainer.loss.relation_vectors.detach().numpy(),
+                              {"duplicate_question": 1.0})
+        scorer = RelationalScorer(trainer.model, table)  # forward, checked by hand against both directions
+        a, b = evaluator.base.sentences1, evaluator.base.sentences2
+        forward, backward = scorer.score(a, b), scorer.score(b, a)
+        by_hand = forward if direction == "forward" else np.maximum(forward, backward)
+        scores[direction] = evaluator(trainer.model)["stsb-dev_spearman_cosine"]
+        assert scores[direction] == pytest.approx(spearmanr(evaluator.base.scores, by_hand)[0], abs=1e-12)
+    assert scores["forward"] != scores["max"]

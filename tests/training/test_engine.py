@@ -24,6 +24,7 @@ def test_train_end_to_end_writes_a_loadable_run(tiny_backbone, corpus_file, fake
     assert [m["type"].rsplit(".", 1)[-1] for m in modules] == ["Transformer", "Pooling"]  # MLP head removed
     records = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
     assert any(engine.DEV_METRIC in r for r in records)
+    assert not any("eval_samples_per_second" in r for r in records)  # no eval dataset: no made-up speed
     losses = [r["loss"] for r in records if "loss" in r]
     assert len(losses) == 12 and np.mean(losses[-3:]) < np.mean(losses[:3])
     reloaded = SentenceTransformer(str(paths.model))
@@ -166,3 +167,24 @@ def test_the_run_log_says_what_happens_and_counts_truncated_texts(tiny_backbone,
                      "notice: 2 of 96 distinct training texts are longer than model.max_seq_length=16 tokens "
                      "(the longest: 42) and are truncated to it", "model saved to"):
         assert expected in log, expected
+
+
+def test_sentlab_eval_after_training_encodes_nothing_again(tiny_backbone, corpus_file, data_dir, tmp_path,
+                                                          monkeypatch):
+    """Training's final STS evaluation leaves its embeddings in the on-disk cache, keyed by the saved
+    model's weights, so the README's `sentlab eval` on the trained model reads them back."""
+    from sentlab.cli import main
+    from sentlab.evaluation import scoring
+
+    paths = engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", data_dir, max_steps=2,
+                                     eval_steps=2))
+    assert paths.results.is_file()
+    encoded = []
+    real = scoring.encode_by_length
+    monkeypatch.setattr(scoring, "encode_by_length", lambda model, texts, *a, **k: encoded.append(len(texts))
+                        or real(model, texts, *a, **k))
+    assert main(["eval", "--model", str(paths.model), "--tasks", "sts", "--data-dir", str(data_dir),
+                 "--output", str(tmp_path / "again.json"), "--quiet"]) == 0
+    assert sum(encoded) == 0, encoded
+    before = json.loads(paths.results.read_text())["tasks"]["STS-B"]["spearman"]
+    assert json.loads((tmp_path / "again.json").read_text())["tasks"]["STS-B"]["spearman"] == before

@@ -1,7 +1,20 @@
-"""Evaluations: STS (SentEval / SimCSE protocol), geometry (alignment, uniformity)."""
+"""Evaluations: STS (SentEval / SimCSE protocol), geometry (alignment, uniformity).
 
-from sentlab.evaluation.results import EvalReport, TaskResult
-from sentlab.evaluation.scoring import CosineScorer, PairScorer
-from sentlab.evaluation.sts import evaluate_sts
+The names below are imported on first use (PEP 562), so that importing a light submodule such as
+``sentlab.evaluation.results`` (the command line's parser does) does not import torch and
+sentence-transformers.
+"""
 
-__all__ = ["CosineScorer", "EvalReport", "PairScorer", "TaskResult", "evaluate_sts"]
+from __future__ import annotations
+
+import importlib
+
+_EXPORTS = {"EvalReport": "results", "TaskResult": "results", "CosineScorer": "scoring", "PairScorer": "scoring",
+            "evaluate_sts": "sts"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'sentlab.evaluation' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"sentlab.evaluation.{_EXPORTS[name]}"), name)

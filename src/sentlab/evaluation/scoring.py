@@ -95,7 +95,7 @@ class EmbeddingCache:
     """
 
     def __init__(self, model: SentenceTransformer, max_rows: int = 200_000, store: EmbeddingStore | None = None,
-                 min_store_rows: int = 256):
+                 min_store_rows: int = 32):
         self.model = model
         self.device = model.device
         self.max_seq_length = model.max_seq_length

@@ -59,6 +59,10 @@ class RSESection(_Section):
                                                                        "model (e.g. entailment 1.0, duplicate_question 0.5)")
     mini_batch_size: int | None = Field(None, gt=0, description="Gradient Cache: embed this many rows at a time")
     merge_relations: bool = Field(False, description="the All-Above baseline: plain positive pairs, no relations")
+    dev_direction: Literal["forward", "max"] = Field(
+        "forward", description="checkpoint selection on the dev task: forward = f(s1, s2, r) with the first "
+                               "sentence as the head (the paper's definition, Sec. 3); max = the larger of both "
+                               "directions, as the released code scores STS-B dev")
 
 
 class RSEData(DataSection):
@@ -176,10 +180,11 @@ class RSE(Method):
         if isinstance(evaluator, TaskCardEvaluator):  # the user's dev card, scored relationally
             from sentlab.evaluation.relational import RelationalScorer
 
-            weights = self.default_weights()
+            weights, direction = self.default_weights(), self.cfg.rse.dev_direction
             return evaluator.scored_by(lambda model: RelationalScorer(model, RelationTable(
-                loss.relations, loss.relation_vectors.detach().float().cpu().numpy(), weights)))
-        return RelationalDevEvaluator(evaluator, loss, weights=self.default_weights())
+                loss.relations, loss.relation_vectors.detach().float().cpu().numpy(), weights), direction=direction))
+        return RelationalDevEvaluator(evaluator, loss, weights=self.default_weights(),
+                                      direction=self.cfg.rse.dev_direction)
 
     def save(self, model: SentenceTransformer) -> None:
         super().save(model)
@@ -190,14 +195,16 @@ class RSE(Method):
 
 
 class RelationalDevEvaluator(SentenceEvaluator):
-    """STS-B dev scored with RSE's relational mix (the saved default weights, forward) of the relation
-    vectors being trained, for checkpoint selection as the paper selects (App. D, with its scoring).
-    Wraps the engine's ``EmbeddingSimilarityEvaluator`` (its pairs and gold scores) and reports under
-    the same metric name, ``<name>_spearman_cosine``, so the engine's model selection reads it."""
+    """STS-B dev scored with RSE's relational mix (the saved default weights) of the relation vectors
+    being trained, for checkpoint selection as the paper selects (App. D, with its scoring):
+    ``direction`` forward (the paper's f(s1, s2, r), the default) or max (both directions' larger
+    score, the released code's STS-B dev scoring; ``rse.dev_direction``). Wraps the engine's
+    ``EmbeddingSimilarityEvaluator`` (its pairs and gold scores) and reports under the same metric
+    name, ``<name>_spearman_cosine``, so the engine's model selection reads it."""
 
-    def __init__(self, base, loss: RSELoss, weights: dict[str, float]):
+    def __init__(self, base, loss: RSELoss, weights: dict[str, float], direction: str = "forward"):
         super().__init__()
-        self.base, self.loss, self.weights = base, loss, weights
+        self.base, self.loss, self.weights, self.direction = base, loss, weights, direction
         self.name = base.name
         self.primary_metric = "spearman_cosine"
 
@@ -207,7 +214,8 @@ class RelationalDevEvaluator(SentenceEvaluator):
         from sentlab.evaluation.relational import RelationalScorer
 
         vectors = self.loss.relation_vectors.detach().float().cpu().numpy()
-        scorer = RelationalScorer(model, RelationTable(self.loss.relations, vectors, self.weights))
+        scorer = RelationalScorer(model, RelationTable(self.loss.relations, vectors, self.weights),
+                                  direction=self.direction)
         predicted = scorer.score(self.base.sentences1, self.base.sentences2)
         metrics = self.prefix_name_to_metrics({"spearman_cosine": float(spearmanr(self.base.scores, predicted)[0])},
                                               self.name)

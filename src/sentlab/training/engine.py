@@ -125,9 +125,17 @@ def _warmup(ratio: float) -> dict[str, float]:
 
 
 class SentlabTrainer(SentenceTransformerTrainer):
-    """The sentence-transformers trainer with one extension: a method's own learning-rate schedule
+    """The sentence-transformers trainer with two extensions: a method's own learning-rate schedule
     (:meth:`Method.lr_multiplier`, e.g. CT's segmented constants), which no ``lr_scheduler_type`` of
-    transformers expresses. Everything else is the library's."""
+    transformers expresses, and logs without the evaluation speeds the trainer computes from an
+    evaluation dataset sentlab never passes (the dev task is an evaluator: "0 samples per second").
+    Everything else is the library's."""
+
+    def log(self, logs: dict[str, float], *args, **kwargs) -> None:
+        if self.eval_dataset is None:
+            logs = {k: v for k, v in logs.items()
+                    if not (k.startswith("eval_") and k.endswith(("_samples_per_second", "_steps_per_second")))}
+        super().log(logs, *args, **kwargs)
 
     def create_scheduler(self, num_training_steps: int, optimizer=None):
         method: Method | None = getattr(self, "sentlab_method", None)
@@ -263,10 +271,12 @@ def report_truncation(model: SentenceTransformer, dataset, max_seq_length: int) 
     """Count the training texts longer than ``max_seq_length`` tokens (they are truncated to it) and
     say so in the run's log; returns the count."""
     tokenizer = getattr(model[0], "tokenizer", None)
-    columns = [c for c in dataset.column_names if c != "label" and isinstance(dataset[0][c], str)]
+    columns = [c for c, f in dataset.features.items() if getattr(f, "dtype", None) in ("string", "large_string")]
     if tokenizer is None or not columns:
         return 0
-    texts = list(dict.fromkeys(text for column in columns for text in dataset[column]))
+    # the stored columns, before any on-the-fly transform (RSE draws its negatives in one)
+    texts = list(dict.fromkeys(text for column in columns for text in dataset.data.column(column).to_pylist()
+                               if text))
     longest, truncated = 0, 0
     for start in range(0, len(texts), 10_000):
         encoded = tokenizer(texts[start:start + 10_000], add_special_tokens=True, truncation=False, verbose=False,

@@ -42,7 +42,8 @@ DEFAULT_PROMPT_TEMPLATE = 'This sentence : "{sentence}" means [MASK] .'
 def resolve_model_path(name: str | Path) -> str:
     """A local folder for ``name``: an alias (``minilm``), an existing path, or a hub name.
 
-    A hub name is returned unchanged; it only loads when the hub is reachable.
+    A hub name is returned unchanged; it loads when the hub is reachable or, offline, when it is in
+    the local hub cache.
     """
     name = str(name)
     if name in MODEL_ALIASES:
@@ -62,12 +63,21 @@ def resolve_model_path(name: str | Path) -> str:
     looks_like_path = name.startswith((".", "/", "~")) or os.sep in name.strip("/").replace("/", "", 1) or name.count("/") > 1
     if looks_like_path or not HUB_NAME.match(name):
         raise ModelLoadError(f"{name}: model folder not found (and not an alias: {', '.join(MODEL_ALIASES)})")
-    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes") and not in_hub_cache(name):
         raise ModelLoadError(
-            f"{name}: not a local folder or alias, and the hub is offline (HF_HUB_OFFLINE=1); "
-            "download the model first or pass a local path"
+            f"{name}: not a local folder or alias, nor in the local hub cache, and the hub is offline "
+            "(HF_HUB_OFFLINE=1); download the model first or pass a local path"
         )
     return name
+
+
+def in_hub_cache(name: str) -> bool:
+    """Is hub model ``name`` in the local hub cache (``$HF_HUB_CACHE``)? Offline, transformers and
+    sentence-transformers load such a name as they would online, and so does sentlab."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(name, "config.json")
+    return isinstance(found, str)
 
 
 def _is_sentence_transformer(path: str) -> bool:

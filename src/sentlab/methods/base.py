@@ -85,7 +85,9 @@ class Method:
         training only (:class:`SimCSEMLPHead`, removed before saving) when ``mlp_only_train``, else
         a sentence-transformers ``Dense`` with tanh that stays in the saved model."""
         m = self.cfg.model
-        if m.pooler is None:
+        if m.random_init is not None:
+            model = build_encoder(str(self.random_init_folder()), m.pooler or "mean", prompt_template=m.prompt_template)
+        elif m.pooler is None:
             model = load_encoder(m.name)
         else:
             model = build_encoder(m.name, m.pooler, prompt_template=m.prompt_template)
@@ -96,6 +98,18 @@ class Method:
             mlp_only_train = self.default_mlp_only_train if m.mlp_only_train is None else m.mlp_only_train
             model.append(SimCSEMLPHead(dim) if mlp_only_train else Dense(dim, dim, activation_function=nn.Tanh()))
         return model
+
+    def random_init_folder(self) -> Path | None:
+        """With ``model.random_init``: the run's randomly initialised masked LM (``RUN/random_init``),
+        built once and reused (the engine builds it on the main process first); else None."""
+        init = self.cfg.model.random_init
+        if init is None:
+            return None
+        from sentlab.encoders.random_init import build_random_masked_lm
+
+        texts = read_train_sentences(self.cfg) if init.tokenizer == "train" else None
+        return build_random_masked_lm(init, self.paths.root / "random_init", texts,
+                                      corpus_sha256(texts) if texts else "")
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         raise NotImplementedError
@@ -108,6 +122,11 @@ class Method:
     def learning_rate_mapping(self) -> dict[str, float]:
         """Extra parameter groups: parameter-name regex -> learning rate (none by default)."""
         return {}
+
+    def own_dev_metric(self) -> str | None:
+        """The metric of an evaluation the method brings itself (e.g. MLM's held-out accuracy), which
+        keeps the best checkpoint when the config names no dev task; None by default."""
+        return None
 
     def dev_evaluator(self, evaluator, loss: nn.Module):
         """The dev evaluator used for checkpoint selection (STS-B dev or the user's task card), given

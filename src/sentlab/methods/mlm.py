@@ -8,6 +8,20 @@ encoder's architecture, its body tied to the encoder (:mod:`sentlab.losses.lm_he
 sentence embedding is the mean of the output token states (``model.pooler: mean``). Paper
 preset: 100k steps, batch 8, lr 5e-5 (``configs/mlm-bert-base.yaml``). The head is training-only;
 the saved model is the encoder with mean pooling.
+
+Pre-training a raw LM from random weights (``model.random_init``, ``configs/rawlm-*.yaml``) uses the
+same method with three additions:
+
+* the prediction head runs only at the chosen positions (15 % of the tokens), not at every position:
+  the same loss (mean cross-entropy over the chosen tokens), a fraction of the head's cost;
+* ``mlm.heldout``: sentences never trained on (a held-out slice of the general-domain text), scored
+  at every evaluation with a fixed mask (``mlm.heldout_seed``) for the held-out MLM loss and
+  masked-token accuracy (``eval_heldout-mlm_loss`` / ``_accuracy``, the latter keeps the best
+  checkpoint when there is no other dev task); each logged training step also has the batch's
+  masked-token accuracy (``mlm_accuracy_last``);
+* ``mlm.save_head: true`` saves the final model as a complete masked-LM checkpoint in transformers'
+  own layout (``AutoModelForMaskedLM.from_pretrained(folder)`` loads encoder *and* head, as for
+  bert-base-uncased) that is also a sentence-transformers folder with mean pooling.
 """
 
 from __future__ import annotations
@@ -15,10 +29,13 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
+import torch
 from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 from torch import Tensor, nn
 from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
 
+from sentlab.data.readers import read_sentences
 from sentlab.errors import ConfigError
 from sentlab.losses.lm_heads import head_model, share_body
 from sentlab.methods.base import Method, register
@@ -27,6 +44,12 @@ from sentlab.training.config import TrainConfig, _Section
 
 class MLMSection(_Section):
     probability: float = Field(0.15, gt=0, lt=1, description="share of tokens chosen for prediction (BERT: 0.15)")
+    save_head: bool = Field(False, description="save the final model with its masked-LM head, in transformers' "
+                                               "layout (a raw LM that later methods start from)")
+    heldout: str | None = Field(None, description="held-out sentences (one a line): MLM loss and masked-token "
+                                                  "accuracy at every evaluation")
+    heldout_limit: int | None = Field(2000, gt=0, description="use the first N held-out sentences")
+    heldout_seed: int = Field(0, description="the held-out mask (the same at every evaluation)")
 
 
 class MLMConfig(TrainConfig):
@@ -38,7 +61,9 @@ class MLMConfig(TrainConfig):
 
 
 class MLMLoss(nn.Module):
-    """Masked-LM cross-entropy on one column of sentences; the head's body is the encoder (tied)."""
+    """Masked-LM cross-entropy on one column of sentences; the head's body is the encoder (tied). The
+    prediction head runs only at the chosen positions (for BERT-style heads, ``cls``); the loss is the
+    mean over those positions, as transformers' masked-LM loss."""
 
     def __init__(self, model: SentenceTransformer, probability: float = 0.15):
         super().__init__()
@@ -50,14 +75,74 @@ class MLMLoss(nn.Module):
         if model.tokenizer.mask_token is None:
             raise ConfigError(f"{type(encoder_hf).__name__}: the tokenizer has no mask token, so MLM cannot train it")
         self.masking = DataCollatorForLanguageModeling(model.tokenizer, mlm_probability=probability)
+        self.last_components: dict[str, Tensor] = {}
+
+    def masked_logits(self, inputs: Tensor, attention_mask: Tensor, chosen: Tensor) -> Tensor:
+        """The head's logits at the ``chosen`` positions only ([n_chosen, vocabulary])."""
+        prediction = getattr(self.head, "cls", None)
+        if prediction is None:  # an architecture whose head is not BERT's: every position, then select
+            return self.head(input_ids=inputs, attention_mask=attention_mask).logits[chosen]
+        states = self.head.base_model(input_ids=inputs, attention_mask=attention_mask).last_hidden_state
+        return prediction(states[chosen])
+
+    def scored(self, inputs: Tensor, attention_mask: Tensor, targets: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(mean cross-entropy, correct predictions, chosen tokens) of one masked batch."""
+        chosen = targets != -100
+        logits = self.masked_logits(inputs, attention_mask, chosen)
+        wanted = targets[chosen]
+        loss = nn.functional.cross_entropy(logits.float(), wanted)
+        return loss, (logits.argmax(-1) == wanted).sum(), chosen.sum()
 
     def forward(self, sentence_features: list[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         features = sentence_features[0]
         ids = features["input_ids"]
         # the collator draws its masks on the CPU; the ids go back to the model's device
         inputs, targets = self.masking.torch_mask_tokens(ids.detach().cpu().clone())
-        return self.head(input_ids=inputs.to(ids.device), attention_mask=features["attention_mask"],
-                         labels=targets.to(ids.device)).loss
+        loss, correct, chosen = self.scored(inputs.to(ids.device), features["attention_mask"], targets.to(ids.device))
+        self.last_components = {"mlm_accuracy": (correct.float() / chosen.clamp(min=1)).detach()}
+        return loss
+
+
+class HeldoutMLMEvaluator(SentenceEvaluator):
+    """MLM loss and masked-token accuracy on held-out sentences, with one fixed mask for every
+    evaluation (so the curve compares checkpoints, not masks): ``heldout-mlm_loss`` and
+    ``heldout-mlm_accuracy`` (primary), token-weighted over the set."""
+
+    name = "heldout-mlm"
+
+    def __init__(self, loss: MLMLoss, sentences: list[str], max_seq_length: int, seed: int = 0,
+                 batch_size: int = 64):
+        super().__init__()
+        self.loss, self.batch_size = loss, batch_size
+        self.primary_metric = "accuracy"
+        generator_state = torch.random.get_rng_state()
+        torch.manual_seed(seed)
+        try:
+            self.batches = []
+            tokenizer = loss.encoder.tokenizer
+            for start in range(0, len(sentences), batch_size):
+                encoded = tokenizer(sentences[start:start + batch_size], padding=True, truncation=True,
+                                    max_length=max_seq_length, return_tensors="pt")
+                inputs, targets = loss.masking.torch_mask_tokens(encoded["input_ids"].clone())
+                self.batches.append((inputs, encoded["attention_mask"], targets))
+        finally:
+            torch.random.set_rng_state(generator_state)
+
+    def __call__(self, model, output_path=None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
+        was_training = self.loss.training
+        self.loss.eval()
+        total_loss, correct, chosen = 0.0, 0, 0
+        device = model.device
+        with torch.no_grad():
+            for inputs, attention_mask, targets in self.batches:
+                loss, hits, count = self.loss.scored(inputs.to(device), attention_mask.to(device), targets.to(device))
+                total_loss += float(loss) * int(count)
+                correct, chosen = correct + int(hits), chosen + int(count)
+        self.loss.train(was_training)
+        metrics = self.prefix_name_to_metrics({"loss": total_loss / max(chosen, 1),
+                                               "accuracy": correct / max(chosen, 1)}, self.name)
+        self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
+        return metrics
 
 
 @register
@@ -70,4 +155,28 @@ class MLM(Method):
     simcse_mlp = False
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
-        return MLMLoss(model, self.cfg.mlm.probability)
+        self._loss = MLMLoss(model, self.cfg.mlm.probability)
+        return self._loss
+
+    def own_dev_metric(self) -> str | None:
+        return f"eval_{HeldoutMLMEvaluator.name}_accuracy" if self.cfg.mlm.heldout else None
+
+    def dev_evaluator(self, evaluator, loss: nn.Module):
+        """The held-out MLM evaluator (``mlm.heldout``), beside the dev task when there is one."""
+        m = self.cfg.mlm
+        if not m.heldout:
+            return evaluator
+        heldout = HeldoutMLMEvaluator(loss, read_sentences(m.heldout, limit=m.heldout_limit),
+                                      self.cfg.model.max_seq_length, seed=m.heldout_seed)
+        if evaluator is None:
+            return heldout
+        from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
+
+        return SequentialEvaluator([evaluator, heldout], main_score_function=lambda scores: scores[0])
+
+    def save(self, model: SentenceTransformer) -> None:
+        """The encoder as a sentence-transformers folder; with ``mlm.save_head``, its transformers files
+        are the masked-LM model's (encoder and head, the head's body tied to the trained encoder)."""
+        super().save(model)
+        if self.cfg.mlm.save_head:
+            self._loss.head.save_pretrained(self.paths.model, safe_serialization=True)

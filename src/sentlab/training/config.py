@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sentlab.encoders.loading import DEFAULT_PROMPT_TEMPLATE
+from sentlab.encoders.random_init import RandomInit
 from sentlab.errors import ConfigError
 
 
@@ -22,7 +23,11 @@ class _Section(BaseModel):
 
 
 class ModelSection(_Section):
-    name: str = Field(description="backbone or sentence-transformers model: alias, local folder, or hub name")
+    name: str = Field("", description="backbone or sentence-transformers model: alias, local folder, or hub name "
+                                      "(not with random_init)")
+    random_init: RandomInit | None = Field(None, description="start from a randomly initialised BERT of this "
+                                                             "architecture and vocabulary instead of model.name "
+                                                             "(sentlab.encoders.random_init)")
     pooler: Literal["cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt"] | None = None
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE
     max_seq_length: int = Field(32, gt=0)
@@ -31,6 +36,20 @@ class ModelSection(_Section):
     mlp_only_train: bool | None = Field(None, description="with pooler cls: SimCSE's MLP (Linear + tanh) in "
                                         "training only (true), or kept at inference as a sentence-transformers "
                                         "Dense module (false); default: the method's (see sentlab.methods)")
+
+    @model_validator(mode="after")
+    def _one_start(self) -> ModelSection:
+        if bool(self.name) == (self.random_init is not None):
+            raise ValueError("give model.name (a model to start from) or model.random_init (random weights), "
+                             "one of the two")
+        return self
+
+    @property
+    def label(self) -> str:
+        """How progress lines name the start model."""
+        init = self.random_init
+        return self.name or (f"random BERT {init.layers}x{init.hidden_size}, vocabulary {init.tokenizer}"
+                             if init else "")
 
 
 class DataSection(_Section):

@@ -165,14 +165,16 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     check_enough_rows(cfg, method, len(train_dataset))
     say(f"{len(train_dataset):,} training rows ({', '.join(train_dataset.column_names)})")
     evaluator = build_dev_evaluator(cfg)
-    args = training_arguments(cfg, paths, has_dev=evaluator is not None,
+    metric = dev_metric(evaluator) or method.own_dev_metric()
+    args = training_arguments(cfg, paths, has_dev=metric is not None,
                               learning_rate_mapping=method.learning_rate_mapping(),
-                              method_arguments=method.training_arguments(), metric=dev_metric(evaluator))
+                              method_arguments=method.training_arguments(), metric=metric)
     with args.main_process_first(desc="frozen inputs"):  # the other processes then reuse the saved files
+        method.random_init_folder()
         method.prepare(train_dataset)
     set_seed(cfg.train.seed)  # before the model: a training head's initialisation depends on it
     if model is None:
-        say(f"loading the model ({cfg.model.name}) and building {method.name}")
+        say(f"loading the model ({cfg.model.label}) and building {method.name}")
         model = method.build_model()
     report_truncation(model, train_dataset, cfg.model.max_seq_length)
     collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)

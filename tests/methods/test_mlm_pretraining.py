@@ -1,0 +1,81 @@
+"""Pre-training a raw LM with the MLM method: the head only at masked positions gives transformers'
+loss, a random-init run trains end to end with its held-out curve, and the saved folder is a complete
+masked-LM checkpoint that sentence-transformers also loads (mean pooling)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+from transformers import AutoModelForMaskedLM
+
+from sentlab.encoders import build_encoder
+from sentlab.methods.mlm import MLMLoss
+from sentlab.training import engine
+from sentlab.training.config import TrainConfig
+
+PROBE = ["a man plays the guitar", "the dog runs in the park", "a girl reads a book"]
+
+
+def test_the_head_at_masked_positions_only_gives_transformers_masked_lm_loss(tiny_backbone_no_dropout):
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    loss = MLMLoss(model).eval()
+    features = model.tokenize(PROBE)
+    torch.manual_seed(0)
+    inputs, targets = loss.masking.torch_mask_tokens(features["input_ids"].clone())
+    with torch.no_grad():
+        ours, correct, chosen = loss.scored(inputs, features["attention_mask"], targets)
+        full = loss.head(input_ids=inputs, attention_mask=features["attention_mask"], labels=targets)
+    # the same float32 operations on the chosen rows (the head is row-wise), only the mean's order differs
+    assert float(ours) == pytest.approx(float(full.loss), abs=1e-6)
+    chosen_mask = targets != -100
+    assert int(chosen) == int(chosen_mask.sum()) > 0
+    assert int(correct) == int((full.logits[chosen_mask].argmax(-1) == targets[chosen_mask]).sum())
+
+
+def rawlm_config(corpus, heldout, out, **train):
+    return TrainConfig.model_validate({
+        "method": "mlm",
+        "model": {"random_init": {"layers": 2, "hidden_size": 32, "heads": 2, "intermediate_size": 64,
+                                  "max_positions": 32, "tokenizer": "train", "vocab_size": 150},
+                  "pooler": "mean", "max_seq_length": 32},
+        "data": {"train": str(corpus)},
+        "mlm": {"save_head": True, "heldout": str(heldout), "heldout_limit": 20},
+        "train": {"output_dir": str(out), "batch_size": 16, "learning_rate": 1e-3, "max_steps": 6, "eval_steps": 3,
+                  "logging_steps": 1, "progress_bar": False, **train},
+        "eval": {"dev_task": "none", "final_tasks": []},
+    })
+
+
+def test_a_raw_lm_pretrains_from_random_weights_and_saves_a_masked_lm_checkpoint(corpus_file, tmp_path):
+    lines = corpus_file.read_text().splitlines()
+    (tmp_path / "heldout.txt").write_text("\n".join(lines[:20]) + "\n", encoding="utf-8")
+    (tmp_path / "train.txt").write_text("\n".join(lines[20:]) + "\n", encoding="utf-8")
+    paths = engine.train(rawlm_config(tmp_path / "train.txt", tmp_path / "heldout.txt", tmp_path / "run"))
+    records = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
+    heldout = [r for r in records if "eval_heldout-mlm_accuracy" in r]
+    assert [r["step"] for r in heldout] == [3, 6] and all(0 <= r["eval_heldout-mlm_accuracy"] <= 1 for r in heldout)
+    assert all("mlm_accuracy_last" in r for r in records if "loss" in r)
+    assert heldout[-1]["eval_heldout-mlm_loss"] < np.log(150)  # below the uniform guess after 6 steps
+
+    masked_lm, info = AutoModelForMaskedLM.from_pretrained(paths.model, output_loading_info=True)
+    assert info["missing_keys"] == [] or set(info["missing_keys"]) <= {"cls.predictions.decoder.weight"}
+    st = SentenceTransformer(str(paths.model))
+    assert type(st[1]).__name__ == "Pooling" and st[1].get_config_dict()["pooling_mode"] == "mean"
+    np.testing.assert_array_equal(st.encode(PROBE), engine.load_encoder(paths.model).encode(PROBE))
+    # the saved head is the trained one: reloaded, it scores the held-out set as the evaluator did
+    start = AutoModelForMaskedLM.from_pretrained(paths.root / "random_init")
+    assert not torch.equal(masked_lm.cls.predictions.transform.dense.weight, start.cls.predictions.transform.dense.weight)
+    assert torch.equal(masked_lm.bert.embeddings.word_embeddings.weight, st[0].auto_model.embeddings.word_embeddings.weight)
+
+
+def test_model_needs_a_name_or_random_init(corpus_file, tmp_path):
+    from pydantic import ValidationError
+
+    tree = rawlm_config(corpus_file, corpus_file, tmp_path / "r").model_dump()
+    tree["model"]["name"] = "minilm"
+    with pytest.raises(ValidationError, match="give model.name .* or model.random_init"):
+        TrainConfig.model_validate(tree)

@@ -43,7 +43,7 @@ def rawlm_config(corpus, heldout, out, **train):
                                   "max_positions": 32, "tokenizer": "train", "vocab_size": 150},
                   "pooler": "mean", "max_seq_length": 32},
         "data": {"train": str(corpus)},
-        "mlm": {"save_head": True, "heldout": str(heldout), "heldout_limit": 20},
+        "mlm": {"save_head": True, "heldout": str(heldout), "heldout_limit": 20, "group_by_length": True},
         "train": {"output_dir": str(out), "batch_size": 16, "learning_rate": 1e-3, "max_steps": 6, "eval_steps": 3,
                   "logging_steps": 1, "progress_bar": False, **train},
         "eval": {"dev_task": "none", "final_tasks": []},
@@ -79,3 +79,17 @@ def test_model_needs_a_name_or_random_init(corpus_file, tmp_path):
     tree["model"]["name"] = "minilm"
     with pytest.raises(ValidationError, match="give model.name .* or model.random_init"):
         TrainConfig.model_validate(tree)
+
+
+def test_heldout_lines_are_never_trained_on(corpus_file, tmp_path):
+    from sentlab.methods import get_method
+
+    tree = rawlm_config(corpus_file, corpus_file, tmp_path / "r").model_dump()
+    tree["mlm"].update({"heldout": None, "heldout_lines": 10, "heldout_limit": 5})
+    tree["data"]["limit"] = 50
+    cfg = TrainConfig.model_validate(tree)
+    method = get_method("mlm")(cfg, engine.RunPaths(tmp_path / "r"))
+    lines = corpus_file.read_text().splitlines()
+    assert method.train_dataset()["sentence"] == lines[10:60]  # limit counts after the held-out lines
+    assert method.heldout_sentences() == lines[:5]
+    assert method.own_dev_metric() == "eval_heldout-mlm_accuracy"

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
 import torch
+from datasets import Dataset
+from pydantic import Field
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 from torch import Tensor, nn
@@ -38,7 +39,7 @@ from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
 from sentlab.data.readers import read_sentences
 from sentlab.errors import ConfigError
 from sentlab.losses.lm_heads import head_model, share_body
-from sentlab.methods.base import Method, register
+from sentlab.methods.base import Method, read_train_sentences, register
 from sentlab.training.config import TrainConfig, _Section
 
 
@@ -48,8 +49,13 @@ class MLMSection(_Section):
                                                "layout (a raw LM that later methods start from)")
     heldout: str | None = Field(None, description="held-out sentences (one a line): MLM loss and masked-token "
                                                   "accuracy at every evaluation")
+    heldout_lines: int | None = Field(None, gt=0, description="hold out the first N lines of data.train instead: "
+                                                              "never trained on (training reads the lines after "
+                                                              "them), scored at every evaluation")
     heldout_limit: int | None = Field(2000, gt=0, description="use the first N held-out sentences")
     heldout_seed: int = Field(0, description="the held-out mask (the same at every evaluation)")
+    group_by_length: bool = Field(False, description="batches of similar length (less padding; "
+                                                     "sentlab.training.samplers), for pre-training")
 
 
 class MLMConfig(TrainConfig):
@@ -158,16 +164,42 @@ class MLM(Method):
         self._loss = MLMLoss(model, self.cfg.mlm.probability)
         return self._loss
 
+    def train_dataset(self) -> Dataset:
+        """The training sentences, after the held-out lines when ``mlm.heldout_lines`` sets some apart."""
+        skip = self.cfg.mlm.heldout_lines or 0
+        limit = self.cfg.data.limit
+        cfg = self.cfg.model_copy(update={"data": self.cfg.data.model_copy(
+            update={"limit": skip + limit if limit is not None else None})})
+        sentences = read_train_sentences(cfg)[skip:]
+        if not sentences:
+            raise ConfigError(f"{self.cfg.data.train}: nothing left to train on after the {skip} held-out lines")
+        return Dataset.from_dict({"sentence": sentences})
+
+    def heldout_sentences(self) -> list[str] | None:
+        m = self.cfg.mlm
+        if m.heldout and m.heldout_lines:
+            raise ConfigError("mlm.heldout and mlm.heldout_lines both name held-out sentences; keep one")
+        if m.heldout_lines:
+            return read_train_sentences(self.cfg)[: min(m.heldout_lines, m.heldout_limit or m.heldout_lines)]
+        return read_sentences(m.heldout, limit=m.heldout_limit) if m.heldout else None
+
+    def training_arguments(self) -> dict[str, object]:
+        if not self.cfg.mlm.group_by_length:
+            return {}
+        from sentlab.training.samplers import LengthGroupedBatchSampler
+
+        return {"batch_sampler": LengthGroupedBatchSampler}
+
     def own_dev_metric(self) -> str | None:
-        return f"eval_{HeldoutMLMEvaluator.name}_accuracy" if self.cfg.mlm.heldout else None
+        m = self.cfg.mlm
+        return f"eval_{HeldoutMLMEvaluator.name}_accuracy" if m.heldout or m.heldout_lines else None
 
     def dev_evaluator(self, evaluator, loss: nn.Module):
         """The held-out MLM evaluator (``mlm.heldout``), beside the dev task when there is one."""
-        m = self.cfg.mlm
-        if not m.heldout:
+        sentences = self.heldout_sentences()
+        if sentences is None:
             return evaluator
-        heldout = HeldoutMLMEvaluator(loss, read_sentences(m.heldout, limit=m.heldout_limit),
-                                      self.cfg.model.max_seq_length, seed=m.heldout_seed)
+        heldout = HeldoutMLMEvaluator(loss, sentences, self.cfg.model.max_seq_length, seed=self.cfg.mlm.heldout_seed)
         if evaluator is None:
             return heldout
         from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator

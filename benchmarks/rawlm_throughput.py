@@ -1,0 +1,102 @@
+"""Raw-LM pre-training speed on this machine: the fp32 matmul peak, then MLM training steps of a
+randomly initialised BERT (``model.random_init``) on the shared Wikipedia sentences, in useful tokens
+per second (non-padding tokens) and useful FLOP/s as a share of that peak. Prints one JSON object.
+
+    python benchmarks/rawlm_throughput.py --layers 4 --hidden 256 --vocab minilm --batch 64 --steps 20
+    python benchmarks/rawlm_throughput.py --vocab 8192 ...       # a WordPiece vocabulary of 8,192 trained on the text
+
+Useful FLOPs of one training token (forward + backward = 3 x forward, multiply-adds counted as 2):
+6 x (the encoder's non-embedding weights) + 6 x 2 x layers x length x hidden (attention scores and
+mixing) + 0.15 x 6 x (hidden^2 + hidden x vocabulary) (the head, run at the masked positions only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def matmul_peak(size: int = 2048, repeats: int = 10) -> float:
+    """Best fp32 GFLOP/s of a size x size matmul over ``repeats`` runs (after a warm-up)."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    torch.mm(a, b)
+    best = 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        torch.mm(a, b)
+        best = max(best, 2 * size ** 3 / (time.perf_counter() - start) / 1e9)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--vocab", default="minilm", help="minilm (30,522 WordPiece) or a size to train")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--sentences", type=int, default=20000, help="read this many Wikipedia sentences")
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from sentlab.data.readers import read_sentences
+    from sentlab.encoders import build_encoder
+    from sentlab.encoders.backends import pin_float32_math
+    from sentlab.encoders.random_init import RandomInit, build_random_masked_lm
+    from sentlab.methods.mlm import MLMLoss
+    from sentlab.paths import data_dir
+
+    pin_float32_math()
+    peak = matmul_peak()
+    texts = read_sentences(data_dir() / "wikipedia" / "wiki_sentences.txt", limit=args.sentences)
+    trained = args.vocab != "minilm"
+    spec = RandomInit(layers=args.layers, hidden_size=args.hidden, heads=args.heads,
+                      intermediate_size=4 * args.hidden, max_positions=max(128, args.max_length),
+                      tokenizer="train" if trained else "minilm", vocab_size=int(args.vocab) if trained else 8192)
+    with tempfile.TemporaryDirectory() as folder:
+        started = time.perf_counter()
+        path = build_random_masked_lm(spec, Path(folder) / "lm", texts if trained else None, "bench")
+        build_seconds = time.perf_counter() - started
+        model = build_encoder(str(path), "mean", max_seq_length=args.max_length)
+    loss = MLMLoss(model).train()
+    optimizer = torch.optim.AdamW([p for p in loss.parameters() if p.requires_grad], lr=1e-4)
+    vocabulary = len(model.tokenizer)
+    # batches of similar length (sorted in chunks), as a length-grouped sampler gives them
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    batches = [[texts[i] for i in order[k:k + args.batch]] for k in range(0, len(order), args.batch)]
+    step_batches = [batches[(j * 7919) % len(batches)] for j in range(args.steps + 2)]
+    tokens, seconds = 0, 0.0
+    for j, batch in enumerate(step_batches):
+        features = {k: v for k, v in model.tokenize(batch).items() if isinstance(v, torch.Tensor)}
+        start = time.perf_counter()
+        value = loss([features])
+        value.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if j >= 2:  # two warm-up steps
+            seconds += time.perf_counter() - start
+            tokens += int(features["attention_mask"].sum())
+    length = tokens / (args.steps * args.batch)
+    body = sum(p.numel() for n, p in model[0].auto_model.named_parameters() if "embeddings" not in n)
+    per_token = 6 * body + 6 * 2 * args.layers * length * args.hidden + 0.15 * 6 * (
+        args.hidden ** 2 + args.hidden * vocabulary)
+    useful = tokens / seconds * per_token / 1e9
+    print(json.dumps({"threads": torch.get_num_threads(), "fp32_matmul_peak_gflops": round(peak, 1),
+                      "layers": args.layers, "hidden": args.hidden, "vocabulary": vocabulary,
+                      "batch": args.batch, "mean_tokens_per_sentence": round(length, 1), "steps": args.steps,
+                      "useful_tokens_per_s": round(tokens / seconds, 1), "useful_gflops": round(useful, 2),
+                      "share_of_peak": round(useful / peak, 3), "tokenizer_build_s": round(build_seconds, 1)}))
+
+
+if __name__ == "__main__":
+    main()

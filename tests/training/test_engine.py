@@ -188,3 +188,15 @@ def test_sentlab_eval_after_training_encodes_nothing_again(tiny_backbone, corpus
     assert sum(encoded) == 0, encoded
     before = json.loads(paths.results.read_text())["tasks"]["STS-B"]["spearman"]
     assert json.loads((tmp_path / "again.json").read_text())["tasks"]["STS-B"]["spearman"] == before
+
+
+def test_a_finished_run_is_found_again_by_what_it_learnt_from(tiny_backbone, corpus_file, tmp_path):
+    from sentlab.training.run_folder import find_finished_run
+
+    runs = tmp_path / "runs"
+    paths = engine.train(tiny_config(tiny_backbone, corpus_file, runs / "a", max_steps=1), evaluate=False)
+    elsewhere = tiny_config(tiny_backbone, corpus_file, tmp_path / "b", max_steps=1, progress_bar=True)
+    assert find_finished_run(elsewhere, runs) == paths.model  # output folder and progress bars do not count
+    assert find_finished_run(tiny_config(tiny_backbone, corpus_file, tmp_path / "b", max_steps=2), runs) is None
+    corpus_file.write_text(corpus_file.read_text() + "one more sentence\n", encoding="utf-8")
+    assert find_finished_run(elsewhere, runs) is None  # other training text

@@ -16,6 +16,7 @@ Run folder (methods add their own files, see each method's module)::
     RUN/results.json      STS results of the final model
     RUN/loss.png          the loss curve
     RUN/run.log           the run's progress lines and notices (e.g. how many texts were truncated)
+    RUN/fingerprint.json  what the finished run learnt from (config and training file), to find it again
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from sentlab.training.callbacks import (LossComponentsLog, LossStateCheckpoint, 
                                         WallClockBudget, load_loss_state)
 from sentlab.training.checkpoints import MarkCheckpointComplete, checkpoint_folders, newest_complete_checkpoint
 from sentlab.training.config import TrainConfig
-from sentlab.training.run_folder import RunPaths
+from sentlab.training.run_folder import RunPaths, run_fingerprint
 
 logger = logging.getLogger(__name__)
 DEV_EVALUATOR_NAME = "stsb-dev"
@@ -231,6 +232,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         method: Method = trainer.sentlab_method
         final = method.final_model(trainer.model)
         method.save(final)
+        paths.fingerprint.write_text(json.dumps(run_fingerprint(cfg), indent=1) + "\n", encoding="utf-8")
         say(f"model saved to {paths.model}")
         plot_loss(paths.metrics, paths.loss_plot, trainer.args.metric_for_best_model or DEV_METRIC)
         if evaluate and "sts" in cfg.eval.final_tasks:

@@ -1,13 +1,20 @@
-"""The files of a run folder; methods add their own names (``Method.run_files``)."""
+"""The files of a run folder; methods add their own names (``Method.run_files``). A finished run is
+found again by what it was trained from (:func:`run_fingerprint`, :func:`find_finished_run`), so a
+benchmark reuses a raw LM it finds and never trains one again silently."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 RUN_FILES: dict[str, str] = {"config": "config.yaml", "checkpoints": "checkpoints", "metrics": "metrics.jsonl",
                              "model": "model", "results": "results.json", "loss_plot": "loss.png",
-                             "log": "run.log"}
+                             "log": "run.log",
+                             "fingerprint": "fingerprint.json"}
+# settings that change where a run is written or how it reports, not what it learns
+NOT_LEARNED = {"train": ("output_dir", "progress_bar", "logging_steps"), "data": ("data_dir",)}
 
 
 @dataclass(frozen=True)
@@ -28,3 +35,32 @@ def add_run_files(files: dict[str, str]) -> None:
     for name, filename in files.items():
         if RUN_FILES.setdefault(name, filename) != filename:
             raise ValueError(f"run file {name!r} is already {RUN_FILES[name]!r}, not {filename!r}")
+
+
+def run_fingerprint(cfg) -> dict[str, str]:
+    """What a run learns from: a sha256 of its resolved config (without the settings of
+    ``NOT_LEARNED``) and the sha256 of its training file."""
+    from sentlab.cache import file_sha256
+
+    tree = cfg.model_dump()
+    for section, keys in NOT_LEARNED.items():
+        for key in keys:
+            tree.get(section, {}).pop(key, None)
+    train = Path(cfg.data.train) if cfg.data.train else None
+    return {"config_sha256": hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest(),
+            "train_sha256": file_sha256(train) if train is not None and train.is_file() else ""}
+
+
+def find_finished_run(cfg, root: Path) -> Path | None:
+    """The model folder of a finished run under ``root`` (``root/*/``) trained from what ``cfg`` would
+    train from, by :func:`run_fingerprint`; None when there is none."""
+    wanted = run_fingerprint(cfg)
+    for folder in sorted(p for p in Path(root).glob("*") if p.is_dir()):
+        paths = RunPaths(folder)
+        try:
+            recorded = json.loads(paths.fingerprint.read_text("utf-8"))
+        except (OSError, ValueError):
+            continue
+        if recorded == wanted and (paths.model / "modules.json").is_file():
+            return paths.model
+    return None

@@ -1,0 +1,89 @@
+"""SimCSE from sentlab's raw LM, over seeds, against the raw LM's own pooling and the random encoder
+it was pre-trained from (issue 23). Prints one JSON object: each model's STS average and per-task
+scores, the SimCSE seeds' mean and sd, and the gains over both baselines.
+
+    python benchmarks/rawlm_simcse.py --output runs/rawlm-simcse --seeds 1 2 3
+    python benchmarks/rawlm_simcse.py --output runs/rawlm-simcse --raw-lm runs/rawlm-cpu/model
+
+Without --raw-lm, the finished run of --raw-config (configs/rawlm-cpu.yaml) is found under its runs
+folder by its fingerprint (config and training text); if there is none the benchmark stops and says
+how to pre-train it: it never pre-trains one silently. Finished SimCSE seeds are reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sts(model: Path, pooler: str, output: Path) -> dict:
+    from sentlab.cli import main
+
+    if not output.is_file():
+        with contextlib.redirect_stdout(sys.stderr):  # stdout holds the one JSON object
+            code = main(["eval", "--model", str(model), "--pooler", pooler, "--tasks", "sts", "--quiet",
+                         "--output", str(output)])
+        if code:
+            raise SystemExit(code)
+    report = json.loads(output.read_text("utf-8"))
+    return {"sts_avg": report["summary"]["sts_avg"],
+            "tasks": {t: round(r["spearman"], 2) for t, r in report["tasks"].items() if "spearman" in r}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--raw-lm", default=None, help="a raw LM folder (default: found by --raw-config)")
+    parser.add_argument("--raw-config", default=str(ROOT / "configs" / "rawlm-cpu.yaml"))
+    parser.add_argument("--simcse-config", default=str(ROOT / "configs" / "simcse-unsup-rawlm-cpu.yaml"))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--set", action="append", default=[], help="SimCSE config override (repeatable)")
+    args = parser.parse_args()
+
+    from sentlab.progress import set_quiet
+    from sentlab.training.config import load_config
+    from sentlab.training.engine import train
+    from sentlab.training.run_folder import RunPaths, find_finished_run
+
+    set_quiet(True)
+    output = Path(args.output)
+    output.mkdir(parents=True, exist_ok=True)
+    if args.raw_lm:
+        raw_lm = Path(args.raw_lm)
+    else:
+        raw_cfg = load_config(args.raw_config)
+        runs = Path(raw_cfg.train.output_dir).parent
+        raw_lm = find_finished_run(raw_cfg, runs)
+        if raw_lm is None:
+            raise SystemExit(f"no finished raw LM of {args.raw_config} under {runs}/: pre-train it with "
+                             f"`sentlab train {args.raw_config}` (resumable with --resume), or pass --raw-lm PATH")
+    rows = {"raw LM, mean": sts(raw_lm, "mean", output / "rawlm-mean.json"),
+            "raw LM, first-last": sts(raw_lm, "first_last_avg", output / "rawlm-first-last.json")}
+    random_init = raw_lm.parent / "random_init"
+    if random_init.is_dir():
+        rows["random encoder, mean"] = sts(random_init, "mean", output / "random-mean.json")
+    seeds = {}
+    for seed in args.seeds:
+        folder = output / f"simcse-seed{seed}"
+        cfg = load_config(args.simcse_config, [*args.set, f"model.name={raw_lm}", f"train.seed={seed}",
+                                               f"train.output_dir={folder}", "train.progress_bar=false"])
+        if not RunPaths(folder).results.is_file():
+            train(cfg, resume=RunPaths(folder).checkpoints.is_dir())
+        report = json.loads(RunPaths(folder).results.read_text("utf-8"))
+        seeds[seed] = report["summary"]["sts_avg"]
+    mean = statistics.mean(seeds.values())
+    sd = statistics.stdev(seeds.values()) if len(seeds) > 1 else 0.0
+    print(json.dumps({"raw_lm": str(raw_lm), "baselines": rows, "simcse_sts_avg_by_seed": seeds,
+                      "simcse_mean": round(mean, 2), "simcse_sd": round(sd, 2),
+                      "gain_over": {name: round(mean - row["sts_avg"], 2) for name, row in rows.items()}}, indent=1))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "src"))
+    main()

@@ -7,7 +7,8 @@ The task: 200 sentences of 6-10 random words and their paraphrases with 30 % of 
 precision of the cosine. The random encoder's mean pooling is already a strong lexical baseline
 (AP 0.951). Measured on a 2-core AMD EPYC (docs/results.md, issue 23): 30 SimCSE steps (batch 32, lr
 1e-3) on 1,024 other random sentences raise it by 0.0391 on average over seeds 0-9, sd 0.0015, the
-smallest gain 0.0363; with the encoder's gradient set to zero the gain is 0.0 on every seed. The
+smallest gain 0.0363; with the encoder's gradient set to zero the gain is 0.0 on every seed
+(`python benchmarks/learning_spread.py`). The
 margin, 0.02, is half the mean gain and 13 standard deviations below it, and far from the zero of a
 model that does not learn.
 """
@@ -39,15 +40,19 @@ def paraphrase(text: str, rng: random.Random) -> str:
     return " ".join([w for w in words if rng.random() > 0.3] or words[:1])
 
 
-@pytest.fixture(scope="module")
-def task(tmp_path_factory):
+def make_task(folder):
+    """(folder, the random encoder, the held-out pairs, their labels) of the synthetic paraphrase task."""
     rng = random.Random(123)
-    folder = tmp_path_factory.mktemp("learning")
     (folder / "train.txt").write_text("\n".join(sentence(rng) for _ in range(1024)) + "\n", encoding="utf-8")
     positives = [(s, paraphrase(s, rng)) for s in (sentence(rng) for _ in range(200))]
     negatives = [(sentence(rng), sentence(rng)) for _ in range(200)]
     backbone = make_tiny_backbone(folder / "random-encoder", hidden=32, layers=2, dropout=0.1, seed=0)
     return folder, backbone, positives + negatives, np.r_[np.ones(200), np.zeros(200)]
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    return make_task(tmp_path_factory.mktemp("learning"))
 
 
 def average_precision(model, pairs, labels) -> float:
@@ -57,13 +62,14 @@ def average_precision(model, pairs, labels) -> float:
     return float(average_precision_score(labels, cosine))
 
 
-def gain_after_training(task, method: str, seed: int, cut_encoder_gradient: bool = False) -> float:
+def gain_after_training(task, method: str, seed: int, cut_encoder_gradient: bool = False, steps: int = 30,
+                        learning_rate: float = 1e-3) -> float:
     folder, backbone, pairs, labels = task
     cfg = TrainConfig.model_validate({
         "method": method, "model": {"name": str(backbone), "pooler": "mean", "max_seq_length": 16},
         "data": {"train": str(folder / "train.txt")},
         "train": {"output_dir": str(folder / f"{method}-{seed}-{cut_encoder_gradient}"), "batch_size": 32,
-                  "learning_rate": 1e-3, "max_steps": 30, "logging_steps": 30, "save_steps": 1000,
+                  "learning_rate": learning_rate, "max_steps": steps, "logging_steps": steps, "save_steps": 1000,
                   "progress_bar": False, "seed": seed},
         "eval": {"dev_task": "none", "final_tasks": []}})
     paths = RunPaths(folder / cfg.train.output_dir)

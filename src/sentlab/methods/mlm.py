@@ -179,8 +179,10 @@ class MLM(Method):
         m = self.cfg.mlm
         if m.heldout and m.heldout_lines:
             raise ConfigError("mlm.heldout and mlm.heldout_lines both name held-out sentences; keep one")
-        if m.heldout_lines:
-            return read_train_sentences(self.cfg)[: min(m.heldout_lines, m.heldout_limit or m.heldout_lines)]
+        if m.heldout_lines:  # only the lines it needs, not the whole training file again
+            count = min(m.heldout_lines, m.heldout_limit or m.heldout_lines)
+            return read_train_sentences(self.cfg.model_copy(update={"data": self.cfg.data.model_copy(
+                update={"limit": count})}))
         return read_sentences(m.heldout, limit=m.heldout_limit) if m.heldout else None
 
     def training_arguments(self) -> dict[str, object]:

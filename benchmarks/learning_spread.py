@@ -4,6 +4,7 @@ encoder's gradient cut. Prints one JSON object.
 
     python benchmarks/learning_spread.py --method simcse-unsup --seeds 10
     python benchmarks/learning_spread.py --method tsdae --steps 100 --lr 3e-4 --seeds 2
+    python benchmarks/learning_spread.py --method tsdae --task topic --seeds 10
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ ROOT = Path(__file__).resolve().parents[1]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--method", default="simcse-unsup")
+    parser.add_argument("--task", default="paraphrase", choices=["paraphrase", "topic"],
+                        help="the synthetic held-out task (tests/training/test_learning.py)")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--cut-seeds", type=int, default=3, help="seeds run with the encoder's gradient cut")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--pooler", default="mean", help="the encoder's pooling, before and after training")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from sentlab.progress import set_quiet
@@ -33,12 +37,13 @@ def main() -> None:
 
     set_quiet(True)
     with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(sys.stderr):
-        task = make_task(Path(folder))
-        gains = [gain_after_training(task, args.method, seed, steps=args.steps, learning_rate=args.lr)
+        task = make_task(Path(folder), args.task)
+        gains = [gain_after_training(task, args.method, seed, steps=args.steps, learning_rate=args.lr,
+                                   pooler=args.pooler)
                  for seed in range(args.seeds)]
         cut = [gain_after_training(task, args.method, seed, cut_encoder_gradient=True, steps=args.steps,
-                                   learning_rate=args.lr) for seed in range(args.cut_seeds)]
-    print(json.dumps({"method": args.method, "steps": args.steps, "lr": args.lr,
+                                   learning_rate=args.lr, pooler=args.pooler) for seed in range(args.cut_seeds)]
+    print(json.dumps({"method": args.method, "task": args.task, "pooler": args.pooler, "steps": args.steps, "lr": args.lr,
                       "gains": [round(g, 4) for g in gains], "mean": round(statistics.mean(gains), 4),
                       "sd": round(statistics.stdev(gains), 4) if len(gains) > 1 else 0.0,
                       "min": round(min(gains), 4), "gains_with_gradient_cut": [round(g, 4) for g in cut]}))

@@ -3,6 +3,7 @@ recommendation with its interval, and a rerun reuses what is done."""
 
 import json
 
+import numpy as np
 import pytest
 
 from sentlab import cli
@@ -21,9 +22,10 @@ def user_task(tmp_path, corpus_file):
 
 
 def adapt_args(tiny_backbone, corpus_file, card, out, *extra):
+    seeds = [] if "--seeds" in extra else ["--seeds", "42"]
     return ["adapt", "--text", str(corpus_file), "--task-card", str(card), "--output", str(out),
             "--model", str(tiny_backbone), "--methods", "tsdae,simcse", "--steps", "4", "--batch-size", "4",
-            "--eval-steps", "2", "--general", "none", "--quiet", *extra]
+            "--eval-steps", "2", "--general", "none", "--quiet", *seeds, *extra]
 
 
 def test_adapt_trains_every_arm_reports_and_resumes(tiny_backbone, corpus_file, user_task, tmp_path, capsys,
@@ -38,7 +40,9 @@ def test_adapt_trains_every_arm_reports_and_resumes(tiny_backbone, corpus_file, 
         assert cell["ci95"][0] <= cell["mean"] <= cell["ci95"][1]
     assert (out / "adapt.png").is_file()
     line = report["recommendation"]
-    assert line.startswith(("Use ", "Keep the start model")) and "95% CI" in line
+    assert line.startswith(("Not decided", "Keep the start model")) and "95% CI over the items" in line
+    assert "beyond the noise" not in line and "training randomness is not measured" in line  # one seed
+    assert "chosen on 15 of mine's 30 items" in line and "confirmed on the other 15" in line
     assert "recommendation" in capsys.readouterr().out.lower()
 
     from sentlab.training import engine
@@ -100,23 +104,103 @@ def test_unknown_arm_and_budget_errors(tiny_backbone, corpus_file, user_task, tm
         Budget(steps=3, minutes=1.0)
 
 
-def test_margin_over_seeds_needs_every_seed_beyond_the_noise():
+def report(values, task="t", key="k"):
+    """An EvalReport with one mean-of-items task (a retrieval card's per-query AP)."""
     from sentlab.evaluation.results import EvalReport, MetricsResult
     from sentlab.evaluation.uncertainty import mean_items
 
-    def report(values):
-        items = mean_items(values, "k")
-        return EvalReport("m", {"t": MetricsResult("map", {"map": 100 * sum(values) / len(values)}, len(values),
-                                                   extra={"items": items})})
+    values = [float(v) for v in values]
+    return EvalReport("m", {task: MetricsResult("map", {"map": 100 * sum(values) / len(values)}, len(values),
+                                                extra={"items": mean_items(values, key)})})
 
-    base = [0.1 * i for i in range(10)]
+
+def test_seeds_that_disagree_beyond_the_item_interval_are_never_beyond_the_noise():
+    """Constructed: on 400 items every seed's shift is exact (item interval about +-0.1), but the seeds
+    disagree (+2, -1, +2.5 points): a per-seed paired bootstrap calls each of them beyond the noise, in
+    both directions; the margin over seeds and items must not."""
+    from sentlab.evaluation.uncertainty import paired_difference
+
+    base = np.random.default_rng(0).random(400) * 0.8
     results = {"start": {0: report(base)},
-               "a": {1: report([v + 0.1 for v in base]), 2: report([v + 0.1 for v in base])},
-               "b": {1: report([v + 0.1 for v in base]), 2: report(base)}}
-    assert adapt_report.margin(results, "a", "start", "t")["beyond_noise"]
-    mixed = adapt_report.margin(results, "b", "start", "t")
-    assert mixed["difference"] == pytest.approx(5.0) and not mixed["beyond_noise"]  # seed 2 shows no gain
-    assert "mean over 2 seeds" in adapt_report.describe_margin(mixed)
+               "a": {s: report(base + shift) for s, shift in [(1, 0.02), (2, -0.01), (3, 0.025)]}}
+    for seed in (1, 2, 3):
+        single = paired_difference(results["a"][seed].tasks["t"].extra["items"],
+                                   results["start"][0].tasks["t"].extra["items"])
+        assert not single.inside_noise  # each seed alone looks certain
+    m = adapt_report.margin(results, "a", "start", "t")
+    assert m["difference"] == pytest.approx(7 / 6, abs=1e-9) and not m["beyond_noise"]
+    assert m["item_high"] - m["item_low"] < 0.5 < m["seed_high"] - m["seed_low"]  # the seeds make the width
+    assert "inside the noise" in adapt_report.describe_margin(m)
+
+    agree = {"start": results["start"], "a": {s: report(base + shift) for s, shift in [(1, 0.02), (2, 0.018),
+                                                                                          (3, 0.022)]}}
+    assert adapt_report.margin(agree, "a", "start", "t")["beyond_noise"]
+
+
+def test_one_seed_is_never_beyond_the_noise_and_says_what_to_run():
+    base = np.linspace(0, 0.8, 100)
+    results = {"start": {0: report(base)}, "a": {42: report(base + 0.1)}}
+    m = adapt_report.margin(results, "a", "start", "t")
+    assert m["low"] > 0 and not m["beyond_noise"] and not m["training_measured"]
+    text = adapt_report.describe_margin(m)
+    assert "training randomness is not measured" in text and "--seeds 42 43 44" in text
+
+
+def test_the_choosing_and_confirming_items_are_disjoint_and_cover_the_card():
+    from sentlab.evaluation.uncertainty import split_indices
+
+    choose, confirm = split_indices(101)
+    assert not set(choose) & set(confirm) and sorted(choose + confirm) == list(range(101))
+    assert split_indices(101) == (choose, confirm)  # seeded: every row is split the same way
+    results = {"start": {0: report(np.linspace(0, 1, 101))}, "a": {1: report(np.linspace(0, 1, 101) ** 2)}}
+    choose_task, confirm_task = adapt_report.add_split(results, "t")
+    start = results["start"][0].tasks
+    assert start[choose_task].n + start[confirm_task].n == 101
+    assert start[choose_task].extra["items"]["key"] != start[confirm_task].extra["items"]["key"]
+
+
+def test_the_choice_is_made_on_one_half_and_the_margin_on_the_other():
+    """Constructed: arm 'a' is far better on the choosing half only; the recommendation chooses it
+    there, and its reported margin is the confirming half's (a loss), never the choosing half's gain."""
+    from sentlab.evaluation.uncertainty import split_indices
+
+    n = 200
+    base = np.random.default_rng(1).random(n) * 0.5
+    choose, confirm = split_indices(n)
+    lucky = base.copy()
+    lucky[choose] += 0.3
+    lucky[confirm] -= 0.05
+    results = {"start": {0: report(base)}, "a": {s: report(lucky + 0.001 * s) for s in (1, 2, 3)},
+               "b": {s: report(base - 0.1 + 0.001 * s) for s in (1, 2, 3)}}
+    choose_task, confirm_task = adapt_report.add_split(results, "t")
+    rows = adapt_report.summarise(results, [choose_task, confirm_task])
+    line, facts = adapt_report.recommend(rows, results, choose_task, confirm_task, [], "t", "half", "other half")
+    assert facts["chosen"] == "a" and facts["best_arm_vs_start"]["difference"] < 0
+    assert line.startswith("Keep the start model for t (chosen on half; confirmed on other half): a, best on the "
+                           "choosing items, is below it on the confirming items")
+
+
+@pytest.mark.parametrize("shift, start", [(-0.1, "Keep the start model for t (chosen on c; confirmed on d): it "
+                                                 "scored best on the choosing items"),
+                                          (0.1, "Use a for t (chosen on c; confirmed on d): map 55.")])
+def test_recommendation_states_the_margin(shift, start):
+    base = [0.1 * i for i in range(10)]
+    results = {"start": {0: report(base)}, "a": {s: report([v + shift + 0.001 * s for v in base]) for s in (1, 2, 3)},
+               "b": {s: report([v + shift / 2 for v in base]) for s in (1, 2, 3)}}
+    line, facts = adapt_report.recommend(adapt_report.summarise(results, ["t"]), results, "t", "t", [], "t", "c", "d")
+    assert line.startswith(start)
+    assert facts["best_arm"] == ("a" if shift > 0 else "b")
+    assert facts["decision"] == ("use" if shift > 0 else "keep the start model")
+
+
+def test_noise_only_gain_keeps_the_start_model():
+    rng = np.random.default_rng(0)
+    base = rng.random(40)
+    results = {"start": {0: report(base)},
+               "a": {s: report(np.clip(base + rng.normal(0.01, 0.2, 40), 0, 1)) for s in (1, 2, 3)}}
+    line, facts = adapt_report.recommend(adapt_report.summarise(results, ["t"]), results, "t", "t", [], "t")
+    assert facts["decision"] == "keep the start model" and not facts["best_arm_vs_start"]["beyond_noise"]
+    assert "does not beat it beyond the noise" in line
 
 
 @pytest.mark.parametrize("budget, steps, limit, minutes", [
@@ -136,43 +220,6 @@ def test_each_budget_becomes_the_same_steps_for_every_arm(tmp_path, budget, step
     assert {(c.train.max_steps, c.data.limit, c.train.max_minutes, c.train.batch_size) for c in configs} == {
         (steps, limit, minutes, 4)}
     assert [c.method for c in configs] == ["tsdae", "ct", "mlm", "simcse-unsup", "bert-flow"]
-
-
-@pytest.mark.parametrize("shift, start", [(-0.1, "Keep the start model for t: every method lowered map"),
-                                          (0.1, "Use a for t: map 55.00 vs 45.00 for the start model, +10.00")])
-def test_recommendation_states_the_margin(shift, start):
-    from sentlab.evaluation.results import EvalReport, MetricsResult
-    from sentlab.evaluation.uncertainty import mean_items
-
-    def report(values):
-        return EvalReport("m", {"t": MetricsResult("map", {"map": 100 * sum(values) / len(values)}, len(values),
-                                                   extra={"items": mean_items(values, "k")})})
-
-    base = [0.1 * i for i in range(10)]
-    results = {"start": {0: report(base)}, "a": {1: report([v + shift for v in base])},
-               "b": {1: report([v + shift / 2 for v in base])}}
-    line, facts = adapt_report.recommend(adapt_report.summarise(results, ["t"]), results, "t", [])
-    assert line.startswith(start)
-    assert facts["best_arm"] == ("a" if shift > 0 else "b")
-
-
-def test_noise_only_gain_keeps_the_start_model():
-    import numpy as np
-
-    from sentlab.evaluation.results import EvalReport, MetricsResult
-    from sentlab.evaluation.uncertainty import mean_items
-
-    rng = np.random.default_rng(0)
-    base = rng.random(40)
-    noisy = np.clip(base + rng.normal(0.01, 0.2, 40), 0, 1)  # +1 point on average, swamped by per-item noise
-
-    def report(values):
-        return EvalReport("m", {"t": MetricsResult("map", {"map": 100 * float(np.mean(values))}, len(values),
-                                                   extra={"items": mean_items(values, "k")})})
-
-    results = {"start": {0: report(base)}, "a": {1: report(noisy)}}
-    line, _ = adapt_report.recommend(adapt_report.summarise(results, ["t"]), results, "t", [])
-    assert line.startswith("Keep the start model for t: no method improved map beyond the noise")
 
 
 def test_the_general_tasks(tiny_backbone, data_dir):

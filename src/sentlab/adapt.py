@@ -177,7 +177,12 @@ def arm_config(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentenc
 
 
 def kept_step(checkpoints: Path) -> int | None:
-    """The step of the checkpoint the dev card chose (the trainer's ``best_model_checkpoint``)."""
+    """The step the dev card chose: 0 when the start model scored best (``RUN/selection.json``, written
+    by the engine's :class:`~sentlab.training.engine.StartCandidate`), else the trainer's
+    ``best_model_checkpoint``."""
+    selection = checkpoints.parent / "selection.json"
+    if selection.is_file():
+        return json.loads(selection.read_text("utf-8"))["kept_step"]
     states = sorted(checkpoints.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.split("-")[1]))
     best = json.loads(states[-1].read_text("utf-8")).get("best_model_checkpoint") if states else None
     return int(Path(best).name.split("-")[1]) if best else None
@@ -233,7 +238,7 @@ def evaluate(plan: AdaptPlan, name: str, model_path: str, folder: Path) -> EvalR
 
     path = folder / "evaluation.json"
     report = EvalReport.read(path) if path.is_file() else EvalReport(model=name)
-    cards = {card.name: card for card in map(load_task_card, plan.cards)}
+    cards = {card.name: card for card in map(load_task_card, [*plan.cards, *filter(None, [plan.settings.dev_card])])}
     missing = [n for n in [*cards, *GENERAL_TASKS[plan.settings.general]] if n not in report.tasks]
     if not missing:
         return report

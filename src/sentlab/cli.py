@@ -664,7 +664,9 @@ def build_parser() -> argparse.ArgumentParser:
     budget.add_argument("--minutes", type=float, help="budget: wall-clock minutes of training per arm")
     p.add_argument("--batch-size", type=_positive_int, default=8, help="every arm's batch size (default 8, TSDAE's)")
     p.add_argument("--max-seq-length", type=_positive_int, default=128)
-    p.add_argument("--seeds", type=int, nargs="+", default=[42], help="training seeds (several: spread over seeds)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44],
+                   help="training seeds of every arm (default 42 43 44; with one, training randomness is not measured "
+                        "and no margin is called beyond the noise)")
     p.add_argument("--general", choices=tuple(GENERAL_TASKS), default="sts-b",
                    help="the general task that shows what adapting traded: STS-B test (default), the seven STS "
                         "tasks' average, or none")

@@ -57,7 +57,7 @@ def test_a_raw_lm_pretrains_from_random_weights_and_saves_a_masked_lm_checkpoint
     paths = engine.train(rawlm_config(tmp_path / "train.txt", tmp_path / "heldout.txt", tmp_path / "run"))
     records = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
     heldout = [r for r in records if "eval_heldout-mlm_accuracy" in r]
-    assert [r["step"] for r in heldout] == [3, 6] and all(0 <= r["eval_heldout-mlm_accuracy"] <= 1 for r in heldout)
+    assert [r["step"] for r in heldout] == [0, 3, 6] and all(0 <= r["eval_heldout-mlm_accuracy"] <= 1 for r in heldout)
     assert all("mlm_accuracy_last" in r for r in records if "loss" in r)
     assert all(np.isfinite(r["eval_heldout-mlm_loss"]) and r["eval_heldout-mlm_loss"] > 0 for r in heldout)
 

@@ -15,7 +15,10 @@ PROBE = ["a man plays the guitar", "the dog runs in the park", "a girl reads a b
 
 
 def test_train_end_to_end_writes_a_loadable_run(tiny_backbone, corpus_file, fake_sts_dir, tmp_path):
-    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", fake_sts_dir, max_steps=12, eval_steps=4)
+    # the tiny random start scores higher on the fake STS-B dev than any checkpoint: without
+    # start_is_candidate the best checkpoint is kept (tests/training/test_start_settings.py: with it)
+    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", fake_sts_dir, max_steps=12, eval_steps=4,
+                      start_is_candidate=False)
     before = build_encoder(str(tiny_backbone), "cls").encode(PROBE)
     paths = engine.train(cfg, evaluate=False)
     for path in (paths.config, paths.metrics, paths.loss_plot, paths.model / "modules.json"):
@@ -104,10 +107,13 @@ def test_a_task_card_is_the_dev_task_and_picks_the_best_checkpoint(tiny_backbone
     trainer_paths = engine.train(TrainConfig.model_validate(tree), evaluate=False)
     records = [json.loads(line) for line in trainer_paths.metrics.read_text().splitlines()]
     dev = {r["step"]: r["eval_my-dev_spearman"] for r in records if "eval_my-dev_spearman" in r}
-    assert sorted(dev) == [2, 4, 6, 8]
+    assert sorted(dev) == [0, 2, 4, 6, 8]  # step 0: the start model, a candidate too
     state = json.loads(max((tmp_path / "run" / "checkpoints").glob("checkpoint-*/trainer_state.json"),
                            key=lambda p: int(p.parent.name.split("-")[1])).read_text())
-    assert state["best_metric"] == pytest.approx(max(dev.values()))  # the card chose the kept checkpoint
+    checkpoints = {step: value for step, value in dev.items() if step}
+    assert state["best_metric"] == pytest.approx(max(checkpoints.values()))  # the card chose the best checkpoint
+    selection = json.loads((tmp_path / "run" / "selection.json").read_text())
+    assert selection["kept_step"] == max(dev, key=lambda step: (dev[step], step != 0))  # ties: the checkpoint
     with pytest.raises(Exception, match="unknown dev task 'STS-X'"):
         tree["eval"]["dev_task"] = "STS-X"
         TrainConfig.model_validate(tree)

@@ -88,6 +88,28 @@ def _module_types(path: str) -> list[str]:
     return [entry["type"] for entry in json.loads(Path(path, "modules.json").read_text("utf-8"))]
 
 
+def normalizes(name: str | Path) -> bool:
+    """Whether the sentence-transformers model ``name`` ends its pipeline with a ``Normalize`` module
+    (a plain transformers backbone does not)."""
+    path = resolve_model_path(name)
+    return _is_sentence_transformer(path) and any(t.endswith(".Normalize") or t == "Normalize"
+                                                  for t in _module_types(path))
+
+
+def keep_start_settings(model: SentenceTransformer, start: str | None, max_seq_length: int) -> SentenceTransformer:
+    """Give a trained model the settings of the start model that training does not change: the run's
+    maximum sequence length (which the trainer applies through its collator only, so the saved model
+    would otherwise reload with its backbone's 256 or 512) and the start model's unit-length
+    normalisation (dropped when a pooler is named, which rebuilds the pipeline from the backbone).
+    Pooling is the run's own by construction."""
+    from sentence_transformers.sentence_transformer.modules import Normalize
+
+    model.max_seq_length = max_seq_length
+    if start is not None and normalizes(start) and not any(isinstance(m, Normalize) for m in model):
+        model.append(Normalize())
+    return model
+
+
 def _needs_sentlab_modules(path: str) -> bool:
     """True when the saved model uses sentlab's own module classes (the prompt pooler)."""
     types = _module_types(path)

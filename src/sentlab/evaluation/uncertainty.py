@@ -147,3 +147,119 @@ def paired_difference(a: dict[str, Any], b: dict[str, Any], resamples: int = RES
                             for i in indices])
     low, high = _interval(draws, level)
     return Difference(headline(a) - headline(b), low, high, resamples, level)
+
+
+def subset_items(items: dict[str, Any], indices: Iterable[int]) -> dict[str, Any]:
+    """The items at ``indices`` (in that order), keyed by the parent's key and the indices, so that two
+    subsets compare pairwise only when they are the same subset of the same items."""
+    chosen = [int(i) for i in indices]
+    key = items_key([items.get("key"), chosen])
+    if items.get("statistic") == "mean":
+        return mean_items([items["values"][i] for i in chosen], key)
+    return pair_items(items["statistic"], [items["gold"][i] for i in chosen],
+                      [items["predicted"][i] for i in chosen], key)
+
+
+def item_count(items: dict[str, Any]) -> int:
+    return len(items["values"] if items.get("statistic") == "mean" else items["gold"])
+
+
+def split_indices(n: int, seed: int = SEED) -> tuple[list[int], list[int]]:
+    """A seeded split of ``n`` items into two disjoint halves (the first gets the extra item of an odd
+    ``n``), each in ascending order: one half chooses, the other confirms."""
+    if n < 4:
+        raise DataError(f"{n} item(s) cannot be split into a choosing and a confirming half (need at least 4)")
+    order = np.random.default_rng(seed).permutation(n)
+    half = (n + 1) // 2
+    return sorted(int(i) for i in order[:half]), sorted(int(i) for i in order[half:])
+
+
+@dataclass
+class SeedItemDifference:
+    """Mean over the training seeds of ``a`` minus that of ``b`` (x 100), all scored on the same items,
+    with three percentile intervals of the same resamples (:func:`seed_item_difference`): over seeds
+    and items together (the one that decides), over the items alone (seeds fixed) and over the seeds
+    alone (items fixed) - the two sources' shares of the combined one."""
+
+    difference: float
+    low: float
+    high: float
+    per_seed: list[float]
+    item_low: float
+    item_high: float
+    seed_low: float
+    seed_high: float
+    seeds: int
+    resamples: int
+    level: float
+
+    @property
+    def training_measured(self) -> bool:
+        """Training randomness is measured only with two or more seeds of ``a``."""
+        return self.seeds >= 2
+
+    @property
+    def beyond_noise(self) -> bool:
+        """Beyond the noise only when training randomness was measured, the combined interval excludes
+        0, and no seed points the other way (another seed could reverse a difference that one
+        already does)."""
+        if not self.training_measured or self.low <= 0.0 <= self.high:
+            return False
+        return all(np.sign(d) == np.sign(self.difference) for d in self.per_seed)
+
+    @property
+    def seed_sd(self) -> float | None:
+        return float(np.std(self.per_seed, ddof=1)) if len(self.per_seed) > 1 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "beyond_noise": self.beyond_noise, "training_measured": self.training_measured,
+                "seed_sd": self.seed_sd}
+
+
+def _headlines(items: list[dict[str, Any]], indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(headline of each seed's items, headline of each seed on each item resample: seeds x resamples)."""
+    full = np.asarray([headline(i) for i in items])
+    arrays = [_arrays(i) for i in items]
+    if arrays[0][0] == "mean":
+        values = np.stack([first for _, first, _ in arrays])  # seeds x items
+        return full, 100 * values[:, indices].mean(axis=2)
+    return full, np.asarray([[_statistic(statistic, first[i], second[i]) for i in indices]
+                             for statistic, first, second in arrays])
+
+
+def seed_item_difference(a: list[dict[str, Any]], b: list[dict[str, Any]], resamples: int = RESAMPLES,
+                         level: float = LEVEL, seed: int = SEED) -> SeedItemDifference:
+    """``a`` minus ``b``, each given as one item set per training seed (``b`` may be a single, untrained
+    start model), with the multi-bootstrap of Sellam et al. (2022, "The MultiBERTs", Sec. 3): every
+    resample draws the test items with replacement (the same draw for every model and seed: paired)
+    and, independently, each model's seeds with replacement, and takes the difference of the seed
+    means on those items. Seeds and items are crossed factors, so resampling both at once is Owen's
+    (2007) pigeonhole bootstrap; its interval covers the two sources of error together, where a paired
+    bootstrap over items covers only the items. With few seeds the seed part is the weak one (three
+    seeds have ten distinct resamples and understate the spread by a factor (k-1)/k in variance), so
+    :attr:`SeedItemDifference.beyond_noise` also asks that every seed differ in the same direction."""
+    if not a or not b:
+        raise DataError("a comparison needs at least one result on each side")
+    keys = {i.get("key") for i in [*a, *b]}
+    statistics = {i.get("statistic") for i in [*a, *b]}
+    if len(keys) != 1 or len(statistics) != 1:
+        raise DataError("the results do not score the same items; they cannot be compared pairwise")
+    n = item_count(a[0])
+    if n < 2:
+        raise DataError("a bootstrap interval needs at least 2 items")
+    rng = np.random.default_rng(seed)
+    indices = rng.integers(0, n, size=(resamples, n))
+    full_a, resampled_a = _headlines(a, indices)
+    full_b, resampled_b = _headlines(b, indices)
+    seeds_a = rng.integers(0, len(a), size=(resamples, len(a)))
+    seeds_b = rng.integers(0, len(b), size=(resamples, len(b)))
+    columns = np.arange(resamples)[:, None]
+    combined = resampled_a.T[columns, seeds_a].mean(axis=1) - resampled_b.T[columns, seeds_b].mean(axis=1)
+    items_only = resampled_a.mean(axis=0) - resampled_b.mean(axis=0)
+    seeds_only = full_a[seeds_a].mean(axis=1) - full_b[seeds_b].mean(axis=1)
+    low, high = _interval(combined, level)
+    item_low, item_high = _interval(items_only, level)
+    seed_low, seed_high = _interval(seeds_only, level)
+    return SeedItemDifference(float(full_a.mean() - full_b.mean()), low, high,
+                              [float(x - full_b.mean()) for x in full_a], item_low, item_high, seed_low, seed_high,
+                              len(a), resamples, level)

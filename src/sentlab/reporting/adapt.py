@@ -1,11 +1,16 @@
 """The report of ``sentlab adapt``: a table of every arm and the start model on the user's tasks and the
-general task, a bar chart with the intervals, and a one-line recommendation that states the measured
-margin and its uncertainty.
+general task, a bar chart, and a one-line recommendation made on one set of items and confirmed on
+another, with an interval that covers both the test items and the training seeds.
 
-Uncertainty (:mod:`sentlab.evaluation.uncertainty`): with one seed, each score carries its 95%
-bootstrap interval over the task's items, and each margin its paired bootstrap interval; with
-several seeds, scores are the mean over seeds with their standard deviation, and a margin is
-*beyond the noise* only when the paired interval of every seed excludes 0 on the same side.
+Choosing and confirming: with a dev card the rows (the start model among them) are ranked on the dev
+card and the chosen row is compared with the start model on the first task card; without one, the
+first card's items are split in two with a fixed seed (:func:`sentlab.evaluation.uncertainty.split_indices`),
+the rows are ranked on one half and the margin is measured on the other. The report names both.
+
+Uncertainty (:func:`sentlab.evaluation.uncertainty.seed_item_difference`): every margin is the mean
+over seeds with a multi-bootstrap interval that resamples seeds and items together, and it also gives
+the interval of each source alone. With one seed, training randomness is not measured: the report
+says so, never calls a margin beyond the noise, and says which ``--seeds`` to run.
 """
 
 from __future__ import annotations
@@ -16,7 +21,10 @@ from typing import Any
 import numpy as np
 
 from sentlab.evaluation.results import EvalReport, MetricsResult
-from sentlab.evaluation.uncertainty import Difference, paired_difference
+from sentlab.evaluation.uncertainty import headline, item_count, seed_item_difference, split_indices, subset_items
+
+SPLIT_SEED = 0
+MORE_SEEDS = "--seeds 42 43 44"
 
 
 def _result(report: EvalReport, task: str) -> MetricsResult | None:
@@ -25,31 +33,43 @@ def _result(report: EvalReport, task: str) -> MetricsResult | None:
 
 
 def margin(results: dict[str, dict[int, EvalReport]], a: str, b: str, task: str) -> dict[str, Any] | None:
-    """``a`` minus ``b`` on ``task``, per seed (paired bootstrap) and over seeds; seeds are matched,
-    and the start model (one evaluation) is compared with every seed."""
-    per_seed: dict[int, Difference] = {}
-    for seed, report in results[a].items():
-        other = results[b].get(seed) if len(results[b]) > 1 else next(iter(results[b].values()))
-        ra, rb = _result(report, task), other and _result(other, task)
-        if ra is None or rb is None or "items" not in ra.extra or "items" not in rb.extra:
+    """``a`` minus ``b`` on ``task``: the mean over each row's seeds (the start model is one evaluation),
+    with the multi-bootstrap intervals over seeds and items; None when a row keeps no items there."""
+    sides = []
+    for row in (a, b):
+        found = [_result(report, task) for report in results[row].values()]
+        if not found or any(r is None or "items" not in r.extra for r in found):
             return None
-        per_seed[seed] = paired_difference(ra.extra["items"], rb.extra["items"])
-    values = [d.difference for d in per_seed.values()]
-    mean = float(np.mean(values))
-    beyond = all(not d.inside_noise and np.sign(d.difference) == np.sign(mean) for d in per_seed.values())
-    return {"difference": mean, "sd_over_seeds": float(np.std(values, ddof=1)) if len(values) > 1 else None,
-            "per_seed": {str(s): d.to_dict() for s, d in per_seed.items()}, "beyond_noise": beyond}
+        sides.append([r.extra["items"] for r in found])
+    return seed_item_difference(*sides).to_dict()
 
 
 def describe_margin(m: dict[str, Any]) -> str:
-    per_seed = list(m["per_seed"].values())
+    if not m["training_measured"]:
+        return (f"{m['difference']:+.2f} (95% CI over the items [{m['low']:+.2f}, {m['high']:+.2f}]; one seed, so "
+                f"training randomness is not measured: run {MORE_SEEDS} before trusting it)")
     verdict = "beyond the noise" if m["beyond_noise"] else "inside the noise"
-    if len(per_seed) == 1:
-        d = per_seed[0]
-        return f"{d['difference']:+.2f} (95% CI [{d['low']:+.2f}, {d['high']:+.2f}], {verdict})"
-    intervals = ", ".join(f"[{d['low']:+.2f}, {d['high']:+.2f}]" for d in per_seed)
-    return (f"{m['difference']:+.2f} mean over {len(per_seed)} seeds (sd {m['sd_over_seeds']:.2f}; "
-            f"per-seed 95% CIs {intervals}; {verdict})")
+    per_seed = ", ".join(f"{d:+.2f}" for d in m["per_seed"])
+    return (f"{m['difference']:+.2f} mean over {m['seeds']} seeds (95% CI over seeds and items "
+            f"[{m['low']:+.2f}, {m['high']:+.2f}]; items alone [{m['item_low']:+.2f}, {m['item_high']:+.2f}], "
+            f"seeds alone [{m['seed_low']:+.2f}, {m['seed_high']:+.2f}]; per seed {per_seed}; {verdict})")
+
+
+def add_split(results: dict[str, dict[int, EvalReport]], task: str, seed: int = SPLIT_SEED) -> tuple[str, str]:
+    """Add two virtual tasks to every report: ``task``'s items split in two disjoint halves (the same
+    split for every row); returns (choosing task, confirming task)."""
+    choose, confirm = f"{task} [choosing half]", f"{task} [confirming half]"
+    for per_seed in results.values():
+        for report in per_seed.values():
+            result = _result(report, task)
+            if result is None or "items" not in result.extra:
+                continue
+            items = result.extra["items"]
+            for name, indices in zip((choose, confirm), split_indices(item_count(items), seed)):
+                subset = subset_items(items, indices)
+                report.tasks[name] = MetricsResult(result.main_metric, {result.main_metric: headline(subset)},
+                                                   n=len(indices), extra={"items": subset})
+    return choose, confirm
 
 
 def summarise(results: dict[str, dict[int, EvalReport]], tasks: list[str]) -> dict[str, dict[str, Any]]:
@@ -83,48 +103,53 @@ def _cell(cell: dict[str, Any] | None) -> str:
     return f"{cell['mean']:.2f}"
 
 
-def recommend(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, EvalReport]], primary: str,
-              general: list[str], versus_start: dict[str, dict[str, Any] | None] | None = None
+def recommend(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, EvalReport]], choose: str,
+              confirm: str, general: list[str], primary: str = "", chose_on: str = "", confirmed_on: str = ""
               ) -> tuple[str, dict[str, Any]]:
-    """The one-line recommendation for ``primary`` and the margins behind it (``versus_start``: each
-    arm's :func:`margin` against the start model on ``primary``, when already computed)."""
-    ranked = sorted((r for r in rows if primary in rows[r]), key=lambda r: -rows[r][primary]["mean"])
-    best = ranked[0]
-    metric = rows[best][primary]["metric"]
+    """The one-line recommendation: the best row on ``choose`` (the start model is a candidate), and
+    its margin over the start model on ``confirm``, items that took no part in the choice."""
+    ranked = sorted((r for r in rows if choose in rows[r]), key=lambda r: -rows[r][choose]["mean"])
+    metric = rows[ranked[0]][choose]["metric"] if ranked else ""
+    primary = primary or confirm
+    facts: dict[str, Any] = {"choosing_task": choose, "confirming_task": confirm, "metric": metric,
+                             "ranking_on_choosing": ranked}
     arms = [r for r in ranked if r != "start"]
-    facts: dict[str, Any] = {"task": primary, "metric": metric, "ranking": ranked, "best": best}
-    if not arms:
-        return f"Only the start model was evaluated on {primary}.", facts
-    top_arm = arms[0]
-    versus_start = (versus_start or {}).get(top_arm) or margin(results, top_arm, "start", primary)
-    facts["best_arm"], facts["best_arm_vs_start"] = top_arm, versus_start
+    if not arms or "start" not in ranked:
+        return f"Only the start model was evaluated on {choose}." if ranked else f"No row was scored on {choose}.", facts
+    chosen = ranked[0]
+    candidate = arms[0]  # the arm the choice is about: the chosen one, or the best arm when the start won
+    facts.update(chosen=chosen, best_arm=candidate)
+    versus_start = margin(results, candidate, "start", confirm)
+    facts["best_arm_vs_start"] = versus_start
+    where = f" (chosen on {chose_on}; confirmed on {confirmed_on})" if chose_on else ""
     if versus_start is None:
-        return f"{primary} keeps no items; no margin can be given.", facts
-    score = f"{rows[top_arm][primary]['mean']:.2f} vs {rows['start'][primary]['mean']:.2f} for the start model"
+        return f"{confirm} keeps no items; no margin can be given.", facts
+    score = (f"{rows[candidate][confirm]['mean']:.2f} vs {rows['start'][confirm]['mean']:.2f} for the start model "
+             f"on the confirming items")
     trade = ""
     for task in general:
-        traded = margin(results, top_arm, "start", task)
+        traded = margin(results, candidate, "start", task)
         if traded is not None:
             facts[f"best_arm_vs_start_{task}"] = traded
-            trade += f" On {task} it moves {describe_margin(traded)} against the start model."
-    if versus_start["beyond_noise"] and versus_start["difference"] < 0:
-        line = (f"Keep the start model for {primary}: every method lowered {metric}; even the best arm, {top_arm}, "
-                f"scores {score}, {describe_margin(versus_start)}.")
-        return line + trade, facts
-    if not versus_start["beyond_noise"]:
-        line = (f"Keep the start model for {primary}: no method improved {metric} beyond the noise; the best arm, "
-                f"{top_arm}, scores {score}, {describe_margin(versus_start)}.")
-        return line + trade, facts
-    line = f"Use {top_arm} for {primary}: {metric} {score}, {describe_margin(versus_start)}"
-    if len(arms) > 1:
-        runner_up = arms[1]
-        versus_next = margin(results, top_arm, runner_up, primary)
-        facts["runner_up"], facts["best_arm_vs_runner_up"] = runner_up, versus_next
-        if versus_next is not None:
-            line += f"; against the runner-up, {runner_up}, {describe_margin(versus_next)}"
-            if not versus_next["beyond_noise"]:
-                line += f" - {top_arm} and {runner_up} are equally good choices within the noise"
-    return line + "." + trade, facts
+            trade += f" On {task} {candidate} moves {describe_margin(traded)} against the start model."
+    confirmed = versus_start["beyond_noise"] and versus_start["difference"] > 0
+    if chosen == "start":
+        line = (f"Keep the start model for {primary}{where}: it scored best on the choosing items; the best arm there, "
+                f"{candidate}, scores {score}, {describe_margin(versus_start)}.")
+    elif confirmed:
+        line = f"Use {candidate} for {primary}{where}: {metric} {score}, {describe_margin(versus_start)}."
+    elif not versus_start["training_measured"]:
+        line = (f"Not decided for {primary}{where}: {candidate} scored best on the choosing items; on the confirming items {metric} "
+                f"{score}, {describe_margin(versus_start)}.")
+    elif versus_start["beyond_noise"]:
+        line = (f"Keep the start model for {primary}{where}: {candidate}, best on the choosing items, is below it on "
+                f"the confirming items: {score}, {describe_margin(versus_start)}.")
+    else:
+        line = (f"Keep the start model for {primary}{where}: {candidate}, best on the choosing items, does not beat it "
+                f"beyond the noise on the confirming items: {score}, {describe_margin(versus_start)}.")
+    facts["decision"] = "use" if confirmed and chosen != "start" else "not decided" if (
+        chosen != "start" and not versus_start["training_measured"]) else "keep the start model"
+    return line + trade, facts
 
 
 def other_tasks(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, EvalReport]], tasks: list[str],
@@ -177,10 +202,22 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
 
     cards = [load_task_card(path).name for path in plan.cards]
     general = GENERAL_TASKS[plan.settings.general]
-    tasks = cards + general
-    rows = summarise(results, tasks)
-    deltas = {row: margin(results, row, "start", cards[0]) for row in results if row != "start"}
-    line, facts = recommend(rows, results, cards[0], general, deltas)
+    primary = cards[0]
+    start = next(iter(results["start"].values()))
+    if plan.settings.dev_card:
+        choose, confirm = load_task_card(plan.settings.dev_card).name, primary
+        columns = [choose, *cards, *general]
+        chose_on = f"the dev card {choose}, {start.tasks[choose].n} items"
+        confirmed_on = f"the task card {primary}, {start.tasks[primary].n} items"
+    else:
+        choose, confirm = add_split(results, primary)
+        columns = [choose, confirm, *cards, *general]
+        chose_on = (f"{start.tasks[choose].n} of {primary}'s {start.tasks[primary].n} items, a split with seed "
+                    f"{SPLIT_SEED}")
+        confirmed_on = f"the other {start.tasks[confirm].n}"
+    rows = summarise(results, columns)
+    deltas = {row: margin(results, row, "start", confirm) for row in results if row != "start"}
+    line, facts = recommend(rows, results, choose, confirm, general, primary, chose_on, confirmed_on)
     for row, per_seed in training.items():
         rows[row]["train_seconds"] = float(np.mean([info["train_seconds"] for info in per_seed.values()]))
         rows[row]["steps"] = float(np.mean([info["steps"] for info in per_seed.values()]))
@@ -188,33 +225,44 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
         if kept and kept != [rows[row]["steps"]]:
             rows[row]["kept_steps"] = kept
     headers = ["model", "steps", "train s", *(f"{t} ({rows['start'][t]['metric']})" if t in rows["start"] else t
-                                             for t in tasks), f"Δ {cards[0]} vs start"]
+                                             for t in columns), f"Δ {confirm} vs start"]
     table = ["| " + " | ".join(headers) + " |", "|" + "|".join(["---"] + ["---:"] * (len(headers) - 1)) + "|"]
     for row, cells in rows.items():
         delta = deltas.get(row)
         steps = f"{cells.get('steps', 0):.0f}" + (f" (kept {', '.join(map(str, cells['kept_steps']))})"
                                                   if "kept_steps" in cells else "")
         table.append("| " + " | ".join([row, steps, f"{cells.get('train_seconds', 0):.0f}",
-                                        *(_cell(cells.get(t)) for t in tasks),
+                                        *(_cell(cells.get(t)) for t in columns),
                                         describe_margin(delta) if delta else "-"]) + " |")
     s = plan.settings
     seeds = ", ".join(map(str, plan.seeds))
+    runs = [info for per_seed in training.values() for info in per_seed.values()]
+    eval_seconds = sum(v for per_seed in results.values() for report in per_seed.values()
+                       for k, v in report.settings.items() if k.startswith("eval_seconds_"))
     intro = (f"Start model {s.model} (pooling {s.pooler or 'as saved'}), adapted on {s.text} with "
-             f"{Budget(**s.budget).describe()} per arm, batch {s.batch_size}, seeds {seeds}; "
-             f"dev task: {s.dev_card or 'none (final model kept)'}.")
-    noise = ("Cells: score [95% bootstrap CI over the task's items]" + ("" if len(plan.seeds) == 1 else
-             " for the start model (one evaluation), mean ± sd over seeds for the arms")
-             + "; Δ: paired bootstrap difference against the start model on the same items.")
-    sections = ["# sentlab adapt", intro, "\n".join(table), noise, f"**Recommendation.** {line}"]
-    others = other_tasks(rows, results, cards[1:], facts.get("best_arm"))
+             f"{Budget(**s.budget).describe()} per arm and seed, batch {s.batch_size}, seeds {seeds}; "
+             f"dev card: {s.dev_card or 'none (final models kept)'}. Cost: {len(plan.arms)} arms x "
+             f"{len(plan.seeds)} seeds = {len(runs)} training runs, {sum(i['steps'] for i in runs):,} steps, "
+             f"{sum(i['train_seconds'] for i in runs):,.0f} s of training and {eval_seconds:,.0f} s of evaluation.")
+    choice = (f"Chosen on {chose_on}; confirmed on {confirmed_on}: the margins below and in the recommendation "
+              f"come from items that took no part in the choice.")
+    noise = ("Cells: the start model's score [95% bootstrap CI over the items] (one evaluation); the arms' mean "
+             "± sd over seeds (or, with one seed, the item interval). Δ: the arm minus the start model on the "
+             "confirming items, mean over seeds, with the multi-bootstrap interval over seeds and items together "
+             "and each source's interval alone." + ("" if len(plan.seeds) > 1 else
+                                                    f" One seed: training randomness is not measured ({MORE_SEEDS})."))
+    sections = ["# sentlab adapt", intro, choice, "\n".join(table), noise, f"**Recommendation.** {line}"]
+    others = other_tasks(rows, results, cards[1:], facts.get("chosen") if facts.get("chosen") != "start" else
+                         facts.get("best_arm"))
     if others:
         sections.append("## Does the choice hold on the other tasks?\n\n" + "\n".join(others))
         facts["other_tasks"] = others
     markdown = "\n\n".join(sections) + "\n"
     (plan.output / "report.md").write_text(markdown, encoding="utf-8")
-    plot({r: {t: c for t, c in cells.items() if t in tasks} for r, cells in rows.items()}, tasks,
+    plot({r: {t: c for t, c in cells.items() if t in columns} for r, cells in rows.items()}, columns,
          plan.output / "adapt.png")
     summary = {"settings": asdict(s), "cards": cards, "general": general, "seeds": plan.seeds, "rows": rows,
+               "choosing_task": choose, "confirming_task": confirm, "margins_vs_start": deltas,
                "recommendation": line, "facts": facts}
     write_json(plan.output / "report.json", summary)
     return summary

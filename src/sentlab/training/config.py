@@ -80,6 +80,9 @@ class TrainSection(_Section):
     save_steps: int | None = Field(None, gt=0, description="checkpoint every N steps (default: eval_steps)")
     save_total_limit: int | None = Field(2, gt=0)
     keep_best: bool = Field(True, description="reload the checkpoint with the best dev score at the end")
+    start_is_candidate: bool = Field(True, description="with keep_best: score the start model on the dev task "
+                                                       "before training and keep it (step 0) when no checkpoint "
+                                                       "beats it")
     logging_steps: int = Field(10, gt=0)
     mixed_precision: Literal["no", "fp16", "bf16"] = "no"
     @field_validator("max_steps")

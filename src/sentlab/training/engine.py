@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimil
 from transformers import PrinterCallback, set_seed
 
 from sentlab.data.sts import load_sts_task
+from sentlab.encoders.loading import keep_start_settings
 from sentlab.encoders.loading import load_encoder  # noqa: F401  (engine.load_encoder: reload a saved run)
 from sentlab.errors import ConfigError, DataError
 from sentlab.methods import Method, get_method
@@ -218,19 +220,23 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
     say(f"training {cfg.method} into {paths.root}" + (f" from {Path(checkpoint).name}" if checkpoint else ""))
     try:
         trainer = build_trainer(cfg, paths)
+        start = StartCandidate(trainer, paths) if trainer.args.load_best_model_at_end and \
+            cfg.train.start_is_candidate else None
         if checkpoint is not None:
             load_loss_state(trainer.loss, trainer.model, Path(checkpoint))
         trainer.train(resume_from_checkpoint=checkpoint)
         best = trainer.state.best_model_checkpoint
         if trainer.args.load_best_model_at_end and best and Path(best).is_dir():
             load_loss_state(trainer.loss, trainer.model, Path(best))  # the trainer restores only the model
+        if start is not None:
+            start.keep_if_best()
     except BaseException:
         if created and not checkpoint_folders(paths.checkpoints):
             shutil.rmtree(paths.root, ignore_errors=True)
         raise
     if trainer.is_world_process_zero():
         method: Method = trainer.sentlab_method
-        final = method.final_model(trainer.model)
+        final = keep_start_settings(method.final_model(trainer.model), cfg.model.name, cfg.model.max_seq_length)
         method.save(final)
         paths.fingerprint.write_text(json.dumps(run_fingerprint(cfg), indent=1) + "\n", encoding="utf-8")
         say(f"model saved to {paths.model}")
@@ -241,6 +247,46 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
                 report.write(results_path)
                 say(f"results written to {results_path}")
     return paths
+
+
+class StartCandidate:
+    """The start model as a candidate of checkpoint selection (``train.start_is_candidate``): scored on
+    the dev task before the first step (``RUN/start_dev.json``; a resumed run reads it back), its
+    weights kept in CPU memory, and restored at the end when it scored higher than every checkpoint (a
+    tie keeps the checkpoint, as the trainer keeps the first of equal ones). ``RUN/selection.json``
+    records the outcome; without a checkpoint kept, the start model's loss state (a decoder, relation
+    vectors) is restored too."""
+
+    def __init__(self, trainer: SentenceTransformerTrainer, paths: RunPaths):
+        self.trainer, self.paths = trainer, paths
+        self.metric = trainer.args.metric_for_best_model
+        self.model_state = {k: v.detach().to("cpu", copy=True) for k, v in trainer.model.state_dict().items()}
+        self.loss_state = {k: v.detach().to("cpu", copy=True) for k, v in trainer.loss.state_dict().items()
+                           if not k.startswith("model.")}
+        saved = paths.root / "start_dev.json"
+        recorded = json.loads(saved.read_text("utf-8")) if saved.is_file() else {}
+        if recorded.get("metric") != self.metric:
+            say(f"scoring the start model on the dev task ({self.metric})")
+            recorded = {"metric": self.metric, "value": float(trainer.evaluate()[self.metric])}
+            temporary = saved.with_name(saved.name + ".tmp")
+            temporary.write_text(json.dumps(recorded) + "\n", encoding="utf-8")
+            os.replace(temporary, saved)
+        self.value = recorded["value"]
+
+    def keep_if_best(self) -> int:
+        """Restore the start weights if they scored higher than the best checkpoint; the kept step."""
+        state = self.trainer.state
+        best = state.best_metric
+        kept = int(Path(state.best_model_checkpoint).name.split("-")[1]) if state.best_model_checkpoint else None
+        if best is None or self.value > best:
+            self.trainer.model.load_state_dict(self.model_state)
+            self.trainer.loss.load_state_dict(self.loss_state, strict=False)
+            say(f"the start model scores {self.value:.4g} on {self.metric}, higher than every checkpoint "
+                f"(best {best if best is not None else 'none'}): kept step 0, the start model")
+            kept = 0
+        selection = {"metric": self.metric, "start": self.value, "best_checkpoint": best, "kept_step": kept}
+        self.paths.root.joinpath("selection.json").write_text(json.dumps(selection, indent=1) + "\n", encoding="utf-8")
+        return kept
 
 
 def resume_point(paths: RunPaths) -> str | None:

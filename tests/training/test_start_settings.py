@@ -1,0 +1,125 @@
+"""Saved models keep the settings of the start model that training does not change (issue 24): the
+run's maximum sequence length, the pooling, and the start model's unit-length normalisation - for
+every registered method. The start model here is a sentence-transformers folder that normalises and
+reloads with 20 tokens; each run names a pooler (which rebuilds the pipeline from the backbone, where
+``Normalize`` used to be lost) and trains with 12 tokens."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+from sentlab.methods import METHODS
+from sentlab.training import engine
+from sentlab.training.config import TrainConfig
+
+MAX_SEQ_LENGTH = 12
+PROBE = ["a man plays the guitar", "a dog runs in the park"]
+
+
+@pytest.fixture(scope="module")
+def normalizing_start(tiny_backbone, tmp_path_factory):
+    transformer = Transformer(str(tiny_backbone), max_seq_length=20)
+    model = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean"),
+                                         Normalize()])
+    folder = tmp_path_factory.mktemp("start") / "model"
+    model.save(str(folder))
+    return folder
+
+
+def sections(method: str, tiny_backbone, corpus_file, tmp_path) -> tuple[str, dict]:
+    """(the training file, the method's own sections) of a tiny run of ``method``."""
+    lines = corpus_file.read_text().splitlines()
+    if method == "simcse-sup":
+        table = tmp_path / "nli.csv"
+        table.write_text("sent0,sent1,hard_neg\n" + "".join(f"{a},{b},{c}\n" for a, b, c in zip(lines, lines[1:], lines[2:])))
+        return str(table), {}
+    if method == "supervised":
+        table = tmp_path / "pairs.tsv"
+        table.write_text("sentence1\tsentence2\tscore\n" + "".join(f"{a}\t{b}\t{i % 6}\n" for i, (a, b) in
+                                                                     enumerate(zip(lines, lines[1:]))))
+        return str(table), {"supervised": {"loss": "cosine-mse"}}
+    if method == "rse":
+        qqp = tmp_path / "qqp.tsv"
+        qqp.write_text("".join(f"{i % 2}\t{a}\t{b}\t{i}\n" for i, (a, b) in enumerate(zip(lines, lines[1:]))))
+        return str(corpus_file), {"rse": {"sources": [{"relation": "duplicate_question", "path": str(qqp),
+                                                       "format": "qqp"}], "weights": {"duplicate_question": 1.0}}}
+    if method == "rankcse":
+        return str(corpus_file), {"rankcse": {"teachers": [str(tiny_backbone)]}}
+    if method == "rankencoder":
+        return str(corpus_file), {"rank": {"base_encoder": str(tiny_backbone), "corpus": str(corpus_file),
+                                           "tau_lower": None, "tau_upper": None, "lambda_train": 1.0}}
+    return str(corpus_file), {}
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_a_saved_model_keeps_the_start_models_length_pooling_and_normalisation(method, normalizing_start, tiny_backbone,
+                                                                             corpus_file, tmp_path):
+    train_file, own = sections(method, tiny_backbone, corpus_file, tmp_path)
+    cfg = TrainConfig.model_validate({
+        "method": method, "model": {"name": str(normalizing_start), "pooler": "mean", "max_seq_length": MAX_SEQ_LENGTH},
+        "data": {"train": train_file, **({"columns": ["sentence1", "sentence2", "score"]} if method == "supervised" else {})},
+        "train": {"output_dir": str(tmp_path / "run"), "batch_size": 8, "learning_rate": 5e-4, "max_steps": 2,
+                  "logging_steps": 1, "progress_bar": False},
+        "eval": {"dev_task": "none", "final_tasks": []}, **own})
+    paths = engine.train(cfg, evaluate=False)
+    model = SentenceTransformer(str(paths.model), trust_remote_code=method == "bert-flow")
+    assert model.max_seq_length == MAX_SEQ_LENGTH
+    pooling = [m for m in model if isinstance(m, Pooling)]
+    assert len(pooling) == 1 and pooling[0].pooling_mode == "mean"
+    assert isinstance(model[-1], Normalize)
+    np.testing.assert_allclose(np.linalg.norm(model.encode(["a man plays the guitar"]), axis=1), 1.0, rtol=1e-5)
+
+
+@pytest.fixture
+def dev_card(corpus_file, tmp_path):
+    lines = corpus_file.read_text().splitlines()
+    rows = "".join(f"{lines[i]}\t{lines[i + 1]}\t{i % 5}\n" for i in range(0, 60, 2))
+    (tmp_path / "dev.tsv").write_text("s1\ts2\tscore\n" + rows, encoding="utf-8")
+    card = tmp_path / "dev.yaml"
+    card.write_text("name: dev\nkind: scored-pairs\nfile: dev.tsv\ncolumns: [s1, s2, score]\n", encoding="utf-8")
+    return card
+
+
+def dev_selected_run(backbone, corpus_file, card, out) -> TrainConfig:
+    return TrainConfig.model_validate({
+        "method": "simcse-unsup", "model": {"name": str(backbone), "pooler": "mean", "max_seq_length": 16},
+        "data": {"train": str(corpus_file)},
+        "train": {"output_dir": str(out), "batch_size": 8, "learning_rate": 5e-4, "max_steps": 4, "eval_steps": 2,
+                  "logging_steps": 1, "progress_bar": False},
+        "eval": {"dev_task": str(card), "final_tasks": []}})
+
+
+@pytest.mark.parametrize("start_wins", [True, False])
+def test_the_start_model_is_a_candidate_of_checkpoint_selection(start_wins, tiny_backbone, corpus_file, dev_card,
+                                                                 tmp_path):
+    """Constructed: the start model's recorded dev score is set above (or below) every checkpoint's, so
+    step 0 must win (or lose) the selection; a first run records the real score of the start model."""
+    from sentlab.evaluation.dev_tasks import score_dev_task
+
+    cfg = dev_selected_run(tiny_backbone, corpus_file, dev_card, tmp_path / "real")
+    paths = engine.train(cfg, evaluate=False)
+    recorded = json.loads((paths.root / "start_dev.json").read_text())
+    start = engine.load_encoder(str(tiny_backbone), pooler="mean")
+    assert recorded["metric"] == "eval_dev_spearman"
+    # the same model and items through the same scorer, in another batch order: float32 rounding only
+    assert 100 * recorded["value"] == pytest.approx(score_dev_task(start, str(dev_card)), abs=1e-3)  # x 100
+    selection = json.loads((paths.root / "selection.json").read_text())
+    assert selection["start"] == recorded["value"]
+
+    run = tmp_path / "constructed"
+    run.mkdir()
+    value = 1e9 if start_wins else -1e9
+    (run / "start_dev.json").write_text(json.dumps({"metric": "eval_dev_spearman", "value": value}))
+    paths = engine.train(dev_selected_run(tiny_backbone, corpus_file, dev_card, run), evaluate=False)
+    selection = json.loads((paths.root / "selection.json").read_text())
+    saved = SentenceTransformer(str(paths.model)).encode(PROBE)
+    if start_wins:
+        assert selection["kept_step"] == 0
+        np.testing.assert_array_equal(saved, start.encode(PROBE))  # the very weights of the start model
+    else:
+        assert selection["kept_step"] in (2, 4) and not np.allclose(saved, start.encode(PROBE))

@@ -1,6 +1,7 @@
 """SimCSE from sentlab's raw LM, over seeds, against the raw LM's own pooling and the random encoder
 it was pre-trained from (issue 23). Prints one JSON object: each model's STS average and per-task
-scores, the SimCSE seeds' mean and sd, and the gains over both baselines.
+scores (with ``--baseline-tasks``, also the ranking tasks and the USEB subset here: the "BERT" row of
+the papers' tables in miniature), the SimCSE seeds' mean and sd, and the gains over both baselines.
 
     python benchmarks/rawlm_simcse.py --output runs/rawlm-simcse --seeds 1 2 3
     python benchmarks/rawlm_simcse.py --output runs/rawlm-simcse --raw-lm runs/rawlm-cpu/model
@@ -22,18 +23,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def sts(model: Path, pooler: str, output: Path) -> dict:
+def scores(model: Path, pooler: str, output: Path, tasks: str = "sts") -> dict:
+    """``sentlab eval`` of ``model`` on ``tasks`` (reused when ``output`` exists): the summary and the
+    headline of every task."""
     from sentlab.cli import main
 
     if not output.is_file():
         with contextlib.redirect_stdout(sys.stderr):  # stdout holds the one JSON object
-            code = main(["eval", "--model", str(model), "--pooler", pooler, "--tasks", "sts", "--quiet",
+            code = main(["eval", "--model", str(model), "--pooler", pooler, "--tasks", tasks, "--quiet",
                          "--output", str(output)])
         if code:
             raise SystemExit(code)
     report = json.loads(output.read_text("utf-8"))
-    return {"sts_avg": report["summary"]["sts_avg"],
-            "tasks": {t: round(r["spearman"], 2) for t, r in report["tasks"].items() if "spearman" in r}}
+    headlines = {}
+    for task, result in report["tasks"].items():
+        if "spearman" in result:
+            headlines[task] = round(result["spearman"], 2)
+        elif "kcc" in result:
+            headlines[task] = {"kcc": round(result["kcc"], 2), "ndcg": round(result["ndcg"], 2)}
+        elif "main_metric" in result:
+            headlines[task] = round(result["scores"][result["main_metric"]], 2)
+    summary = {k: round(v, 2) for k, v in report["summary"].items() if isinstance(v, (int, float))}
+    return {**summary, "tasks": headlines}
 
 
 def main() -> None:
@@ -44,6 +55,8 @@ def main() -> None:
     parser.add_argument("--simcse-config", default=str(ROOT / "configs" / "simcse-unsup-rawlm-cpu.yaml"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--set", action="append", default=[], help="SimCSE config override (repeatable)")
+    parser.add_argument("--baseline-tasks", default="sts,ranking,useb",
+                        help="what the raw LM and the random encoder are scored on (sentlab eval --tasks)")
     args = parser.parse_args()
 
     from sentlab.progress import set_quiet
@@ -63,11 +76,13 @@ def main() -> None:
         if raw_lm is None:
             raise SystemExit(f"no finished raw LM of {args.raw_config} under {runs}/: pre-train it with "
                              f"`sentlab train {args.raw_config}` (resumable with --resume), or pass --raw-lm PATH")
-    rows = {"raw LM, mean": sts(raw_lm, "mean", output / "rawlm-mean.json"),
-            "raw LM, first-last": sts(raw_lm, "first_last_avg", output / "rawlm-first-last.json")}
+    tasks = args.baseline_tasks
+    suffix = tasks.replace(",", "-")
+    rows = {"raw LM, mean": scores(raw_lm, "mean", output / f"rawlm-mean-{suffix}.json", tasks),
+            "raw LM, first-last": scores(raw_lm, "first_last_avg", output / f"rawlm-first-last-{suffix}.json", tasks)}
     random_init = raw_lm.parent / "random_init"
     if random_init.is_dir():
-        rows["random encoder, mean"] = sts(random_init, "mean", output / "random-mean.json")
+        rows["random encoder, mean"] = scores(random_init, "mean", output / f"random-mean-{suffix}.json", tasks)
     seeds = {}
     for seed in args.seeds:
         folder = output / f"simcse-seed{seed}"
@@ -81,7 +96,8 @@ def main() -> None:
     sd = statistics.stdev(seeds.values()) if len(seeds) > 1 else 0.0
     print(json.dumps({"raw_lm": str(raw_lm), "baselines": rows, "simcse_sts_avg_by_seed": seeds,
                       "simcse_mean": round(mean, 2), "simcse_sd": round(sd, 2),
-                      "gain_over": {name: round(mean - row["sts_avg"], 2) for name, row in rows.items()}}, indent=1))
+                      "gain_over": {name: round(mean - row["sts_avg"], 2) for name, row in rows.items()
+                                    if "sts_avg" in row}}, indent=1))
 
 
 if __name__ == "__main__":

@@ -13,9 +13,13 @@ training, :class:`sentlab.training.callbacks.WallClockBudget`). With a step or s
 each arm sees the same first ``steps x batch`` sentences of a seeded shuffle of the text, each once
 when the text is long enough. With a dev card, each arm keeps its best checkpoint on it.
 
-Evaluation: the user's task cards (test) and a general task - STS-B test (default, Spearman with a
-bootstrap interval) or the seven STS tasks (their average, no interval) - for the start model and
-every arm and seed. Output folder::
+Evaluation: the user's task cards (test), the dev card when there is one, and a general task - STS-B
+test (default, Spearman with a bootstrap interval) or the seven STS tasks (their average, no
+interval) - for the start model and every arm and seed (three seeds by default). The recommendation
+(:mod:`sentlab.reporting.adapt`) chooses on the dev card or on a seeded half of the first card's
+items and reports the margin on items that took no part in the choice, with an interval over seeds
+and items together. With a dev card each arm keeps its best checkpoint on it, the start model
+(step 0) included. Output folder::
 
     OUT/adapt.json              the settings; a rerun with other settings is refused
     OUT/train.txt               the shuffled training text every arm reads

@@ -78,7 +78,9 @@ def test_a_dev_card_keeps_each_arms_best_checkpoint(tiny_backbone, corpus_file, 
     info = json.loads((out / "arms" / "simcse" / "seed-42" / "trained.json").read_text())
     records = [json.loads(line) for line in (out / "arms" / "simcse" / "seed-42" / "metrics.jsonl").read_text().splitlines()
                if "eval_mine_spearman" in line]
-    best = max(records, key=lambda r: r["eval_mine_spearman"])["step"]
+    assert [r["step"] for r in records] == [0, 2, 4]  # step 0: the start model competes too
+    # the best score; of equal ones the first checkpoint, and a checkpoint before the start
+    best = max(records, key=lambda r: (r["eval_mine_spearman"], r["step"] != 0))["step"]
     assert info["kept_step"] == best and info["steps"] == 4
 
 

@@ -33,17 +33,21 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
     from sentlab.progress import set_quiet
-    from tests.training.test_learning import gain_after_training, make_task
+    from sentlab.encoders import build_encoder
+    from tests.training.test_learning import average_precision, gain_after_training, make_task
 
     set_quiet(True)
     with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(sys.stderr):
         task = make_task(Path(folder), args.task)
+        _, backbone, pairs, labels = task
+        before = average_precision(build_encoder(str(backbone), args.pooler).eval(), pairs, labels)
         gains = [gain_after_training(task, args.method, seed, steps=args.steps, learning_rate=args.lr,
                                    pooler=args.pooler)
                  for seed in range(args.seeds)]
         cut = [gain_after_training(task, args.method, seed, cut_encoder_gradient=True, steps=args.steps,
                                    learning_rate=args.lr, pooler=args.pooler) for seed in range(args.cut_seeds)]
     print(json.dumps({"method": args.method, "task": args.task, "pooler": args.pooler, "steps": args.steps, "lr": args.lr,
+                      "ap_before": round(before, 4),
                       "gains": [round(g, 4) for g in gains], "mean": round(statistics.mean(gains), 4),
                       "sd": round(statistics.stdev(gains), 4) if len(gains) > 1 else 0.0,
                       "min": round(min(gains), 4), "gains_with_gradient_cut": [round(g, 4) for g in cut]}))

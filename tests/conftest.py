@@ -25,6 +25,17 @@ def the_error(stderr: str) -> str:
     return errors[0]
 
 
+def write_scored_pairs_card(folder: Path, corpus: Path, name: str, pairs: int = 30) -> Path:
+    """A scored-pairs task card (``folder/<name>.yaml`` over ``folder/<name>.tsv``) of ``pairs`` pairs of
+    consecutive corpus lines scored 0-4 in turn."""
+    lines = corpus.read_text().splitlines()
+    rows = "".join(f"{lines[i]}\t{lines[i + 1]}\t{i % 5}\n" for i in range(0, 2 * pairs, 2))
+    (folder / f"{name}.tsv").write_text("s1\ts2\tscore\n" + rows, encoding="utf-8")
+    card = folder / f"{name}.yaml"
+    card.write_text(f"name: {name}\nkind: scored-pairs\nfile: {name}.tsv\ncolumns: [s1, s2, score]\n", encoding="utf-8")
+    return card
+
+
 def make_tiny_backbone(path: Path, hidden: int = 32, layers: int = 2, dropout: float = 0.1, seed: int = 0) -> Path:
     """A 2-layer BERT with a word-level vocabulary, saved as a transformers folder (safetensors)."""
     import torch

@@ -9,16 +9,12 @@ import pytest
 from sentlab import cli
 from sentlab.errors import ConfigError, DataError
 from sentlab.reporting import adapt as adapt_report
+from tests.conftest import write_scored_pairs_card
 
 
 @pytest.fixture
 def user_task(tmp_path, corpus_file):
-    lines = corpus_file.read_text().splitlines()
-    rows = "".join(f"{lines[i]}\t{lines[i + 1]}\t{i % 5}\n" for i in range(0, 60, 2))
-    (tmp_path / "pairs.tsv").write_text("s1\ts2\tscore\n" + rows, encoding="utf-8")
-    card = tmp_path / "mine.yaml"
-    card.write_text("name: mine\nkind: scored-pairs\nfile: pairs.tsv\ncolumns: [s1, s2, score]\n", encoding="utf-8")
-    return card
+    return write_scored_pairs_card(tmp_path, corpus_file, "mine")
 
 
 def adapt_args(tiny_backbone, corpus_file, card, out, *extra):

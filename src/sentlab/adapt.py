@@ -119,14 +119,6 @@ class AdaptPlan:
     progress_bar: bool = False
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write whole or not at all: a temporary file renamed into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
-
-
 def read_training_text(path: Path) -> list[str]:
     from sentlab.data.readers import read_lines
 
@@ -141,6 +133,8 @@ def read_training_text(path: Path) -> list[str]:
 
 def prepare(plan: AdaptPlan) -> Path:
     """Check the settings against an earlier run in the folder and write the shuffled training text."""
+    from sentlab.training.run_folder import write_json
+
     out = plan.output
     out.mkdir(parents=True, exist_ok=True)
     saved = out / "adapt.json"
@@ -184,7 +178,9 @@ def kept_step(checkpoints: Path) -> int | None:
     """The step the dev card chose: 0 when the start model scored best (``RUN/selection.json``, written
     by the engine's :class:`~sentlab.training.engine.StartCandidate`), else the trainer's
     ``best_model_checkpoint``."""
-    selection = checkpoints.parent / "selection.json"
+    from sentlab.training.run_folder import RunPaths
+
+    selection = RunPaths(checkpoints.parent).selection
     if selection.is_file():
         return json.loads(selection.read_text("utf-8"))["kept_step"]
     states = sorted(checkpoints.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.split("-")[1]))
@@ -196,6 +192,7 @@ def train_arm(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentence
     """Train one arm unless it finished before; resume it when it was interrupted."""
     from sentlab.training.checkpoints import checkpoint_folders
     from sentlab.training.engine import RunPaths, train
+    from sentlab.training.run_folder import write_json
 
     cfg = arm_config(plan, arm, seed, train_file, n_sentences)
     paths = RunPaths(Path(cfg.train.output_dir))
@@ -235,6 +232,8 @@ def _general(name: str, scorer, data_dir: str | None) -> dict[str, Any]:
 def evaluate(plan: AdaptPlan, name: str, model_path: str, folder: Path) -> EvalReport:
     """The model's results on every card and the general task; tasks already in
     ``folder/evaluation.json`` are kept, missing ones are added."""
+    from sentlab.training.run_folder import write_json
+
     from sentlab.cache import EmbeddingStore
     from sentlab.encoders.loading import load_encoder
     from sentlab.evaluation.scoring import CosineScorer, EmbeddingCache

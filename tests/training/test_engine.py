@@ -9,7 +9,7 @@ from transformers import TrainerCallback
 from sentlab.encoders import build_encoder
 from sentlab.errors import ConfigError, TrainingDivergedError
 from sentlab.training import engine
-from tests.conftest import tiny_config
+from tests.conftest import tiny_config, write_scored_pairs_card
 
 PROBE = ["a man plays the guitar", "the dog runs in the park", "a girl reads a book"]
 
@@ -97,13 +97,9 @@ def test_nan_loss_stops_with_a_clear_error(tiny_backbone, corpus_file, tmp_path,
 def test_a_task_card_is_the_dev_task_and_picks_the_best_checkpoint(tiny_backbone, corpus_file, tmp_path):
     from sentlab.training.config import TrainConfig
 
-    lines = corpus_file.read_text().splitlines()
-    rows = "".join(f"{lines[i]}\t{lines[i + 1]}\t{i % 5}\n" for i in range(0, 40, 2))
-    (tmp_path / "dev.tsv").write_text("s1\ts2\tscore\n" + rows, encoding="utf-8")
-    (tmp_path / "dev.yaml").write_text("name: my-dev\nkind: scored-pairs\nfile: dev.tsv\ncolumns: [s1, s2, score]\n",
-                                       encoding="utf-8")
+    card = write_scored_pairs_card(tmp_path, corpus_file, "my-dev", pairs=20)
     tree = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=8, eval_steps=2).model_dump()
-    tree["eval"]["dev_task"] = str(tmp_path / "dev.yaml")
+    tree["eval"]["dev_task"] = str(card)
     trainer_paths = engine.train(TrainConfig.model_validate(tree), evaluate=False)
     records = [json.loads(line) for line in trainer_paths.metrics.read_text().splitlines()]
     dev = {r["step"]: r["eval_my-dev_spearman"] for r in records if "eval_my-dev_spearman" in r}

@@ -16,6 +16,7 @@ from sentence_transformers.sentence_transformer.modules import Normalize, Poolin
 from sentlab.methods import METHODS
 from sentlab.training import engine
 from sentlab.training.config import TrainConfig
+from tests.conftest import write_scored_pairs_card
 
 MAX_SEQ_LENGTH = 12
 PROBE = ["a man plays the guitar", "a dog runs in the park"]
@@ -77,12 +78,7 @@ def test_a_saved_model_keeps_the_start_models_length_pooling_and_normalisation(m
 
 @pytest.fixture
 def dev_card(corpus_file, tmp_path):
-    lines = corpus_file.read_text().splitlines()
-    rows = "".join(f"{lines[i]}\t{lines[i + 1]}\t{i % 5}\n" for i in range(0, 60, 2))
-    (tmp_path / "dev.tsv").write_text("s1\ts2\tscore\n" + rows, encoding="utf-8")
-    card = tmp_path / "dev.yaml"
-    card.write_text("name: dev\nkind: scored-pairs\nfile: dev.tsv\ncolumns: [s1, s2, score]\n", encoding="utf-8")
-    return card
+    return write_scored_pairs_card(tmp_path, corpus_file, "dev")
 
 
 def dev_selected_run(backbone, corpus_file, card, out) -> TrainConfig:

@@ -197,7 +197,8 @@ def plot(rows: dict[str, dict[str, Any]], tasks: list[str], path) -> None:
 
 
 def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict[str, dict[int, dict]]) -> dict:
-    from sentlab.adapt import GENERAL_TASKS, Budget, write_json
+    from sentlab.adapt import GENERAL_TASKS, Budget
+    from sentlab.training.run_folder import write_json
     from sentlab.evaluation.task_cards import load_task_card
 
     cards = [load_task_card(path).name for path in plan.cards]

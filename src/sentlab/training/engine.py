@@ -17,13 +17,14 @@ Run folder (methods add their own files, see each method's module)::
     RUN/loss.png          the loss curve
     RUN/run.log           the run's progress lines and notices (e.g. how many texts were truncated)
     RUN/fingerprint.json  what the finished run learnt from (config and training file), to find it again
+    RUN/start_dev.json    with a dev task: the start model's score on it, taken before the first step
+    RUN/selection.json    with a dev task: the kept step (0: the start model) and the scores behind it
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 from pathlib import Path
 
@@ -42,7 +43,7 @@ from sentlab.training.callbacks import (LossComponentsLog, LossStateCheckpoint, 
                                         WallClockBudget, load_loss_state)
 from sentlab.training.checkpoints import MarkCheckpointComplete, checkpoint_folders, newest_complete_checkpoint
 from sentlab.training.config import TrainConfig
-from sentlab.training.run_folder import RunPaths, run_fingerprint
+from sentlab.training.run_folder import RunPaths, run_fingerprint, write_json
 
 logger = logging.getLogger(__name__)
 DEV_EVALUATOR_NAME = "stsb-dev"
@@ -238,7 +239,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         method: Method = trainer.sentlab_method
         final = keep_start_settings(method.final_model(trainer.model), cfg.model.name, cfg.model.max_seq_length)
         method.save(final)
-        paths.fingerprint.write_text(json.dumps(run_fingerprint(cfg), indent=1) + "\n", encoding="utf-8")
+        write_json(paths.fingerprint, run_fingerprint(cfg))
         say(f"model saved to {paths.model}")
         plot_loss(paths.metrics, paths.loss_plot, trainer.args.metric_for_best_model or DEV_METRIC)
         if evaluate and "sts" in cfg.eval.final_tasks:
@@ -263,14 +264,11 @@ class StartCandidate:
         self.model_state = {k: v.detach().to("cpu", copy=True) for k, v in trainer.model.state_dict().items()}
         self.loss_state = {k: v.detach().to("cpu", copy=True) for k, v in trainer.loss.state_dict().items()
                            if not k.startswith("model.")}
-        saved = paths.root / "start_dev.json"
-        recorded = json.loads(saved.read_text("utf-8")) if saved.is_file() else {}
+        recorded = json.loads(paths.start_dev.read_text("utf-8")) if paths.start_dev.is_file() else {}
         if recorded.get("metric") != self.metric:
             say(f"scoring the start model on the dev task ({self.metric})")
             recorded = {"metric": self.metric, "value": float(trainer.evaluate()[self.metric])}
-            temporary = saved.with_name(saved.name + ".tmp")
-            temporary.write_text(json.dumps(recorded) + "\n", encoding="utf-8")
-            os.replace(temporary, saved)
+            write_json(paths.start_dev, recorded)
         self.value = recorded["value"]
 
     def keep_if_best(self) -> int:
@@ -284,8 +282,8 @@ class StartCandidate:
             say(f"the start model scores {self.value:.4g} on {self.metric}, higher than every checkpoint "
                 f"(best {best if best is not None else 'none'}): kept step 0, the start model")
             kept = 0
-        selection = {"metric": self.metric, "start": self.value, "best_checkpoint": best, "kept_step": kept}
-        self.paths.root.joinpath("selection.json").write_text(json.dumps(selection, indent=1) + "\n", encoding="utf-8")
+        write_json(self.paths.selection, {"metric": self.metric, "start": self.value, "best_checkpoint": best,
+                                          "kept_step": kept})
         return kept
 
 

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 RUN_FILES: dict[str, str] = {"config": "config.yaml", "checkpoints": "checkpoints", "metrics": "metrics.jsonl",
                              "model": "model", "results": "results.json", "loss_plot": "loss.png",
-                             "log": "run.log",
-                             "fingerprint": "fingerprint.json"}
+                             "log": "run.log", "fingerprint": "fingerprint.json", "start_dev": "start_dev.json",
+                             "selection": "selection.json"}
 # settings that change where a run is written or how it reports, not what it learns
 NOT_LEARNED = {"train": ("output_dir", "progress_bar", "logging_steps"), "data": ("data_dir",)}
 
@@ -35,6 +37,14 @@ def add_run_files(files: dict[str, str]) -> None:
     for name, filename in files.items():
         if RUN_FILES.setdefault(name, filename) != filename:
             raise ValueError(f"run file {name!r} is already {RUN_FILES[name]!r}, not {filename!r}")
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write whole or not at all: a temporary file renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def run_fingerprint(cfg) -> dict[str, str]:

@@ -58,6 +58,12 @@ def _backend_args(parser: argparse.ArgumentParser) -> None:
                         help="do not read or write the embedding cache ($SENTLAB_CACHE, see `sentlab cache info`)")
 
 
+def _allow_changed_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-changed-settings", action="store_true",
+                        help="resume a run under settings it did not start with (the old config is kept in the "
+                             "run folder as config.until-step-N.yaml)")
+
+
 def _quiet_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress lines or bars (results only)")
 
@@ -232,7 +238,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from sentlab.training.engine import train
 
     cfg = load_config(args.config, _train_overrides(args))
-    paths = train(cfg, resume=args.resume, evaluate=not args.no_eval)
+    paths = train(cfg, resume=args.resume, evaluate=not args.no_eval, allow_changed=args.allow_changed_settings)
     for results in (paths.results, paths.rank_results):  # cosine; Eq. 7 for RankEncoder runs
         if results.is_file():
             print(EvalReport.read(results).table())
@@ -258,7 +264,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         else:
             resume = bool(checkpoint_folders(paths.checkpoints))
             say(f"stage {number} ({config}): {cfg.method} from {cfg.model.name}" + (" (resumed)" if resume else ""))
-            train(cfg, resume=resume, evaluate=not args.no_eval)
+            train(cfg, resume=resume, evaluate=not args.no_eval, allow_changed=args.allow_changed_settings)
         previous = paths.model
     print(previous)
     return 0
@@ -610,6 +616,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a config value, e.g. --set train.learning_rate=1e-5 (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint of the run")
     p.add_argument("--no-eval", action="store_true", help="skip the final STS evaluation")
+    _allow_changed_arg(p)
     _data_dir_arg(p)
     _quiet_arg(p)
     p.set_defaults(func=cmd_train)
@@ -620,6 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a value in every stage's config (repeatable)")
     p.add_argument("--no-eval", action="store_true", help="skip each stage's final STS evaluation")
+    _allow_changed_arg(p)
     _data_dir_arg(p)
     _quiet_arg(p)
     p.set_defaults(func=cmd_pipeline)

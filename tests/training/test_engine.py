@@ -80,6 +80,23 @@ def test_resume_continues_and_matches_an_uninterrupted_run(tiny_backbone, corpus
     np.testing.assert_allclose(a, b, atol=1e-5)
 
 
+def test_resume_under_other_settings_is_refused_unless_allowed_and_then_recorded(tiny_backbone, corpus_file,
+                                                                                 tmp_path):
+    engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "r", max_steps=4, save_steps=2), evaluate=False)
+    longer = tiny_config(tiny_backbone, corpus_file, tmp_path / "r", max_steps=6, save_steps=2)
+    with pytest.raises(ConfigError, match=r"did not start with \(train.max_steps: 4 -> 6\).*--allow-changed-settings"):
+        engine.train(longer, resume=True, evaluate=False)
+    # where it writes and how it reports are not learned: resuming with another progress setting is fine
+    same = tiny_config(tiny_backbone, corpus_file, tmp_path / "r", max_steps=4, save_steps=2, logging_steps=2)
+    assert engine._changes_since_start(same, engine.RunPaths(tmp_path / "r")) == []
+    paths = engine.train(longer, resume=True, evaluate=False, allow_changed=True)
+    state = json.loads((paths.checkpoints / "checkpoint-6" / "trainer_state.json").read_text())
+    assert state["global_step"] == 6
+    assert "max_steps: 4" in (paths.root / "config.until-step-4.yaml").read_text()
+    assert "max_steps: 6" in paths.config.read_text()
+    assert "settings changed at step 4 (train.max_steps: 4 -> 6)" in paths.log.read_text()
+
+
 def test_resume_without_checkpoint_is_an_error(tiny_backbone, corpus_file, tmp_path):
     with pytest.raises(ConfigError, match="no checkpoint yet"):
         engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "r", max_steps=2), resume=True)

@@ -43,7 +43,7 @@ from sentlab.training.callbacks import (LossComponentsLog, LossStateCheckpoint, 
                                         WallClockBudget, load_loss_state)
 from sentlab.training.checkpoints import MarkCheckpointComplete, checkpoint_folders, newest_complete_checkpoint
 from sentlab.training.config import TrainConfig
-from sentlab.training.run_folder import RunPaths, run_fingerprint, write_json
+from sentlab.training.run_folder import RunPaths, changed_settings, run_fingerprint, write_json
 
 logger = logging.getLogger(__name__)
 DEV_EVALUATOR_NAME = "stsb-dev"
@@ -198,9 +198,14 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     return trainer
 
 
-def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True) -> RunPaths:
+def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True, allow_changed: bool = False) -> RunPaths:
     """Train as ``cfg`` says; with ``resume``, continue from the newest complete checkpoint of the run
     folder (:mod:`sentlab.training.checkpoints`: newer, incomplete ones are reported and removed).
+
+    A resumed run must be given the settings it started with (:func:`changed_settings`: everything
+    but where it writes and how it reports); with ``allow_changed`` it continues under the new ones
+    (e.g. a shorter learning-rate schedule), keeps the old config as ``config.until-step-N.yaml`` and
+    logs the change, so the run folder says how it was trained.
 
     A run that fails before its first checkpoint leaves no run folder behind (unless it existed)."""
     paths = RunPaths(Path(cfg.train.output_dir))
@@ -209,12 +214,40 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True) -> RunP
         raise ConfigError(f"{paths.checkpoints}: --resume given but the run has no checkpoint yet")
     if not resume and checkpoint_folders(paths.checkpoints):
         raise ConfigError(f"{paths.root}: run folder already has checkpoints; pass --resume or choose another train.output_dir")
+    changes = _changes_since_start(cfg, paths) if resume else []
+    if changes and not allow_changed:
+        raise ConfigError(f"{paths.root}: --resume with settings the run did not start with ({'; '.join(changes)}); "
+                          f"give the run's own settings, or pass --allow-changed-settings to continue under these")
     created = not paths.root.exists()
     paths.root.mkdir(parents=True, exist_ok=True)
-    paths.config.write_text(cfg.to_yaml(), encoding="utf-8")
     with run_log(paths.log):
         checkpoint = resume_point(paths) if resume else None
+        if changes:
+            step = Path(checkpoint).name.split("-")[-1] if checkpoint else "0"
+            kept = paths.root / f"config.until-step-{step}.yaml"
+            shutil.copyfile(paths.config, kept)
+            say(f"settings changed at step {step} ({'; '.join(changes)}); the config before is kept as {kept.name}")
+        paths.config.write_text(cfg.to_yaml(), encoding="utf-8")
         return _train(cfg, paths, checkpoint, created, evaluate)
+
+
+def _changes_since_start(cfg: TrainConfig, paths: RunPaths) -> list[str]:
+    """The learned settings of ``cfg`` that differ from the run folder's ``config.yaml`` (read with
+    today's defaults for settings it does not name)."""
+    import yaml
+
+    if not paths.config.is_file():
+        return []
+    try:
+        recorded = yaml.safe_load(paths.config.read_text("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{paths.config}: not valid YAML ({str(err).splitlines()[0]})") from None
+    recorded = recorded if isinstance(recorded, dict) else {}
+    try:  # settings added to sentlab since the run started take their defaults, as they did then
+        recorded = TrainConfig.model_validate(recorded).model_dump()
+    except ValueError:
+        pass
+    return changed_settings(recorded, cfg.model_dump())
 
 
 def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: bool, evaluate: bool) -> RunPaths:

@@ -47,15 +47,36 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(temporary, path)
 
 
+def learned_settings(tree: dict[str, Any]) -> dict[str, Any]:
+    """A resolved config tree (``cfg.model_dump()`` or a run's ``config.yaml``) without the settings of
+    ``NOT_LEARNED``, as plain JSON values."""
+    tree = json.loads(json.dumps(tree, default=str))
+    for section, keys in NOT_LEARNED.items():
+        for key in keys:
+            tree.get(section, {}).pop(key, None)
+    return tree
+
+
+def changed_settings(before: dict[str, Any], after: dict[str, Any], prefix: str = "") -> list[str]:
+    """The learned settings that differ between two config trees, as ``key: old -> new`` lines."""
+    if prefix == "":
+        before, after = learned_settings(before), learned_settings(after)
+    changes = []
+    for key in sorted(set(before) | set(after), key=str):
+        old, new = before.get(key), after.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            changes += changed_settings(old, new, f"{prefix}{key}.")
+        elif old != new:
+            changes.append(f"{prefix}{key}: {old!r} -> {new!r}")
+    return changes
+
+
 def run_fingerprint(cfg) -> dict[str, str]:
     """What a run learns from: a sha256 of its resolved config (without the settings of
     ``NOT_LEARNED``) and the sha256 of its training file."""
     from sentlab.cache import file_sha256
 
-    tree = cfg.model_dump()
-    for section, keys in NOT_LEARNED.items():
-        for key in keys:
-            tree.get(section, {}).pop(key, None)
+    tree = learned_settings(cfg.model_dump())
     train = Path(cfg.data.train) if cfg.data.train else None
     return {"config_sha256": hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest(),
             "train_sha256": file_sha256(train) if train is not None and train.is_file() else ""}

@@ -115,12 +115,16 @@ def test_index_of_another_model_is_refused_by_eval(tiny_st_model, tiny_backbone_
 def test_eval_ranking_tasks_on_real_data(tiny_st_model, data_dir, tmp_path):
     import json
 
+    from sentlab.evaluation.uncertainty import headline
+
     out = tmp_path / "ranking.json"
-    assert main(["eval", "--model", str(tiny_st_model), "--tasks", "ranking", "--output", str(out)]) == 0
+    assert main(["eval", "--model", str(tiny_st_model), "--tasks", "ranking", "--output", str(out), "--items"]) == 0
     results = json.loads(out.read_text())
     assert {f"{t}-ranking" for t in ("STS12", "STS13", "STS14", "STS15", "STS16", "STS-B", "SICK-R")} == set(results["tasks"])
     assert all(r["n_samples"] > 0 and -100 <= r["kcc"] <= 100 and 0 <= r["ndcg"] <= 100 for r in results["tasks"].values())
     assert {"ranking_kcc_avg", "ranking_ndcg_avg"} <= set(results["summary"])
+    # --items: each sample's values are kept, and give the headline back
+    assert all(headline(r["extra"]["items"]) == pytest.approx(r["kcc"]) for r in results["tasks"].values())
 
 
 def test_eval_all_on_the_data_present_then_report(tiny_st_model, tmp_path, capsys):

@@ -308,7 +308,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     features = feature_function(args.features, encoder, batch_size=args.batch_size,
                                 encode=lambda sentences: cache.encode(list(sentences), batch_size=args.batch_size))
     inputs = SuiteInputs(scorer, features, args.data_dir, kfold=args.kfold, pair_features=args.pair_features,
-                         n_jobs=args.jobs, device=encoder.device)
+                         n_jobs=args.jobs, device=encoder.device, items=args.items)
     report = EvalReport(model=scorer.name)
     if families:
         report = run_families(families, inputs, report)
@@ -644,6 +644,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="your own task declared as data: scored-pairs, labelled-pairs, retrieval (BEIR layout), "
                         "reranking or classification; repeatable (see sentlab.evaluation.task_cards)")
     p.add_argument("--output", default=None, help="write the results as JSON here")
+    p.add_argument("--items", action="store_true",
+                   help="keep in --output what each sts / ranking / useb headline is computed from (scored pairs, "
+                        "per-query values), for intervals and paired comparisons in sentlab report")
     p.add_argument("--features", default="sentence", help="transfer-task features: sentence (the embedding) or "
                                                           "cls-lastK, e.g. cls-last5 (RSE: mean [CLS] of the last 5 "
                                                           "layers)")

@@ -50,3 +50,16 @@ def test_ranking_results_round_trip_through_json():
     again = EvalReport.from_dict(report.to_dict())
     assert again.tasks["STS-B-ranking"] == report.tasks["STS-B-ranking"]
     assert "STS-B-ranking KCC" in again.table() and "90.00" in again.table()
+
+
+def test_items_are_the_samples_and_give_both_headlines_back():
+    from sentlab.evaluation.uncertainty import headline
+
+    pairs = STSPairs(*[list(x) for x in zip(*[p[:2] for p in PAIRS])], np.array([p[2] for p in PAIRS]),
+                     ["all"] * len(PAIRS))
+    pairs.scores[8] = 3.0  # "x" now has an order: two samples
+    result = score_ranking(TableScorer(PREDICTED), pairs, items=True)
+    assert result.n_samples == 2 and len(result.extra["items"]["values"]) == 2
+    assert headline(result.extra["items"]) == pytest.approx(result.kcc)
+    assert headline(result.extra["ndcg_items"]) == pytest.approx(result.ndcg)
+    assert result.extra["items"]["key"] == result.extra["ndcg_items"]["key"]

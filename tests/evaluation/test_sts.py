@@ -66,6 +66,16 @@ def test_all_setting_pools_subsets_and_records_each():
     assert abs(result.spearman - result.subsets_mean) > 1
 
 
+def test_items_are_the_scored_pairs_and_give_the_headline_back():
+    from sentlab.evaluation.uncertainty import headline
+
+    pairs, scorer, predicted = make_pairs()
+    assert "items" not in score_task(scorer, pairs).extra  # only when asked: a results file stays small
+    items = score_task(scorer, pairs, items=True).extra["items"]
+    assert items["gold"] == list(pairs.scores) and items["predicted"] == pytest.approx(predicted)
+    assert headline(items) == pytest.approx(score_task(scorer, pairs).spearman)
+
+
 def test_similar_pairs_keep_gold_between_067_and_1():
     pairs, scorer, predicted = make_pairs()
     result = similar_pairs_score(scorer, pairs)

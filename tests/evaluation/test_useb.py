@@ -117,3 +117,19 @@ def test_query_rows_are_used_for_the_query_side(tmp_path):
         assert same.scores == score(vectors, data).scores
         flipped = score(vectors, data, query_rows=lambda texts, v=vectors: -unit_rows(v(texts)))
         assert flipped.main < same.main  # the most dissimilar candidates now rank first
+
+
+def test_items_give_every_headline_back(tmp_path):
+    """With ``items``, what each headline is computed from is kept: per-query AP (AskUbuntu), forums /
+    sets / relations as parts (CQADupStack, TwitterPara, SciDocs)."""
+    from sentlab.evaluation.uncertainty import headline
+
+    cases = [(score_askubuntu, ASKU, load_askubuntu(write_askubuntu(tmp_path / "a")), "mean"),
+             (score_cqadupstack, CQA, load_cqadupstack(write_cqadupstack(tmp_path / "c")), "parts"),
+             (score_twitterpara, TWITTER, load_twitterpara(write_twitterpara(tmp_path / "t")), "parts"),
+             (score_scidocs, SCIDOCS, load_scidocs(write_scidocs(tmp_path / "s")), "parts")]
+    for score, angles, data, statistic in cases:
+        result = score(angle_vectors(angles), data, items=True)
+        assert result.extra["items"]["statistic"] == statistic
+        assert headline(result.extra["items"]) == pytest.approx(result.main, abs=1e-9), score.__name__
+        assert "items" not in score(angle_vectors(angles), data).extra

@@ -21,6 +21,7 @@ from sklearn.metrics import ndcg_score
 from sentlab.data.sts import STS_TASKS, STSPairs, load_sts_task
 from sentlab.evaluation.results import EvalReport, RankingResult
 from sentlab.evaluation.scoring import PairScorer
+from sentlab.evaluation.uncertainty import items_key, mean_items
 
 MIN_PARTNERS = 4  # "more than three sentence pairs"
 
@@ -35,9 +36,11 @@ def ranking_samples(pairs: STSPairs, min_partners: int = MIN_PARTNERS) -> list[n
     return [np.asarray(rows) for rows in by_sentence.values() if len(rows) >= min_partners]
 
 
-def score_ranking(scorer: PairScorer, pairs: STSPairs, split: str = "test") -> RankingResult:
+def score_ranking(scorer: PairScorer, pairs: STSPairs, split: str = "test", items: bool = False) -> RankingResult:
+    """Mean KCC and NDCG over the task's samples; with ``items``, each sample's values are kept
+    (``extra["items"]``: KCC, ``extra["ndcg_items"]``: NDCG) for intervals and paired comparisons."""
     predicted = np.asarray(scorer.score(pairs.sentences1, pairs.sentences2), dtype=np.float64)
-    kcc, ndcg, skipped = [], [], 0
+    kcc, ndcg, anchors, skipped = [], [], [], 0
     for rows in ranking_samples(pairs):
         gold = pairs.scores[rows]
         if np.ptp(gold) == 0:
@@ -45,17 +48,24 @@ def score_ranking(scorer: PairScorer, pairs: STSPairs, split: str = "test") -> R
             continue
         kcc.append(kendalltau(predicted[rows], gold).statistic)
         ndcg.append(ndcg_score(gold[None, :], predicted[rows][None, :]))
-    return RankingResult(kcc=float(np.nanmean(kcc) * 100) if kcc else float("nan"),
-                         ndcg=float(np.mean(ndcg) * 100) if ndcg else float("nan"),
-                         n_samples=len(kcc), n_skipped_constant_gold=skipped, split=split)
+        anchors.append([int(r) for r in rows])
+    result = RankingResult(kcc=float(np.nanmean(kcc) * 100) if kcc else float("nan"),
+                           ndcg=float(np.mean(ndcg) * 100) if ndcg else float("nan"),
+                           n_samples=len(kcc), n_skipped_constant_gold=skipped, split=split)
+    if items:
+        key = items_key([*anchors, *zip(pairs.sentences1, pairs.sentences2)])
+        result.extra["items"] = mean_items(kcc, key)
+        result.extra["ndcg_items"] = mean_items(ndcg, key)
+    return result
 
 
 def evaluate_ranking(scorer: PairScorer, data_dir: str | Path | None = None,
-                     tasks: Iterable[str] = tuple(STS_TASKS), report: EvalReport | None = None) -> EvalReport:
+                     tasks: Iterable[str] = tuple(STS_TASKS), report: EvalReport | None = None,
+                     items: bool = False) -> EvalReport:
     report = report or EvalReport(model=scorer.name)
     results = []
     for name in tasks:
-        result = score_ranking(scorer, load_sts_task(name, data_dir))
+        result = score_ranking(scorer, load_sts_task(name, data_dir), items=items)
         report.tasks[f"{name}-ranking"] = result
         results.append(result)
     if len(results) == len(STS_TASKS):

@@ -36,6 +36,7 @@ class RankingResult:
     n_samples: int
     n_skipped_constant_gold: int = 0
     split: str = "test"
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def headline(self) -> dict[str, float]:

@@ -24,6 +24,7 @@ from sentlab.data.sts import STS_TASKS, STSPairs, load_sts_task
 from sentlab.evaluation.geometry import alignment, uniformity
 from sentlab.evaluation.results import EvalReport, TaskResult
 from sentlab.evaluation.scoring import PairScorer
+from sentlab.evaluation.uncertainty import items_key, pair_items
 from sentlab.progress import say
 
 SIMILAR_PAIRS_RANGE = (0.67, 1.0)
@@ -35,10 +36,15 @@ def correlations(predicted: np.ndarray, gold: np.ndarray) -> tuple[float, float]
     return float(spearmanr(predicted, gold)[0] * 100), float(pearsonr(predicted, gold)[0] * 100)
 
 
-def score_task(scorer: PairScorer, pairs: STSPairs, split: str = "test") -> TaskResult:
+def score_task(scorer: PairScorer, pairs: STSPairs, split: str = "test", items: bool = False) -> TaskResult:
+    """Spearman / Pearson of one task; with ``items``, the scored pairs are kept (``extra["items"]``,
+    :mod:`sentlab.evaluation.uncertainty`) for intervals and paired comparisons."""
     predicted = np.asarray(scorer.score(pairs.sentences1, pairs.sentences2), dtype=np.float64)
     spearman, pearson = correlations(predicted, pairs.scores)
     result = TaskResult(spearman=spearman, pearson=pearson, n_pairs=len(pairs), split=split)
+    if items:
+        result.extra["items"] = pair_items("spearman", pairs.scores, predicted,
+                                           items_key(zip(pairs.sentences1, pairs.sentences2)))
     names = pairs.subset_names
     if len(names) > 1:
         ids = np.asarray(pairs.subset_ids)
@@ -79,13 +85,15 @@ def evaluate_sts(
     tasks: Iterable[str] = tuple(STS_TASKS),
     report: EvalReport | None = None,
     extras: bool = True,
+    items: bool = False,
 ) -> EvalReport:
-    """Run the STS tasks (and, with ``extras``, similar pairs + alignment / uniformity)."""
+    """Run the STS tasks (and, with ``extras``, similar pairs + alignment / uniformity); ``items``:
+    keep each task's scored pairs (:func:`score_task`)."""
     report = report or EvalReport(model=scorer.name)
     headline = []
     for name in tasks:
         say(f"[sts] {name}")
-        result = score_task(scorer, load_sts_task(name, data_dir))
+        result = score_task(scorer, load_sts_task(name, data_dir), items=items)
         report.tasks[name] = result
         headline.append(result.spearman)
     if len(headline) == len(STS_TASKS):

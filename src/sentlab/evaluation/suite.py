@@ -84,6 +84,7 @@ class SuiteInputs:
     pair_features: str = "senteval"
     n_jobs: int | None = None
     device: str | torch.device = "cpu"
+    items: bool = False  # keep what each headline is computed from (sts, ranking, useb)
 
 
 def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalReport) -> EvalReport:
@@ -102,15 +103,15 @@ def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalRepor
         say(f"[{family}] {len(tasks)} task(s): {', '.join(tasks)}")
         if family == "sts":
             evaluate_sts(inputs.scorer, root, tasks=tasks, report=report,
-                         extras="STS-B" in tasks)
+                         extras="STS-B" in tasks, items=inputs.items)
         elif family == "ranking":
-            evaluate_ranking(inputs.scorer, root, tasks=tasks, report=report)
+            evaluate_ranking(inputs.scorer, root, tasks=tasks, report=report, items=inputs.items)
         elif family == "transfer":
             evaluate_transfer(inputs.features, root, tasks=tasks, report=report, kfold=inputs.kfold,
                               pair_kind=inputs.pair_features, n_jobs=inputs.n_jobs)
         elif family == "useb":
             evaluate_useb(inputs.scorer.encode, root, tasks=tasks, report=report, device=inputs.device,
-                          query_rows=getattr(inputs.scorer, "query_rows", None))
+                          query_rows=getattr(inputs.scorer, "query_rows", None), items=inputs.items)
         else:
             evaluate_evalrank(inputs.scorer.encode, root, report=report,
                               query_rows=getattr(inputs.scorer, "query_rows", None))

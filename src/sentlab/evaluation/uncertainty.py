@@ -5,12 +5,17 @@ A task's *items* are what its headline is computed from, kept with the result so
 comparisons need no re-encoding:
 
 * ``{"statistic": "mean", "values": [...]}`` - the headline is the mean of per-item values (AP of a
-  query for retrieval and re-ranking, 0 / 1 correctness of a test sentence for classification);
+  query for retrieval and re-ranking, 0 / 1 correctness of a test sentence for classification, Kendall's
+  tau of a ranking sample); a NaN value (a sample without a defined value) is left out, as the
+  headline leaves it out;
 * ``{"statistic": "spearman" | "ap", "gold": [...], "predicted": [...]}`` - the headline is a
   statistic of the pairs (Spearman for scored pairs, average precision for labelled pairs).
 
 Both carry ``key``, a sha256 of what the items are (pair texts, query ids), so that two results are
-compared only when they score the same items in the same order.
+compared only when they score the same items in the same order. A headline that averages several
+tasks' headlines (the STS average over seven tasks, CQADupStack's MAP@100 over forums) is
+``{"statistic": "parts", "parts": [items, ...]}`` (:func:`parts_items`): a resample draws each
+part's items separately (a stratified bootstrap: every part keeps its size and its weight).
 
 Percentile bootstrap (Efron and Tibshirani 1993, ch. 13): resample the items with replacement
 ``resamples`` times with a seeded generator, recompute the headline, take the (1 - level) / 2 and
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -55,6 +61,15 @@ def pair_items(statistic: str, gold: Iterable[float], predicted: Iterable[float]
             "key": key}
 
 
+def parts_items(parts: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Items whose headline is the unweighted mean of the parts' headlines (each part: items of any
+    kind), keyed by the parts' keys in order."""
+    parts = list(parts)
+    if not parts:
+        raise DataError("a headline over parts needs at least one part")
+    return {"statistic": "parts", "parts": parts, "key": items_key(p.get("key") for p in parts)}
+
+
 def _arrays(items: dict[str, Any]) -> tuple[str, np.ndarray, np.ndarray | None]:
     statistic = items.get("statistic")
     if statistic == "mean":
@@ -66,8 +81,8 @@ def _arrays(items: dict[str, Any]) -> tuple[str, np.ndarray, np.ndarray | None]:
 
 def _statistic(statistic: str, first: np.ndarray, second: np.ndarray | None) -> float:
     """The headline (x 100) of the given items; NaN where a resample leaves it undefined."""
-    if statistic == "mean":
-        return 100 * float(first.mean())
+    if statistic == "mean":  # NaN values (e.g. Kendall's tau of a constant prediction) are left out
+        return 100 * float(np.nanmean(first))
     if statistic == "spearman":
         from scipy.stats import spearmanr
 
@@ -82,11 +97,40 @@ def _statistic(statistic: str, first: np.ndarray, second: np.ndarray | None) -> 
 
 
 def headline(items: dict[str, Any]) -> float:
+    if items.get("statistic") == "parts":
+        return float(np.mean([headline(part) for part in items["parts"]]))
     return _statistic(*_arrays(items))
 
 
-def _indices(n: int, resamples: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+def _draw(items: dict[str, Any], resamples: int, rng: np.random.Generator) -> np.ndarray | list:
+    """Resampled item indices: ``resamples x n``, or one such array per part (stratified)."""
+    if items.get("statistic") == "parts":
+        return [_draw(part, resamples, rng) for part in items["parts"]]
+    n = item_count(items)
+    if n < 2:
+        raise DataError("a bootstrap interval needs at least 2 items")
+    return rng.integers(0, n, size=(resamples, n))
+
+
+def _resampled(items: dict[str, Any], draw: np.ndarray | list) -> np.ndarray:
+    """The headline (x 100) on every resample of ``draw``; NaN where a resample leaves it undefined."""
+    if items.get("statistic") == "parts":
+        return np.mean([_resampled(part, d) for part, d in zip(items["parts"], draw)], axis=0)
+    statistic, first, second = _arrays(items)
+    if statistic == "mean":  # vectorised: the mean of every resample at once
+        values = first[draw]
+        if not np.isnan(first).any():
+            return 100 * values.mean(axis=1)
+        with warnings.catch_warnings():  # a resample of NaN values only has no headline: NaN, left out
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return 100 * np.nanmean(values, axis=1)
+    return np.asarray([_statistic(statistic, first[i], second[i]) for i in draw])
+
+
+def _check_same_items(results: Iterable[dict[str, Any]]) -> None:
+    results = list(results)
+    if len({r.get("key") for r in results}) != 1 or len({r.get("statistic") for r in results}) != 1:
+        raise DataError("the results do not score the same items; they cannot be compared pairwise")
 
 
 def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
@@ -98,13 +142,7 @@ def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
 def bootstrap_interval(items: dict[str, Any], resamples: int = RESAMPLES, level: float = LEVEL,
                        seed: int = SEED) -> tuple[float, float]:
     """Percentile bootstrap interval of the headline (x 100)."""
-    statistic, first, second = _arrays(items)
-    if len(first) < 2:
-        raise DataError("a bootstrap interval needs at least 2 items")
-    if statistic == "mean":  # vectorised: the mean of every resample at once
-        return _interval(100 * first[_indices(len(first), resamples, seed)].mean(axis=1), level)
-    draws = [_statistic(statistic, first[i], second[i]) for i in _indices(len(first), resamples, seed)]
-    return _interval(np.asarray(draws), level)
+    return _interval(_resampled(items, _draw(items, resamples, np.random.default_rng(seed))), level)
 
 
 @dataclass
@@ -134,24 +172,17 @@ def paired_difference(a: dict[str, Any], b: dict[str, Any], resamples: int = RES
                       seed: int = SEED) -> Difference:
     """Headline of ``a`` minus headline of ``b``, both scored on the same items, with the percentile
     interval of the difference over shared resamples."""
-    if a.get("key") != b.get("key") or a.get("statistic") != b.get("statistic"):
-        raise DataError("the two results do not score the same items; they cannot be compared pairwise")
-    statistic, first_a, second_a = _arrays(a)
-    _, first_b, second_b = _arrays(b)
-    indices = _indices(len(first_a), resamples, seed)
-    if statistic == "mean":
-        draws = 100 * (first_a[indices].mean(axis=1) - first_b[indices].mean(axis=1))
-    else:
-        draws = np.asarray([_statistic(statistic, first_a[i], second_a[i]) - _statistic(statistic, first_b[i],
-                                                                                         second_b[i])
-                            for i in indices])
-    low, high = _interval(draws, level)
+    _check_same_items([a, b])
+    draw = _draw(a, resamples, np.random.default_rng(seed))
+    low, high = _interval(_resampled(a, draw) - _resampled(b, draw), level)
     return Difference(headline(a) - headline(b), low, high, resamples, level)
 
 
 def subset_items(items: dict[str, Any], indices: Iterable[int]) -> dict[str, Any]:
     """The items at ``indices`` (in that order), keyed by the parent's key and the indices, so that two
     subsets compare pairwise only when they are the same subset of the same items."""
+    if items.get("statistic") == "parts":
+        raise DataError("a headline over parts cannot be split into item subsets; split each part")
     chosen = [int(i) for i in indices]
     key = items_key([items.get("key"), chosen])
     if items.get("statistic") == "mean":
@@ -161,6 +192,8 @@ def subset_items(items: dict[str, Any], indices: Iterable[int]) -> dict[str, Any
 
 
 def item_count(items: dict[str, Any]) -> int:
+    if items.get("statistic") == "parts":
+        return sum(item_count(part) for part in items["parts"])
     return len(items["values"] if items.get("statistic") == "mean" else items["gold"])
 
 
@@ -216,17 +249,6 @@ class SeedItemDifference:
                 "seed_sd": self.seed_sd}
 
 
-def _headlines(items: list[dict[str, Any]], indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(headline of each seed's items, headline of each seed on each item resample: seeds x resamples)."""
-    full = np.asarray([headline(i) for i in items])
-    arrays = [_arrays(i) for i in items]
-    if arrays[0][0] == "mean":
-        values = np.stack([first for _, first, _ in arrays])  # seeds x items
-        return full, 100 * values[:, indices].mean(axis=2)
-    return full, np.asarray([[_statistic(statistic, first[i], second[i]) for i in indices]
-                             for statistic, first, second in arrays])
-
-
 def seed_item_difference(a: list[dict[str, Any]], b: list[dict[str, Any]], resamples: int = RESAMPLES,
                          level: float = LEVEL, seed: int = SEED) -> SeedItemDifference:
     """``a`` minus ``b``, each given as one item set per training seed (``b`` may be a single, untrained
@@ -240,17 +262,11 @@ def seed_item_difference(a: list[dict[str, Any]], b: list[dict[str, Any]], resam
     :attr:`SeedItemDifference.beyond_noise` also asks that every seed differ in the same direction."""
     if not a or not b:
         raise DataError("a comparison needs at least one result on each side")
-    keys = {i.get("key") for i in [*a, *b]}
-    statistics = {i.get("statistic") for i in [*a, *b]}
-    if len(keys) != 1 or len(statistics) != 1:
-        raise DataError("the results do not score the same items; they cannot be compared pairwise")
-    n = item_count(a[0])
-    if n < 2:
-        raise DataError("a bootstrap interval needs at least 2 items")
+    _check_same_items([*a, *b])
     rng = np.random.default_rng(seed)
-    indices = rng.integers(0, n, size=(resamples, n))
-    full_a, resampled_a = _headlines(a, indices)
-    full_b, resampled_b = _headlines(b, indices)
+    draw = _draw(a[0], resamples, rng)
+    full_a, full_b = (np.asarray([headline(i) for i in side]) for side in (a, b))
+    resampled_a, resampled_b = (np.asarray([_resampled(i, draw) for i in side]) for side in (a, b))
     seeds_a = rng.integers(0, len(a), size=(resamples, len(a)))
     seeds_b = rng.integers(0, len(b), size=(resamples, len(b)))
     columns = np.arange(resamples)[:, None]

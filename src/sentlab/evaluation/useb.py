@@ -1,6 +1,8 @@
 """USEB (TSDAE paper, Sec. 4.1 and its ``useb`` toolkit): titles only, cosine similarity.
 
-Metrics, each x 100, as the toolkit computes them:
+Metrics, each x 100, as the toolkit computes them (with ``items``, each result also keeps what its
+headline is computed from, ``extra["items"]``, :mod:`sentlab.evaluation.uncertainty`: per-query AP,
+per-forum / per-set / per-relation parts):
 
 * AskUbuntu - MAP over the 20 BM25 candidates of each test query (queries without a similar
   question are skipped); candidates are ranked by cosine, ties kept in BM25 order. AP of a query is
@@ -33,6 +35,7 @@ from sentlab.data.useb import (USEB_TASKS, ParaphrasePairs, RelevanceQuery, Rera
                                load_askubuntu, load_cqadupstack, load_scidocs, load_twitterpara, missing_data,
                                task_folder)
 from sentlab.evaluation.results import EvalReport, MetricsResult
+from sentlab.evaluation.uncertainty import items_key, mean_items, pair_items, parts_items
 
 VectorFn = Callable[[Sequence[str]], np.ndarray]  # rows whose cosine is the model's similarity
 MAP_CUTOFF = 100
@@ -70,8 +73,8 @@ def ranked_precision_metrics(relevant_in_order: Sequence[bool]) -> dict[str, flo
             "p@5": float(precision_at[min(4, len(hits) - 1)]), "mrr": float(1.0 / (np.argmax(hits) + 1))}
 
 
-def score_askubuntu(vectors: VectorFn, queries: list[RerankQuery], query_rows: VectorFn | None = None
-                    ) -> MetricsResult:
+def score_askubuntu(vectors: VectorFn, queries: list[RerankQuery], query_rows: VectorFn | None = None,
+                    items: bool = False) -> MetricsResult:
     kept = [q for q in queries if q.relevant & set(q.candidate_ids)]
     rows = _encode_unique(vectors, [t for q in kept for t in (q.query, *q.candidates)])
     asked = _query_side(vectors, [q.query for q in kept], rows, query_rows)
@@ -81,8 +84,10 @@ def score_askubuntu(vectors: VectorFn, queries: list[RerankQuery], query_rows: V
         order = np.argsort(-scores, kind="stable")  # ties stay in BM25 order
         per_query.append(ranked_precision_metrics([q.candidate_ids[i] in q.relevant for i in order]))
     scores = {k: 100 * float(np.mean([m[k] for m in per_query])) for k in ("map", "p@1", "p@5", "mrr")}
-    return MetricsResult("map", scores, n=len(kept),
-                         extra={"n_queries_skipped_no_relevant_candidate": len(queries) - len(kept)})
+    extra: dict = {"n_queries_skipped_no_relevant_candidate": len(queries) - len(kept)}
+    if items:
+        extra["items"] = mean_items((m["map"] for m in per_query), items_key(q.query for q in kept))
+    return MetricsResult("map", scores, n=len(kept), extra=extra)
 
 
 def top_k(queries: np.ndarray, pool: np.ndarray, k: int, block: int = 1024,
@@ -105,8 +110,9 @@ def map_at_k(top_scores: np.ndarray, top_hits: np.ndarray) -> float:
 
 
 def score_cqadupstack(vectors: VectorFn, forums: dict[str, RetrievalForum], k: int = MAP_CUTOFF,
-                      device: str | torch.device = "cpu", query_rows: VectorFn | None = None) -> MetricsResult:
-    parts = {}
+                      device: str | torch.device = "cpu", query_rows: VectorFn | None = None,
+                      items: bool = False) -> MetricsResult:
+    parts, per_forum = {}, []
     for name, forum in forums.items():
         query_ids, pool_ids = list(forum.queries), list(forum.corpus)
         q = query_matrix(vectors, [forum.queries[i] for i in query_ids], query_rows)
@@ -117,14 +123,18 @@ def score_cqadupstack(vectors: VectorFn, forums: dict[str, RetrievalForum], k: i
             hits = np.asarray([pool_ids[j] in forum.relevant[qid] for j in top_index[row]], dtype=int)
             aps.append(map_at_k(top_scores[row], hits))
         parts[name] = {"map@100": 100 * float(np.mean(aps)), "n_queries": len(query_ids), "pool": len(pool_ids)}
+        per_forum.append(mean_items(aps, items_key([name, *query_ids])))
     main = float(np.mean([p["map@100"] for p in parts.values()]))
+    extra: dict = {"forums": sorted(forums)}
+    if items:
+        extra["items"] = parts_items(per_forum)
     return MetricsResult("map@100", {"map@100": main}, n=sum(p["n_queries"] for p in parts.values()),
-                         parts=parts, extra={"forums": sorted(forums)})
+                         parts=parts, extra=extra)
 
 
-def score_twitterpara(vectors: VectorFn, sets: dict[str, ParaphrasePairs], query_rows: VectorFn | None = None
-                      ) -> MetricsResult:
-    parts = {}
+def score_twitterpara(vectors: VectorFn, sets: dict[str, ParaphrasePairs], query_rows: VectorFn | None = None,
+                      items: bool = False) -> MetricsResult:
+    parts, per_set = {}, []
     for name, pairs in sets.items():
         rows = _encode_unique(vectors, [*pairs.sentences1, *pairs.sentences2])
         first = _query_side(vectors, pairs.sentences1, rows, query_rows)  # the first tweet is the query
@@ -134,9 +144,13 @@ def score_twitterpara(vectors: VectorFn, sets: dict[str, ParaphrasePairs], query
         parts[name] = {"ap": 100 * float(average_precision_score(labels[decided], cosine[decided])),
                        "spearman": 100 * float(spearmanr(pairs.scores, cosine)[0]),
                        "n_pairs": int(decided.sum()), "n_undecided": int((~decided).sum())}
+        kept = np.flatnonzero(decided)
+        per_set.append(pair_items("ap", labels[decided], cosine[decided],
+                                  items_key([name, *((pairs.sentences1[i], pairs.sentences2[i]) for i in kept)])))
     scores = {"ap": float(np.mean([p["ap"] for p in parts.values()])),
               "spearman": float(np.mean([p["spearman"] for p in parts.values()]))}
-    return MetricsResult("ap", scores, n=sum(p["n_pairs"] for p in parts.values()), parts=parts)
+    return MetricsResult("ap", scores, n=sum(p["n_pairs"] for p in parts.values()), parts=parts,
+                         extra={"items": parts_items(per_set)} if items else {})
 
 
 def trec_average_precision(scores: Sequence[float], doc_ids: Sequence[str], qrels: dict[str, int]) -> float:
@@ -155,33 +169,36 @@ def trec_average_precision(scores: Sequence[float], doc_ids: Sequence[str], qrel
 
 
 def score_scidocs(vectors: VectorFn, relations: dict[str, list[RelevanceQuery]],
-                  query_rows: VectorFn | None = None) -> MetricsResult:
+                  query_rows: VectorFn | None = None, items: bool = False) -> MetricsResult:
     rows = _encode_unique(vectors, [t for qs in relations.values() for q in qs for t in (q.query, *q.candidates)])
     asked = _query_side(vectors, [q.query for qs in relations.values() for q in qs], rows, query_rows)
-    parts = {}
+    parts, per_relation = {}, []
     for name, queries in relations.items():
         aps = [trec_average_precision([float(rows[c] @ asked[q.query]) for c in q.candidates], q.candidate_ids,
                                       q.qrels) for q in queries]
         parts[name] = {"map": 100 * float(np.mean(aps)), "n_queries": len(queries)}
+        per_relation.append(mean_items(aps, items_key([name, *(q.query for q in queries)])))
     main = float(np.mean([p["map"] for p in parts.values()]))
-    return MetricsResult("map", {"map": main}, n=sum(p["n_queries"] for p in parts.values()), parts=parts)
+    return MetricsResult("map", {"map": main}, n=sum(p["n_queries"] for p in parts.values()), parts=parts,
+                         extra={"items": parts_items(per_relation)} if items else {})
 
 
 def run_useb_task(name: str, vectors: VectorFn, data_dir: str | Path | None = None,
-                  device: str | torch.device = "cpu", query_rows: VectorFn | None = None) -> MetricsResult:
+                  device: str | torch.device = "cpu", query_rows: VectorFn | None = None,
+                  items: bool = False) -> MetricsResult:
     folder = task_folder(name, data_dir)
     if name == "AskUbuntu":
-        return score_askubuntu(vectors, load_askubuntu(folder), query_rows)
+        return score_askubuntu(vectors, load_askubuntu(folder), query_rows, items=items)
     if name == "CQADupStack":
-        return score_cqadupstack(vectors, load_cqadupstack(folder), device=device, query_rows=query_rows)
+        return score_cqadupstack(vectors, load_cqadupstack(folder), device=device, query_rows=query_rows, items=items)
     if name == "TwitterPara":
-        return score_twitterpara(vectors, load_twitterpara(folder), query_rows)
-    return score_scidocs(vectors, load_scidocs(folder), query_rows)
+        return score_twitterpara(vectors, load_twitterpara(folder), query_rows, items=items)
+    return score_scidocs(vectors, load_scidocs(folder), query_rows, items=items)
 
 
 def evaluate_useb(vectors: VectorFn, data_dir: str | Path | None = None, tasks: Iterable[str] = USEB_TASKS,
                   report: EvalReport | None = None, device: str | torch.device = "cpu",
-                  model_name: str = "model", query_rows: VectorFn | None = None) -> EvalReport:
+                  model_name: str = "model", query_rows: VectorFn | None = None, items: bool = False) -> EvalReport:
     """Run the USEB tasks whose data is present; the others go to ``summary["skipped"]`` with the
     reason. ``useb_avg`` (the TSDAE table's average) needs all four."""
     report = report or EvalReport(model=model_name)
@@ -191,7 +208,7 @@ def evaluate_useb(vectors: VectorFn, data_dir: str | Path | None = None, tasks: 
         if reason:
             report.summary.setdefault("skipped", {})[name] = reason
             continue
-        report.tasks[name] = run_useb_task(name, vectors, data_dir, device, query_rows)
+        report.tasks[name] = run_useb_task(name, vectors, data_dir, device, query_rows, items=items)
         done.append(report.tasks[name].main)
     if len(done) == len(USEB_TASKS):
         report.summary["useb_avg"] = float(np.mean(done))

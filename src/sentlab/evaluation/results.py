@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,9 +92,13 @@ class EvalReport:
         return asdict(self)
 
     def write(self, path: str | Path) -> None:
+        """Whole or not at all (a temporary file renamed into place): a results file that a killed
+        process leaves behind is never read as valid."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        temporary = path.with_name(path.name + ".tmp")
+        temporary.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        os.replace(temporary, path)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalReport:

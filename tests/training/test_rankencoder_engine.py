@@ -56,7 +56,7 @@ def test_resume_reuses_e1_vectors(tiny_backbone, tiny_backbone_no_dropout, corpu
     stamps = paths.base_train_vectors.stat().st_mtime_ns, (paths.base_index / "vectors.npy").stat().st_mtime_ns
     longer = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=6,
                          save_steps=2)
-    engine.train(longer, resume=True, evaluate=False)
+    engine.train(longer, resume=True, evaluate=False, allow_changed=True)  # a longer run of the same training
     assert (paths.base_train_vectors.stat().st_mtime_ns, (paths.base_index / "vectors.npy").stat().st_mtime_ns) == stamps
     steps = [json.loads(line).get("step") for line in paths.metrics.read_text().splitlines()]
     assert max(s for s in steps if s) == 6

@@ -33,7 +33,11 @@ ARMS = {  # arm -> (config, overrides): the CPU presets, all with the model's ow
 DEFAULT_ARMS = ["start", "tsdae", "ct", "mlm", "simcse", "bert-flow"]
 
 
-def evaluate(model, name: str, forums: dict, data_dir: str | None, out: Path) -> dict:
+def domain_report(model, name: str, forums: dict, data_dir: str | None, sts_tasks=None, items: bool = False):
+    """The TSDAE paper's domain tasks on a forum subset: CQADupStack MAP@100 over ``forums`` (each its
+    own pool), TwitterPara AP, and the STS tasks (all seven by default); ``items``: keep what each
+    headline is computed from (``sentlab.evaluation.uncertainty``)."""
+    from sentlab.data.sts import STS_TASKS
     from sentlab.data.useb import load_twitterpara, task_folder
     from sentlab.evaluation import CosineScorer, evaluate_sts
     from sentlab.evaluation.results import EvalReport
@@ -41,11 +45,17 @@ def evaluate(model, name: str, forums: dict, data_dir: str | None, out: Path) ->
     from sentlab.evaluation.useb import score_cqadupstack, score_twitterpara
 
     cache = EmbeddingCache(model)
-    report = EvalReport(model=name)
-    report.tasks["CQADupStack"] = score_cqadupstack(cache.encode, forums, device=model.device)
-    report.tasks["TwitterPara"] = score_twitterpara(cache.encode, load_twitterpara(task_folder("TwitterPara", data_dir)))
-    evaluate_sts(CosineScorer(cache, name=name), data_dir, report=report, extras=False)
-    report.settings["cqadupstack_forums"] = sorted(forums)
+    report = EvalReport(model=name, settings={"cqadupstack_forums": sorted(forums)})
+    report.tasks["CQADupStack"] = score_cqadupstack(cache.encode, forums, device=model.device, items=items)
+    report.tasks["TwitterPara"] = score_twitterpara(cache.encode, load_twitterpara(task_folder("TwitterPara", data_dir)),
+                                                    items=items)
+    evaluate_sts(CosineScorer(cache, name=name), data_dir, tasks=sts_tasks or tuple(STS_TASKS), report=report,
+                 extras=False, items=items)
+    return report
+
+
+def evaluate(model, name: str, forums: dict, data_dir: str | None, out: Path) -> dict:
+    report = domain_report(model, name, forums, data_dir)
     report.write(out / "results.json")
     return {"cqadupstack_map100": report.tasks["CQADupStack"].main,
             "twitterpara_ap": report.tasks["TwitterPara"].main, "sts_avg": report.summary["sts_avg"]}

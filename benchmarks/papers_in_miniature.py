@@ -62,8 +62,7 @@ class ArmSpec:
     through ``sentlab eval``, with the method's own scorer; ``domain``: claim d's tasks)."""
 
     preset: str
-    scored_on: str = "sts"
-    domain_text: bool = False
+    scored_on: str = "sts"  # "domain": trained on claim d's text, the target tasks' unlabelled sentences
     needs: dict[str, str] = field(default_factory=dict)
 
 
@@ -72,11 +71,11 @@ ARMS = {
     "rankencoder": ArmSpec("rankencoder.yaml", needs={"rank.base_encoder": "simcse"}),
     "rankcse-listnet": ArmSpec("rankcse-listnet.yaml", needs={"rankcse.teachers": "simcse"}),
     "rankcse-listmle": ArmSpec("rankcse-listmle.yaml", needs={"rankcse.teachers": "simcse"}),
-    "tsdae": ArmSpec("tsdae.yaml", "domain", domain_text=True),
-    "mlm": ArmSpec("mlm.yaml", "domain", domain_text=True),
-    "ct": ArmSpec("ct.yaml", "domain", domain_text=True),
-    "simcse-domain": ArmSpec("simcse-domain.yaml", "domain", domain_text=True),
-    "bert-flow": ArmSpec("bertflow.yaml", "domain", domain_text=True),
+    "tsdae": ArmSpec("tsdae.yaml", "domain"),
+    "mlm": ArmSpec("mlm.yaml", "domain"),
+    "ct": ArmSpec("ct.yaml", "domain"),
+    "simcse-domain": ArmSpec("simcse-domain.yaml", "domain"),
+    "bert-flow": ArmSpec("bertflow.yaml", "domain"),
     "rse": ArmSpec("rse.yaml"),
     "rse-all-above": ArmSpec("rse-all-above.yaml"),
 }
@@ -120,6 +119,7 @@ class Miniature:
         if path.is_file():
             return path
         from sentlab.data.useb import load_cqadupstack, load_twitterpara, task_folder
+        from sentlab.paths import write_text_atomic
 
         forums = load_cqadupstack(task_folder("CQADupStack", self.data_dir))
         twitter = load_twitterpara(task_folder("TwitterPara", self.data_dir))
@@ -127,9 +127,7 @@ class Miniature:
         lines |= {" ".join(t.split()) for pairs in twitter.values() for t in (*pairs.sentences1, *pairs.sentences2)}
         lines = sorted(line for line in lines if line)
         random.Random(0).shuffle(lines)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        temporary.replace(path)
+        write_text_atomic(path, "".join(line + "\n" for line in lines))
         return path
 
     def train(self, arm: str, seed: int) -> Path:
@@ -148,7 +146,7 @@ class Miniature:
         for key, needed in spec.needs.items():
             model = self.train(needed, seed)
             overrides.append(f"{key}=[{model}]" if key == "rankcse.teachers" else f"{key}={model}")
-        if spec.domain_text:
+        if spec.scored_on == "domain":
             overrides.append(f"data.train={self.domain_text()}")
         if self.data_dir:
             overrides.append(f"data.data_dir={self.data_dir}")
@@ -179,25 +177,14 @@ class Miniature:
                 raise SystemExit(f"sentlab eval failed for {model}")
 
     def _domain_eval(self, model: Path, path: Path, pooler: str | None) -> None:
-        """The forums' MAP@100 (USEB's definition, each forum's own pool), TwitterPara AP and STS-B."""
-        from sentlab.data.useb import load_cqadupstack, load_twitterpara, task_folder
+        """Claim d's tasks: the forums' MAP@100, TwitterPara AP and STS-B (TSDAE Table 2 / 3)."""
+        from domain_adaptation import domain_report
+        from sentlab.data.useb import load_cqadupstack, task_folder
         from sentlab.encoders import load_encoder
-        from sentlab.evaluation import CosineScorer, evaluate_sts
-        from sentlab.evaluation.results import EvalReport
-        from sentlab.evaluation.scoring import EmbeddingCache
-        from sentlab.evaluation.useb import score_cqadupstack, score_twitterpara
 
-        encoder = load_encoder(str(model), pooler=pooler).eval()
-        cache = EmbeddingCache(encoder)
         forums = load_cqadupstack(task_folder("CQADupStack", self.data_dir))
-        report = EvalReport(model=path.stem, settings={"cqadupstack_forums": self.forums})
-        report.tasks["CQADupStack"] = score_cqadupstack(cache.encode, {f: forums[f] for f in self.forums},
-                                                        device=encoder.device, items=True)
-        report.tasks["TwitterPara"] = score_twitterpara(
-            cache.encode, load_twitterpara(task_folder("TwitterPara", self.data_dir)), items=True)
-        evaluate_sts(CosineScorer(cache, name=path.stem), self.data_dir, tasks=["STS-B"], report=report,
-                     extras=False, items=True)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        report = domain_report(load_encoder(str(model), pooler=pooler).eval(), path.stem,
+                               {f: forums[f] for f in self.forums}, self.data_dir, sts_tasks=["STS-B"], items=True)
         report.write(path)
 
     def results(self, row: str, scored_on: str) -> list[dict]:
@@ -243,21 +230,6 @@ def adapt_claim(mini: Miniature, forum: str, others: list[str], steps: int) -> d
             "wall_seconds": round(time.perf_counter() - started, 1)}
 
 
-def find_raw_lm(raw_lm: str | None, raw_config: str) -> Path:
-    from sentlab.training.config import load_config
-    from sentlab.training.run_folder import find_finished_run
-
-    if raw_lm:
-        return Path(raw_lm)
-    cfg = load_config(raw_config)
-    runs = Path(cfg.train.output_dir).parent
-    found = find_finished_run(cfg, runs)
-    if found is None:
-        raise SystemExit(f"no finished raw LM of {raw_config} under {runs}/: pre-train it with "
-                         f"`sentlab train {raw_config}` (resumable with --resume), or pass --raw-lm PATH")
-    return found
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", default="runs/miniature")
@@ -274,17 +246,24 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args()
 
+    from sentlab.errors import SentlabError
     from sentlab.progress import set_quiet
+    from sentlab.training.run_folder import require_finished_run
 
-    set_quiet(True)
-    output = Path(args.output)
-    output.mkdir(parents=True, exist_ok=True)
-    mini = Miniature(output, find_raw_lm(args.raw_lm, args.raw_config), args.seeds, args.forums.split(","),
-                     args.data_dir, args.set)
     wanted = set(args.claims.split(","))
     unknown = wanted - {c.id for c in CLAIMS} - {"f"}
     if unknown:
         raise SystemExit(f"unknown claim(s): {', '.join(sorted(unknown))} (a-f)")
+    if args.raw_lm and not (Path(args.raw_lm) / "modules.json").is_file():
+        raise SystemExit(f"{args.raw_lm}: not a sentence-transformers model folder (no modules.json)")
+    try:
+        raw_lm = Path(args.raw_lm) if args.raw_lm else require_finished_run(args.raw_config)
+    except SentlabError as err:
+        raise SystemExit(f"{err} (--raw-lm PATH)") from None
+    set_quiet(True)
+    output = Path(args.output)
+    output.mkdir(parents=True, exist_ok=True)
+    mini = Miniature(output, raw_lm, args.seeds, args.forums.split(","), args.data_dir, args.set)
     rows = [judge(mini, claim) for claim in CLAIMS if claim.id in wanted]
     adapt = adapt_claim(mini, args.adapt_forum, args.adapt_others.split(","), args.adapt_steps) if "f" in wanted else None
     wall = {arm: {int(p.parent.name.split("-")[1]): json.loads(p.read_text("utf-8"))

@@ -62,20 +62,16 @@ def main() -> None:
     from sentlab.progress import set_quiet
     from sentlab.training.config import load_config
     from sentlab.training.engine import train
-    from sentlab.training.run_folder import RunPaths, find_finished_run
+    from sentlab.errors import SentlabError
+    from sentlab.training.run_folder import RunPaths, require_finished_run
 
     set_quiet(True)
     output = Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
-    if args.raw_lm:
-        raw_lm = Path(args.raw_lm)
-    else:
-        raw_cfg = load_config(args.raw_config)
-        runs = Path(raw_cfg.train.output_dir).parent
-        raw_lm = find_finished_run(raw_cfg, runs)
-        if raw_lm is None:
-            raise SystemExit(f"no finished raw LM of {args.raw_config} under {runs}/: pre-train it with "
-                             f"`sentlab train {args.raw_config}` (resumable with --resume), or pass --raw-lm PATH")
+    try:
+        raw_lm = Path(args.raw_lm) if args.raw_lm else require_finished_run(args.raw_config)
+    except SentlabError as err:
+        raise SystemExit(f"{err} (--raw-lm PATH)") from None
     tasks = args.baseline_tasks
     suffix = tasks.replace(",", "-")
     rows = {"raw LM, mean": scores(raw_lm, "mean", output / f"rawlm-mean-{suffix}.json", tasks),

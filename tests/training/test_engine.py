@@ -95,6 +95,10 @@ def test_resume_under_other_settings_is_refused_unless_allowed_and_then_recorded
     assert "max_steps: 4" in (paths.root / "config.until-step-4.yaml").read_text()
     assert "max_steps: 6" in paths.config.read_text()
     assert "settings changed at step 4 (train.max_steps: 4 -> 6)" in paths.log.read_text()
+    # a run folder whose config.yaml is empty: one line, and --allow-changed-settings still continues
+    paths.config.write_text("")
+    assert engine._changes_since_start(longer, paths) == ["config.yaml: empty or not a config, the run's own "
+                                                          "settings are unknown"]
 
 
 def test_resume_without_checkpoint_is_an_error(tiny_backbone, corpus_file, tmp_path):

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sentlab.errors import DataError
+from sentlab.paths import write_text_atomic
 
 
 @dataclass
@@ -94,11 +94,7 @@ class EvalReport:
     def write(self, path: str | Path) -> None:
         """Whole or not at all (a temporary file renamed into place): a results file that a killed
         process leaves behind is never read as valid."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(path.name + ".tmp")
-        temporary.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
-        os.replace(temporary, path)
+        write_text_atomic(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalReport:

@@ -123,7 +123,8 @@ def score_cqadupstack(vectors: VectorFn, forums: dict[str, RetrievalForum], k: i
             hits = np.asarray([pool_ids[j] in forum.relevant[qid] for j in top_index[row]], dtype=int)
             aps.append(map_at_k(top_scores[row], hits))
         parts[name] = {"map@100": 100 * float(np.mean(aps)), "n_queries": len(query_ids), "pool": len(pool_ids)}
-        per_forum.append(mean_items(aps, items_key([name, *query_ids])))
+        if items:
+            per_forum.append(mean_items(aps, items_key([name, *query_ids])))
     main = float(np.mean([p["map@100"] for p in parts.values()]))
     extra: dict = {"forums": sorted(forums)}
     if items:
@@ -144,9 +145,10 @@ def score_twitterpara(vectors: VectorFn, sets: dict[str, ParaphrasePairs], query
         parts[name] = {"ap": 100 * float(average_precision_score(labels[decided], cosine[decided])),
                        "spearman": 100 * float(spearmanr(pairs.scores, cosine)[0]),
                        "n_pairs": int(decided.sum()), "n_undecided": int((~decided).sum())}
-        kept = np.flatnonzero(decided)
-        per_set.append(pair_items("ap", labels[decided], cosine[decided],
-                                  items_key([name, *((pairs.sentences1[i], pairs.sentences2[i]) for i in kept)])))
+        if items:
+            kept = np.flatnonzero(decided)
+            per_set.append(pair_items("ap", labels[decided], cosine[decided],
+                                      items_key([name, *((pairs.sentences1[i], pairs.sentences2[i]) for i in kept)])))
     scores = {"ap": float(np.mean([p["ap"] for p in parts.values()])),
               "spearman": float(np.mean([p["spearman"] for p in parts.values()]))}
     return MetricsResult("ap", scores, n=sum(p["n_pairs"] for p in parts.values()), parts=parts,
@@ -177,7 +179,8 @@ def score_scidocs(vectors: VectorFn, relations: dict[str, list[RelevanceQuery]],
         aps = [trec_average_precision([float(rows[c] @ asked[q.query]) for c in q.candidates], q.candidate_ids,
                                       q.qrels) for q in queries]
         parts[name] = {"map": 100 * float(np.mean(aps)), "n_queries": len(queries)}
-        per_relation.append(mean_items(aps, items_key([name, *(q.query for q in queries)])))
+        if items:
+            per_relation.append(mean_items(aps, items_key([name, *(q.query for q in queries)])))
     main = float(np.mean([p["map"] for p in parts.values()]))
     return MetricsResult("map", {"map": main}, n=sum(p["n_queries"] for p in parts.values()), parts=parts,
                          extra={"items": parts_items(per_relation)} if items else {})

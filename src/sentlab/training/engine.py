@@ -38,6 +38,7 @@ from sentlab.encoders.loading import keep_start_settings
 from sentlab.encoders.loading import load_encoder  # noqa: F401  (engine.load_encoder: reload a saved run)
 from sentlab.errors import ConfigError, DataError
 from sentlab.methods import Method, get_method
+from sentlab.paths import write_text_atomic
 from sentlab.progress import bars, run_log, say
 from sentlab.training.callbacks import (LossComponentsLog, LossStateCheckpoint, MetricsLog, StopOnNonFiniteLoss,
                                         WallClockBudget, load_loss_state)
@@ -227,7 +228,7 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True, allow_c
             kept = paths.root / f"config.until-step-{step}.yaml"
             shutil.copyfile(paths.config, kept)
             say(f"settings changed at step {step} ({'; '.join(changes)}); the config before is kept as {kept.name}")
-        paths.config.write_text(cfg.to_yaml(), encoding="utf-8")
+        write_text_atomic(paths.config, cfg.to_yaml())
         return _train(cfg, paths, checkpoint, created, evaluate)
 
 
@@ -242,7 +243,8 @@ def _changes_since_start(cfg: TrainConfig, paths: RunPaths) -> list[str]:
         recorded = yaml.safe_load(paths.config.read_text("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise ConfigError(f"{paths.config}: not valid YAML ({str(err).splitlines()[0]})") from None
-    recorded = recorded if isinstance(recorded, dict) else {}
+    if not isinstance(recorded, dict):
+        return [f"{paths.config.name}: empty or not a config, the run's own settings are unknown"]
     try:  # settings added to sentlab since the run started take their defaults, as they did then
         recorded = TrainConfig.model_validate(recorded).model_dump()
     except ValueError:

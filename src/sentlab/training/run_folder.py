@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from sentlab.paths import write_text_atomic
 
 RUN_FILES: dict[str, str] = {"config": "config.yaml", "checkpoints": "checkpoints", "metrics": "metrics.jsonl",
                              "model": "model", "results": "results.json", "loss_plot": "loss.png",
@@ -40,11 +41,8 @@ def add_run_files(files: dict[str, str]) -> None:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write whole or not at all: a temporary file renamed into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    """Write whole or not at all (:func:`sentlab.paths.write_text_atomic`)."""
+    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
 
 
 def learned_settings(tree: dict[str, Any]) -> dict[str, Any]:
@@ -57,15 +55,17 @@ def learned_settings(tree: dict[str, Any]) -> dict[str, Any]:
     return tree
 
 
-def changed_settings(before: dict[str, Any], after: dict[str, Any], prefix: str = "") -> list[str]:
+def changed_settings(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """The learned settings that differ between two config trees, as ``key: old -> new`` lines."""
-    if prefix == "":
-        before, after = learned_settings(before), learned_settings(after)
+    return _differences(learned_settings(before), learned_settings(after), "")
+
+
+def _differences(before: dict[str, Any], after: dict[str, Any], prefix: str) -> list[str]:
     changes = []
     for key in sorted(set(before) | set(after), key=str):
         old, new = before.get(key), after.get(key)
         if isinstance(old, dict) and isinstance(new, dict):
-            changes += changed_settings(old, new, f"{prefix}{key}.")
+            changes += _differences(old, new, f"{prefix}{key}.")
         elif old != new:
             changes.append(f"{prefix}{key}: {old!r} -> {new!r}")
     return changes
@@ -95,3 +95,19 @@ def find_finished_run(cfg, root: Path) -> Path | None:
         if recorded == wanted and (paths.model / "modules.json").is_file():
             return paths.model
     return None
+
+
+def require_finished_run(config: str | Path) -> Path:
+    """The model folder of the finished run of ``config`` (by :func:`find_finished_run`, under the
+    folder that holds its ``train.output_dir``); a one-line :class:`ConfigError` saying how to train
+    it when there is none - a benchmark never trains one silently."""
+    from sentlab.errors import ConfigError
+    from sentlab.training.config import load_config
+
+    cfg = load_config(config)
+    runs = Path(cfg.train.output_dir).parent
+    found = find_finished_run(cfg, runs)
+    if found is None:
+        raise ConfigError(f"no finished run of {config} under {runs}/: train it with `sentlab train {config}` "
+                          "(resumable with --resume), or pass the model folder")
+    return found

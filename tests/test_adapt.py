@@ -80,6 +80,49 @@ def test_a_dev_card_keeps_each_arms_best_checkpoint(tiny_backbone, corpus_file, 
     assert info["kept_step"] == best and info["steps"] == 4
 
 
+def test_a_diverged_arm_is_reported_and_the_others_ranked(tiny_backbone, corpus_file, user_task, tmp_path,
+                                                         monkeypatch):
+    from sentlab.errors import TrainingDivergedError
+    from sentlab.training import engine
+
+    original_train, calls = engine.train, []
+
+    def simcse_diverges(cfg, resume=False, evaluate=True):  # as StopOnNonFiniteLoss raises it
+        calls.append((cfg.method, cfg.train.seed, cfg.train.learning_rate))
+        if cfg.method == "simcse-unsup" and cfg.train.learning_rate == 5e-5:
+            raise TrainingDivergedError("training loss became nan at step 2; lower the learning rate", step=2)
+        return original_train(cfg, resume=resume, evaluate=evaluate)
+
+    monkeypatch.setattr(engine, "train", simcse_diverges)
+    out = tmp_path / "adapt"
+    args = adapt_args(tiny_backbone, corpus_file, user_task, out, "--seeds", "42", "43")
+    assert cli.main(args) == 0  # one arm's NaN does not stop the others
+    assert calls == [("tsdae", 42, 3e-5), ("tsdae", 43, 3e-5), ("simcse-unsup", 42, 5e-5)]  # no seed 43 after it
+    report = json.loads((out / "report.json").read_text())
+    assert report["facts"]["diverged"]["simcse"]["step"] == 2 and report["facts"]["diverged"]["simcse"]["seed"] == 42
+    assert "simcse" not in report["facts"]["ranking_on_choosing"] and "tsdae" in report["facts"]["ranking_on_choosing"]
+    assert "Not ranked: simcse diverged at step 2 with seed 42" in report["recommendation"]
+    assert "simcse@5e-06" in report["recommendation"]  # how to retry it, a tenth of the learning rate
+    assert "| simcse | 2 |" in (out / "report.md").read_text() and "not ranked" in (out / "report.md").read_text()
+    assert json.loads((out / "arms" / "simcse" / "seed-42" / "trained.json").read_text())["diverged"]["step"] == 2
+
+    # rerun with the arm retried at another learning rate: nothing else is trained again
+    calls.clear()
+    args[args.index("tsdae,simcse")] = "tsdae,simcse,simcse@1e-5"
+    assert cli.main(args) == 0
+    assert calls == [("simcse-unsup", 42, 1e-5), ("simcse-unsup", 43, 1e-5)]
+    report = json.loads((out / "report.json").read_text())
+    assert "simcse@1e-5" in report["facts"]["ranking_on_choosing"] and "simcse" in report["facts"]["diverged"]
+
+
+@pytest.mark.parametrize("arm", ["simcse@abc", "simcse@-1", "simcse@nan", "rse@1e-4"])
+def test_a_bad_arm_name_is_a_one_line_error(arm):
+    from sentlab.adapt import arm_spec
+
+    with pytest.raises(ConfigError, match="learning rate|unknown method 'rse'"):
+        arm_spec(arm)
+
+
 def test_adapt_refuses_other_settings_in_the_same_folder(tiny_backbone, corpus_file, user_task, tmp_path, capsys):
     out = tmp_path / "adapt"
     out.mkdir()

@@ -7,6 +7,14 @@ methods of the TSDAE paper's comparison (Sec. 5, Table 2) that need nothing but 
 (needs teacher encoders), RSE and supervised SimCSE (need labelled pairs) and RankEncoder (an
 inference-time method over a corpus index, built with ``sentlab index``) are not arms.
 
+An arm may be named ``ARM@LR`` (``--methods bert-flow@1e-4``): that method at another learning rate,
+with its own row and run folder, so an arm can be retried beside the earlier one in the same folder.
+
+An arm whose loss becomes NaN or infinite with one seed is recorded as diverged (``trained.json``
+says at which step), its other seeds are not trained, and the report lists it as diverged and
+ranks the other arms: an arm whose surviving seeds alone were ranked would be chosen on its lucky
+runs.
+
 Every arm starts from the same model, with the same pooling, batch size, seeds and budget: ``steps``
 (optimizer steps), ``sentences`` (steps = sentences / batch size) or ``minutes`` (wall clock of
 training, :class:`sentlab.training.callbacks.WallClockBudget`). With a step or sentence budget,
@@ -40,11 +48,11 @@ import math
 import os
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sentlab.errors import ConfigError, DataError
+from sentlab.errors import ConfigError, DataError, TrainingDivergedError
 from sentlab.evaluation.results import EvalReport, MetricsResult
 from sentlab.progress import say
 
@@ -63,6 +71,24 @@ ARMS: dict[str, Arm] = {
     "simcse": Arm("simcse-unsup", 5e-5, "SimCSE (Gao et al., 2021), unsupervised"),
     "bert-flow": Arm("bert-flow", 1e-3, "BERT-flow (Li et al., 2020)"),
 }
+
+
+def arm_spec(name: str) -> Arm:
+    """The arm ``name``: a key of :data:`ARMS`, or ``KEY@LR`` for that arm at learning rate ``LR``."""
+    key, at, rate = name.partition("@")
+    if key not in ARMS:
+        raise ConfigError(f"unknown method {key!r} for adapt (choose from {', '.join(ARMS)})")
+    if not at:
+        return ARMS[key]
+    try:
+        learning_rate = float(rate)
+    except ValueError:
+        learning_rate = math.nan
+    if not (math.isfinite(learning_rate) and learning_rate > 0):
+        raise ConfigError(f"{name}: after '@' give the arm's learning rate, a positive number (e.g. {key}@1e-4)")
+    return replace(ARMS[key], learning_rate=learning_rate)
+
+
 GENERAL_TASKS = {"sts-b": ["STS-B"], "sts": ["STS avg"], "none": []}  # --general -> the task names it adds
 
 
@@ -162,14 +188,14 @@ def arm_config(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentenc
     steps = Budget(**s.budget).max_steps(s.batch_size)
     limit = steps * s.batch_size if steps > 0 and steps * s.batch_size < n_sentences else None
     train: dict[str, Any] = {"output_dir": str(plan.output / "arms" / arm / f"seed-{seed}"),
-                             "batch_size": s.batch_size, "learning_rate": ARMS[arm].learning_rate,
+                             "batch_size": s.batch_size, "learning_rate": arm_spec(arm).learning_rate,
                              "max_steps": steps, "seed": seed, "progress_bar": plan.progress_bar,
                              "eval_steps": s.eval_steps, "save_steps": s.eval_steps, "logging_steps": 10}
     if s.budget.get("minutes") is not None:
         train.update(max_minutes=s.budget["minutes"], epochs=1000.0)  # the clock stops it
     model = {"name": s.model, "max_seq_length": s.max_seq_length, **({"pooler": s.pooler} if s.pooler else {})}
     return TrainConfig.model_validate({
-        "method": ARMS[arm].method, "model": model,
+        "method": arm_spec(arm).method, "model": model,
         "data": {"train": str(train_file), "limit": limit, "data_dir": s.data_dir},
         "train": train, "eval": {"dev_task": s.dev_card or "none", "final_tasks": []}})
 
@@ -201,14 +227,24 @@ def train_arm(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentence
         say(f"[adapt] {arm} seed {seed}: trained before, kept")
         return json.loads(marker.read_text("utf-8"))
     resume = bool(checkpoint_folders(paths.checkpoints))
-    say(f"[adapt] {arm} seed {seed}: training {ARMS[arm].method}" + (" (resumed)" if resume else ""))
+    say(f"[adapt] {arm} seed {seed}: training {cfg.method}" + (" (resumed)" if resume else ""))
     started = time.perf_counter()
-    train(cfg, resume=resume, evaluate=False)
-    records = [json.loads(line) for line in paths.metrics.read_text("utf-8").splitlines() if line.strip()]
+    diverged: dict[str, Any] | None = None
+    try:
+        train(cfg, resume=resume, evaluate=False)
+    except TrainingDivergedError as err:
+        diverged = {"step": err.step, "error": str(err)}
+        say(f"[adapt] {arm} seed {seed}: diverged ({err})")
+    records = [json.loads(line) for line in paths.metrics.read_text("utf-8").splitlines() if line.strip()] \
+        if paths.metrics.is_file() else []
     steps = max((r.get("step", 0) for r in records), default=0)
-    info = {"arm": arm, "method": ARMS[arm].method, "seed": seed, "steps": steps,
-            "train_seconds": round(time.perf_counter() - started, 1), "resumed": resume,
-            "kept_step": kept_step(paths.checkpoints) if plan.settings.dev_card else steps}
+    info = {"arm": arm, "method": cfg.method, "learning_rate": cfg.train.learning_rate, "seed": seed,
+            "steps": steps, "train_seconds": round(time.perf_counter() - started, 1), "resumed": resume}
+    if diverged:
+        info.update(steps=diverged["step"] if diverged["step"] is not None else steps, kept_step=None,
+                    diverged=diverged)
+    else:
+        info["kept_step"] = kept_step(paths.checkpoints) if plan.settings.dev_card else steps
     write_json(marker, info)
     return info
 
@@ -266,9 +302,8 @@ def run_adapt(plan: AdaptPlan) -> dict[str, Any]:
     """Train and evaluate every arm and seed (reusing what is done), then write the report."""
     from sentlab.reporting.adapt import write_report
 
-    unknown = [a for a in plan.arms if a not in ARMS]
-    if unknown:
-        raise ConfigError(f"unknown method {unknown[0]!r} for adapt (choose from {', '.join(ARMS)})")
+    for arm in plan.arms:
+        arm_spec(arm)
     if plan.settings.general not in GENERAL_TASKS:
         raise ConfigError(f"unknown general task {plan.settings.general!r} (choose from {', '.join(GENERAL_TASKS)})")
     if not plan.cards:
@@ -284,5 +319,9 @@ def run_adapt(plan: AdaptPlan) -> dict[str, Any]:
             info = train_arm(plan, arm, seed, train_file, n_sentences)
             folder = plan.output / "arms" / arm / f"seed-{seed}"
             training.setdefault(arm, {})[seed] = info
+            if "diverged" in info:  # not ranked on its other seeds' runs
+                results.pop(arm, None)
+                say(f"[adapt] {arm} diverged with seed {seed}: its other seeds are not trained, the other arms are ranked")
+                break
             results.setdefault(arm, {})[seed] = evaluate(plan, arm, str(folder / "model"), folder)
     return write_report(plan, results, training)

@@ -668,7 +668,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="minilm", help="the start model (alias, folder or hub name)")
     p.add_argument("--pooler", default="mean", help="pooling of every arm (default mean; 'none': as saved)")
     p.add_argument("--methods", default="tsdae,ct,mlm,simcse,bert-flow",
-                   help="comma-separated arms (default: all of tsdae, ct, mlm, simcse, bert-flow)")
+                   help="comma-separated arms (default: all of tsdae, ct, mlm, simcse, bert-flow); ARM@LR is that "
+                        "arm at another learning rate, its own row (e.g. bert-flow@1e-4)")
     budget = p.add_mutually_exclusive_group(required=True)
     budget.add_argument("--steps", type=_positive_int, help="budget: optimizer steps per arm")
     budget.add_argument("--sentences", type=_positive_int, help="budget: training sentences per arm")

@@ -27,6 +27,10 @@ class ConfigError(SentlabError):
 
 
 class TrainingDivergedError(SentlabError):
-    """The training loss became NaN or infinite."""
+    """The training loss became NaN or infinite (at optimizer step ``step`` when known)."""
 
     exit_code = 3
+
+    def __init__(self, message: str, step: int | None = None):
+        super().__init__(message)
+        self.step = step

@@ -170,6 +170,17 @@ def other_tasks(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, Ev
     return lines
 
 
+def diverged_line(diverged: dict[str, dict[str, Any]]) -> str:
+    """Which arms diverged (one training record each: the first diverged seed) and how to retry them."""
+    from sentlab.adapt import arm_spec
+
+    told = "; ".join(f"{arm} diverged at step {info['diverged']['step']} with seed {info['seed']}"
+                     for arm, info in diverged.items())
+    retry = ",".join(f"{arm.partition('@')[0]}@{arm_spec(arm).learning_rate / 10:.0e}" for arm in diverged)
+    return (f"Not ranked: {told} (its loss became NaN or infinite). To retry at a tenth of the learning rate, "
+            f"add {retry} to --methods and rerun.")
+
+
 def plot(rows: dict[str, dict[str, Any]], tasks: list[str], path) -> None:
     from sentlab.reporting.plots import pyplot
 
@@ -219,7 +230,13 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
     rows = summarise(results, columns)
     deltas = {row: margin(results, row, "start", confirm) for row in results if row != "start"}
     line, facts = recommend(rows, results, choose, confirm, general, primary, chose_on, confirmed_on)
+    diverged = {arm: next(info for info in per_seed.values() if "diverged" in info)
+                for arm, per_seed in training.items() if any("diverged" in info for info in per_seed.values())}
+    if diverged:
+        line += " " + diverged_line(diverged)
+        facts["diverged"] = {arm: {"seed": info["seed"], **info["diverged"]} for arm, info in diverged.items()}
     for row, per_seed in training.items():
+        rows.setdefault(row, {})
         rows[row]["train_seconds"] = float(np.mean([info["train_seconds"] for info in per_seed.values()]))
         rows[row]["steps"] = float(np.mean([info["steps"] for info in per_seed.values()]))
         kept = sorted({info.get("kept_step") for info in per_seed.values()} - {None})
@@ -232,9 +249,13 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
         delta = deltas.get(row)
         steps = f"{cells.get('steps', 0):.0f}" + (f" (kept {', '.join(map(str, cells['kept_steps']))})"
                                                   if "kept_steps" in cells else "")
+        if row in diverged:
+            cells["diverged"] = facts["diverged"][row]
+            delta_cell = f"diverged at step {cells['diverged']['step']} (seed {cells['diverged']['seed']}): not ranked"
+        else:
+            delta_cell = describe_margin(delta) if delta else "-"
         table.append("| " + " | ".join([row, steps, f"{cells.get('train_seconds', 0):.0f}",
-                                        *(_cell(cells.get(t)) for t in columns),
-                                        describe_margin(delta) if delta else "-"]) + " |")
+                                        *(_cell(cells.get(t)) for t in columns), delta_cell]) + " |")
     s = plan.settings
     seeds = ", ".join(map(str, plan.seeds))
     runs = [info for per_seed in training.values() for info in per_seed.values()]
@@ -243,7 +264,9 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
     intro = (f"Start model {s.model} (pooling {s.pooler or 'as saved'}), adapted on {s.text} with "
              f"{Budget(**s.budget).describe()} per arm and seed, batch {s.batch_size}, seeds {seeds}; "
              f"dev card: {s.dev_card or 'none (final models kept)'}. Cost: {len(plan.arms)} arms x "
-             f"{len(plan.seeds)} seeds = {len(runs)} training runs, {sum(i['steps'] for i in runs):,} steps, "
+             f"{len(plan.seeds)} seeds = {len(runs)} training runs"
+             f"{' (no more seeds of an arm after it diverged)' if diverged else ''}, "
+             f"{sum(i['steps'] for i in runs):,} steps, "
              f"{sum(i['train_seconds'] for i in runs):,.0f} s of training and {eval_seconds:,.0f} s of evaluation.")
     choice = (f"Chosen on {chose_on}; confirmed on {confirmed_on}: the margins below and in the recommendation "
               f"come from items that took no part in the choice.")
@@ -260,8 +283,8 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
         facts["other_tasks"] = others
     markdown = "\n\n".join(sections) + "\n"
     (plan.output / "report.md").write_text(markdown, encoding="utf-8")
-    plot({r: {t: c for t, c in cells.items() if t in columns} for r, cells in rows.items()}, columns,
-         plan.output / "adapt.png")
+    plot({r: {t: c for t, c in cells.items() if t in columns} for r, cells in rows.items() if r not in diverged},
+         columns, plan.output / "adapt.png")
     summary = {"settings": asdict(s), "cards": cards, "general": general, "seeds": plan.seeds, "rows": rows,
                "choosing_task": choose, "confirming_task": confirm, "margins_vs_start": deltas,
                "recommendation": line, "facts": facts}

@@ -30,7 +30,7 @@ class StopOnNonFiniteLoss(TrainerCallback):
         if loss is not None and not math.isfinite(loss):
             raise TrainingDivergedError(
                 f"training loss became {loss} at step {state.global_step}; lower the learning rate or "
-                "use fp32/bf16 (last checkpoint kept)"
+                "use fp32/bf16 (last checkpoint kept)", step=state.global_step
             )
 
 

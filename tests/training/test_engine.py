@@ -111,8 +111,11 @@ def test_nan_loss_stops_with_a_clear_error(tiny_backbone, corpus_file, tmp_path,
 
     real = simcse.info_nce
     monkeypatch.setattr(simcse, "info_nce", lambda *a, **k: real(*a, **k) * torch.tensor(float("nan")))
-    with pytest.raises(TrainingDivergedError, match="training loss became nan at step 1"):
+    with pytest.raises(TrainingDivergedError, match="training loss became nan at step 1") as raised:
         engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "nan", max_steps=4), evaluate=False)
+    assert raised.value.step == 1
+    # the run folder stays, even before its first checkpoint: the loss log is what diagnoses it
+    assert "nan" in (tmp_path / "nan" / "metrics.jsonl").read_text().lower()
 
 
 def test_a_task_card_is_the_dev_task_and_picks_the_best_checkpoint(tiny_backbone, corpus_file, tmp_path):

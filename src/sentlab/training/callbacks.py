@@ -21,8 +21,9 @@ LOSS_STATE_FILE = "loss_state.safetensors"
 class StopOnNonFiniteLoss(TrainerCallback):
     """Raise :class:`TrainingDivergedError` as soon as a logged loss is NaN or infinite.
 
-    The trainer is configured with ``logging_nan_inf_filter=False`` so a NaN reaches the log; the
-    last checkpoint (before the divergence) stays on disk.
+    The trainer is configured with ``logging_nan_inf_filter=False`` so a NaN reaches the log; put it
+    after :class:`MetricsLog`, so the NaN record is in ``metrics.jsonl``. The run folder, with the last
+    checkpoint before the divergence, stays on disk.
     """
 
     def on_log(self, args, state, control, logs=None, **kwargs):
@@ -30,7 +31,7 @@ class StopOnNonFiniteLoss(TrainerCallback):
         if loss is not None and not math.isfinite(loss):
             raise TrainingDivergedError(
                 f"training loss became {loss} at step {state.global_step}; lower the learning rate or "
-                "use fp32/bf16 (last checkpoint kept)", step=state.global_step
+                "use fp32/bf16 (the run folder keeps the loss log and the last checkpoint)", step=state.global_step
             )
 
 

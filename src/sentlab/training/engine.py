@@ -36,7 +36,7 @@ from transformers import PrinterCallback, set_seed
 from sentlab.data.sts import load_sts_task
 from sentlab.encoders.loading import keep_start_settings
 from sentlab.encoders.loading import load_encoder  # noqa: F401  (engine.load_encoder: reload a saved run)
-from sentlab.errors import ConfigError, DataError
+from sentlab.errors import ConfigError, DataError, TrainingDivergedError
 from sentlab.methods import Method, get_method
 from sentlab.paths import write_text_atomic
 from sentlab.progress import bars, run_log, say
@@ -187,7 +187,7 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     evaluator = method.dev_evaluator(evaluator, loss)
     trainer = SentlabTrainer(
         model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, data_collator=collator,
-        callbacks=[StopOnNonFiniteLoss(), LossComponentsLog(loss), MetricsLog(paths.metrics),
+        callbacks=[LossComponentsLog(loss), MetricsLog(paths.metrics), StopOnNonFiniteLoss(),  # NaN logged, then stop
                    LossStateCheckpoint(loss, model)],
     )
     if cfg.train.max_minutes is not None:
@@ -266,6 +266,8 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
             load_loss_state(trainer.loss, trainer.model, Path(best))  # the trainer restores only the model
         if start is not None:
             start.keep_if_best()
+    except TrainingDivergedError:
+        raise  # the run folder stays: its loss log up to the NaN is the evidence to diagnose it
     except BaseException:
         if created and not checkpoint_folders(paths.checkpoints):
             shutil.rmtree(paths.root, ignore_errors=True)

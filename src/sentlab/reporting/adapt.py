@@ -170,15 +170,23 @@ def other_tasks(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, Ev
     return lines
 
 
-def diverged_line(diverged: dict[str, dict[str, Any]]) -> str:
-    """Which arms diverged (one training record each: the first diverged seed) and how to retry them."""
+def diverged_line(diverged: dict[str, dict[str, Any]], arms: list[str]) -> str:
+    """Which arms diverged (one training record each: the first diverged seed) and, unless ``arms``
+    already holds a retry of the same method, how to retry them."""
     from sentlab.adapt import arm_spec
 
-    told = "; ".join(f"{arm} diverged at step {info['diverged']['step']} with seed {info['seed']}"
-                     for arm, info in diverged.items())
-    retry = ",".join(f"{arm.partition('@')[0]}@{arm_spec(arm).learning_rate / 10:.0e}" for arm in diverged)
-    return (f"Not ranked: {told} (its loss became NaN or infinite). To retry at a tenth of the learning rate, "
-            f"add {retry} to --methods and rerun.")
+    told, retry = [], []
+    for arm, info in diverged.items():
+        method = arm.partition("@")[0]
+        retried = [a for a in arms if a != arm and a.partition("@")[0] == method and a not in diverged]
+        told.append(f"{arm} diverged at step {info['diverged']['step']} with seed {info['seed']}"
+                    + (f" (retried as {', '.join(retried)})" if retried else ""))
+        if not retried:
+            retry.append(f"{method}@{arm_spec(arm).learning_rate / 10:.0e}")
+    line = f"Not ranked: {'; '.join(told)} (its loss became NaN or infinite)."
+    if retry:
+        line += f" To retry at a tenth of the learning rate, add {','.join(retry)} to --methods and rerun."
+    return line
 
 
 def plot(rows: dict[str, dict[str, Any]], tasks: list[str], path) -> None:
@@ -233,7 +241,7 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
     diverged = {arm: next(info for info in per_seed.values() if "diverged" in info)
                 for arm, per_seed in training.items() if any("diverged" in info for info in per_seed.values())}
     if diverged:
-        line += " " + diverged_line(diverged)
+        line += " " + diverged_line(diverged, list(training))
         facts["diverged"] = {arm: {"seed": info["seed"], **info["diverged"]} for arm, info in diverged.items()}
     for row, per_seed in training.items():
         rows.setdefault(row, {})

@@ -113,7 +113,7 @@ def test_a_diverged_arm_is_reported_and_the_others_ranked(tiny_backbone, corpus_
     assert calls == [("simcse-unsup", 42, 1e-5), ("simcse-unsup", 43, 1e-5)]
     report = json.loads((out / "report.json").read_text())
     assert "simcse@1e-5" in report["facts"]["ranking_on_choosing"] and "simcse" in report["facts"]["diverged"]
-    assert "(retried as simcse@1e-5)" in report["recommendation"] and "To retry" not in report["recommendation"]
+    assert "infinite; retried as simcse@1e-5)" in report["recommendation"] and "To retry" not in report["recommendation"]
 
 
 @pytest.mark.parametrize("arm", ["simcse@abc", "simcse@-1", "simcse@nan", "rse@1e-4"])

@@ -179,11 +179,11 @@ def diverged_line(diverged: dict[str, dict[str, Any]], arms: list[str]) -> str:
     for arm, info in diverged.items():
         method = arm.partition("@")[0]
         retried = [a for a in arms if a != arm and a.partition("@")[0] == method and a not in diverged]
-        told.append(f"{arm} diverged at step {info['diverged']['step']} with seed {info['seed']}"
-                    + (f" (retried as {', '.join(retried)})" if retried else ""))
+        told.append(f"{arm} diverged at step {info['diverged']['step']} with seed {info['seed']} (its loss became "
+                    f"NaN or infinite{'; retried as ' + ', '.join(retried) if retried else ''})")
         if not retried:
             retry.append(f"{method}@{arm_spec(arm).learning_rate / 10:.0e}")
-    line = f"Not ranked: {'; '.join(told)} (its loss became NaN or infinite)."
+    line = f"Not ranked: {'; '.join(told)}."
     if retry:
         line += f" To retry at a tenth of the learning rate, add {','.join(retry)} to --methods and rerun."
     return line

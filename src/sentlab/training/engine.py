@@ -208,7 +208,9 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True, allow_c
     (e.g. a shorter learning-rate schedule), keeps the old config as ``config.until-step-N.yaml`` and
     logs the change, so the run folder says how it was trained.
 
-    A run that fails before its first checkpoint leaves no run folder behind (unless it existed)."""
+    A run that fails before its first checkpoint leaves no run folder behind (unless it existed),
+    except a diverged one (:class:`TrainingDivergedError`): its loss log up to the NaN stays; a fresh
+    run in that folder starts over (no checkpoint to resume)."""
     paths = RunPaths(Path(cfg.train.output_dir))
     _pin_numeric_mode(cfg)
     if resume and not checkpoint_folders(paths.checkpoints):

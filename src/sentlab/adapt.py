@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import time
 from dataclasses import asdict, dataclass, replace
@@ -54,6 +53,7 @@ from typing import Any
 
 from sentlab.errors import ConfigError, DataError, TrainingDivergedError
 from sentlab.evaluation.results import EvalReport, MetricsResult
+from sentlab.paths import write_text_atomic
 from sentlab.progress import say
 
 
@@ -175,9 +175,7 @@ def prepare(plan: AdaptPlan) -> Path:
     if not train_file.is_file():
         sentences = read_training_text(Path(plan.settings.text))
         random.Random(0).shuffle(sentences)
-        temporary = train_file.with_name("train.txt.tmp")
-        temporary.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
-        os.replace(temporary, train_file)
+        write_text_atomic(train_file, "".join(s + "\n" for s in sentences))
     return train_file
 
 

@@ -217,8 +217,9 @@ def plot(rows: dict[str, dict[str, Any]], tasks: list[str], path) -> None:
 
 def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict[str, dict[int, dict]]) -> dict:
     from sentlab.adapt import GENERAL_TASKS, Budget
-    from sentlab.training.run_folder import write_json
     from sentlab.evaluation.task_cards import load_task_card
+    from sentlab.paths import write_text_atomic
+    from sentlab.training.run_folder import write_json
 
     cards = [load_task_card(path).name for path in plan.cards]
     general = GENERAL_TASKS[plan.settings.general]
@@ -245,6 +246,8 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
         facts["diverged"] = {arm: {"seed": info["seed"], **info["diverged"]} for arm, info in diverged.items()}
     for row, per_seed in training.items():
         rows.setdefault(row, {})
+        if row in diverged:
+            rows[row]["diverged"] = facts["diverged"][row]
         rows[row]["train_seconds"] = float(np.mean([info["train_seconds"] for info in per_seed.values()]))
         rows[row]["steps"] = float(np.mean([info["steps"] for info in per_seed.values()]))
         kept = sorted({info.get("kept_step") for info in per_seed.values()} - {None})
@@ -257,8 +260,7 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
         delta = deltas.get(row)
         steps = f"{cells.get('steps', 0):.0f}" + (f" (kept {', '.join(map(str, cells['kept_steps']))})"
                                                   if "kept_steps" in cells else "")
-        if row in diverged:
-            cells["diverged"] = facts["diverged"][row]
+        if "diverged" in cells:
             delta_cell = f"diverged at step {cells['diverged']['step']} (seed {cells['diverged']['seed']}): not ranked"
         else:
             delta_cell = describe_margin(delta) if delta else "-"
@@ -290,7 +292,7 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
         sections.append("## Does the choice hold on the other tasks?\n\n" + "\n".join(others))
         facts["other_tasks"] = others
     markdown = "\n\n".join(sections) + "\n"
-    (plan.output / "report.md").write_text(markdown, encoding="utf-8")
+    write_text_atomic(plan.output / "report.md", markdown)
     plot({r: {t: c for t, c in cells.items() if t in columns} for r, cells in rows.items() if r not in diverged},
          columns, plan.output / "adapt.png")
     summary = {"settings": asdict(s), "cards": cards, "general": general, "seeds": plan.seeds, "rows": rows,

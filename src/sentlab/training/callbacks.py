@@ -14,6 +14,7 @@ from torch import nn
 from transformers import TrainerCallback
 
 from sentlab.errors import ConfigError, TrainingDivergedError
+from sentlab.paths import write_text_atomic
 
 LOSS_STATE_FILE = "loss_state.safetensors"
 
@@ -71,9 +72,7 @@ class MetricsLog(TrainerCallback):
                 continue
             if record.get("step", 0) <= state.global_step:
                 kept.append(line)
-        partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text("".join(f"{line}\n" for line in kept), encoding="utf-8")
-        os.replace(partial, self.path)
+        write_text_atomic(self.path, "".join(f"{line}\n" for line in kept))
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if state.is_world_process_zero and logs:

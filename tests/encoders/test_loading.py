@@ -5,6 +5,7 @@ from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, AutoTokenizer
 
 from sentlab.encoders import build_encoder, load_encoder
+from sentlab.encoders.loading import dropout_config_kwargs
 from sentlab.encoders.heads import SimCSEMLPHead
 from sentlab.errors import ModelLoadError
 
@@ -97,3 +98,35 @@ def test_keep_first_layers_gives_a_loadable_smaller_encoder(tiny_backbone, tmp_p
     np.testing.assert_array_equal(reloaded.encode(probe), student.encode(probe))
     with pytest.raises(ModelLoadError, match="num_layers must be in 1..1"):
         keep_first_layers(student, 2)
+
+
+def two_training_views(model: SentenceTransformer) -> tuple[torch.Tensor, torch.Tensor]:
+    model.train()
+    features = model.preprocess(SENTENCES)
+    with torch.no_grad():
+        return model(dict(features))["sentence_embedding"], model(dict(features))["sentence_embedding"]
+
+
+def test_a_dropout_set_at_load_is_used_in_training_and_kept_when_saved(tiny_backbone_no_dropout, tmp_path):
+    """A backbone saved without dropout (a raw LM pre-trained so) gets SimCSE's dropout back."""
+    a, b = two_training_views(build_encoder(str(tiny_backbone_no_dropout), "mean"))
+    torch.testing.assert_close(a, b, rtol=0, atol=0)  # no dropout: one forward pass is the other
+    kwargs = dropout_config_kwargs(tiny_backbone_no_dropout, 0.3)
+    assert kwargs == {"hidden_dropout_prob": 0.3, "attention_probs_dropout_prob": 0.3}
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean", config_kwargs=kwargs)
+    a, b = two_training_views(model)
+    assert (a - b).abs().max() > 1e-3  # dropout 0.3 makes the two views differ
+    model.save(str(tmp_path / "m"))
+    reloaded = load_encoder(tmp_path / "m")
+    assert reloaded[0].auto_model.config.hidden_dropout_prob == 0.3
+    # a saved sentence-transformers folder takes the override too
+    back = load_encoder(tmp_path / "m", config_kwargs=dropout_config_kwargs(tmp_path / "m", 0.0))
+    assert back[0].auto_model.config.attention_probs_dropout_prob == 0.0
+    a, b = two_training_views(back)
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+def test_a_dropout_for_a_config_without_dropout_settings_is_an_error(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}', encoding="utf-8")
+    with pytest.raises(ModelLoadError, match="no hidden / attention dropout settings"):
+        dropout_config_kwargs(tmp_path, 0.1)

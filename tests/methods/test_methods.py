@@ -146,3 +146,15 @@ def test_supervised_simcse_keeps_its_mlp_as_a_dense_module(tiny_backbone, nli_ta
         # addition inside nn.Linear can differ, a few ulps at values below 1
         np.testing.assert_allclose(embeddings, expected, atol=1e-6)
         assert np.abs(embeddings).max() < 1  # tanh's range
+
+
+def test_model_dropout_sets_the_backbone_dropout_of_the_trained_model(tiny_backbone_no_dropout, corpus_file,
+                                                                      tmp_path):
+    """``model.dropout`` gives a start saved without dropout (a raw LM so pre-trained) SimCSE's views back."""
+    tree = tiny_config(tiny_backbone_no_dropout, corpus_file, tmp_path / "run").model_dump()
+    default = get_method("simcse-unsup")(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / "run"))
+    assert default.build_model()[0].auto_model.config.hidden_dropout_prob == 0.0  # the start's own
+    tree["model"]["dropout"] = 0.1
+    method = get_method("simcse-unsup")(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / "run"))
+    config = method.build_model()[0].auto_model.config
+    assert (config.hidden_dropout_prob, config.attention_probs_dropout_prob) == (0.1, 0.1)

@@ -171,6 +171,26 @@ def build_encoder(
     return SentenceTransformer(modules=modules, device=device)
 
 
+def dropout_config_kwargs(name: str | Path, dropout: float) -> dict[str, float]:
+    """``config_kwargs`` that set a backbone's hidden and attention dropout to ``dropout``.
+
+    BERT-family configs (BERT, RoBERTa, MPNet, MiniLM) name them ``hidden_dropout_prob`` and
+    ``attention_probs_dropout_prob``; DistilBERT ``dropout`` and ``attention_dropout``. A config with
+    neither pair is an error: setting a name the architecture does not read would change nothing.
+    """
+    from transformers import AutoConfig
+
+    path = resolve_model_path(name)
+    if _is_sentence_transformer(path) and Path(path, "0_Transformer").is_dir():
+        path = str(Path(path, "0_Transformer"))
+    config = AutoConfig.from_pretrained(path)
+    for keys in (("hidden_dropout_prob", "attention_probs_dropout_prob"), ("dropout", "attention_dropout")):
+        if all(hasattr(config, key) for key in keys):
+            return dict.fromkeys(keys, dropout)
+    raise ModelLoadError(f"{name}: its config ({config.model_type}) has no hidden / attention dropout settings, "
+                         f"so a dropout cannot be set")
+
+
 def load_encoder(
     name: str | Path,
     pooler: str | None = None,
@@ -178,12 +198,14 @@ def load_encoder(
     device: str | None = None,
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE,
     trust_remote_code: bool = False,
+    config_kwargs: dict | None = None,
 ) -> SentenceTransformer:
     """Load a sentence encoder.
 
     A sentence-transformers folder (or the ``minilm`` alias) is loaded as saved unless ``pooler`` is
     given, in which case its backbone gets that pooler. A plain transformers backbone needs a pooler
-    (``cls`` if none is given).
+    (``cls`` if none is given). ``config_kwargs`` override the backbone's config (e.g.
+    :func:`dropout_config_kwargs`).
     """
     path = resolve_model_path(name)
     if pooler is not None and pooler not in POOLERS:
@@ -193,7 +215,7 @@ def load_encoder(
         raise ModelLoadError(f"{path}: not a model folder (no modules.json or config.json)")
     check_weight_files(path)
     if pooler is not None or (local and not _is_sentence_transformer(path)):
-        return build_encoder(path, pooler or "cls", max_seq_length, prompt_template, device)
+        return build_encoder(path, pooler or "cls", max_seq_length, prompt_template, device, config_kwargs)
     trust = trust_remote_code
     if local:
         if _backbone_has_remote_code(str(Path(path, "0_Transformer"))) or _backbone_has_remote_code(path):
@@ -202,7 +224,7 @@ def load_encoder(
         # sentlab's own module classes are installed code, not remote code
         trust = trust or _needs_sentlab_modules(path)
     try:
-        model = SentenceTransformer(path, device=device, trust_remote_code=trust)
+        model = SentenceTransformer(path, device=device, trust_remote_code=trust, config_kwargs=config_kwargs)
     except (OSError, ValueError, RuntimeError) as err:
         raise ModelLoadError(f"{name}: cannot load model ({_first_line(err)})") from None
     if max_seq_length is not None:

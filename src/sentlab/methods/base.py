@@ -42,7 +42,7 @@ from torch import nn
 
 from sentlab.data.readers import TABLE_SUFFIXES, read_sentences, read_table
 from sentlab.encoders.heads import SimCSEMLPHead
-from sentlab.encoders.loading import build_encoder, keep_first_layers, load_encoder
+from sentlab.encoders.loading import build_encoder, dropout_config_kwargs, keep_first_layers, load_encoder
 from sentlab.errors import ConfigError
 from sentlab.evaluation.results import EvalReport
 from sentlab.evaluation.scoring import EmbeddingCache
@@ -85,12 +85,15 @@ class Method:
         training only (:class:`SimCSEMLPHead`, removed before saving) when ``mlp_only_train``, else
         a sentence-transformers ``Dense`` with tanh that stays in the saved model."""
         m = self.cfg.model
+        start = str(self.random_init_folder()) if m.random_init is not None else m.name
+        config_kwargs = None if m.dropout is None else dropout_config_kwargs(start, m.dropout)
         if m.random_init is not None:
-            model = build_encoder(str(self.random_init_folder()), m.pooler or "mean", prompt_template=m.prompt_template)
+            model = build_encoder(start, m.pooler or "mean", prompt_template=m.prompt_template,
+                                  config_kwargs=config_kwargs)
         elif m.pooler is None:
-            model = load_encoder(m.name)
+            model = load_encoder(start, config_kwargs=config_kwargs)
         else:
-            model = build_encoder(m.name, m.pooler, prompt_template=m.prompt_template)
+            model = build_encoder(start, m.pooler, prompt_template=m.prompt_template, config_kwargs=config_kwargs)
         if m.num_layers is not None:
             keep_first_layers(model, m.num_layers)
         if m.pooler == "cls" and self.simcse_mlp:

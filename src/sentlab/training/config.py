@@ -33,6 +33,9 @@ class ModelSection(_Section):
     max_seq_length: int = Field(32, gt=0)
     num_layers: int | None = Field(None, gt=0, description="keep only the first N transformer layers "
                                                            "(a smaller student, e.g. for distillation)")
+    dropout: float | None = Field(None, ge=0, lt=1, description="the backbone's hidden and attention dropout while "
+                                  "training and in the saved model (default: the start model's own; a raw LM "
+                                  "pre-trained without dropout needs SimCSE's 0.1 back)")
     mlp_only_train: bool | None = Field(None, description="with pooler cls: SimCSE's MLP (Linear + tanh) in "
                                         "training only (true), or kept at inference as a sentence-transformers "
                                         "Dense module (false); default: the method's (see sentlab.methods)")

@@ -130,3 +130,9 @@ def test_a_dropout_for_a_config_without_dropout_settings_is_an_error(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "llama"}', encoding="utf-8")
     with pytest.raises(ModelLoadError, match="no hidden / attention dropout settings"):
         dropout_config_kwargs(tmp_path, 0.1)
+    with pytest.raises(ModelLoadError, match="model folder not found"):
+        dropout_config_kwargs(tmp_path / "missing", 0.1)
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "config.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ModelLoadError, match="cannot read its config"):
+        dropout_config_kwargs(tmp_path / "bad", 0.1)

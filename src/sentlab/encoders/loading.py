@@ -122,6 +122,13 @@ def _needs_sentlab_modules(path: str) -> bool:
     return any(t.startswith("sentlab.") for t in types)
 
 
+def _backbone_folder(path: str) -> str:
+    """The transformers folder of a model: a sentence-transformers folder's ``0_Transformer``, else ``path``."""
+    if _is_sentence_transformer(path) and Path(path, "0_Transformer").is_dir():
+        return str(Path(path, "0_Transformer"))
+    return path
+
+
 def _backbone_has_remote_code(path: str) -> bool:
     config = Path(path, "config.json")
     return config.is_file() and "auto_map" in json.loads(config.read_text("utf-8"))
@@ -138,9 +145,7 @@ def build_encoder(
     """A sentence encoder from a transformers backbone (folder or hub name) and a pooler name."""
     if pooler not in POOLERS:
         raise ModelLoadError(f"unknown pooler {pooler!r} (choose from {', '.join(POOLERS)})")
-    path = resolve_model_path(backbone)
-    if _is_sentence_transformer(path) and Path(path, "0_Transformer").is_dir():
-        path = str(Path(path, "0_Transformer"))
+    path = _backbone_folder(resolve_model_path(backbone))
     check_weight_files(path)
     config_kwargs = dict(config_kwargs or {})
     if pooler == "first_last_avg":
@@ -180,10 +185,10 @@ def dropout_config_kwargs(name: str | Path, dropout: float) -> dict[str, float]:
     """
     from transformers import AutoConfig
 
-    path = resolve_model_path(name)
-    if _is_sentence_transformer(path) and Path(path, "0_Transformer").is_dir():
-        path = str(Path(path, "0_Transformer"))
-    config = AutoConfig.from_pretrained(path)
+    try:
+        config = AutoConfig.from_pretrained(_backbone_folder(resolve_model_path(name)))
+    except (OSError, ValueError) as err:
+        raise ModelLoadError(f"{name}: cannot read its config ({_first_line(err)})") from None
     for keys in (("hidden_dropout_prob", "attention_probs_dropout_prob"), ("dropout", "attention_dropout")):
         if all(hasattr(config, key) for key in keys):
             return dict.fromkeys(keys, dropout)

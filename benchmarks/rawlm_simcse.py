@@ -8,7 +8,9 @@ the papers' tables in miniature), the SimCSE seeds' mean and sd, and the gains o
 
 Without --raw-lm, the finished run of --raw-config (configs/rawlm-cpu.yaml) is found under its runs
 folder by its fingerprint (config and training text); if there is none the benchmark stops and says
-how to pre-train it: it never pre-trains one silently. Finished SimCSE seeds are reused.
+how to pre-train it: it never pre-trains one silently. Finished SimCSE seeds are reused. A raw LM
+pre-trained in stages (``configs/rawlm-cpu-stage2.yaml`` continues another run's model) is traced back
+through its run folders' ``model.name`` to the random encoder its first stage started from.
 """
 
 from __future__ import annotations
@@ -47,6 +49,26 @@ def scores(model: Path, pooler: str, output: Path, tasks: str = "sts") -> dict:
     return {**summary, "tasks": headlines}
 
 
+def random_encoder_of(raw_lm: Path, max_stages: int = 8) -> Path | None:
+    """The randomly initialised encoder ``raw_lm`` was pre-trained from: ``RUN/random_init`` beside the
+    model, or, for a stage that continued another model (``model.name`` in ``RUN/config.yaml``), that
+    model's; None when the chain ends without one (e.g. a downloaded checkpoint)."""
+    import yaml
+
+    run = raw_lm.parent
+    for _ in range(max_stages):
+        if (run / "random_init").is_dir():
+            return run / "random_init"
+        config = run / "config.yaml"
+        if not config.is_file():
+            return None
+        start = (yaml.safe_load(config.read_text("utf-8")) or {}).get("model", {}).get("name")
+        if not start:
+            return None
+        run = Path(start).parent
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", required=True)
@@ -76,8 +98,8 @@ def main() -> None:
     suffix = tasks.replace(",", "-")
     rows = {"raw LM, mean": scores(raw_lm, "mean", output / f"rawlm-mean-{suffix}.json", tasks),
             "raw LM, first-last": scores(raw_lm, "first_last_avg", output / f"rawlm-first-last-{suffix}.json", tasks)}
-    random_init = raw_lm.parent / "random_init"
-    if random_init.is_dir():
+    random_init = random_encoder_of(raw_lm)
+    if random_init is not None:
         rows["random encoder, mean"] = scores(random_init, "mean", output / f"random-mean-{suffix}.json", tasks)
     seeds = {}
     for seed in args.seeds:

@@ -55,14 +55,19 @@ def random_encoder_of(raw_lm: Path, max_stages: int = 8) -> Path | None:
     model's; None when the chain ends without one (e.g. a downloaded checkpoint)."""
     import yaml
 
+    from sentlab.training.run_folder import RunPaths
+
     run = raw_lm.parent
     for _ in range(max_stages):
         if (run / "random_init").is_dir():
             return run / "random_init"
-        config = run / "config.yaml"
+        config = RunPaths(run).config
         if not config.is_file():
             return None
-        start = (yaml.safe_load(config.read_text("utf-8")) or {}).get("model", {}).get("name")
+        try:
+            start = (yaml.safe_load(config.read_text("utf-8")) or {}).get("model", {}).get("name")
+        except (yaml.YAMLError, UnicodeDecodeError, AttributeError) as err:
+            raise SystemExit(f"{config}: cannot read the run's config ({type(err).__name__})") from None
         if not start:
             return None
         run = Path(start).parent

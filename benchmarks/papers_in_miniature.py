@@ -1,6 +1,6 @@
 """Papers in miniature (issue 25): each seed paper's headline claim re-tested from sentlab's own raw LM.
 
-Every arm starts from the same raw LM (configs/rawlm-cpu.yaml, found by its fingerprint, or --raw-lm),
+Every arm starts from the same raw LM (configs/rawlm-cpu-stage2.yaml, found by its fingerprint, or --raw-lm),
 with its paper's recipe at CPU scale (configs/miniature/, one preset per arm, the same budget for the
 arms a claim compares), over --seeds; each model is scored with the paper's own evaluation, keeping
 the items every headline is computed from (``sentlab eval --items``). The claims, declared as data in
@@ -234,7 +234,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", default="runs/miniature")
     parser.add_argument("--raw-lm", default=None, help="a raw LM folder (default: found by --raw-config)")
-    parser.add_argument("--raw-config", default=str(ROOT / "configs" / "rawlm-cpu.yaml"))
+    parser.add_argument("--raw-config", default=str(ROOT / "configs" / "rawlm-cpu-stage2.yaml"),
+                        help="the raw LM's preset: its finished run is the LM (default: the 40 %% LM of two stages)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--claims", default="a,b,c,d,e,f", help="which claims (comma-separated letters)")
     parser.add_argument("--forums", default="mathematica,webmasters", help="claim d's CQADupStack forums")

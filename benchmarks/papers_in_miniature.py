@@ -27,10 +27,12 @@ excludes 0 and every seed agrees) in the claimed direction, *does not hold* when
 noise the other way, *inconclusive* otherwise. The raw LM is one model (no seeds).
 
 Resumable: a finished arm (its model), an interrupted one (``--resume`` from its checkpoint) and
-every evaluation file are kept, so the command re-runs what is missing and nothing else. Writes
+every evaluation file are kept, so the command re-runs what is missing and nothing else (a finished
+arm whose preset has changed since is refused, not reported as the new recipe's). Writes
 OUTPUT/claims.json, OUTPUT/claims.md (the claims table, the arms' wall times), OUTPUT/claims.png
-(each claim's margin with its interval) and OUTPUT/report/ (``sentlab report`` over every scored
-model: the papers' STS / USEB layouts); prints one JSON object (the claims) on stdout.
+(each claim's margin with its interval), OUTPUT/link-prediction/ (claim e's side table) and
+OUTPUT/report/ (``sentlab report`` over every scored model: the papers' STS / USEB layouts); prints
+one JSON object (the claims) on stdout.
 
     python benchmarks/papers_in_miniature.py --output runs/miniature
     python benchmarks/papers_in_miniature.py --output runs/miniature --claims a,b --seeds 1 2 3
@@ -53,6 +55,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from sentlab.reporting.claims import Claim, compare, write_claims  # noqa: E402
 
 PRESETS = ROOT / "configs" / "miniature"
+LINK_SOURCES = ROOT / "configs" / "link-prediction" / "rse-heldout.yaml"
 
 
 @dataclass(frozen=True)
@@ -131,16 +134,15 @@ class Miniature:
         return path
 
     def train(self, arm: str, seed: int) -> Path:
-        """The arm's model folder, trained (or resumed) when it is not there yet."""
+        """The arm's model folder, trained (or resumed) when it is not there yet; a finished arm whose
+        learned settings differ from what its preset gives now is refused (one line, exit 1), never reused."""
         from sentlab.training.checkpoints import checkpoint_folders
         from sentlab.training.config import load_config
-        from sentlab.training.engine import train
+        from sentlab.training.engine import changes_since_start, train
         from sentlab.training.run_folder import RunPaths, write_json
 
         spec = ARMS[arm]
         paths = RunPaths(self.run_folder(arm, seed))
-        if (paths.model / "modules.json").is_file():
-            return paths.model
         overrides = [f"model.name={self.raw_lm}", f"train.seed={seed}", f"train.output_dir={paths.root}",
                      "train.progress_bar=false", *self.overrides]
         for key, needed in spec.needs.items():
@@ -151,6 +153,13 @@ class Miniature:
         if self.data_dir:
             overrides.append(f"data.data_dir={self.data_dir}")
         cfg = load_config(PRESETS / spec.preset, overrides)
+        if (paths.model / "modules.json").is_file():
+            stale = changes_since_start(cfg, paths)
+            if stale:  # a preset changed since: its old model and scores would be reported as the new recipe's
+                raise SystemExit(f"{paths.root}: trained with other settings than {spec.preset} gives now "
+                                 f"({'; '.join(stale)}); move it, {self.output}/scores/{arm}-seed{seed}-* and "
+                                 f"{self.output}/link-prediction/{arm}-seed{seed}.json aside to train it again")
+            return paths.model
         started = time.perf_counter()
         train(cfg, resume=bool(checkpoint_folders(paths.checkpoints)), evaluate=False)
         write_json(paths.root / "wall_seconds.json", round(time.perf_counter() - started, 1))
@@ -198,6 +207,48 @@ class Miniature:
 def judge(mini: Miniature, claim: Claim) -> dict:
     scored_on = ARMS[claim.better].scored_on
     return compare(claim, mini.results(claim.better, scored_on), mini.results(claim.worse, scored_on))
+
+
+def link_prediction(mini: Miniature) -> dict[str, dict[str, float]]:
+    """Claim e's "link prediction beside it": RSE App. B (Table 7's protocol, ``sentlab link-prediction``:
+    held-out SNLI test, QQP test and Flickr8k test-image triples, 2,000 a source, filtered, every tail of
+    the split a candidate) of each seed's RSE and All-Above model (All-Above has no relation vectors, so
+    plain cosine) and of the raw LM's [CLS] (the arms' pooling; plain cosine). No verdict: the paper reports
+    it for RSE alone. Each model's metrics over all triples, written once to OUTPUT/link-prediction/."""
+    from sentlab.cli import main
+
+    folder = mini.output / "link-prediction"
+    models = {"raw-cls": mini.raw_lm, **{f"{arm}-seed{seed}": mini.train(arm, seed)
+                                         for arm in ("rse", "rse-all-above") for seed in mini.seeds}}
+    metrics = {}
+    for name, model in models.items():
+        path = folder / f"{name}.json"
+        if not path.is_file():
+            argv = ["link-prediction", "--model", str(model), "--sources", str(LINK_SOURCES), "--quiet",
+                    "--output", str(path), *(["--pooler", "cls"] if name == "raw-cls" else [])]
+            with contextlib.redirect_stdout(sys.stderr):
+                if main(argv):
+                    raise SystemExit(f"sentlab link-prediction failed for {model}")
+        metrics[name] = json.loads(path.read_text("utf-8"))["metrics"]["all"]
+    return metrics
+
+
+def link_prediction_section(metrics: dict[str, dict[str, float]]) -> str:
+    """The markdown table of :func:`link_prediction`: per row the mean over seeds, each seed in brackets."""
+    rows: dict[str, list[dict[str, float]]] = {}
+    for name, m in metrics.items():
+        rows.setdefault(name.rsplit("-seed", 1)[0], []).append(m)
+
+    def cell(runs: list[dict[str, float]], key: str, form: str) -> str:
+        values = [r[key] for r in runs]
+        each = f" ({', '.join(format(v, form) for v in values)})" if len(values) > 1 else ""
+        return format(sum(values) / len(values), form) + each
+
+    lines = ["## e: link prediction beside it (RSE App. B protocol, filtered, all held-out triples)", "",
+             "| model | MRR | Hits@1 | Hits@10 | MR |", "|---|---|---|---|---|"]
+    lines += [f"| {row} | {cell(runs, 'mrr', '.3f')} | {cell(runs, 'hits@1', '.3f')} | {cell(runs, 'hits@10', '.3f')} | "
+              f"{cell(runs, 'mr', '.0f')} |" for row, runs in rows.items()]
+    return "\n".join(lines)
 
 
 def adapt_claim(mini: Miniature, forum: str, others: list[str], steps: int) -> dict:
@@ -258,14 +309,15 @@ def main() -> None:
     if args.raw_lm and not (Path(args.raw_lm) / "modules.json").is_file():
         raise SystemExit(f"{args.raw_lm}: not a sentence-transformers model folder (no modules.json)")
     try:
-        raw_lm = Path(args.raw_lm) if args.raw_lm else require_finished_run(args.raw_config)
+        raw_lm = (Path(args.raw_lm) if args.raw_lm else require_finished_run(args.raw_config)).resolve()
     except SentlabError as err:
         raise SystemExit(f"{err} (--raw-lm PATH)") from None
     set_quiet(True)
-    output = Path(args.output)
+    output = Path(args.output).resolve()  # absolute: the arms' configs name the same paths from any folder
     output.mkdir(parents=True, exist_ok=True)
     mini = Miniature(output, raw_lm, args.seeds, args.forums.split(","), args.data_dir, args.set)
     rows = [judge(mini, claim) for claim in CLAIMS if claim.id in wanted]
+    links = link_prediction(mini) if "e" in wanted else None
     adapt = adapt_claim(mini, args.adapt_forum, args.adapt_others.split(","), args.adapt_steps) if "f" in wanted else None
     wall = {arm: {int(p.parent.name.split("-")[1]): json.loads(p.read_text("utf-8"))
                   for p in sorted((output / "arms" / arm).glob("seed-*/wall_seconds.json"))}
@@ -273,17 +325,20 @@ def main() -> None:
     sections = ["## Training wall time (s, per seed)\n\n| arm | per seed |\n|---|---|\n" + "\n".join(
         f"| {arm} | " + ", ".join(f"{s}: {w:.0f}" for s, w in sorted(by_seed.items())) + " |"
         for arm, by_seed in wall.items())]
+    if links is not None:
+        sections.append(link_prediction_section(links))
     if adapt is not None:
         sections.append(f"## f: {adapt['statement']}\n\n{adapt['recommendation']}\n\n"
                         + "\n".join(adapt["other_tasks"] or []))
     write_claims(output, rows, {"raw_lm": str(mini.raw_lm), "seeds": args.seeds, "adapt": adapt,
-                                "wall_seconds": wall}, sections)
+                                "link_prediction": links, "wall_seconds": wall}, sections)
     with contextlib.redirect_stdout(sys.stderr):
         from sentlab.cli import main as sentlab_main
 
         sentlab_main(["report", *map(str, sorted((output / "scores").glob("*.json"))), "--output",
                       str(output / "report")])
-    print(json.dumps({"raw_lm": str(mini.raw_lm), "seeds": args.seeds, "claims": rows, "adapt": adapt}))
+    print(json.dumps({"raw_lm": str(mini.raw_lm), "seeds": args.seeds, "claims": rows, "adapt": adapt,
+                      "link_prediction": links}))
 
 
 if __name__ == "__main__":

@@ -503,11 +503,12 @@ def cmd_link_prediction(args: argparse.Namespace) -> int:
         print(f"{name:<20} {m['n']:>6} {m['mr']:>8.1f} {m['mrr']:>6.3f} {m['hits@1']:>6.3f} {m['hits@3']:>6.3f} "
               f"{m['hits@10']:>6.3f}")
     if args.output:
+        from sentlab.paths import write_text_atomic
+
         out = Path(args.output)
-        out.parent.mkdir(parents=True, exist_ok=True)
         payload = {"model": args.model, "scoring": label, "candidates": args.candidates, "filtered": True,
                    "cap": args.cap, "seed": args.seed, "sources": str(args.sources), "metrics": result}
-        out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        write_text_atomic(out, json.dumps(payload, indent=1) + "\n")  # a killed run leaves no half-written file
         print(f"results written to {out}")
     return 0
 

@@ -88,7 +88,7 @@ def test_resume_under_other_settings_is_refused_unless_allowed_and_then_recorded
         engine.train(longer, resume=True, evaluate=False)
     # where it writes and how it reports are not learned: resuming with another progress setting is fine
     same = tiny_config(tiny_backbone, corpus_file, tmp_path / "r", max_steps=4, save_steps=2, logging_steps=2)
-    assert engine._changes_since_start(same, engine.RunPaths(tmp_path / "r")) == []
+    assert engine.changes_since_start(same, engine.RunPaths(tmp_path / "r")) == []
     paths = engine.train(longer, resume=True, evaluate=False, allow_changed=True)
     state = json.loads((paths.checkpoints / "checkpoint-6" / "trainer_state.json").read_text())
     assert state["global_step"] == 6
@@ -97,7 +97,7 @@ def test_resume_under_other_settings_is_refused_unless_allowed_and_then_recorded
     assert "settings changed at step 4 (train.max_steps: 4 -> 6)" in paths.log.read_text()
     # a run folder whose config.yaml is empty: one line, and --allow-changed-settings still continues
     paths.config.write_text("")
-    assert engine._changes_since_start(longer, paths) == ["config.yaml: empty or not a config, the run's own "
+    assert engine.changes_since_start(longer, paths) == ["config.yaml: empty or not a config, the run's own "
                                                           "settings are unknown"]
 
 

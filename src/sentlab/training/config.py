@@ -105,7 +105,8 @@ class TrainSection(_Section):
 class EvalSection(_Section):
     dev_task: str = Field("STS-B", description="checkpoint selection: STS-B (its dev split), none, or a task "
                                                "card (.yaml / .yml: your own dev set, sentlab.evaluation.task_cards)")
-    dev_limit: int | None = Field(None, gt=0, description="use only the first N dev pairs (quick runs)")
+    dev_limit: int | None = Field(None, gt=0, description="use only the first N dev pairs (quick runs; STS-B "
+                                                          "dev's first 500 are all captions)")
     final_tasks: list[Literal["sts"]] = Field(default_factory=lambda: ["sts"])
 
     @field_validator("dev_task")

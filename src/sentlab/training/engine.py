@@ -217,7 +217,7 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True, allow_c
         raise ConfigError(f"{paths.checkpoints}: --resume given but the run has no checkpoint yet")
     if not resume and checkpoint_folders(paths.checkpoints):
         raise ConfigError(f"{paths.root}: run folder already has checkpoints; pass --resume or choose another train.output_dir")
-    changes = _changes_since_start(cfg, paths) if resume else []
+    changes = changes_since_start(cfg, paths) if resume else []
     if changes and not allow_changed:
         raise ConfigError(f"{paths.root}: --resume with settings the run did not start with ({'; '.join(changes)}); "
                           f"give the run's own settings, or pass --allow-changed-settings to continue under these")
@@ -234,7 +234,7 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True, allow_c
         return _train(cfg, paths, checkpoint, created, evaluate)
 
 
-def _changes_since_start(cfg: TrainConfig, paths: RunPaths) -> list[str]:
+def changes_since_start(cfg: TrainConfig, paths: RunPaths) -> list[str]:
     """The learned settings of ``cfg`` that differ from the run folder's ``config.yaml`` (read with
     today's defaults for settings it does not name)."""
     import yaml

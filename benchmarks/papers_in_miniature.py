@@ -209,35 +209,33 @@ def judge(mini: Miniature, claim: Claim) -> dict:
     return compare(claim, mini.results(claim.better, scored_on), mini.results(claim.worse, scored_on))
 
 
-def link_prediction(mini: Miniature) -> dict[str, dict[str, float]]:
+def link_prediction(mini: Miniature) -> dict[str, list[dict[str, float]]]:
     """Claim e's "link prediction beside it": RSE App. B (Table 7's protocol, ``sentlab link-prediction``:
     held-out SNLI test, QQP test and Flickr8k test-image triples, 2,000 a source, filtered, every tail of
     the split a candidate) of each seed's RSE and All-Above model (All-Above has no relation vectors, so
     plain cosine) and of the raw LM's [CLS] (the arms' pooling; plain cosine). No verdict: the paper reports
-    it for RSE alone. Each model's metrics over all triples, written once to OUTPUT/link-prediction/."""
+    it for RSE alone. Per row its metrics over all triples, one per seed (files in OUTPUT/link-prediction/,
+    written once)."""
     from sentlab.cli import main
 
-    folder = mini.output / "link-prediction"
-    models = {"raw-cls": mini.raw_lm, **{f"{arm}-seed{seed}": mini.train(arm, seed)
-                                         for arm in ("rse", "rse-all-above") for seed in mini.seeds}}
-    metrics = {}
-    for name, model in models.items():
-        path = folder / f"{name}.json"
+    def metrics(name: str, model: Path, pooler: list[str]) -> dict[str, float]:
+        path = mini.output / "link-prediction" / f"{name}.json"
         if not path.is_file():
             argv = ["link-prediction", "--model", str(model), "--sources", str(LINK_SOURCES), "--quiet",
-                    "--output", str(path), *(["--pooler", "cls"] if name == "raw-cls" else [])]
+                    "--output", str(path), *pooler]
             with contextlib.redirect_stdout(sys.stderr):
                 if main(argv):
                     raise SystemExit(f"sentlab link-prediction failed for {model}")
-        metrics[name] = json.loads(path.read_text("utf-8"))["metrics"]["all"]
-    return metrics
+        return json.loads(path.read_text("utf-8"))["metrics"]["all"]
+
+    rows = {"raw-cls": [metrics("raw-cls", mini.raw_lm, ["--pooler", "cls"])]}
+    for arm in ("rse", "rse-all-above"):
+        rows[arm] = [metrics(f"{arm}-seed{seed}", mini.train(arm, seed), []) for seed in mini.seeds]
+    return rows
 
 
-def link_prediction_section(metrics: dict[str, dict[str, float]]) -> str:
+def link_prediction_section(rows: dict[str, list[dict[str, float]]]) -> str:
     """The markdown table of :func:`link_prediction`: per row the mean over seeds, each seed in brackets."""
-    rows: dict[str, list[dict[str, float]]] = {}
-    for name, m in metrics.items():
-        rows.setdefault(name.rsplit("-seed", 1)[0], []).append(m)
 
     def cell(runs: list[dict[str, float]], key: str, form: str) -> str:
         values = [r[key] for r in runs]

@@ -254,6 +254,9 @@ def test_link_prediction_command(tiny_rse_folder, tmp_path, capsys):
     sources.write_text("sources:\n  - {relation: entailment, format: paranmt}\n", encoding="utf-8")
     assert main(["link-prediction", "--model", str(tiny_rse_folder), "--sources", str(sources)]) == 2
     assert "sources[0].path" in the_error(capsys.readouterr().err)
+    sources.write_text("sources: [\n", encoding="utf-8")  # malformed YAML: one line, not a traceback
+    assert main(["link-prediction", "--model", str(tiny_rse_folder), "--sources", str(sources)]) == 2
+    assert "not valid YAML" in the_error(capsys.readouterr().err)
 
 
 def test_eval_task_card_only_runs_the_card(tiny_st_model, tmp_path, capsys):

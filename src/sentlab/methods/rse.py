@@ -118,7 +118,10 @@ def read_sources_file(path: str | Path, cap: int | None, seed: int) -> list[rel.
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found")
-    tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        tree = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise DataError(f"{path}: not valid YAML ({str(err).splitlines()[0]})") from None
     if not isinstance(tree, dict) or not isinstance(tree.get("sources"), list) or not tree["sources"]:
         raise DataError(f"{path}: expected 'sources:' with a list of {{relation, path, format}}")
     sources = []

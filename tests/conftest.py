@@ -36,10 +36,12 @@ def write_scored_pairs_card(folder: Path, corpus: Path, name: str, pairs: int = 
     return card
 
 
-def make_tiny_backbone(path: Path, hidden: int = 32, layers: int = 2, dropout: float = 0.1, seed: int = 0) -> Path:
-    """A 2-layer BERT with a word-level vocabulary, saved as a transformers folder (safetensors)."""
+def make_tiny_backbone(path: Path, hidden: int = 32, layers: int = 2, dropout: float = 0.1, seed: int = 0,
+                       architecture: str = "bert") -> Path:
+    """A 2-layer BERT (or RoBERTa: ``architecture="roberta"``, the same word-level vocabulary) with a
+    word-level vocabulary, saved as a transformers folder (safetensors)."""
     import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertModel, BertTokenizerFast, RobertaConfig, RobertaModel
 
     path.mkdir(parents=True, exist_ok=True)
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", '"', ":", *WORDS]
@@ -49,10 +51,13 @@ def make_tiny_backbone(path: Path, hidden: int = 32, layers: int = 2, dropout: f
     if tokenizer.tokenize("the dog")[0] == "[UNK]":  # a tokenizer that maps every word to [UNK] tests nothing
         raise RuntimeError("tiny tokenizer does not know its own vocabulary")
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-                        intermediate_size=hidden * 2, max_position_embeddings=64, hidden_dropout_prob=dropout,
-                        attention_probs_dropout_prob=dropout)
-    BertModel(config).save_pretrained(path, safe_serialization=True)
+    shape = dict(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
+                 intermediate_size=hidden * 2, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    if architecture == "roberta":  # positions start after the padding index, as in roberta-base
+        config = RobertaConfig(**shape, max_position_embeddings=66, pad_token_id=0, bos_token_id=2, eos_token_id=3)
+        RobertaModel(config).save_pretrained(path, safe_serialization=True)
+    else:
+        BertModel(BertConfig(**shape, max_position_embeddings=64)).save_pretrained(path, safe_serialization=True)
     tokenizer.save_pretrained(path)
     return path
 

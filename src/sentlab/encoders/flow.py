@@ -24,6 +24,7 @@ import math
 import torch
 
 from sentlab.encoders.heads import ModuleWithWeights
+from sentlab.precision import float32_region
 
 
 def glow(dimension: int, steps: int, hidden_channels: int, seed: int):
@@ -42,7 +43,16 @@ def glow(dimension: int, steps: int, hidden_channels: int, seed: int):
 
 
 class GlowFlow(ModuleWithWeights):
-    """z = f⁻¹(u) of a Glow flow over the pooled vector (see module doc)."""
+    """z = f⁻¹(u) of a Glow flow over the pooled vector (see module doc).
+
+    Float32 on purpose under mixed precision (autocast is switched off in :meth:`forward`): the
+    log-likelihood sums log |det| over every coupling and ActNorm scale, and the 1x1 convolutions'
+    LU factors are exponentiated; in bf16 (8 significant bits) each of those terms is off by up to
+    0.4 %, on a sum of hundreds of nats. The flow is small (a few conv nets of 32 channels), so
+    float32 costs little beside the encoder, which does run in half precision."""
+
+    runs_in_float32 = ("log-determinants and exponentiated LU factors need float32; the flow is small beside the "
+                       "encoder")
 
     config_keys: list[str] = ["embedding_dimension", "steps", "hidden_channels", "seed"]
 
@@ -62,11 +72,12 @@ class GlowFlow(ModuleWithWeights):
 
     def forward(self, features: dict[str, torch.Tensor], **kwargs) -> dict[str, torch.Tensor]:
         u = features["sentence_embedding"]
-        if self.training:
-            z, log_likelihood = self.latent_and_log_likelihood(u)
-            features["flow_log_likelihood"] = log_likelihood
-        else:
-            z = self.flow.inverse(u.float()[:, :, None, None]).flatten(1)
+        with float32_region(u.device.type):
+            if self.training:
+                z, log_likelihood = self.latent_and_log_likelihood(u)
+                features["flow_log_likelihood"] = log_likelihood
+            else:
+                z = self.flow.inverse(u.float()[:, :, None, None]).flatten(1)
         features["sentence_embedding"] = z.to(u.dtype)
         return features
 

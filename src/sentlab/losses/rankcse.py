@@ -18,6 +18,10 @@ The teachers' lists S^T(x_i) = sum_k alpha_k d(t_k(x_i), t_k(x_j)) come from fro
 of the training sentences, computed once before training (each row's index is its ``label``).
 Sums over the batch are means here, as for InfoNCE. Under multi-process training the lists run over
 each process's own batch.
+
+Mixed precision: the encoder runs in half precision; the score matrices and Eq. 1-5 are float32
+(autocast off): with tau_2 = 0.0125 a bf16 cosine's rounding (up to 2^-9) moves a logit by 0.3, and
+exp(cos / tau) reaches e^80, past fp16's largest value (65504 ~ e^11).
 """
 
 from __future__ import annotations
@@ -30,9 +34,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from sentlab.losses.simcse import SimCSELoss
+from sentlab.losses.simcse import SimCSELoss, cosine_matrix
+from sentlab.precision import float32_region, in_float32
 
 
+@in_float32
 def js_consistency(scores: Tensor, scores_other: Tensor, temperature: float) -> Tensor:
     """Eq. 2 (mean over rows) between the top-one distributions of two score matrices."""
     log_p = F.log_softmax(scores / temperature, dim=-1)
@@ -48,6 +54,7 @@ def _drop_diagonal(matrix: Tensor) -> Tensor:
     return matrix[keep].view(n, matrix.size(1) - 1)
 
 
+@in_float32
 def listnet_loss(student: Tensor, teacher: Tensor, tau_student: float, tau_teacher: float,
                  exclude_positive: bool = True) -> Tensor:
     """Eq. 4 (mean over rows); ``exclude_positive`` drops column j = i from both lists (footnote 1)."""
@@ -57,6 +64,7 @@ def listnet_loss(student: Tensor, teacher: Tensor, tau_student: float, tau_teach
     return -(target * F.log_softmax(student / tau_student, dim=-1)).sum(-1).mean()
 
 
+@in_float32
 def listmle_loss(student: Tensor, teacher: Tensor, tau_student: float, exclude_positive: bool = False) -> Tensor:
     """Eq. 5 (mean over rows): -log of the Plackett-Luce probability of the teacher's descending order
     under the student's scores / tau: prod_k exp(s_pi(k)) / sum_{l >= k} exp(s_pi(l))."""
@@ -114,15 +122,15 @@ class RankCSELoss(nn.Module):
         """S^T for the batch: the weighted sum of each teacher's cosine matrix."""
         index = rows.detach().cpu().numpy()
         total = None
-        for weight, vectors in zip(self.teacher_weights, self.teacher_vectors):
-            t = F.normalize(torch.as_tensor(np.asarray(vectors[index]), dtype=torch.float32, device=device), dim=-1)
-            total = weight * (t @ t.T) if total is None else total + weight * (t @ t.T)
+        with float32_region(device.type):
+            for weight, vectors in zip(self.teacher_weights, self.teacher_vectors):
+                t = torch.as_tensor(np.asarray(vectors[index]), dtype=torch.float32, device=device)
+                total = weight * cosine_matrix(t, t) if total is None else total + weight * cosine_matrix(t, t)
         return total
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         embeddings = self.base_loss.embed(sentence_features)
-        z1, z2 = F.normalize(embeddings[0], dim=-1), F.normalize(embeddings[1], dim=-1)
-        scores = z1 @ z2.T  # S(x_i) as rows
+        scores = cosine_matrix(embeddings[0], embeddings[1])  # S(x_i) as rows
         terms: dict[str, Tensor] = {}
         if self.use_infonce:
             terms["infonce"] = self.base_loss.contrastive(embeddings)

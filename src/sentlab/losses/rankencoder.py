@@ -14,6 +14,10 @@ cos(E2(x_i), E2(x_j)) is taken between the two dropout views of the base objecti
 view 2 of x_j), as in the authors' code; the views come from the same forward pass that l_cl uses.
 Under multi-process training the columns j run over the global batch and l_r, its pair count and
 the hinge decision are global, so the loss equals the one-process loss on the whole batch.
+
+Mixed precision: E2 runs in half precision; the cosines, the rank-vector products u_i . u_j and
+Eq. 4-6 are float32 (autocast off): Eq. 6's filter compares targets with 0.5 and 0.8, and a bf16
+target (8 significant bits) would move pairs across those bounds.
 """
 
 from __future__ import annotations
@@ -23,14 +27,15 @@ from typing import Literal
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from sentence_transformers.util import all_gather, all_gather_with_grad, get_rank
 from torch import Tensor, nn
 
-from sentlab.losses.simcse import SimCSELoss
+from sentlab.losses.simcse import SimCSELoss, cosine_matrix
+from sentlab.precision import float32_region, in_float32
 from sentlab.rank.vectors import rank_vectors
 
 
+@in_float32
 def rank_regression_loss(cos: Tensor, targets: Tensor, tau_lower: float | None = None, tau_upper: float | None = None,
                          pair_count: Tensor | None = None) -> Tensor:
     """Eq. 6 (Eq. 4 when both bounds are None): squared error of ``cos`` against ``targets``, averaged
@@ -115,14 +120,14 @@ class RankEncoderLoss(nn.Module):
             rows_all = all_gather(labels.to(view1.device))
             view2_all = all_gather_with_grad(view2)
         count = None
-        with torch.no_grad():
+        with torch.no_grad(), float32_region(view1.device.type):
             u_all = self.base_rank_vectors(rows_all, view1.device)
             offset = get_rank() * view1.size(0) if distributed else 0
             targets = u_all[offset:offset + view1.size(0)] @ u_all.T
             if distributed:
-                count = pair_mask(targets, self.tau_lower, self.tau_upper).sum().to(view1.dtype)
+                count = pair_mask(targets, self.tau_lower, self.tau_upper).sum().to(torch.float32)
                 torch.distributed.all_reduce(count)
-        cos = F.normalize(view1, dim=-1) @ F.normalize(view2_all, dim=-1).T
+        cos = cosine_matrix(view1, view2_all)
         l_r_share = rank_regression_loss(cos, targets.to(cos.dtype), self.tau_lower, self.tau_upper, count)
         l_r_total, l_cl_mean = l_r_share.detach().clone(), l_cl.detach().clone()
         if distributed:

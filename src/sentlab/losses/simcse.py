@@ -9,6 +9,10 @@ averaged over the batch (the authors' code averages; the papers write a sum). Su
 ``hard_negative_weight`` is added to the logit of an anchor's own hard negative (default 0).
 With several processes the candidates of every process are gathered with gradients, so the loss and
 its gradients equal those of one process holding the whole global batch.
+
+Mixed precision: the encoder runs in half precision, Eq. 1 in float32 (:func:`info_nce` and
+:func:`cosine_matrix` switch autocast off): a cosine rounded to bf16 (8 significant bits) and divided
+by tau = 0.05 moves a logit by up to 0.08, which is not the paper's loss.
 """
 
 from __future__ import annotations
@@ -22,21 +26,29 @@ from sentence_transformers.base.losses.merged_forward import embed_columns
 from sentence_transformers.util import all_gather_with_grad, get_rank
 from torch import Tensor, nn
 
+from sentlab.precision import in_float32
 
+
+@in_float32
+def cosine_matrix(a: Tensor, b: Tensor) -> Tensor:
+    """cos(a_i, b_j) for every row pair, in float32."""
+    return F.normalize(a, dim=-1) @ F.normalize(b, dim=-1).T
+
+
+@in_float32
 def info_nce(anchors: Tensor, positives: Tensor, negatives: Tensor | None = None, temperature: float = 0.05,
              hard_negative_weight: float = 0.0, gather: bool = True) -> Tensor:
-    """Mean InfoNCE of local ``anchors`` against (gathered) ``positives`` [+ ``negatives``]."""
+    """Mean InfoNCE of local ``anchors`` against (gathered) ``positives`` [+ ``negatives``], in float32."""
     batch = anchors.size(0)
     offset = 0
     if gather and torch.distributed.is_available() and torch.distributed.is_initialized():
         positives = all_gather_with_grad(positives)
         negatives = all_gather_with_grad(negatives) if negatives is not None else None
         offset = get_rank() * batch if positives.size(0) != batch else 0
-    a = F.normalize(anchors, dim=-1)
-    logits = a @ F.normalize(positives, dim=-1).T / temperature
+    logits = cosine_matrix(anchors, positives) / temperature
     targets = torch.arange(offset, offset + batch, device=anchors.device)
     if negatives is not None:
-        negative_logits = a @ F.normalize(negatives, dim=-1).T / temperature
+        negative_logits = cosine_matrix(anchors, negatives) / temperature
         if hard_negative_weight:
             negative_logits = negative_logits + hard_negative_weight * F.one_hot(targets, negatives.size(0))
         logits = torch.cat([logits, negative_logits], dim=1)

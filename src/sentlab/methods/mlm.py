@@ -69,7 +69,11 @@ class MLMConfig(TrainConfig):
 class MLMLoss(nn.Module):
     """Masked-LM cross-entropy on one column of sentences; the head's body is the encoder (tied). The
     prediction head runs only at the chosen positions (for BERT-style heads, ``cls``); the loss is the
-    mean over those positions, as transformers' masked-LM loss."""
+    mean over those positions, as transformers' masked-LM loss. Under mixed precision the head's
+    body and its prediction layer (called directly, so named in ``half_precision_modules``) run in
+    half precision and the cross-entropy in float32."""
+
+    half_precision_modules = ("head.cls",)  # sentlab.precision.loss_networks
 
     def __init__(self, model: SentenceTransformer, probability: float = 0.15):
         super().__init__()

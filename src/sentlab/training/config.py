@@ -87,7 +87,15 @@ class TrainSection(_Section):
                                                        "before training and keep it (step 0) when no checkpoint "
                                                        "beats it")
     logging_steps: int = Field(10, gt=0)
-    mixed_precision: Literal["no", "fp16", "bf16"] = "no"
+    mixed_precision: Literal["no", "fp16", "bf16"] = Field(
+        "no", description="no (fp32), fp16 (GPU, with loss scaling) or bf16 (GPU, or a CPU with AVX-512 BF16 / AMX); "
+                          "what ran is read back into RUN/precision.json (sentlab.precision)")
+
+    @field_validator("mixed_precision", mode="before")
+    @classmethod
+    def _yaml_no(cls, value: object) -> object:
+        return "no" if value is False else value  # YAML 1.1 reads a bare `no` as false
+
     @field_validator("max_steps")
     @classmethod
     def _steps_or_epochs(cls, value: int) -> int:

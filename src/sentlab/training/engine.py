@@ -19,6 +19,7 @@ Run folder (methods add their own files, see each method's module)::
     RUN/fingerprint.json  what the finished run learnt from (config and training file), to find it again
     RUN/start_dev.json    with a dev task: the start model's score on it, taken before the first step
     RUN/selection.json    with a dev task: the kept step (0: the start model) and the scores behind it
+    RUN/precision.json    the precision that ran, read back at the first step (sentlab.precision)
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from sentlab.encoders.loading import load_encoder  # noqa: F401  (engine.load_en
 from sentlab.errors import ConfigError, DataError, TrainingDivergedError
 from sentlab.methods import Method, get_method
 from sentlab.paths import write_text_atomic
+from sentlab.precision import Precision, PrecisionProbe, networks_in_half_precision, resolve_precision, summary
 from sentlab.progress import bars, run_log, say
 from sentlab.training.callbacks import (LossComponentsLog, LossStateCheckpoint, MetricsLog, StopOnNonFiniteLoss,
                                         WallClockBudget, load_loss_state)
@@ -114,7 +116,7 @@ def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool,
         report_to="none",
         ddp_find_unused_parameters=True,
         # without an accelerator, Accelerate only runs multi-process (gloo) DDP when told it is on CPU
-        use_cpu=not _has_accelerator(),
+        use_cpu=_device_type() == "cpu",
     )
     arguments.update(method_arguments or {})
     return SentenceTransformerTrainingArguments(**arguments)
@@ -130,11 +132,30 @@ def _warmup(ratio: float) -> dict[str, float]:
 
 
 class SentlabTrainer(SentenceTransformerTrainer):
-    """The sentence-transformers trainer with two extensions: a method's own learning-rate schedule
+    """The sentence-transformers trainer with three extensions: a method's own learning-rate schedule
     (:meth:`Method.lr_multiplier`, e.g. CT's segmented constants), which no ``lr_scheduler_type`` of
-    transformers expresses, and logs without the evaluation speeds the trainer computes from an
-    evaluation dataset sentlab never passes (the dev task is an evaluator: "0 samples per second").
-    Everything else is the library's."""
+    transformers expresses; logs without the evaluation speeds the trainer computes from an
+    evaluation dataset sentlab never passes (the dev task is an evaluator: "0 samples per second");
+    and the precision of the first training step read back (:class:`~sentlab.precision.PrecisionProbe`)
+    into ``RUN/precision.json`` and the run log. Everything else is the library's."""
+
+    sentlab_precision: Precision | None = None
+    precision_file: Path | None = None
+    precision_record: dict | None = None
+
+    def compute_loss(self, model, inputs, return_outputs: bool = False, num_items_in_batch=None):
+        if self.precision_record is not None or self.sentlab_precision is None or not model.training:
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        with PrecisionProbe(self.loss) as probe:
+            result = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        loss = result[0] if isinstance(result, tuple) else result
+        self.precision_record = probe.record(self.sentlab_precision, loss,
+                                             grad_scaler=getattr(self.accelerator, "scaler", None) is not None)
+        if self.is_world_process_zero():
+            say(summary(self.precision_record))
+            if self.precision_file is not None:
+                write_json(self.precision_file, self.precision_record)
+        return result
 
     def log(self, logs: dict[str, float], *args, **kwargs) -> None:
         if self.eval_dataset is None:
@@ -151,13 +172,6 @@ class SentlabTrainer(SentenceTransformerTrainer):
             self._created_lr_scheduler = True
             return self.lr_scheduler
         return super().create_scheduler(num_training_steps, optimizer)
-
-
-def _has_accelerator() -> bool:
-    import torch
-
-    return torch.cuda.is_available() or (hasattr(torch, "xpu") and torch.xpu.is_available()) or (
-        torch.backends.mps.is_available())
 
 
 def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer | None = None,
@@ -196,6 +210,8 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     if not bars():  # quiet: transformers prints every log record when its progress bar is off
         trainer.remove_callback(PrinterCallback)
     trainer.sentlab_method = method
+    trainer.sentlab_precision = resolve_precision(cfg.train.mixed_precision, _device_type())
+    trainer.precision_file = paths.precision
     return trainer
 
 
@@ -213,6 +229,7 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True, allow_c
     run in that folder starts over (no checkpoint to resume)."""
     paths = RunPaths(Path(cfg.train.output_dir))
     _pin_numeric_mode(cfg)
+    resolve_precision(cfg.train.mixed_precision, _device_type())  # refused before anything is read or written
     if resume and not checkpoint_folders(paths.checkpoints):
         raise ConfigError(f"{paths.checkpoints}: --resume given but the run has no checkpoint yet")
     if not resume and checkpoint_folders(paths.checkpoints):
@@ -262,7 +279,8 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
             cfg.train.start_is_candidate else None
         if checkpoint is not None:
             load_loss_state(trainer.loss, trainer.model, Path(checkpoint))
-        trainer.train(resume_from_checkpoint=checkpoint)
+        with networks_in_half_precision(trainer.loss, trainer.sentlab_precision):
+            trainer.train(resume_from_checkpoint=checkpoint)
         best = trainer.state.best_model_checkpoint
         if trainer.args.load_best_model_at_end and best and Path(best).is_dir():
             load_loss_state(trainer.loss, trainer.model, Path(best))  # the trainer restores only the model
@@ -283,7 +301,11 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         plot_loss(paths.metrics, paths.loss_plot, trainer.args.metric_for_best_model or DEV_METRIC)
         if evaluate and "sts" in cfg.eval.final_tasks:
             say("final evaluation (STS)")
+            training_precision = trainer.precision_record or (
+                json.loads(paths.precision.read_text("utf-8")) if paths.precision.is_file() else None)
             for results_path, report in method.evaluate(final).items():
+                report.settings["training_precision"] = training_precision
+                report.settings["evaluation_precision"] = "fp32"
                 report.write(results_path)
                 say(f"results written to {results_path}")
     return paths
@@ -384,6 +406,17 @@ def _pin_numeric_mode(cfg: TrainConfig) -> None:
     if cfg.train.tf32 and not _has_cuda():
         raise ConfigError("train.tf32: TF32 needs an NVIDIA GPU (Ampere or newer); set train.tf32: false")
     pin_float32_math(allow_tf32=cfg.train.tf32)
+
+
+def _device_type() -> str:
+    """The device type the trainer trains on (it uses the accelerator when there is one)."""
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if hasattr(torch, "xpu") and torch.xpu.is_available():
+        return "xpu"
+    return "mps" if torch.backends.mps.is_available() else "cpu"
 
 
 def _has_cuda() -> bool:

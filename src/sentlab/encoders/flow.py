@@ -64,6 +64,15 @@ class GlowFlow(ModuleWithWeights):
             embedding_dimension, steps, hidden_channels, seed)
         self.flow = glow(embedding_dimension, steps, hidden_channels, seed)
 
+    def initialise(self, u: torch.Tensor) -> None:
+        """Glow's data-dependent ActNorm initialisation (each ActNorm scales its input to zero mean,
+        unit variance) from the vectors ``u``, instead of from the first training batch."""
+        for module in self.flow.modules():
+            if hasattr(module, "data_dep_init_done"):
+                module.data_dep_init_done = torch.tensor(0.0)
+        with torch.no_grad(), float32_region(u.device.type):
+            self.flow.inverse_and_log_det(u.float()[:, :, None, None])
+
     def latent_and_log_likelihood(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """z = f⁻¹(u) and log p(u) = log N(z; 0, I) + log |det ∂z/∂u|, per row."""
         z, log_det = self.flow.inverse_and_log_det(u.float()[:, :, None, None])

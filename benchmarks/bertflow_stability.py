@@ -1,52 +1,93 @@
 """BERT-flow's flow alone on frozen all-MiniLM-L6-v2 vectors of CQADupStack titles (the first 4,000
-distinct titles of each forum): the last and lowest NLL and the step of a NaN, per forum, variant and
-seed (1, 2, 3), 300 steps of 8, AdamW, linear decay, gradient clipping at 1.0. A variant is
-``[initN]lrX``: ActNorm initialised from N training vectors (none: normflows' first batch) at lr X.
-Prints one JSON object.
+distinct titles of each forum, encoded as ``sentlab adapt`` encodes them: the model's own pipeline),
+the way the engine trains it: batches of 8, AdamW, linear decay, gradient clipping at 1.0. Per forum,
+variant and seed (1, 2, 3; they set the order and the flow's initialisation): the last and the lowest
+negative log-likelihood, and the step of a non-finite loss. A variant is ``[initN]lrX``: ActNorm
+initialised from N training vectors before the first step (no ``initN``: from the first batch, as
+normflows does) at learning rate X. Prints one JSON object.
 
-    HF_HUB_OFFLINE=1 python benchmarks/bertflow_stability.py webmasters,android 300 lr1e-3,init1024lr1e-3,lr1e-4,init1024lr1e-4
+    HF_HUB_OFFLINE=1 python benchmarks/bertflow_stability.py --forums webmasters android --steps 300 \
+        --variants lr1e-3 init1024lr1e-3 lr1e-4 init1024lr1e-4
 """
-import json, math, sys, random, time
-import numpy as np, torch
-from pathlib import Path
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import re
+
+import numpy as np
+import torch
+
 from sentlab.data.useb import load_cqadupstack, task_folder
-from sentlab.encoders.loading import load_encoder
+from sentlab.encoders.backends import pin_float32_math
 from sentlab.encoders.flow import GlowFlow
-forums = load_cqadupstack(task_folder("CQADupStack"))
-import tempfile
-cache = Path(tempfile.gettempdir()) / "sentlab-bertflow-vectors"; cache.mkdir(exist_ok=True)
-model = None
-vecs = {}
-for forum in sys.argv[1].split(","):
-    f = cache / f"{forum}.npy"
-    if not f.exists():
-        model = model or load_encoder("minilm")
-        titles = list(dict.fromkeys(list(forums[forum].corpus.values())))[:4000]
-        np.save(f, model.encode(titles, batch_size=128, convert_to_numpy=True))
-    vecs[forum] = np.load(f)
-steps = int(sys.argv[2]); variants = sys.argv[3].split(",")
-torch.set_num_threads(2)
-out = []
-for forum, v in vecs.items():
-    for variant in variants:
-        for seed in (1, 2, 3):
-            torch.manual_seed(seed); rng = random.Random(seed)
-            order = list(range(len(v))); rng.shuffle(order)
-            flow = GlowFlow(v.shape[1], 6, 32, seed=seed).train()
-            if variant.startswith("init"):
-                with torch.no_grad():
-                    flow.initialise(torch.as_tensor(v[order[:int(variant[4:].split("lr")[0])]]))
-            lr = float(variant.split("lr")[1]) if "lr" in variant else 1e-3
-            opt = torch.optim.AdamW([p for p in flow.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
-            nan_at = None; last = None; best = math.inf
-            for step in range(steps):
-                batch = torch.as_tensor(v[[order[(step * 8 + i) % len(v)] for i in range(8)]])
-                for g in opt.param_groups: g["lr"] = lr * (1 - step / steps)
-                loss = -flow({"sentence_embedding": batch})["flow_log_likelihood"].mean()
-                if not torch.isfinite(loss):
-                    nan_at = step; break
-                opt.zero_grad(); loss.backward()
-                torch.nn.utils.clip_grad_norm_(flow.parameters(), 1.0)
-                opt.step(); last = float(loss); best = min(best, last)
-            out.append({"forum": forum, "variant": variant, "seed": seed, "nan_at_step": nan_at, "last_loss": last, "min_loss": best})
-print(json.dumps({"benchmark": "bertflow_stability", "steps": steps, "batch_size": 8, "runs": out}, indent=1))
+from sentlab.encoders.loading import load_encoder
+
+BATCH = 8
+SEEDS = (1, 2, 3)
+
+
+def parse_variant(variant: str) -> tuple[int, float]:
+    """``init1024lr1e-4`` -> (1024, 1e-4); ``lr1e-3`` -> (0, 1e-3)."""
+    match = re.fullmatch(r"(?:init(\d+))?lr([0-9.e+-]+)", variant)
+    if match is None:
+        raise SystemExit(f"bertflow_stability: variant {variant!r} is not [initN]lrX, e.g. init1024lr1e-4")
+    return int(match.group(1) or 0), float(match.group(2))
+
+
+def train_flow(vectors: np.ndarray, init: int, lr: float, seed: int, steps: int) -> dict[str, float | int | None]:
+    torch.manual_seed(seed)
+    order = list(range(len(vectors)))
+    random.Random(seed).shuffle(order)
+    flow = GlowFlow(vectors.shape[1], 6, 32, seed=seed).train()
+    if init:
+        flow.initialise(torch.as_tensor(vectors[order[:init]]))
+    optimizer = torch.optim.AdamW([p for p in flow.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
+    non_finite_at, last, lowest = None, None, math.inf
+    for step in range(steps):
+        batch = torch.as_tensor(vectors[[order[(step * BATCH + i) % len(order)] for i in range(BATCH)]])
+        for group in optimizer.param_groups:
+            group["lr"] = lr * (1 - step / steps)
+        loss = -flow({"sentence_embedding": batch})["flow_log_likelihood"].mean()
+        if not torch.isfinite(loss):
+            non_finite_at = step
+            break
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(flow.parameters(), 1.0)
+        optimizer.step()
+        last = loss.item()
+        lowest = min(lowest, last)
+    return {"non_finite_at_step": non_finite_at, "last_nll": last, "lowest_nll": lowest}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--forums", nargs="+", default=["webmasters", "android"])
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--variants", nargs="+", default=["lr1e-3", "init1024lr1e-3", "lr1e-4", "init1024lr1e-4"])
+    args = parser.parse_args()
+    pin_float32_math()  # fp32 is IEEE float32 on every CPU, as in the engine
+    variants = {variant: parse_variant(variant) for variant in args.variants}
+    forums = load_cqadupstack(task_folder("CQADupStack"))
+    unknown = sorted(set(args.forums) - set(forums))
+    if unknown:
+        raise SystemExit(f"bertflow_stability: unknown forum(s) {', '.join(unknown)} (choose from {', '.join(forums)})")
+    model = load_encoder("minilm")
+    runs = []
+    for forum in args.forums:
+        titles = list(dict.fromkeys(forums[forum].corpus.values()))[:4000]
+        vectors = model.encode(titles, batch_size=128, convert_to_numpy=True)
+        for variant, (init, lr) in variants.items():
+            for seed in SEEDS:
+                runs.append({"forum": forum, "variant": variant, "seed": seed,
+                             **train_flow(vectors, init, lr, seed, args.steps)})
+    print(json.dumps({"benchmark": "bertflow_stability", "steps": args.steps, "batch_size": BATCH, "runs": runs},
+                     indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +23,9 @@ import torch
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
+from sentlab.encoders.backends import pin_float32_math
 from sentlab.precision import Precision, networks_in_half_precision
-from sentlab.training.config import load_config
+from sentlab.training.config import TrainConfig, load_config
 from tests.tiny_presets import CONFIGS, sentences
 
 BATCH = 8
@@ -45,20 +47,19 @@ def tolerances(dtype: str) -> tuple[float, float]:
     return 32 * u, 64 * u
 
 
+Built = tuple[nn.Module, list[dict[str, torch.Tensor]], torch.Tensor | None]  # loss, columns, labels
+
+
 @dataclass
 class LossCase:
     name: str
     preset: str  # the preset whose temperatures and learning rate the loss uses
-    build: Callable[[Path], tuple[nn.Module, list[dict[str, torch.Tensor]], torch.Tensor | None]]
+    build: Callable[[TrainConfig, Path], Built]  # (the preset's config, the tiny backbone)
     own_loss: bool = True  # sentlab's own loss (its float32 regions are checked under an outer autocast too)
 
-    @property
-    def learning_rate(self) -> float:
-        return load_config(CONFIGS / f"{self.preset}.yaml").train.learning_rate
-
-    def setting(self, section: str, key: str):
-        cfg = load_config(CONFIGS / f"{self.preset}.yaml")
-        return getattr(getattr(cfg, section), key)
+    @functools.cached_property
+    def config(self) -> TrainConfig:
+        return load_config(CONFIGS / f"{self.preset}.yaml")
 
 
 def tiny_encoder(backbone: Path, pooler: str = "mean") -> SentenceTransformer:
@@ -70,151 +71,123 @@ def tiny_encoder(backbone: Path, pooler: str = "mean") -> SentenceTransformer:
 
 
 def features(model: SentenceTransformer, texts: list[str]) -> dict[str, torch.Tensor]:
-    return dict(model.tokenize(texts))
+    return dict(model.preprocess(texts))
 
 
-def _simcse(case: LossCase, columns: int):
+def columns_of(model: SentenceTransformer, count: int) -> list[dict[str, torch.Tensor]]:
+    """``count`` columns of BATCH different sentences."""
+    lines = sentences(BATCH * count, seed=3)
+    return [features(model, lines[i * BATCH:(i + 1) * BATCH]) for i in range(count)]
+
+
+def _unit_rows(rng: np.random.Generator, rows: int) -> np.ndarray:
+    x = rng.normal(size=(rows, 16))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _simcse(columns: int, cfg: TrainConfig, backbone: Path) -> Built:
     from sentlab.losses.simcse import SimCSELoss
 
-    def build(backbone: Path):
-        model = tiny_encoder(backbone)
-        lines = sentences(BATCH * columns, seed=3)
-        cols = [features(model, lines[i * BATCH:(i + 1) * BATCH]) for i in range(columns)]
-        return SimCSELoss(model, temperature=case.setting("loss", "temperature")), cols, None
-    return build
+    model = tiny_encoder(backbone)
+    return SimCSELoss(model, temperature=cfg.loss.temperature), columns_of(model, columns), None
 
 
-def _rankencoder(case: LossCase):
+def _rankencoder(cfg: TrainConfig, backbone: Path) -> Built:
     from sentlab.losses.rankencoder import RankEncoderLoss
     from sentlab.losses.simcse import SimCSELoss
 
-    def build(backbone: Path):
-        model = tiny_encoder(backbone)
-        rng = np.random.default_rng(0)
-        unit = lambda x: x / np.linalg.norm(x, axis=1, keepdims=True)  # noqa: E731
-        base, corpus = unit(rng.normal(size=(BATCH, 16))), unit(rng.normal(size=(64, 16)))
-        r = load_config(CONFIGS / f"{case.preset}.yaml").rank
-        loss = RankEncoderLoss(SimCSELoss(model, temperature=case.setting("loss", "temperature")), base, corpus,
-                               lambda_train=r.lambda_train, tau_lower=r.tau_lower, tau_upper=r.tau_upper,
-                               combine="weighted_sum")  # both terms reach the gradient (the hinge keeps one)
-        return loss, [features(model, sentences(BATCH, seed=3))], torch.arange(BATCH)
-    return build
+    model, r, rng = tiny_encoder(backbone), cfg.rank, np.random.default_rng(0)
+    loss = RankEncoderLoss(SimCSELoss(model, temperature=cfg.loss.temperature), _unit_rows(rng, BATCH),
+                           _unit_rows(rng, 64), lambda_train=r.lambda_train, tau_lower=r.tau_lower,
+                           tau_upper=r.tau_upper, combine="weighted_sum")  # both terms reach the gradient
+    return loss, columns_of(model, 1), torch.arange(BATCH)
 
 
-def _rankcse(case: LossCase):
+def _rankcse(cfg: TrainConfig, backbone: Path) -> Built:
     from sentlab.losses.rankcse import RankCSELoss
     from sentlab.losses.simcse import SimCSELoss
 
-    def build(backbone: Path):
-        model = tiny_encoder(backbone)
-        r = load_config(CONFIGS / f"{case.preset}.yaml").rankcse
-        rng = np.random.default_rng(0)
-        teachers = [rng.normal(size=(BATCH, 16)).astype(np.float32) for _ in r.teachers]
-        loss = RankCSELoss(SimCSELoss(model, temperature=case.setting("loss", "temperature")), teachers,
-                           r.teacher_weights, beta=r.beta, gamma=r.gamma, distillation=r.distillation,
-                           tau_student=r.tau_student, tau_teacher=r.tau_teacher)
-        return loss, [features(model, sentences(BATCH, seed=3))], torch.arange(BATCH)
-    return build
+    model, r, rng = tiny_encoder(backbone), cfg.rankcse, np.random.default_rng(0)
+    teachers = [rng.normal(size=(BATCH, 16)).astype(np.float32) for _ in r.teachers]
+    loss = RankCSELoss(SimCSELoss(model, temperature=cfg.loss.temperature), teachers, r.teacher_weights,
+                       beta=r.beta, gamma=r.gamma, distillation=r.distillation, tau_student=r.tau_student,
+                       tau_teacher=r.tau_teacher)
+    return loss, columns_of(model, 1), torch.arange(BATCH)
 
 
-def _tsdae(case: LossCase):
+def _tsdae(cfg: TrainConfig, backbone: Path) -> Built:
     from sentlab.data.noise import NoisyPairs
     from sentlab.losses.tsdae import TSDAELoss
 
-    def build(backbone: Path):
-        model = tiny_encoder(backbone)
-        rows = NoisyPairs("delete", 0.6, seed=0)({"sentence": sentences(BATCH, seed=3), "label": list(range(BATCH))})
-        return TSDAELoss(model), [features(model, rows["noisy"]), features(model, rows["sentence"])], None
-    return build
+    model, t = tiny_encoder(backbone), cfg.tsdae
+    rows = NoisyPairs(t.noise, t.ratio, seed=0)({"sentence": sentences(BATCH, seed=3), "label": list(range(BATCH))})
+    return TSDAELoss(model), [features(model, rows["noisy"]), features(model, rows["sentence"])], None
 
 
-def _ct(case: LossCase):
+def _ct(cfg: TrainConfig, backbone: Path) -> Built:
     from sentence_transformers.sentence_transformer.losses import ContrastiveTensionLoss
 
-    def build(backbone: Path):
-        model = tiny_encoder(backbone)
-        a = sentences(BATCH, seed=3)
-        b = [a[0], *sentences(BATCH - 1, seed=4)]  # one identical pair, the rest different
-        labels = torch.tensor([1.0] + [0.0] * (BATCH - 1))
-        return ContrastiveTensionLoss(model), [features(model, a), features(model, b)], labels
-    return build
+    model = tiny_encoder(backbone)
+    a = sentences(BATCH, seed=3)
+    b = [a[0], *sentences(BATCH - 1, seed=4)]  # one identical pair, the rest different
+    labels = torch.tensor([1.0] + [0.0] * (BATCH - 1))
+    return ContrastiveTensionLoss(model), [features(model, a), features(model, b)], labels
 
 
-def _mlm(case: LossCase):
+def _mlm(cfg: TrainConfig, backbone: Path) -> Built:
     from sentlab.methods.mlm import MLMLoss
 
-    def build(backbone: Path):
-        model = tiny_encoder(backbone)
-        return MLMLoss(model), [features(model, sentences(BATCH, seed=3))], None
-    return build
+    model = tiny_encoder(backbone)
+    return MLMLoss(model, cfg.mlm.probability), columns_of(model, 1), None
 
 
-def _bertflow(case: LossCase):
+def _bertflow(cfg: TrainConfig, backbone: Path) -> Built:
     from sentlab.encoders.flow import GlowFlow
     from sentlab.methods.bertflow import FlowNLLLoss
 
-    def build(backbone: Path):
-        model = tiny_encoder(backbone)
-        for param in model.parameters():
-            param.requires_grad_(False)  # BERT-flow's encoder is frozen
-        model.append(GlowFlow(model.get_embedding_dimension(), 6, 32, seed=0))
-        return FlowNLLLoss(model), [features(model, sentences(BATCH, seed=3))], None
-    return build
+    model = tiny_encoder(backbone)
+    for param in model.parameters():
+        param.requires_grad_(False)  # BERT-flow's encoder is frozen
+    model.append(GlowFlow(model.get_embedding_dimension(), cfg.flow.steps, cfg.flow.hidden_channels, seed=0))
+    return FlowNLLLoss(model), columns_of(model, 1), None
 
 
-def _rse(case: LossCase, cached: bool):
+def _rse(cached: bool, cfg: TrainConfig, backbone: Path) -> Built:
     from sentlab.losses.rse import CachedRSELoss, RSELoss
 
-    def build(backbone: Path):
-        model = tiny_encoder(backbone)
-        relations = ["entailment", "duplicate_question"]
-        loss = (CachedRSELoss(model, relations, temperature=0.05, mini_batch_size=4) if cached
-                else RSELoss(model, relations, temperature=0.05))
-        lines = sentences(3 * BATCH, seed=3)
-        cols = [features(model, lines[i * BATCH:(i + 1) * BATCH]) for i in range(3)]
-        return loss, cols, torch.tensor([i % 2 for i in range(BATCH)])
-    return build
+    model, relations = tiny_encoder(backbone), ["entailment", "duplicate_question"]
+    loss = (CachedRSELoss(model, relations, temperature=cfg.loss.temperature, mini_batch_size=4) if cached
+            else RSELoss(model, relations, temperature=cfg.loss.temperature))
+    return loss, columns_of(model, 3), torch.tensor([i % 2 for i in range(BATCH)])
 
 
-def _supervised(case: LossCase, kind: str):
+def _supervised(kind: str, cfg: TrainConfig, backbone: Path) -> Built:
     from sentence_transformers.sentence_transformer import losses
 
-    def build(backbone: Path):
-        model = tiny_encoder(backbone)
-        lines = sentences(3 * BATCH, seed=3)
-        if kind == "mnrl":
-            cols = [features(model, lines[i * BATCH:(i + 1) * BATCH]) for i in range(3)]
-            return losses.MultipleNegativesRankingLoss(model, scale=20.0), cols, None
-        cols = [features(model, lines[:BATCH]), features(model, lines[BATCH:2 * BATCH])]
-        scores = torch.linspace(0, 1, BATCH)
-        loss = losses.CoSENTLoss(model, scale=20.0) if kind == "cosent" else losses.CosineSimilarityLoss(model)
-        return loss, cols, scores
-    return build
+    model = tiny_encoder(backbone)
+    if kind == "mnrl":
+        return losses.MultipleNegativesRankingLoss(model, scale=cfg.supervised.scale), columns_of(model, 3), None
+    loss = losses.CoSENTLoss(model, scale=cfg.supervised.scale) if kind == "cosent" else losses.CosineSimilarityLoss(model)
+    return loss, columns_of(model, 2), torch.linspace(0, 1, BATCH)
 
 
 def cases() -> list[LossCase]:
-    table = [
-        ("simcse-unsup", "simcse-unsup-bert-base", lambda c: _simcse(c, 1), True),
-        ("simcse-sup", "simcse-sup-bert-base", lambda c: _simcse(c, 3), True),
-        ("rankencoder", "rankencoder-simcse-bert-base", _rankencoder, True),
-        ("rankcse-listnet", "rankcse-listnet-bert-base", _rankcse, True),
-        ("rankcse-listmle", "rankcse-listmle-bert-base", _rankcse, True),
-        ("tsdae", "tsdae-bert-base", _tsdae, True),
-        ("ct", "ct-bert-base", _ct, False),
-        ("mlm", "mlm-bert-base", _mlm, True),
-        ("bert-flow", "bertflow-bert-base", _bertflow, True),
-        ("rse", "rse-sts-bert-base", lambda c: _rse(c, cached=False), True),
-        ("rse-gradient-cache", "rse-sts-bert-base", lambda c: _rse(c, cached=True), True),
-        ("supervised-mnrl", "nli-sts-supervised-bert-base", lambda c: _supervised(c, "mnrl"), False),
-        ("supervised-cosent", "stsb-supervised", lambda c: _supervised(c, "cosent"), False),
-        ("supervised-cosine-mse", "stsb-supervised", lambda c: _supervised(c, "cosine-mse"), False),
+    return [
+        LossCase("simcse-unsup", "simcse-unsup-bert-base", functools.partial(_simcse, 1)),
+        LossCase("simcse-sup", "simcse-sup-bert-base", functools.partial(_simcse, 3)),
+        LossCase("rankencoder", "rankencoder-simcse-bert-base", _rankencoder),
+        LossCase("rankcse-listnet", "rankcse-listnet-bert-base", _rankcse),
+        LossCase("rankcse-listmle", "rankcse-listmle-bert-base", _rankcse),
+        LossCase("tsdae", "tsdae-bert-base", _tsdae),
+        LossCase("ct", "ct-bert-base", _ct, own_loss=False),
+        LossCase("mlm", "mlm-bert-base", _mlm),
+        LossCase("bert-flow", "bertflow-bert-base", _bertflow),
+        LossCase("rse", "rse-sts-bert-base", functools.partial(_rse, False)),
+        LossCase("rse-gradient-cache", "rse-sts-bert-base", functools.partial(_rse, True)),
+        LossCase("supervised-mnrl", "nli-sts-supervised-bert-base", functools.partial(_supervised, "mnrl"), False),
+        LossCase("supervised-cosent", "stsb-supervised", functools.partial(_supervised, "cosent"), False),
+        LossCase("supervised-cosine-mse", "stsb-supervised", functools.partial(_supervised, "cosine-mse"), False),
     ]
-    built = []
-    for name, preset, maker, own in table:
-        case = LossCase(name, preset, build=None, own_loss=own)  # type: ignore[arg-type]
-        case.build = maker(case)
-        built.append(case)
-    return built
 
 
 @dataclass
@@ -242,47 +215,46 @@ def _loss_and_gradients(loss: nn.Module, columns, labels, context, scaler=None):
 
 
 def compare(case: LossCase, backbone: Path, dtype: str, mode: str = "engine") -> Comparison:
-    """One forward and backward of ``case``'s loss in fp32 and in ``dtype`` from the same weights, then
-    one optimizer step (AdamW at the preset's learning rate) in ``dtype``. ``mode``: ``engine``
-    (networks under autocast, as sentlab trains) or ``autocast`` (the whole loss inside
-    ``torch.autocast``, as a user's own script may run it)."""
-    loss, columns, labels = case.build(backbone)
+    """One forward and backward of ``case``'s loss in fp32 and in ``dtype`` from the same weights, each
+    half-precision one followed by an optimizer step (AdamW at the preset's learning rate). ``mode``:
+    ``engine`` (networks under autocast, as sentlab trains) or ``autocast`` (the whole loss inside
+    ``torch.autocast``, as a user's own script may run it). fp16 runs through dynamic loss scaling as
+    the trainer's does (a GradScaler starting at 2^16 skips a step with inf / NaN gradients and halves
+    its scale): the steps skipped before one goes through are counted, then one more step on the same
+    inputs must not be skipped."""
+    pin_float32_math()  # the reference is IEEE float32 on every CPU
+    loss, columns, labels = case.build(case.config, backbone)
     start = copy.deepcopy(loss.state_dict())
     params = [p for p in loss.parameters() if p.requires_grad]
-
     value32 = _loss_and_gradients(loss, columns, labels, contextlib.nullcontext())
-    grads32 = torch.cat([p.grad.flatten() for p in params if p.grad is not None])
+    grads32 = _gradient(params)
 
-    loss.load_state_dict(start)
     precision = Precision(dtype, "cpu")
-    # fp16: the trainer's dynamic loss scaling (Accelerate's GradScaler, initial scale 2^16); a step
-    # with inf / NaN gradients is skipped and the scale halved, so count those until one goes through
     scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 16) if dtype == "fp16" else None
-    optimizer = torch.optim.AdamW(params, lr=case.learning_rate)
-    skips, value, grads = 0, None, None
-    for _ in range(MAX_CALIBRATION_STEPS):
-        value = _loss_and_gradients(loss, columns, labels, _fresh(loss, precision, mode), scaler)
+    optimizer = torch.optim.AdamW(params, lr=case.config.train.learning_rate)
+
+    def half_step() -> tuple[torch.Tensor, torch.Tensor, bool]:
+        """(loss, unscaled gradients, whether the step was skipped), from the start weights."""
+        loss.load_state_dict(start)
+        context = (networks_in_half_precision(loss, precision) if mode == "engine"
+                   else torch.autocast("cpu", dtype=precision.dtype))
+        value = _loss_and_gradients(loss, columns, labels, context, scaler)
         if scaler is None:
-            grads = torch.cat([p.grad.flatten() for p in params if p.grad is not None])
+            grads = _gradient(params)
             optimizer.step()
-            break
+            return value, grads, False
         scaler.unscale_(optimizer)
-        grads = torch.cat([p.grad.flatten() for p in params if p.grad is not None])
-        scale = scaler.get_scale()
+        grads, scale = _gradient(params), scaler.get_scale()
         scaler.step(optimizer)
         scaler.update()
-        if scaler.get_scale() >= scale:
-            break
+        return value, grads, scaler.get_scale() < scale
+
+    value, grads, skipped = half_step()
+    skips = 0
+    while skipped and skips < MAX_CALIBRATION_STEPS:
         skips += 1
-        loss.load_state_dict(start)
-    skipped_after = False
-    if scaler is not None:  # once calibrated, the same ordinary inputs must not be skipped
-        loss.load_state_dict(start)
-        _loss_and_gradients(loss, columns, labels, _fresh(loss, precision, mode), scaler)
-        scale = scaler.get_scale()
-        scaler.step(optimizer)
-        scaler.update()
-        skipped_after = scaler.get_scale() < scale
+        value, grads, skipped = half_step()
+    skipped_after = scaler is not None and half_step()[2]
     finite = bool(torch.isfinite(value).all() and torch.isfinite(grads).all()
                   and all(torch.isfinite(p).all() for p in params))
     error = float((grads.float() - grads32).norm() / grads32.norm().clamp_min(1e-30))
@@ -292,6 +264,5 @@ def compare(case: LossCase, backbone: Path, dtype: str, mode: str = "engine") ->
 MAX_CALIBRATION_STEPS = 8
 
 
-def _fresh(loss: nn.Module, precision: Precision, mode: str):
-    return (networks_in_half_precision(loss, precision) if mode == "engine"
-            else torch.autocast("cpu", dtype=precision.dtype))
+def _gradient(params: list[nn.Parameter]) -> torch.Tensor:
+    return torch.cat([p.grad.flatten() for p in params if p.grad is not None])

@@ -41,6 +41,7 @@ HALF_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # Linux /proc/cpuinfo names of the instructions
 
 
+@functools.cache
 def cpu_supports_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     """Whether this CPU executes bf16 arithmetic natively: AVX-512 BF16 or AMX-BF16 (x86-64, from
     ``/proc/cpuinfo``), or an Arm core with the BF16 extension (``bf16`` in its features). Elsewhere
@@ -101,9 +102,9 @@ def resolve_precision(requested: str, device_type: str) -> Precision:
 # -- autocast on every network of a loss ------------------------------------------------------------
 
 def float32_outputs(value: Any) -> Any:
-    """``value`` with every floating tensor in it (dicts, lists, tuples, model outputs) as float32."""
+    """``value`` with every half-precision tensor in it (dicts, lists, tuples, model outputs) as float32."""
     if isinstance(value, torch.Tensor):
-        return value.float() if value.is_floating_point() else value
+        return _upcast(value)
     if isinstance(value, dict):  # also transformers' ModelOutput (an OrderedDict)
         for key in list(value.keys()):
             value[key] = float32_outputs(value[key])
@@ -123,18 +124,11 @@ def loss_networks(loss: nn.Module) -> dict[str, nn.Module]:
     networks = {name: module for name, module in loss.named_modules()
                 if isinstance(module, (SentenceTransformer, PreTrainedModel))}
     for name in getattr(loss, "half_precision_modules", ()):
-        module = loss.get_submodule(name) if _has_submodule(loss, name) else None
-        if module is not None:
-            networks[name] = module
+        try:
+            networks[name] = loss.get_submodule(name)
+        except AttributeError:  # e.g. MLM's head.cls, which only BERT-style heads have
+            pass
     return networks
-
-
-def _has_submodule(root: nn.Module, name: str) -> bool:
-    try:
-        root.get_submodule(name)
-    except AttributeError:
-        return False
-    return True
 
 
 @contextlib.contextmanager
@@ -214,11 +208,10 @@ class PrecisionProbe:
             parts = ([(f"{name}.{i}", child) for i, child in enumerate(network)]
                      if isinstance(network, SentenceTransformer) else [(name, network)])
             for path, module in parts:
-                leaves = {id(m) for m in module.modules()}
                 if id(module) in claimed:
                     continue
                 found[f"{path} ({type(module).__name__})"] = module
-                claimed |= leaves
+                claimed |= {id(m) for m in module.modules()}
         return found
 
     def _record(self, component: str, module: nn.Module, inputs: Any, output: Any) -> None:
@@ -260,19 +253,21 @@ def summary(record: dict[str, Any]) -> str:
 
 
 def in_float32(fn: Callable) -> Callable:
-    """Run ``fn`` with autocast off and its floating tensor arguments as float32: a loss's arithmetic
-    (similarity matrices over a temperature, softmax, log-likelihoods) stays float32 even when the
-    caller wraps the whole loss in ``torch.autocast``, as autocast keeps softmax and cross-entropy."""
+    """Run ``fn`` with autocast off and its half-precision tensor arguments as float32 (float32 and
+    float64 stay as they are): a loss's arithmetic (similarity matrices over a temperature, softmax,
+    log-likelihoods) stays at least float32 even when the caller wraps the whole loss in
+    ``torch.autocast``, as autocast keeps softmax and cross-entropy."""
 
     @functools.wraps(fn)
     def run(*args, **kwargs):
         tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
         device_type = tensors[0].device.type if tensors else "cpu"
         with float32_region(device_type):
-            return fn(*(_as_float32(a) for a in args), **{k: _as_float32(v) for k, v in kwargs.items()})
+            return fn(*(_upcast(a) for a in args), **{k: _upcast(v) for k, v in kwargs.items()})
 
     return run
 
 
-def _as_float32(value: Any) -> Any:
-    return value.float() if isinstance(value, torch.Tensor) and value.is_floating_point() else value
+def _upcast(value: Any) -> Any:
+    """A half-precision tensor as float32; anything else unchanged."""
+    return value.float() if isinstance(value, torch.Tensor) and value.dtype in HALF_DTYPES.values() else value

@@ -207,14 +207,18 @@ def config_adapter() -> TypeAdapter:
 
 # -- helpers shared by methods ------------------------------------------------------------------
 
-def read_train_sentences(cfg: TrainConfig) -> list[str]:
-    """The training sentences of a one-column method: a text file, or one column of a table file."""
+def read_train_sentences(cfg: TrainConfig, first: int | None = None) -> list[str]:
+    """The training sentences of a one-column method: a text file, or one column of a table file;
+    with ``first``, only the first N of them are read (within ``data.limit``)."""
     path = Path(cfg.data.train)
+    limit = cfg.data.limit
+    if first is not None:
+        limit = first if limit is None else min(limit, first)
     if cfg.data.columns:
-        return [row[0] for row in read_table(path, cfg.data.columns[:1], limit=cfg.data.limit)]
+        return [row[0] for row in read_table(path, cfg.data.columns[:1], limit=limit)]
     if path.suffix.lower() in TABLE_SUFFIXES:
         raise ConfigError(f"{path}: a {path.suffix} file needs data.columns (the column that holds the sentences)")
-    return read_sentences(path, limit=cfg.data.limit)
+    return read_sentences(path, limit=limit)
 
 
 def frozen_vectors(encoder: SentenceTransformer, fingerprint: str, sentences: list[str], path: Path,

@@ -71,7 +71,7 @@ class BertFlow(Method):
         f = self.cfg.flow
         flow = GlowFlow(model.get_embedding_dimension(), f.steps, f.hidden_channels, seed=self.cfg.train.seed)
         if f.init_sentences:
-            sentences = read_train_sentences(self.cfg)[: f.init_sentences]
+            sentences = read_train_sentences(self.cfg, first=f.init_sentences)
             flow.initialise(model.encode(sentences, batch_size=64, convert_to_tensor=True,
                                          show_progress_bar=False).cpu())
         model.append(flow)

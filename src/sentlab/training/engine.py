@@ -229,7 +229,6 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True, allow_c
     run in that folder starts over (no checkpoint to resume)."""
     paths = RunPaths(Path(cfg.train.output_dir))
     _pin_numeric_mode(cfg)
-    resolve_precision(cfg.train.mixed_precision, _device_type())  # refused before anything is read or written
     if resume and not checkpoint_folders(paths.checkpoints):
         raise ConfigError(f"{paths.checkpoints}: --resume given but the run has no checkpoint yet")
     if not resume and checkpoint_folders(paths.checkpoints):
@@ -400,11 +399,13 @@ def report_truncation(model: SentenceTransformer, dataset, max_seq_length: int) 
 
 
 def _pin_numeric_mode(cfg: TrainConfig) -> None:
-    """fp32 is IEEE float32 on every device unless ``train.tf32`` (an NVIDIA GPU's TF32) is asked for."""
+    """fp32 is IEEE float32 on every device unless ``train.tf32`` (an NVIDIA GPU's TF32) is asked for;
+    a ``train.mixed_precision`` the device cannot run is refused here, before anything is read or written."""
     from sentlab.encoders.backends import pin_float32_math
 
     if cfg.train.tf32 and not _has_cuda():
         raise ConfigError("train.tf32: TF32 needs an NVIDIA GPU (Ampere or newer); set train.tf32: false")
+    resolve_precision(cfg.train.mixed_precision, _device_type())
     pin_float32_math(allow_tf32=cfg.train.tf32)
 
 

@@ -1,5 +1,5 @@
 """BERT-flow's flow alone on frozen all-MiniLM-L6-v2 vectors of CQADupStack titles (the first 4,000
-distinct titles of each forum, encoded as ``sentlab adapt`` encodes them: the model's own pipeline),
+distinct titles of each forum, through the model's own pipeline, which normalises them),
 the way the engine trains it: batches of 8, AdamW, linear decay, gradient clipping at 1.0. Per forum,
 variant and seed (1, 2, 3; they set the order and the flow's initialisation): the last and the lowest
 negative log-likelihood, and the step of a non-finite loss. A variant is ``[initN]lrX``: ActNorm

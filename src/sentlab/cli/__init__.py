@@ -1,0 +1,71 @@
+"""sentlab: learn sentence embeddings with little or no labelled data, and measure them honestly.
+
+Commands: train, pipeline, eval, encode, similarity, index, analyze, content-words, corpus-size, plot,
+report, cache, data. Errors a user can fix (bad input, bad options) are printed as one line,
+``sentlab: error: ...``, with a non-zero exit code.
+"""
+
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from sentlab.cli import (
+    adapt,
+    analyze,
+    cache,
+    content_words,
+    corpus_size,
+    data,
+    encode,
+    index,
+    link_prediction,
+    pipeline,
+    plot,
+    report,
+    similarity,
+    train,
+)
+from sentlab.cli import eval as eval_command
+from sentlab.cli.common import Parser, quiet_libraries
+from sentlab.errors import SentlabError
+from sentlab.progress import say, set_quiet
+
+COMMANDS = (train, pipeline, eval_command, adapt, encode, similarity, link_prediction, index, analyze, content_words,
+            corpus_size, plot, report, cache, data)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        sentlab_version = version("sentlab")
+    except PackageNotFoundError:
+        sentlab_version = "unknown"
+    parser = Parser(prog="sentlab", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"sentlab {sentlab_version}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    set_quiet(getattr(args, "quiet", False))
+    if getattr(args, "quiet", False):  # read by tqdm when first imported: also the libraries' own bars
+        os.environ.setdefault("TQDM_DISABLE", "1")
+    say(f"sentlab {args.command}: loading libraries")
+    quiet_libraries()
+    try:
+        return args.func(args)
+    except SentlabError as err:
+        print(f"sentlab: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("sentlab: interrupted (resume a training run with --resume)", file=sys.stderr)
+        return 130
+

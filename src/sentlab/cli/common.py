@@ -1,0 +1,236 @@
+"""What the commands share: one-line argument errors, the common options, loading a model with its
+backend and scorer (cosine, RankEncoder's Eq. 7, RSE's relational score)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+from sentlab.errors import SentlabError
+from sentlab.progress import say
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block): ``sentlab train: error: ... (see --help)``."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+def quiet_libraries() -> None:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+
+
+def model_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="alias (minilm), local folder, or hub name")
+    parser.add_argument("--pooler", default=None, choices=("cls", "cls_before_pooler", "mean", "max",
+                                                           "first_last_avg", "prompt"), help="override the model's pooler")
+    parser.add_argument("--max-seq-length", type=positive_int, default=None,
+                        help="truncate inputs to N tokens (default: the model's own)")
+    parser.add_argument("--batch-size", type=positive_int, default=128, help="sentences encoded at a time "
+                                                                              "(default: 128)")
+    parser.add_argument("--device", type=device, default=None, help="cpu, cuda, cuda:1, mps (default: best "
+                                                                      "available)")
+    quiet_arg(parser)
+
+
+def backend_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=("torch", "onnx", "openvino"), default="torch",
+                        help="inference runtime: torch, onnx (onnxruntime; pip install 'sentlab[onnx]') or openvino "
+                             "(pip install 'sentlab[openvino]'); the export is made once and cached")
+    parser.add_argument("--precision", choices=("fp32", "tf32", "fp16", "bf16", "int8"), default="fp32",
+                        help="fp32 (IEEE float32 in every runtime and on every CPU); int8 (onnx / openvino: "
+                             "dynamic quantisation); bf16 (torch, or openvino on a CPU with BF16); fp16 / tf32 "
+                             "(torch, GPUs)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="do not read or write the embedding cache ($SENTLAB_CACHE, see `sentlab cache info`)")
+
+
+def allow_changed_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-changed-settings", action="store_true",
+                        help="resume a run under settings it did not start with (the old config is kept in the "
+                             "run folder as config.until-step-N.yaml)")
+
+
+def quiet_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quiet", action="store_true", help="no progress lines or bars (results only)")
+
+
+def device(value: str) -> str:
+    """A device torch has here; a CUDA / MPS name on a machine without one is refused at parse time."""
+    import torch
+
+    kind, _, number = value.partition(":")
+    if kind == "cpu" and not number:
+        return value
+    available = {"cuda": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+                 "mps": int(torch.backends.mps.is_available())}
+    if kind not in available:
+        raise argparse.ArgumentTypeError(f"unknown device {value!r} (cpu, cuda, cuda:N, mps)")
+    if not available[kind]:
+        raise argparse.ArgumentTypeError(f"device {value!r}: this torch has no {kind.upper()} device "
+                                         f"(torch {torch.__version__}); use --device cpu")
+    if number and (not number.isdigit() or int(number) >= available[kind]):
+        raise argparse.ArgumentTypeError(f"device {value!r}: only {available[kind]} {kind} device(s)")
+    return value
+
+
+def data_dir_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", default=None, help="default: $SENTLAB_DATA or ../shared/data")
+
+
+def figures_output_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--output", required=True, help="folder for the JSON and PNG files")
+
+
+def positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if number <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return number
+
+
+def rank_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--index", default=None, help="corpus index of the model (sentlab index build): score "
+                                                      "with RankEncoder's Eq. 7")
+    parser.add_argument("--lambda-inf", type=float, default=None,
+                        help="Eq. 7 weight of the rank similarity: 1 = rank vectors alone (Eq. 2), 0 = cosine "
+                             "(default: the RankEncoder folder's value, else 0.1 as in the paper)")
+
+
+def relation_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--relation", default=None, help="RSE model: score under this relation alone, or 'none' for "
+                                                         "the plain cosine (default: the folder's saved weights)")
+    parser.add_argument("--relation-weights", default=None, metavar="NAME=W,...",
+                        help="RSE model: a weighted mix of relations, e.g. entailment=1,duplicate_question=0.5 "
+                             "(normalised to sum to 1)")
+    parser.add_argument("--direction", choices=("forward", "max"), default="forward",
+                        help="RSE pair scores: forward = first sentence as the head (the paper), max = the larger "
+                             "of both directions (the released code's STS scoring); retrieval is always forward")
+
+
+def relational_scorer(args: argparse.Namespace, encoder, source, name: str):
+    """A :class:`RelationalScorer` for an RSE model folder (None for the plain cosine), from
+    ``--relation`` / ``--relation-weights`` / ``--direction``."""
+    from sentlab.evaluation.relational import (
+        RelationalScorer,
+        RelationTable,
+        parse_relation_weights,
+    )
+
+    relation, spec = getattr(args, "relation", None), getattr(args, "relation_weights", None)
+    if relation is not None and spec is not None:
+        raise SentlabError("give --relation or --relation-weights, not both")
+    if relation == "none":
+        return None
+    if not RelationTable.is_saved_in(args.model):
+        if relation is not None or spec is not None:
+            raise SentlabError(f"--relation / --relation-weights need an RSE model folder; {args.model} has no "
+                               "rse_relations.json")
+        return None
+    if getattr(args, "index", None) is not None:
+        raise SentlabError("--index (RankEncoder) and an RSE model's relational score do not combine; "
+                           "pass --relation none to score the encoder by cosine")
+    table = RelationTable.load(args.model, encoder.get_embedding_dimension())
+    weights = {relation: 1.0} if relation is not None else parse_relation_weights(spec) if spec else None
+    scorer = RelationalScorer(source, table, weights, direction=args.direction, batch_size=args.batch_size)
+    mix = ", ".join(f"{n}={w:.3g}" for n, w in zip(table.names, scorer.weights) if w)
+    scorer.name = f"{name} (RSE {mix}, {args.direction})"
+    return scorer
+
+
+def load(args: argparse.Namespace):
+    from sentlab.encoders import load_encoder
+    from sentlab.encoders.backends import (
+        accelerate,
+        check_backend,
+        pin_float32_math,
+        require_extra,
+    )
+
+    backend, precision = getattr(args, "backend", "torch"), getattr(args, "precision", "fp32")
+    check_backend(backend, precision, args.device)
+    require_extra(backend)
+    say(f"loading {args.model}")
+    model = load_encoder(args.model, pooler=args.pooler, max_seq_length=args.max_seq_length, device=args.device)
+    if (backend, precision) != ("torch", "fp32"):
+        say(f"running the model with {backend} {precision}")
+        accelerate(model, backend, precision)
+    else:
+        pin_float32_math()  # fp32 means IEEE fp32: no TF32 on GPUs, no bf16 on CPUs with AMX / AVX-512 BF16
+    return model
+
+
+def embedding_cache(args: argparse.Namespace, encoder):
+    """The in-process embedding cache, backed by the on-disk store unless --no-cache."""
+    from sentlab.cache import EmbeddingStore
+    from sentlab.evaluation.scoring import EmbeddingCache
+
+    store = None if getattr(args, "no_cache", True) else EmbeddingStore.default()
+    return EmbeddingCache(encoder, store=store)
+
+
+def setting_label(args: argparse.Namespace) -> str:
+    """`` [onnx int8]`` after the model's name when it does not run as torch fp32 (results say so)."""
+    from sentlab.encoders.backends import label
+
+    text = label(getattr(args, "backend", "torch"), getattr(args, "precision", "fp32"))
+    return f" [{text}]" if text else ""
+
+
+def index_of(args: argparse.Namespace, encoder):
+    """(index, stored lambda_inf) for ``--index`` or a RankEncoder model folder, else (None, None);
+    the index must have been built by ``encoder``."""
+    from sentlab.rank.index import CorpusIndex
+    from sentlab.rank.model import RankEncoder
+
+    if getattr(args, "index", None) is not None:
+        index = CorpusIndex.load(args.index)
+        index.check_encoder(encoder)
+        return index, None
+    if RankEncoder.is_rankencoder(args.model):
+        rank_encoder = RankEncoder.load(args.model, encoder=encoder)
+        return rank_encoder.index, rank_encoder.lambda_inf
+    return None, None
+
+
+def build_scorer(args: argparse.Namespace, name: str):
+    """(encoder, embedding cache, scorer): cosine, RSE's relational score for an RSE folder, or Eq. 7
+    for a RankEncoder folder / an encoder with ``--index``; the scorer encodes through the cache."""
+    from sentlab.evaluation.scoring import CosineScorer
+    from sentlab.rank.model import DEFAULT_LAMBDA_INF, RankScorer
+
+    encoder = load(args)
+    name = name + setting_label(args)
+    cache = embedding_cache(args, encoder)  # several task families share one encoding of each sentence
+    relational = relational_scorer(args, encoder, cache, name)
+    if relational is not None:
+        return encoder, cache, relational
+    index, stored_lambda = index_of(args, encoder)
+    if index is None:
+        if args.lambda_inf is not None:
+            raise SentlabError("--lambda-inf needs --index or a RankEncoder model folder")
+        return encoder, cache, CosineScorer(cache, batch_size=args.batch_size, name=name)
+    lambda_inf = next(v for v in (args.lambda_inf, stored_lambda, DEFAULT_LAMBDA_INF) if v is not None)
+    label = "rank vectors, Eq. 2" if lambda_inf == 1 else f"Eq. 7, lambda_inf={lambda_inf:g}"
+    return encoder, cache, RankScorer(cache, index, lambda_inf, batch_size=args.batch_size, name=f"{name} ({label})")
+
+
+def train_overrides(args: argparse.Namespace) -> list[str]:
+    """``--set`` values plus what ``--data-dir`` and ``--quiet`` mean for a training config."""
+    overrides = list(args.set)
+    if args.data_dir is not None:
+        overrides.append(f"data.data_dir={args.data_dir}")
+    if args.quiet:
+        overrides.append("train.progress_bar=false")
+    return overrides
+
+

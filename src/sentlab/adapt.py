@@ -2,7 +2,7 @@
 under one budget, and say which helped the user's own task - and by how much, with how much noise.
 
 Arms (declared as data in :data:`ARMS`; each is a registered method with the learning rate of its
-CPU preset in ``configs/``): TSDAE, CT, MLM, unsupervised SimCSE, BERT-flow - the unsupervised
+CPU preset (``sentlab presets``)): TSDAE, CT, MLM, unsupervised SimCSE, BERT-flow - the unsupervised
 methods of the TSDAE paper's comparison (Sec. 5, Table 2) that need nothing but sentences. RankCSE
 (needs teacher encoders), RSE and supervised SimCSE (need labelled pairs) and RankEncoder (an
 inference-time method over a corpus index, built with ``sentlab index``) are not arms.
@@ -267,12 +267,11 @@ def _general(name: str, scorer, data_dir: str | None) -> dict[str, Any]:
 def evaluate(plan: AdaptPlan, name: str, model_path: str, folder: Path) -> EvalReport:
     """The model's results on every card and the general task; tasks already in
     ``folder/evaluation.json`` are kept, missing ones are added."""
-    from sentlab.training.run_folder import write_json
-
     from sentlab.cache import EmbeddingStore
     from sentlab.encoders.loading import load_encoder
     from sentlab.evaluation.scoring import CosineScorer, EmbeddingCache
     from sentlab.evaluation.task_cards import load_task_card, score_task_card
+    from sentlab.training.run_folder import write_json
 
     path = folder / "evaluation.json"
     report = EvalReport.read(path) if path.is_file() else EvalReport(model=name)

@@ -1,7 +1,8 @@
 """Where sentlab finds its data, and how it writes a file whole.
 
 The data folder comes from (in order) an explicit argument, the ``SENTLAB_DATA`` environment
-variable, or ``../shared/data`` relative to the current directory.
+variable, or ``../shared/data`` relative to the current directory. A preset names its files as
+``$SENTLAB_DATA/<path>``: :func:`expand_data_paths` puts the data folder in its place.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 DATA_ENV_VAR = "SENTLAB_DATA"
 DEFAULT_DATA_DIR = Path("../shared/data")
+DATA_PREFIXES = ("$SENTLAB_DATA/", "${SENTLAB_DATA}/")
 
 
 def data_dir(explicit: str | Path | None = None) -> Path:
@@ -19,6 +21,29 @@ def data_dir(explicit: str | Path | None = None) -> Path:
         return Path(explicit).expanduser()
     env = os.environ.get(DATA_ENV_VAR)
     return Path(env).expanduser() if env else DEFAULT_DATA_DIR
+
+
+def expand_data_paths(tree: object, root: Path) -> list[Path]:
+    """Replace, in place, every string of a config tree that starts with ``$SENTLAB_DATA/`` by the path
+    under ``root``; returns the expanded paths (to check that they exist before a long run starts)."""
+    expanded: list[Path] = []
+
+    def visit(node: object) -> object:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                node[key] = visit(value)
+        elif isinstance(node, list):
+            node[:] = [visit(value) for value in node]
+        elif isinstance(node, str):
+            for prefix in DATA_PREFIXES:
+                if node.startswith(prefix):
+                    path = root / node[len(prefix):]
+                    expanded.append(path)
+                    return str(path)
+        return node
+
+    visit(tree)
+    return expanded
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

@@ -1,6 +1,6 @@
 """sentlab: learn sentence embeddings with little or no labelled data, and measure them honestly.
 
-Commands: train, pipeline, eval, encode, similarity, index, analyze, content-words, corpus-size, plot,
+Commands: presets, train, pipeline, eval, encode, similarity, index, analyze, content-words, corpus-size, plot,
 report, cache, data. Errors a user can fix (bad input, bad options) are printed as one line,
 ``sentlab: error: ...``, with a non-zero exit code.
 """
@@ -25,6 +25,7 @@ from sentlab.cli import (
     link_prediction,
     pipeline,
     plot,
+    presets,
     report,
     similarity,
     train,
@@ -34,7 +35,7 @@ from sentlab.cli.common import Parser, quiet_libraries
 from sentlab.errors import SentlabError
 from sentlab.progress import say, set_quiet
 
-COMMANDS = (train, pipeline, eval_command, adapt, encode, similarity, link_prediction, index, analyze, content_words,
+COMMANDS = (presets, train, pipeline, eval_command, adapt, encode, similarity, link_prediction, index, analyze, content_words,
             corpus_size, plot, report, cache, data)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sentlab.cli.common import (
     backend_args,
+    data_dir_arg,
     embedding_cache,
     load,
     model_args,
@@ -23,7 +24,7 @@ def cmd_link_prediction(args: argparse.Namespace) -> int:
     from sentlab.evaluation.relational import RelationTable
     from sentlab.methods.rse import read_sources_file
 
-    triples = read_sources_file(args.sources, args.cap, args.seed)
+    triples = read_sources_file(args.sources, args.cap, args.seed, args.data_dir)
     say("held-out triples: " + ", ".join(f"{k} {v:,}" for k, v in relation_counts(triples).items()))
     encoder = load(args)
     cache = embedding_cache(args, encoder)
@@ -57,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     model_args(p)
     backend_args(p)
     p.add_argument("--sources", required=True, help="YAML with 'sources:', a list of {relation, path, format, ...} "
-                                                    "as in rse.sources (e.g. configs/link-prediction/rse-heldout.yaml)")
+                                                    "as in rse.sources, or a packaged one by name (link-prediction/rse-heldout)")
     p.add_argument("--cap", type=positive_int, default=2000, help="a seeded random sample of at most N triples per "
                                                                    "source (default 2000, as App. B)")
     p.add_argument("--seed", type=int, default=0)
@@ -65,4 +66,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="split = every tail of the held-out set (default), relation = the relation's tails")
     p.add_argument("--zero-relations", action="store_true", help="score an RSE model with every relation vector 0")
     p.add_argument("--output", default=None, help="write the metrics as JSON here")
+    data_dir_arg(p)
     p.set_defaults(func=cmd_link_prediction)

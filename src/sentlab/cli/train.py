@@ -26,9 +26,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train an encoder from a YAML config")
-    p.add_argument("config", metavar="CONFIG", help="YAML training config, e.g. configs/simcse-unsup-minilm-cpu.yaml "
-                                                    "(methods and keys: see configs/ and the README)")
+    p = sub.add_parser("train", help="train an encoder from a preset or a YAML config")
+    p.add_argument("config", metavar="CONFIG", help="a preset name (sentlab presets), e.g. simcse-unsup-minilm-cpu, "
+                                                    "or a YAML config file (sentlab presets show NAME > my.yaml)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set train.learning_rate=1e-5 (repeatable)")
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint of the run")

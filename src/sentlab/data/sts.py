@@ -168,7 +168,9 @@ def load_sts_task(task: STSTask | str, root: str | Path | None = None, split: st
     task = STS_TASKS[task] if isinstance(task, str) else task
     folder = data_dir(root) / task.folder
     if not folder.is_dir():
-        raise DataError(f"{folder}: data folder for {task.name} not found (set --data-dir or SENTLAB_DATA)")
+        from sentlab.data.sources import missing_data_message
+
+        raise DataError(f"{task.name}: " + missing_data_message(folder, data_dir(root)))
     if task.layout == "senteval-sts":
         merged = STSPairs()
         subsets = task.subsets

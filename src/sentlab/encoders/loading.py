@@ -26,7 +26,11 @@ from pathlib import Path
 
 import torch
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.sentence_transformer.modules import Pooling, Transformer, WeightedLayerPooling
+from sentence_transformers.sentence_transformer.modules import (
+    Pooling,
+    Transformer,
+    WeightedLayerPooling,
+)
 
 from sentlab.encoders.weights import check_weight_files
 from sentlab.errors import ModelLoadError

@@ -86,7 +86,14 @@ def _tokenizer(spec: RandomInit, texts: list[str] | None):
         return AutoTokenizer.from_pretrained(path)
     if not texts:
         raise ConfigError("model.random_init.tokenizer: train needs the training text (data.train)")
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        trainers,
+    )
 
     special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     wordpiece = Tokenizer(models.WordPiece(unk_token="[UNK]"))

@@ -1,4 +1,4 @@
-"""Your own evaluation tasks, declared as data (issue 14): a task card is a small YAML file naming
+"""Your own evaluation tasks, declared as data: a task card is a small YAML file naming
 the files, the columns and the kind of task; paths are relative to the card's folder.
 
 Kinds (scored through any pair scorer, so RankEncoder's Eq. 7 and RSE's relational score work too):
@@ -53,7 +53,12 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 from sentlab.data.readers import read_table, read_text, table_line
 from sentlab.errors import DataError
 from sentlab.evaluation.results import MetricsResult
-from sentlab.evaluation.uncertainty import bootstrap_interval, items_key, mean_items, pair_items
+from sentlab.evaluation.uncertainty import (
+    bootstrap_interval,
+    items_key,
+    mean_items,
+    pair_items,
+)
 
 DEFAULT_COLUMNS = {"reranking": ["query", "positive", "negative"], "classification": ["text", "label"]}
 

@@ -1,4 +1,4 @@
-"""How sure a score is (issue 14): percentile bootstrap over a task's items, and paired bootstrap
+"""How sure a score is: percentile bootstrap over a task's items, and paired bootstrap
 differences between two models scored on the same items.
 
 A task's *items* are what its headline is computed from, kept with the result so that intervals and

@@ -31,11 +31,26 @@ import torch
 from scipy.stats import spearmanr
 from sklearn.metrics import average_precision_score
 
-from sentlab.data.useb import (USEB_TASKS, ParaphrasePairs, RelevanceQuery, RerankQuery, RetrievalForum,
-                               load_askubuntu, load_cqadupstack, load_scidocs, load_twitterpara, missing_data,
-                               task_folder)
+from sentlab.data.useb import (
+    USEB_TASKS,
+    ParaphrasePairs,
+    RelevanceQuery,
+    RerankQuery,
+    RetrievalForum,
+    load_askubuntu,
+    load_cqadupstack,
+    load_scidocs,
+    load_twitterpara,
+    missing_data,
+    task_folder,
+)
 from sentlab.evaluation.results import EvalReport, MetricsResult
-from sentlab.evaluation.uncertainty import items_key, mean_items, pair_items, parts_items
+from sentlab.evaluation.uncertainty import (
+    items_key,
+    mean_items,
+    pair_items,
+    parts_items,
+)
 
 VectorFn = Callable[[Sequence[str]], np.ndarray]  # rows whose cosine is the model's similarity
 MAP_CUTOFF = 100

@@ -1,6 +1,16 @@
 """Training methods, one module each, registered by name (see :mod:`sentlab.methods.base`)."""
 
+from sentlab.methods import (  # noqa: E402,F401  (registers the methods)
+    bertflow,
+    ct,
+    mlm,
+    rankcse,
+    rankencoder,
+    rse,
+    simcse,
+    supervised,
+    tsdae,
+)
 from sentlab.methods.base import METHODS, Method, config_adapter, get_method, register
-from sentlab.methods import bertflow, ct, mlm, rankcse, rankencoder, rse, simcse, supervised, tsdae  # noqa: E402,F401  (registers the methods)
 
 __all__ = ["METHODS", "Method", "config_adapter", "get_method", "register"]

@@ -17,7 +17,7 @@ A method is one class that declares, in one place, everything the engine needs f
 * :meth:`Method.save` and :meth:`Method.evaluate` — how the final model is packaged and measured.
 
 The engine (:mod:`sentlab.training.engine`, the sentence-transformers trainer) asks the method and
-never names one. Adding a method is one module in this package plus a preset in ``configs/``::
+never names one. Adding a method is one module in this package plus a preset in ``sentlab/presets/``::
 
     @register
     class MyMethod(Method):
@@ -42,7 +42,12 @@ from torch import nn
 
 from sentlab.data.readers import TABLE_SUFFIXES, read_sentences, read_table
 from sentlab.encoders.heads import SimCSEMLPHead
-from sentlab.encoders.loading import build_encoder, dropout_config_kwargs, keep_first_layers, load_encoder
+from sentlab.encoders.loading import (
+    build_encoder,
+    dropout_config_kwargs,
+    keep_first_layers,
+    load_encoder,
+)
 from sentlab.errors import ConfigError
 from sentlab.evaluation.results import EvalReport
 from sentlab.evaluation.scoring import EmbeddingCache

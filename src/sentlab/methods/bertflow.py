@@ -4,7 +4,7 @@ target sentences is trained by maximum likelihood, and the embedding is the flow
 
 The loss is the negative log-likelihood of Sec. 5.5's Eq. 2 per sentence, averaged over the batch
 (nats per vector). App. B: batch 8, AdamW, lr 1e-6, weight decay 0.01, 100k steps
-(``configs/bertflow-bert-base.yaml``). The saved model is the encoder + pooling + the flow module.
+(the ``bertflow-bert-base`` preset). The saved model is the encoder + pooling + the flow module.
 
 Glow's ActNorm layers initialise themselves from data (zero mean, unit variance). normflows does that
 on the first training batch; with batch 8 of near-identical sentences that fits 8 vectors exactly,

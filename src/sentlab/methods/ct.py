@@ -29,8 +29,10 @@ from typing import Literal
 from datasets import Dataset
 from pydantic import Field, field_validator
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.sentence_transformer.losses import (ContrastiveTensionLoss,
-                                                               ContrastiveTensionLossInBatchNegatives)
+from sentence_transformers.sentence_transformer.losses import (
+    ContrastiveTensionLoss,
+    ContrastiveTensionLossInBatchNegatives,
+)
 from torch import nn
 
 from sentlab.errors import DataError

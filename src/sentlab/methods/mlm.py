@@ -6,10 +6,10 @@ transformers' ``DataCollatorForLanguageModeling.torch_mask_tokens`` applied to e
 batch (so it is drawn afresh every step); the LM head is transformers' masked-LM class of the
 encoder's architecture, its body tied to the encoder (:mod:`sentlab.losses.lm_heads`). The
 sentence embedding is the mean of the output token states (``model.pooler: mean``). Paper
-preset: 100k steps, batch 8, lr 5e-5 (``configs/mlm-bert-base.yaml``). The head is training-only;
+preset: 100k steps, batch 8, lr 5e-5 (the ``mlm-bert-base`` preset). The head is training-only;
 the saved model is the encoder with mean pooling.
 
-Pre-training a raw LM from random weights (``model.random_init``, ``configs/rawlm-*.yaml``) uses the
+Pre-training a raw LM from random weights (``model.random_init``, the ``rawlm-*`` preset) uses the
 same method with three additions:
 
 * the prediction head runs only at the chosen positions (15 % of the tokens), not at every position:
@@ -208,7 +208,9 @@ class MLM(Method):
         heldout = HeldoutMLMEvaluator(loss, sentences, self.cfg.model.max_seq_length, seed=self.cfg.mlm.heldout_seed)
         if evaluator is None:
             return heldout
-        from sentence_transformers.sentence_transformer.evaluation import SequentialEvaluator
+        from sentence_transformers.sentence_transformer.evaluation import (
+            SequentialEvaluator,
+        )
 
         return SequentialEvaluator([evaluator, heldout], main_score_function=lambda scores: scores[0])
 

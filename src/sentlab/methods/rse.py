@@ -109,13 +109,22 @@ def read_sources(sources: list[RelationSource], seed: int, cap: int | None = Non
     return triples
 
 
-def read_sources_file(path: str | Path, cap: int | None, seed: int) -> list[rel.Triple]:
-    """Held-out triples from a YAML ``sources:`` list (the keys of ``rse.sources``), each source capped
-    to a seeded random sample of ``cap`` triples (App. B samples 2,000 per relation)."""
+def read_sources_file(path: str | Path, cap: int | None, seed: int,
+                      data_folder: str | Path | None = None) -> list[rel.Triple]:
+    """Held-out triples from a YAML ``sources:`` list (the keys of ``rse.sources``; a file, or a packaged
+    one by name, e.g. ``link-prediction/rse-heldout``), each source capped to a seeded random sample
+    of ``cap`` triples (App. B samples 2,000 per relation). ``$SENTLAB_DATA/`` paths are read from
+    ``data_folder`` (default: :func:`sentlab.paths.data_dir`)."""
     import yaml
     from pydantic import ValidationError
 
+    from sentlab.data.sources import missing_data_message
+    from sentlab.paths import data_dir, expand_data_paths
+    from sentlab.presets import packaged_file
+
     path = Path(path)
+    if not path.is_file():
+        path = packaged_file(str(path)) or path
     if not path.is_file():
         raise DataError(f"{path}: file not found")
     try:
@@ -124,6 +133,10 @@ def read_sources_file(path: str | Path, cap: int | None, seed: int) -> list[rel.
         raise DataError(f"{path}: not valid YAML ({str(err).splitlines()[0]})") from None
     if not isinstance(tree, dict) or not isinstance(tree.get("sources"), list) or not tree["sources"]:
         raise DataError(f"{path}: expected 'sources:' with a list of {{relation, path, format}}")
+    root = data_dir(data_folder)
+    for used in expand_data_paths(tree, root):
+        if not used.exists():
+            raise DataError(missing_data_message(used, root))
     sources = []
     for number, entry in enumerate(tree["sources"]):
         try:

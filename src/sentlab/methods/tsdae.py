@@ -4,7 +4,7 @@ cross-attention of Sec. 3.2).
 
 Defaults are the paper's best configuration (Sec. 3.2, App. A): deletion noise with ratio 0.6,
 [CLS] pooling (``model.pooler: cls`` in the presets; no MLP on top), decoder tied to the encoder;
-App. B: batch 8, AdamW, lr 3e-5, 100k steps (``configs/tsdae-bert-base.yaml``). Every configuration
+App. B: batch 8, AdamW, lr 3e-5, 100k steps (the ``tsdae-bert-base`` preset). Every configuration
 of App. A is a setting of the ``tsdae`` section (``noise``: delete / swap / mask / replace / add,
 ``ratio``; ``tie``) plus ``model.pooler`` (cls / mean / max). The noise is drawn afresh each time a
 sentence is read, reproducibly from ``train.seed`` (:mod:`sentlab.data.noise`). The decoder and its

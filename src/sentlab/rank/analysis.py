@@ -22,8 +22,17 @@ from typing import Any
 import numpy as np
 
 from sentlab.data.sts import STSPairs, load_sts_task
-from sentlab.evaluation.scoring import CosineScorer, EmbeddingCache, PairScorer, cosine_rows
-from sentlab.evaluation.sts import alignment_uniformity, correlations, similar_pairs_score
+from sentlab.evaluation.scoring import (
+    CosineScorer,
+    EmbeddingCache,
+    PairScorer,
+    cosine_rows,
+)
+from sentlab.evaluation.sts import (
+    alignment_uniformity,
+    correlations,
+    similar_pairs_score,
+)
 from sentlab.rank.index import CorpusIndex
 from sentlab.rank.model import RankEncoder, RankScorer
 

@@ -21,7 +21,13 @@ from typing import Any
 import numpy as np
 
 from sentlab.evaluation.results import EvalReport, MetricsResult
-from sentlab.evaluation.uncertainty import headline, item_count, seed_item_difference, split_indices, subset_items
+from sentlab.evaluation.uncertainty import (
+    headline,
+    item_count,
+    seed_item_difference,
+    split_indices,
+    subset_items,
+)
 
 SPLIT_SEED = 0
 MORE_SEEDS = "--seeds 42 43 44"

@@ -1,4 +1,4 @@
-"""Claims re-tested over seeds and items (issue 25, "papers in miniature"): a published comparison
+"""Claims re-tested over seeds and items: a published comparison
 declared as data (:class:`Claim`: which row should beat which, on what), judged from results files
 written with ``sentlab eval --items`` by the multi-bootstrap over seeds and items
 (:func:`sentlab.evaluation.uncertainty.seed_item_difference`), and rendered as a table and a figure.
@@ -18,7 +18,12 @@ from typing import Any
 
 from sentlab.data.sts import STS_TASKS
 from sentlab.errors import DataError
-from sentlab.evaluation.uncertainty import SeedItemDifference, headline, parts_items, seed_item_difference
+from sentlab.evaluation.uncertainty import (
+    SeedItemDifference,
+    headline,
+    parts_items,
+    seed_item_difference,
+)
 
 MEASURES = ("sts_avg", "ranking_kcc_avg", "domain")  # headlines over several tasks; any other name is one task
 

@@ -2,7 +2,8 @@
 
 A config names its ``method`` and has the shared sections (model, data, loss, train, eval) plus the
 method's own section, declared by the method (``sentlab.methods``); unknown keys are errors (so a
-typo never silently falls back to a default). See ``configs/`` for presets with the papers' settings.
+typo never silently falls back to a default). The packaged presets (``sentlab presets``,
+:mod:`sentlab.presets`) have the papers' settings; their data paths start with ``$SENTLAB_DATA/``.
 """
 
 from __future__ import annotations
@@ -11,11 +12,20 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from sentlab.encoders.loading import DEFAULT_PROMPT_TEMPLATE
 from sentlab.encoders.random_init import RandomInit
-from sentlab.errors import ConfigError
+from sentlab.errors import ConfigError, DataError
+from sentlab.paths import data_dir, expand_data_paths
 
 
 class _Section(BaseModel):
@@ -129,6 +139,15 @@ class EvalSection(_Section):
         return self.dev_task if self.dev_task.endswith((".yaml", ".yml")) else None
 
 
+class PresetInfo(_Section):
+    """What ``sentlab presets`` shows of a preset; not a training setting."""
+
+    summary: str = ""
+    paper: str | None = None
+    hardware: Literal["cpu", "gpu"] = "cpu"
+    run_on_gpu: bool = Field(False, description="whether this preset has been trained on a GPU")
+
+
 class TrainConfig(_Section):
     """The sections every method shares; each method's config subclasses it (``sentlab.methods``).
 
@@ -137,12 +156,15 @@ class TrainConfig(_Section):
     section is a one-line error.
     """
 
+    about: PresetInfo | None = None
     method: str
     model: ModelSection
     data: DataSection
     loss: LossSection = Field(default_factory=LossSection)
     train: TrainSection
     eval: EvalSection = Field(default_factory=EvalSection)
+
+    _data_paths: list[Path] = PrivateAttr(default_factory=list)  # the $SENTLAB_DATA/ paths, expanded
 
     section: ClassVar[str | None] = None  # the method's own section, e.g. "rank"
     section_hint: ClassVar[str] = ""  # its required keys, named in the "needs a section" error
@@ -176,6 +198,15 @@ class TrainConfig(_Section):
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(), sort_keys=False)
 
+    def require_data(self) -> None:
+        """Every file the config names under the data folder exists; otherwise a one-line error that
+        names the data set it belongs to and how to get it (:mod:`sentlab.data.sources`)."""
+        from sentlab.data.sources import missing_data_message
+
+        for path in self._data_paths:
+            if not path.exists():
+                raise DataError(missing_data_message(path, data_dir(self.data.data_dir)))
+
 
 def _set_dotted(tree: dict[str, Any], dotted: str, raw_value: str) -> None:
     keys = dotted.split(".")
@@ -199,13 +230,12 @@ def parse_overrides(overrides: list[str]) -> list[tuple[str, str]]:
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
-    """Read a YAML config, apply ``key=value`` overrides, validate; errors are one line, and name the
+    """Read a YAML config (a file, or a packaged preset by name), apply ``key=value`` overrides, put the
+    data folder in place of ``$SENTLAB_DATA/`` and validate; errors are one line, and name the
     ``--set`` option when the key came from one, else the file."""
-    path = Path(path)
-    if path.is_dir():
-        raise ConfigError(f"{path}: is a folder; give a YAML config file")
-    if not path.is_file():
-        raise ConfigError(f"{path}: config file not found")
+    from sentlab.presets import resolve_config
+
+    path = resolve_config(path)
     try:
         tree = yaml.safe_load(path.read_text("utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as err:
@@ -215,8 +245,12 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
     pairs = parse_overrides(overrides or [])
     for key, value in pairs:
         _set_dotted(tree, key, value)
+    data_section = tree.get("data") if isinstance(tree.get("data"), dict) else {}
+    data_paths = expand_data_paths(tree, data_dir(data_section.get("data_dir")))
     try:
-        return TrainConfig.model_validate(tree)
+        cfg = TrainConfig.model_validate(tree)
+        cfg._data_paths = data_paths
+        return cfg
     except ValidationError as err:
         where, message = validation_message(err, tree)
         option = next((f"--set {key}={value}" for key, value in reversed(pairs)

@@ -29,24 +29,55 @@ import logging
 import shutil
 from pathlib import Path
 
-from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, SentenceTransformerTrainingArguments
-from sentence_transformers.sentence_transformer.data_collator import SentenceTransformerDataCollator
-from sentence_transformers.sentence_transformer.evaluation import EmbeddingSimilarityEvaluator
+from sentence_transformers import (
+    SentenceTransformer,
+    SentenceTransformerTrainer,
+    SentenceTransformerTrainingArguments,
+)
+from sentence_transformers.sentence_transformer.data_collator import (
+    SentenceTransformerDataCollator,
+)
+from sentence_transformers.sentence_transformer.evaluation import (
+    EmbeddingSimilarityEvaluator,
+)
 from transformers import PrinterCallback, set_seed
 
 from sentlab.data.sts import load_sts_task
-from sentlab.encoders.loading import keep_start_settings
-from sentlab.encoders.loading import load_encoder  # noqa: F401  (engine.load_encoder: reload a saved run)
+from sentlab.encoders.loading import (
+    keep_start_settings,
+    load_encoder,  # noqa: F401  (engine.load_encoder: reload a saved run)
+)
 from sentlab.errors import ConfigError, DataError, TrainingDivergedError
 from sentlab.methods import Method, get_method
 from sentlab.paths import write_text_atomic
-from sentlab.precision import Precision, PrecisionProbe, networks_in_half_precision, resolve_precision, summary
+from sentlab.precision import (
+    Precision,
+    PrecisionProbe,
+    networks_in_half_precision,
+    resolve_precision,
+    summary,
+)
 from sentlab.progress import bars, run_log, say
-from sentlab.training.callbacks import (LossComponentsLog, LossStateCheckpoint, MetricsLog, StopOnNonFiniteLoss,
-                                        WallClockBudget, load_loss_state)
-from sentlab.training.checkpoints import MarkCheckpointComplete, checkpoint_folders, newest_complete_checkpoint
+from sentlab.training.callbacks import (
+    LossComponentsLog,
+    LossStateCheckpoint,
+    MetricsLog,
+    StopOnNonFiniteLoss,
+    WallClockBudget,
+    load_loss_state,
+)
+from sentlab.training.checkpoints import (
+    MarkCheckpointComplete,
+    checkpoint_folders,
+    newest_complete_checkpoint,
+)
 from sentlab.training.config import TrainConfig
-from sentlab.training.run_folder import RunPaths, changed_settings, run_fingerprint, write_json
+from sentlab.training.run_folder import (
+    RunPaths,
+    changed_settings,
+    run_fingerprint,
+    write_json,
+)
 
 logger = logging.getLogger(__name__)
 DEV_EVALUATOR_NAME = "stsb-dev"
@@ -228,6 +259,7 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True, allow_c
     except a diverged one (:class:`TrainingDivergedError`): its loss log up to the NaN stays; a fresh
     run in that folder starts over (no checkpoint to resume)."""
     paths = RunPaths(Path(cfg.train.output_dir))
+    cfg.require_data()  # before anything is written: a missing file names its data set and how to get it
     _pin_numeric_mode(cfg)
     if resume and not checkpoint_folders(paths.checkpoints):
         raise ConfigError(f"{paths.checkpoints}: --resume given but the run has no checkpoint yet")

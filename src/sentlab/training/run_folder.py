@@ -49,6 +49,7 @@ def learned_settings(tree: dict[str, Any]) -> dict[str, Any]:
     """A resolved config tree (``cfg.model_dump()`` or a run's ``config.yaml``) without the settings of
     ``NOT_LEARNED``, as plain JSON values."""
     tree = json.loads(json.dumps(tree, default=str))
+    tree.pop("about", None)  # a preset's description
     for section, keys in NOT_LEARNED.items():
         for key in keys:
             tree.get(section, {}).pop(key, None)

@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from sentlab.presets import PRESETS_DIR
 
 
 def timed(argv: list[str], env: dict[str, str]) -> dict[str, float]:
@@ -54,7 +55,7 @@ def main() -> None:
     runs = {name: [timed(argv, env) for _ in range(args.repeats)]
             for name, argv in (("--version", ["--version"]), ("--help", ["--help"]),
                                ("train --help", ["train", "--help"]))}
-    config = Path(__file__).resolve().parents[1] / "configs" / "simcse-unsup-minilm-cpu.yaml"
+    config = PRESETS_DIR / "simcse-unsup-minilm-cpu.yaml"
     print(json.dumps({"src": args.src or "installed", "repeats": args.repeats, "runs": runs,
                       "train_first_line_s": first_progress_line(config, env)}, indent=1))
 

@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 
 ARMS = {  # arm -> (config, overrides): the CPU presets, all with the model's own mean pooling
-    "tsdae": ("configs/tsdae-minilm-cpu.yaml", []),
-    "ct": ("configs/ct-minilm-cpu.yaml", []),
-    "mlm": ("configs/mlm-minilm-cpu.yaml", []),
-    "simcse": ("configs/simcse-unsup-minilm-cpu.yaml", ["model.pooler=mean", "train.learning_rate=5e-5",
+    "tsdae": ("tsdae-minilm-cpu", []),
+    "ct": ("ct-minilm-cpu", []),
+    "mlm": ("mlm-minilm-cpu", []),
+    "simcse": ("simcse-unsup-minilm-cpu", ["model.pooler=mean", "train.learning_rate=5e-5",
                                                         "eval.dev_task=none"]),
-    "bert-flow": ("configs/bertflow-minilm-cpu.yaml", []),
-    "tsdae-untied": ("configs/tsdae-minilm-cpu.yaml", ["tsdae.tie=false"]),  # App. A's other tying (not a default arm)
+    "bert-flow": ("bertflow-minilm-cpu", []),
+    "tsdae-untied": ("tsdae-minilm-cpu", ["tsdae.tie=false"]),  # App. A's other tying (not a default arm)
 }
 DEFAULT_ARMS = ["start", "tsdae", "ct", "mlm", "simcse", "bert-flow"]
 

@@ -1,7 +1,7 @@
 """Papers in miniature (issue 25): each seed paper's headline claim re-tested from sentlab's own raw LM.
 
-Every arm starts from the same raw LM (configs/rawlm-cpu-stage2.yaml, found by its fingerprint, or --raw-lm),
-with its paper's recipe at CPU scale (configs/miniature/, one preset per arm, the same budget for the
+Every arm starts from the same raw LM (rawlm-cpu-stage2, found by its fingerprint, or --raw-lm),
+with its paper's recipe at CPU scale (the miniature/ presets, one preset per arm, the same budget for the
 arms a claim compares), over --seeds; each model is scored with the paper's own evaluation, keeping
 the items every headline is computed from (``sentlab eval --items``). The claims, declared as data in
 :data:`CLAIMS`:
@@ -53,9 +53,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from sentlab.reporting.claims import Claim, compare, write_claims  # noqa: E402
+from sentlab.presets import PRESETS_DIR
 
-PRESETS = ROOT / "configs" / "miniature"
-LINK_SOURCES = ROOT / "configs" / "link-prediction" / "rse-heldout.yaml"
+PRESETS = PRESETS_DIR / "miniature"
+LINK_SOURCES = PRESETS_DIR / "link-prediction" / "rse-heldout.yaml"
 
 
 @dataclass(frozen=True)
@@ -283,7 +284,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", default="runs/miniature")
     parser.add_argument("--raw-lm", default=None, help="a raw LM folder (default: found by --raw-config)")
-    parser.add_argument("--raw-config", default=str(ROOT / "configs" / "rawlm-cpu-stage2.yaml"),
+    parser.add_argument("--raw-config", default=str(PRESETS_DIR / "rawlm-cpu-stage2.yaml"),
                         help="the raw LM's preset: its finished run is the LM (default: the 40 %% LM of two stages)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--claims", default="a,b,c,d,e,f", help="which claims (comma-separated letters)")

@@ -1,14 +1,14 @@
 """The RankCSE distillation experiment on real weights (issue 4).
 
 Teacher: the packaged all-MiniLM-L6-v2 (6 layers). Student: its embeddings + first 3 layers. Arms,
-all on the same Wikipedia sentences for the same number of steps (configs/rankcse-minilm-student-cpu.yaml):
+all on the same Wikipedia sentences for the same number of steps (rankcse-minilm-student-cpu):
 the untrained student, SimCSE-unsup, RankCSE-ListNet, RankCSE-ListMLE, and the teacher. For each:
 the seven STS tasks, the ranking tasks (KCC / NDCG) and encoding speed (sentences per second over
 the first --speed-sentences Wikipedia lines after the training ones, batch 128, each model's own
 max length, median of three passes).
 Trained arms are kept under runs/ and reused on a re-run. Prints JSON.
 
-    python benchmarks/rankcse_distillation.py [--config configs/rankcse-minilm-student-cpu.yaml]
+    python benchmarks/rankcse_distillation.py [--config rankcse-minilm-student-cpu]
         [--set train.learning_rate=2e-4 --runs runs/rankcse-distillation-lr2e-4]
 """
 
@@ -60,7 +60,7 @@ def evaluate(model, name: str, speed_sentences: list[str], results_file: Path) -
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--config", default="configs/rankcse-minilm-student-cpu.yaml")
+    parser.add_argument("--config", default="rankcse-minilm-student-cpu")
     parser.add_argument("--speed-sentences", type=int, default=2000)
     parser.add_argument("--runs", default="runs/rankcse-distillation")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

@@ -5,7 +5,7 @@ inside Eq. 6's [tau_l, tau_u], and for those the mean target, the mean cosine an
     python benchmarks/rankencoder_targets.py --run runs/rankencoder-minilm-cpu [--batches 5 --batch-size 64]
 
 The cosines are those of E1's own vectors, i.e. of E2 at the start when E2 starts from E1 (as in
-configs/rankencoder-minilm-cpu.yaml).
+rankencoder-minilm-cpu).
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ the papers' tables in miniature), the SimCSE seeds' mean and sd, and the gains o
     python benchmarks/rawlm_simcse.py --output runs/rawlm-simcse --seeds 1 2 3
     python benchmarks/rawlm_simcse.py --output runs/rawlm-simcse --raw-lm runs/rawlm-cpu/model
 
-Without --raw-lm, the finished run of --raw-config (configs/rawlm-cpu.yaml) is found under its runs
+Without --raw-lm, the finished run of --raw-config (rawlm-cpu) is found under its runs
 folder by its fingerprint (config and training text); if there is none the benchmark stops and says
 how to pre-train it: it never pre-trains one silently. Finished SimCSE seeds are reused. A raw LM
-pre-trained in stages (``configs/rawlm-cpu-stage2.yaml`` continues another run's model) is traced back
+pre-trained in stages (``rawlm-cpu-stage2`` continues another run's model) is traced back
 through its run folders' ``model.name`` to the random encoder its first stage started from.
 """
 
@@ -21,6 +21,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
+from sentlab.presets import PRESETS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,8 +79,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", required=True)
     parser.add_argument("--raw-lm", default=None, help="a raw LM folder (default: found by --raw-config)")
-    parser.add_argument("--raw-config", default=str(ROOT / "configs" / "rawlm-cpu.yaml"))
-    parser.add_argument("--simcse-config", default=str(ROOT / "configs" / "simcse-unsup-rawlm-cpu.yaml"))
+    parser.add_argument("--raw-config", default=str(PRESETS_DIR / "rawlm-cpu.yaml"))
+    parser.add_argument("--simcse-config", default=str(PRESETS_DIR / "simcse-unsup-rawlm-cpu.yaml"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--set", action="append", default=[], help="SimCSE config override (repeatable)")
     parser.add_argument("--baseline-tasks", default="sts,ranking,useb",

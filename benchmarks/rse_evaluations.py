@@ -46,7 +46,7 @@ def main() -> None:
     parser.add_argument("--all-above", default=None, help="the All-Above baseline's model folder")
     parser.add_argument("--start", default="minilm", help="the start model (default: the packaged MiniLM)")
     parser.add_argument("--start-pooler", default="mean")
-    parser.add_argument("--heldout", default="configs/link-prediction/rse-heldout.yaml")
+    parser.add_argument("--heldout", default="link-prediction/rse-heldout")
     parser.add_argument("--cap", type=int, default=2000, help="held-out triples per source (App. B: 2,000)")
     parser.add_argument("--forums", default="mathematica,webmasters")
     parser.add_argument("--data-dir", default=None)

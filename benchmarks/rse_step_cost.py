@@ -112,7 +112,7 @@ def memory_child(kind: str, args) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="configs/rse-minilm-cpu.yaml", help="where the triples come from")
+    parser.add_argument("--config", default="rse-minilm-cpu", help="where the triples come from")
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=5)

@@ -8,7 +8,7 @@ object.
 
 Each argument is MODEL_FOLDER:POOLER (sentlab's poolers: mean, cls, first_last_avg, ...). The
 sentences are drawn from the first 2,000 lines of the Wikipedia file, which the raw-LM preset holds
-out of pre-training (configs/rawlm-cpu.yaml, mlm.heldout_lines).
+out of pre-training (rawlm-cpu, mlm.heldout_lines).
 """
 
 from __future__ import annotations

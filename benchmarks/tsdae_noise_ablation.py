@@ -17,7 +17,7 @@ PAPER_TABLE_5 = {"delete": 78.33, "swap": 76.85, "mask": 76.56, "replace": 74.01
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--config", default="configs/tsdae-minilm-cpu.yaml")
+    parser.add_argument("--config", default="tsdae-minilm-cpu")
     parser.add_argument("--noises", default=",".join(PAPER_TABLE_5))
     parser.add_argument("--ratio", type=float, default=0.3)
     parser.add_argument("--steps", type=int, default=300)

@@ -1,4 +1,4 @@
-"""Any preset of ``configs/`` pointed at a tiny random model of its architecture and a few hundred
+"""Any preset of ``sentlab/presets/`` pointed at a tiny random model of its architecture and a few hundred
 fake sentences in the formats it reads: the preset's own method, losses, temperatures, learning
 rates, poolers and precision, 3 steps long. New presets are covered without a line here, as long as
 their data formats are among those below."""
@@ -13,8 +13,9 @@ from typing import Any
 import yaml
 
 from tests.conftest import WORDS, make_tiny_backbone
+from sentlab.presets import PRESETS_DIR
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+CONFIGS = PRESETS_DIR
 TOP_LEVEL_PRESETS = sorted(CONFIGS.glob("*.yaml"))
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 

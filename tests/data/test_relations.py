@@ -6,6 +6,7 @@ import pytest
 from sentlab.data.relations import (Triple, cap_per_relation, read_captions, read_entailment, read_paranmt, read_qnli,
                                     read_qqp, read_rse_json, read_same_sent, relation_counts)
 from sentlab.errors import DataError
+from sentlab.presets import PRESETS_DIR
 
 
 def test_qqp_both_layouts_keep_duplicates_only_and_bad_bytes_are_an_error_or_skipped(tmp_path):
@@ -94,7 +95,7 @@ def test_the_heldout_sources_read_from_the_shared_data(data_dir, tmp_path):
 
     if not (data_dir / "relations").is_dir():
         pytest.skip("no relational data here")
-    heldout = Path(__file__).resolve().parents[2] / "configs" / "link-prediction" / "rse-heldout.yaml"
+    heldout = PRESETS_DIR / "link-prediction" / "rse-heldout.yaml"
     copy = tmp_path / "heldout.yaml"  # the preset's paths are relative to the repository: point them at data_dir
     copy.write_text(heldout.read_text(encoding="utf-8").replace("../shared/data", str(data_dir)), encoding="utf-8")
     triples = read_sources_file(copy, 2000, seed=0)

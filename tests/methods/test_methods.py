@@ -18,9 +18,10 @@ from sentlab.methods.base import _ADAPTER
 from sentlab.training import engine
 from sentlab.training.config import TrainConfig, load_config
 from tests.conftest import tiny_config
+from sentlab.presets import PRESETS_DIR
 
 PROBE = ["a man plays the guitar", "a dog runs in the park"]
-PRESETS = sorted(Path(__file__).resolve().parents[2].joinpath("configs").glob("*.yaml"))
+PRESETS = sorted(PRESETS_DIR.glob("*.yaml"))
 
 
 def test_registry_names_every_method_and_every_preset_loads():

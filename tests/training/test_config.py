@@ -2,6 +2,7 @@ import pytest
 
 from sentlab.errors import ConfigError
 from sentlab.training.config import load_config
+from sentlab.presets import PRESETS_DIR
 
 BASE = """method: simcse-unsup
 model:
@@ -54,7 +55,7 @@ def test_a_folder_given_as_the_config_says_so(tmp_path):
 def test_presets_are_valid():
     from pathlib import Path
 
-    presets = sorted(Path(__file__).resolve().parents[2].joinpath("configs").glob("*.yaml"))
+    presets = sorted(PRESETS_DIR.glob("*.yaml"))
     assert len(presets) >= 3
     for preset in presets:
         load_config(preset)

@@ -53,6 +53,28 @@ def _average_over_processes(grad: Tensor) -> Tensor:
 
 
 class RSELoss(nn.Module):
+    """Eq. 2 (Eq. 1 without negatives): InfoNCE with each anchor translated by its relation's vector.
+
+    Inputs: columns (head, tail[, negative]) and ``label`` = the relation's index in ``relations``.
+    The relation vectors are the loss's parameters; sentence-transformers' trainer optimises them
+    with the model (App. D gives them their own learning rate, ``learning_rate_mapping``).
+
+    Args:
+        model: the encoder being trained.
+        relations: the relation names, in label order.
+        temperature: tau (0.05).
+        learn_relations: ``False`` fixes every r_k at 0 (the All-Above baseline).
+
+    Example::
+
+        from datasets import Dataset
+        from sentlab.losses import RSELoss
+
+        rows = Dataset.from_dict({"head": ["A man plays."], "tail": ["Someone plays."], "label": [0]})
+        loss = RSELoss(model, relations=["entailment"], temperature=0.05)
+        trainer = SentenceTransformerTrainer(model=model, train_dataset=rows, loss=loss)
+    """
+
     def __init__(self, model: SentenceTransformer, relations: Sequence[str], temperature: float = 0.05,
                  gather_across_devices: bool = True, init_std: float = 0.02, learn_relations: bool = True):
         super().__init__()
@@ -84,7 +106,16 @@ class RSELoss(nn.Module):
 
 
 class CachedRSELoss(CachedLossMixin, RSELoss):
-    """:class:`RSELoss` with Gradient Cache; ``mini_batch_size`` rows are embedded at a time."""
+    """:class:`RSELoss` with Gradient Cache (Sec. 3.3); ``mini_batch_size`` rows are embedded at a time,
+    so a batch of 512 fits in the memory of 32.
+
+    Example::
+
+        from sentlab.losses import CachedRSELoss
+
+        loss = CachedRSELoss(model, relations=["entailment", "duplicate_question"], mini_batch_size=32)
+        trainer = SentenceTransformerTrainer(model=model, train_dataset=rows, loss=loss)
+    """
 
     def __init__(self, model: SentenceTransformer, relations: Sequence[str], temperature: float = 0.05,
                  gather_across_devices: bool = True, init_std: float = 0.02, learn_relations: bool = True,

@@ -50,7 +50,25 @@ REDUCTIONS = ("sentence-sum", "token-mean")
 
 
 class TSDAELoss(nn.Module):
-    """Negative J_SDAE of a batch (see module doc); ``last_components`` has the mean token NLL."""
+    """Negative J_SDAE of a batch (Sec. 3.1, see the module doc); ``last_components`` has the mean token NLL.
+
+    Inputs: columns (noisy sentence, original sentence), no labels.
+
+    Args:
+        model: the encoder being trained; its pooled embedding is s.
+        tie: share the encoder's weights with the decoder (the paper's default).
+        decoder: an untied decoder's checkpoint (with ``tie=False``).
+        reduction: ``sentence-sum`` (the paper) or ``token-mean`` (the authors' code and
+            sentence-transformers' ``DenoisingAutoEncoderLoss``).
+
+    Example::
+
+        from sentlab.losses import TSDAELoss, noisy_pairs
+
+        train_dataset = noisy_pairs(sentences, noise="delete", ratio=0.6)
+        loss = TSDAELoss(model)
+        trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
+    """
 
     def __init__(self, model: SentenceTransformer, tie: bool = True, decoder: str | None = None,
                  reduction: str = "sentence-sum"):

@@ -19,9 +19,10 @@ from typing import Literal
 
 from pydantic import Field
 from sentence_transformers import SentenceTransformer
-from torch import Tensor, nn
+from torch import nn
 
 from sentlab.encoders.flow import GlowFlow
+from sentlab.losses.flow import FlowNLLLoss
 from sentlab.methods.base import Method, read_train_sentences, register
 from sentlab.training.config import TrainConfig, _Section
 
@@ -39,17 +40,6 @@ class BertFlowConfig(TrainConfig):
 
     section = "flow"
     section_required = False
-
-
-class FlowNLLLoss(nn.Module):
-    """-log p(u) of the flow's input per sentence, averaged; inputs: one column of sentences."""
-
-    def __init__(self, model: SentenceTransformer):
-        super().__init__()
-        self.model = model
-
-    def forward(self, sentence_features: list[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
-        return -self.model(sentence_features[0])["flow_log_likelihood"].mean()
 
 
 @register

@@ -8,6 +8,7 @@ typo never silently falls back to a default). The packaged presets (``sentlab pr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -229,10 +230,23 @@ def parse_overrides(overrides: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainConfig:
+def merge_sections(tree: dict[str, Any], updates: Mapping[str, Any]) -> dict[str, Any]:
+    """``tree`` with ``updates`` merged in, section by section (nested mappings merge, values replace)."""
+    merged = dict(tree)
+    for key, value in updates.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = merge_sections(dict(merged[key]), value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None,
+                updates: Mapping[str, Any] | None = None) -> TrainConfig:
     """Read a YAML config (a file, or a packaged preset by name), apply ``key=value`` overrides, put the
     data folder in place of ``$SENTLAB_DATA/`` and validate; errors are one line, and name the
-    ``--set`` option when the key came from one, else the file."""
+    ``--set`` option when the key came from one, else the file. ``updates`` (nested sections, e.g.
+    ``{"train": {"max_steps": 10}}``) are merged in after the overrides."""
     from sentlab.presets import resolve_config
 
     path = resolve_config(path)
@@ -245,6 +259,8 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
     pairs = parse_overrides(overrides or [])
     for key, value in pairs:
         _set_dotted(tree, key, value)
+    if updates:
+        tree = merge_sections(tree, updates)
     data_section = tree.get("data") if isinstance(tree.get("data"), dict) else {}
     data_paths = expand_data_paths(tree, data_dir(data_section.get("data_dir")))
     try:

@@ -1,0 +1,72 @@
+"""The masked-LM loss of the TSDAE paper's MLM baseline (Sec. 5.2) and of sentlab's raw LM.
+
+BERT's objective (Devlin et al. 2019): 15 % of the tokens are chosen; of those 80 % become [MASK],
+10 % a random token, 10 % stay; cross-entropy on the chosen ones (transformers'
+``DataCollatorForLanguageModeling.torch_mask_tokens``, drawn afresh every step).
+"""
+
+from __future__ import annotations
+
+from sentence_transformers import SentenceTransformer
+from torch import Tensor, nn
+from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
+
+from sentlab.errors import ConfigError
+from sentlab.losses.lm_heads import head_model, share_body
+
+
+class MLMLoss(nn.Module):
+    """Masked-LM cross-entropy on one column of sentences; the head's body is the encoder (tied). The
+    prediction head runs only at the chosen positions (for BERT-style heads, ``cls``); the loss is the
+    mean over those positions, as transformers' masked-LM loss. Under mixed precision the head's
+    body and its prediction layer (called directly, so named in ``half_precision_modules``) run in
+    half precision and the cross-entropy in float32.
+
+    Inputs: one column of sentences, no labels.
+
+    Example::
+
+        from sentlab.losses import MLMLoss
+
+        loss = MLMLoss(model, probability=0.15)
+        trainer = SentenceTransformerTrainer(model=model, train_dataset=sentences, loss=loss)
+    """
+
+    half_precision_modules = ("head.cls",)  # sentlab.precision.loss_networks
+
+    def __init__(self, model: SentenceTransformer, probability: float = 0.15):
+        super().__init__()
+        self.encoder = model
+        encoder_hf = model[0].auto_model
+        self.head = head_model(encoder_hf, AutoModelForMaskedLM, role="masked-LM head")
+        share_body(encoder_hf, self.head.base_model, tie=True)
+        self.head.tie_weights()
+        if model.tokenizer.mask_token is None:
+            raise ConfigError(f"{type(encoder_hf).__name__}: the tokenizer has no mask token, so MLM cannot train it")
+        self.masking = DataCollatorForLanguageModeling(model.tokenizer, mlm_probability=probability)
+        self.last_components: dict[str, Tensor] = {}
+
+    def masked_logits(self, inputs: Tensor, attention_mask: Tensor, chosen: Tensor) -> Tensor:
+        """The head's logits at the ``chosen`` positions only ([n_chosen, vocabulary])."""
+        prediction = getattr(self.head, "cls", None)
+        if prediction is None:  # an architecture whose head is not BERT's: every position, then select
+            return self.head(input_ids=inputs, attention_mask=attention_mask).logits[chosen]
+        states = self.head.base_model(input_ids=inputs, attention_mask=attention_mask).last_hidden_state
+        return prediction(states[chosen])
+
+    def scored(self, inputs: Tensor, attention_mask: Tensor, targets: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(mean cross-entropy, correct predictions, chosen tokens) of one masked batch."""
+        chosen = targets != -100
+        logits = self.masked_logits(inputs, attention_mask, chosen)
+        wanted = targets[chosen]
+        loss = nn.functional.cross_entropy(logits.float(), wanted)
+        return loss, (logits.argmax(-1) == wanted).sum(), chosen.sum()
+
+    def forward(self, sentence_features: list[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+        features = sentence_features[0]
+        ids = features["input_ids"]
+        # the collator draws its masks on the CPU; the ids go back to the model's device
+        inputs, targets = self.masking.torch_mask_tokens(ids.detach().cpu().clone())
+        loss, correct, chosen = self.scored(inputs.to(ids.device), features["attention_mask"], targets.to(ids.device))
+        self.last_components = {"mlm_accuracy": (correct.float() / chosen.clamp(min=1)).detach()}
+        return loss

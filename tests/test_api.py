@@ -1,0 +1,81 @@
+"""The Python API: ``sentlab.train`` / ``load`` / ``evaluate`` as a user calls them."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from sentence_transformers import SentenceTransformer
+
+import sentlab
+from sentlab.evaluation.results import EvalReport
+from tests.conftest import WORDS, tiny_config, write_scored_pairs_card
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_backbone, tmp_path_factory):
+    """One tiny SimCSE run through ``sentlab.train`` with section overrides."""
+    root = tmp_path_factory.mktemp("api")
+    corpus = root / "corpus.txt"
+    rng = random.Random(0)
+    corpus.write_text("".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) + "\n"
+                              for _ in range(96)), encoding="utf-8")
+    cfg = tiny_config(tiny_backbone, corpus, root / "run")
+    run = sentlab.train(cfg, evaluate=False, train={"max_steps": 2, "seed": 3}, model={"pooler": "mean"})
+    return run, corpus, root
+
+
+def test_train_applies_section_overrides_and_saves_a_plain_model(trained):
+    run, _, _ = trained
+    assert run.config.train.max_steps == 2 and run.config.train.seed == 3 and run.config.model.pooler == "mean"
+    assert run.results is None and (run.model_path / "modules.json").is_file()
+    SentenceTransformer(str(run.model_path), device="cpu")
+
+
+def test_load_picks_the_scorer_the_folder_calls_for(trained, tmp_path):
+    import shutil
+
+    from sentlab.evaluation.relational import RelationTable
+
+    run, _, _ = trained
+    plain = sentlab.load(run.model_path)
+    assert plain.kind == "plain"
+    vectors = plain.encode(["a b", "c d"], normalize_embeddings=True)
+    assert plain.similarity(["a b"], ["c d"])[0] == pytest.approx(float(vectors[0] @ vectors[1]), abs=1e-5)
+
+    rse_folder = tmp_path / "rse"
+    shutil.copytree(run.model_path, rse_folder)
+    dimension = plain.encoder.get_embedding_dimension()
+    RelationTable(["entailment"], np.ones((1, dimension), np.float32), {"entailment": 1.0}).save(rse_folder)
+    rse = sentlab.load(rse_folder)
+    assert rse.kind == "rse"
+    # h + r against t: not the plain cosine once r is not 0
+    assert rse.similarity(["a b"], ["c d"])[0] != pytest.approx(plain.similarity(["a b"], ["c d"])[0], abs=1e-4)
+
+
+def test_evaluate_scores_task_cards_and_returns_the_typed_report(trained, tmp_path):
+    run, corpus, _ = trained
+    card = write_scored_pairs_card(tmp_path, corpus, "my-task")
+    report = sentlab.evaluate(run.model_path, task_cards=[card])
+    assert isinstance(report, EvalReport) and list(report.tasks) == ["my-task"]
+    assert report.tasks["my-task"].n == 30 and -100 <= report.tasks["my-task"].main <= 100
+    same = sentlab.evaluate(SentenceTransformer(str(run.model_path), device="cpu"), task_cards=[card])
+    assert same.tasks["my-task"].main == pytest.approx(report.tasks["my-task"].main, abs=1e-6)
+
+
+def test_evaluate_without_data_is_a_one_line_error(trained, tmp_path):
+    run, _, _ = trained
+    with pytest.raises(sentlab.SentlabError, match="no data for task family 'sts'"):
+        sentlab.evaluate(run.model_path, tasks=["sts"], data_dir=tmp_path / "empty")
+
+
+def test_train_by_preset_name_with_overrides(tiny_backbone, corpus_file, tmp_path):
+    run = sentlab.train("simcse-unsup-minilm-cpu", evaluate=False, data_dir=tmp_path,
+                        model={"name": str(tiny_backbone), "max_seq_length": 16},
+                        data={"train": str(corpus_file), "limit": None},
+                        train={"output_dir": str(tmp_path / "run"), "max_steps": 2, "batch_size": 8,
+                               "progress_bar": False},
+                        eval={"dev_task": "none"})
+    assert run.config.about is not None and run.config.about.hardware == "cpu"
+    assert (run.model_path / "modules.json").is_file()

@@ -90,18 +90,6 @@ def test_index_build_does_not_overwrite_silently(tiny_st_model, corpus_file, tmp
     assert main([*argv, "--overwrite"]) == 0
 
 
-def test_data_download_failure_leaves_no_folder(tmp_path, capsys, monkeypatch):
-    import sentlab.data.hub as hub
-
-    def offline(*args, **kwargs):
-        raise ConnectionError("no network")
-
-    monkeypatch.setattr(hub, "load_sts_from_hub", lambda *a, **k: offline())
-    with pytest.raises(ConnectionError):
-        main(["data", "download", "--target", str(tmp_path / "sts")])
-    assert not (tmp_path / "sts").exists()
-
-
 def test_version_and_help_texts(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["--version"])

@@ -35,6 +35,13 @@ def test_adapt_trains_every_arm_reports_and_resumes(tiny_backbone, corpus_file, 
         cell = report["rows"][arm]["mine"]
         assert cell["ci95"][0] <= cell["mean"] <= cell["ci95"][1]
     assert (out / "adapt.png").is_file()
+    # no --max-seq-length: every arm trains and is saved at the start model's own maximum length
+    from sentlab.encoders import load_encoder
+
+    own = load_encoder(str(tiny_backbone), pooler="mean").max_seq_length
+    for arm in ("tsdae", "simcse"):
+        saved = load_encoder(str(out / "arms" / arm / "seed-42" / "model")).max_seq_length
+        assert saved == own != 128
     line = report["recommendation"]
     assert line.startswith(("Not decided", "Keep the start model")) and "95% CI over the items" in line
     assert "beyond the noise" not in line and "training randomness is not measured" in line  # one seed
@@ -132,7 +139,7 @@ def test_adapt_refuses_other_settings_in_the_same_folder(tiny_backbone, corpus_f
         "batch_size": 4, "budget": {"steps": 4, "sentences": None, "minutes": None}, "dev_card": None,
         "general": "none", "data_dir": None, "eval_steps": 2}))
     assert cli.main(adapt_args(tiny_backbone, corpus_file, user_task, out)) != 0
-    assert "made with other settings (text_sha256, model)" in capsys.readouterr().err
+    assert "made with other settings (text_sha256, model" in capsys.readouterr().err
 
 
 def test_unknown_arm_and_budget_errors(tiny_backbone, corpus_file, user_task, tmp_path, capsys):

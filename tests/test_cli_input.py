@@ -95,7 +95,7 @@ def test_version_and_help_texts(capsys):
         main(["--version"])
     assert stop.value.code == 0 and capsys.readouterr().out.startswith("sentlab ")
     for argv, wanted in [(["--help"], ["sentlab: learn sentence embeddings"]),
-                         (["train", "--help"], ["CONFIG", "YAML training config", "--data-dir", "--quiet"]),
+                         (["train", "--help"], ["CONFIG", "a YAML config file", "--data-dir", "--quiet"]),
                          (["encode", "--help"], ["one sentence a line", ".npy file to write", "sentences encoded"]),
                          (["index", "pack", "--help"], ["corpus index", "Eq. 7 weight", "RankEncoder folder"])]:
         with pytest.raises(SystemExit):

@@ -296,6 +296,16 @@ def evaluate(plan: AdaptPlan, name: str, model_path: str, folder: Path) -> EvalR
     return report
 
 
+def start_model_max_length(model: str, pooler: str | None) -> int:
+    """The start model's own maximum sequence length (what its saved folder says, e.g. 256 for
+    all-MiniLM-L6-v2): every arm trains, is saved and is scored at it unless --max-seq-length is given."""
+    from sentlab.encoders import load_encoder
+
+    length = int(load_encoder(model, pooler=pooler, device="cpu").max_seq_length)
+    say(f"[adapt] maximum sequence length {length} (the start model's)")
+    return length
+
+
 def run_adapt(plan: AdaptPlan) -> dict[str, Any]:
     """Train and evaluate every arm and seed (reusing what is done), then write the report."""
     from sentlab.reporting.adapt import write_report

@@ -43,7 +43,8 @@ def test_stsb_and_sick_layouts(tmp_path):
 
 
 def test_missing_data_folder(tmp_path):
-    with pytest.raises(DataError, match="data folder for STS12 not found"):
+    with pytest.raises(DataError, match=r"STS12: .*STS12-en-test: not found; it is part of 'sts' .*"
+                                        r"`sentlab data download sts`.*--data-dir / \$SENTLAB_DATA"):
         load_sts_task("STS12", tmp_path)
 
 

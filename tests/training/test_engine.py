@@ -226,3 +226,29 @@ def test_a_finished_run_is_found_again_by_what_it_learnt_from(tiny_backbone, cor
     assert find_finished_run(tiny_config(tiny_backbone, corpus_file, tmp_path / "b", max_steps=2), runs) is None
     corpus_file.write_text(corpus_file.read_text() + "one more sentence\n", encoding="utf-8")
     assert find_finished_run(elsewhere, runs) is None  # other training text
+
+
+def test_train_prints_the_start_models_scores_beside_the_trained_models(tiny_backbone, corpus_file, data_dir,
+                                                                        tmp_path, capfd):
+    """The terminal says whether training helped: the dev-task selection (start model against the best
+    checkpoint) and the final STS table with the start model's row; no library progress bar of its own
+    ("Computing widget examples") appears."""
+    from sentlab.cli import main
+    from sentlab.evaluation.results import EvalReport
+
+    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", data_dir, max_steps=2, eval_steps=2)
+    config = tmp_path / "config.yaml"
+    config.write_text(cfg.to_yaml(), encoding="utf-8")
+    assert main(["train", str(config), "--set", "eval.dev_limit=100"]) == 0
+    out, err = capfd.readouterr()
+    assert "Computing widget examples" not in out + err
+    start = EvalReport.read(tmp_path / "run" / "start_results.json")
+    trained = EvalReport.read(tmp_path / "run" / "results.json")
+    assert set(start.tasks) == set(trained.tasks) and start.model.startswith("start model")
+    lines = out.splitlines()
+    dev = next(line for line in lines if line.startswith("dev task ("))
+    selection = json.loads((tmp_path / "run" / "selection.json").read_text())
+    assert f"start model {selection['start']:.4f}" in dev and f"kept step {selection['kept_step']}" in dev
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["model"])
+    assert lines[header + 1].split()[:2] == ["start", "model"] and lines[header + 2].split()[0] == trained.model
+    assert f"{start.tasks['STS-B'].spearman:.2f}" in lines[header + 1]

@@ -10,7 +10,13 @@ from sentlab.errors import DataError
 
 
 def cmd_adapt(args: argparse.Namespace) -> int:
-    from sentlab.adapt import AdaptPlan, AdaptSettings, Budget, run_adapt
+    from sentlab.adapt import (
+        AdaptPlan,
+        AdaptSettings,
+        Budget,
+        run_adapt,
+        start_model_max_length,
+    )
     from sentlab.cache import file_sha256
 
     budget = Budget(steps=args.steps, sentences=args.sentences, minutes=args.minutes)
@@ -20,9 +26,10 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     for card in [*args.task_card, *([args.dev_card] if args.dev_card else [])]:
         if not Path(card).is_file():
             raise DataError(f"{card}: task card not found")
+    pooler = None if args.pooler == "none" else args.pooler
+    max_seq_length = args.max_seq_length or start_model_max_length(args.model, pooler)
     settings = AdaptSettings(text=str(text), text_sha256=file_sha256(text), model=args.model,
-                             pooler=None if args.pooler == "none" else args.pooler,
-                             max_seq_length=args.max_seq_length, batch_size=args.batch_size,
+                             pooler=pooler, max_seq_length=max_seq_length, batch_size=args.batch_size,
                              budget={k: v for k, v in vars(budget).items()},
                              dev_card=str(Path(args.dev_card).resolve()) if args.dev_card else None,
                              general=args.general, data_dir=args.data_dir, eval_steps=args.eval_steps)
@@ -55,7 +62,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     budget.add_argument("--sentences", type=positive_int, help="budget: training sentences per arm")
     budget.add_argument("--minutes", type=float, help="budget: wall-clock minutes of training per arm")
     p.add_argument("--batch-size", type=positive_int, default=8, help="every arm's batch size (default 8, TSDAE's)")
-    p.add_argument("--max-seq-length", type=positive_int, default=128)
+    p.add_argument("--max-seq-length", type=positive_int, default=None,
+                   help="truncate training and evaluation inputs to N tokens (default: the start model's own maximum)")
     p.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44],
                    help="training seeds of every arm (default 42 43 44; with one, training randomness is not measured "
                         "and no margin is called beyond the noise)")

@@ -27,7 +27,8 @@ def cmd_similarity(args: argparse.Namespace) -> int:
         print(f"{'mix':<{width}}  {scorer.score([args.sentence1], [args.sentence2])[0]:.4f}  ({scorer.name})")
         return 0
     score = scorer.score([args.sentence1], [args.sentence2])[0]
-    print(f"{score:.4f}")
+    kind = "rank similarity" if hasattr(scorer, "lambda_inf") else "cosine similarity"
+    print(f"{score:.4f}  {kind} of the two sentences ({scorer.name})")
     return 0
 
 

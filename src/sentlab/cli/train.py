@@ -13,16 +13,32 @@ from sentlab.cli.common import (
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from sentlab.evaluation.results import EvalReport
     from sentlab.training.config import load_config
     from sentlab.training.engine import train
 
     cfg = load_config(args.config, train_overrides(args))
     paths = train(cfg, resume=args.resume, evaluate=not args.no_eval, allow_changed=args.allow_changed_settings)
+    print_outcome(paths)
+    return 0
+
+
+def print_outcome(paths) -> None:
+    """The dev-task selection (start model against the best checkpoint) and the final results, the
+    start model's row first when it was scored, so the terminal says whether training helped."""
+    import json
+
+    from sentlab.evaluation.results import EvalReport
+
+    if paths.selection.is_file():
+        chosen = json.loads(paths.selection.read_text("utf-8"))
+        best = chosen.get("best_checkpoint")
+        print(f"dev task ({chosen['metric']}): start model {chosen['start']:.4f}, best checkpoint "
+              + (f"{best:.4f}" if best is not None else "none") + f"; kept step {chosen['kept_step']}")
+    start = [EvalReport.read(paths.start_results)] if paths.start_results.is_file() else []
     for results in (paths.results, paths.rank_results):  # cosine; Eq. 7 for RankEncoder runs
         if results.is_file():
-            print(EvalReport.read(results).table())
-    return 0
+            trained = EvalReport.read(results)
+            print(trained.table(*start) if not start else start[0].table(trained))
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

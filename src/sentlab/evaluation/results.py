@@ -113,12 +113,22 @@ class EvalReport:
         except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as err:
             raise DataError(f"{path}: not a sentlab results file ({type(err).__name__}: {err})") from None
 
-    def table(self) -> str:
-        """The tasks and summary as a plain-text table (one row for this model)."""
-        columns = {name + suffix: value for name, task in self.tasks.items() for suffix, value in task.headline.items()}
-        headers = ["model", *columns] + [k for k in self.summary if isinstance(self.summary[k], float)]
-        values = [self.model] + [f"{v:.2f}" for v in columns.values()]
-        values += [f"{v:.2f}" for v in self.summary.values() if isinstance(v, float)]
-        widths = [max(len(h), len(v)) for h, v in zip(headers, values)]
-        line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
-        return "\n".join([line(headers), line(values)])
+    def table(self, *others: EvalReport) -> str:
+        """The tasks and summary as a plain-text table: one row for this model, then one for each of
+        ``others`` (the same columns; a task another report lacks shows ``-``)."""
+        columns = [(name, suffix) for name, task in self.tasks.items() for suffix in task.headline]
+        summary = [k for k in self.summary if isinstance(self.summary[k], float)]
+        headers = ["model", *(name + suffix for name, suffix in columns), *summary]
+
+        def cells(report: EvalReport) -> list[str]:
+            values = [report.model]
+            for name, suffix in columns:
+                task = report.tasks.get(name)
+                value = task.headline.get(suffix) if task is not None else None
+                values.append(f"{value:.2f}" if value is not None else "-")
+            values += [f"{report.summary[k]:.2f}" if isinstance(report.summary.get(k), float) else "-" for k in summary]
+            return values
+
+        rows = [headers] + [cells(report) for report in (self, *others)]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(headers))]
+        return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows)

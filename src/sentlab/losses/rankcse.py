@@ -85,9 +85,11 @@ class RankCSELoss(nn.Module):
         base_loss: SimCSE's loss (model, tau_1 as its temperature).
         teacher_vectors: one (n_train, d_k) array per teacher (rows L2-normalised or not).
         teacher_weights: alpha_k, summing to 1 (RankCSE: alpha = 1/3 for two teachers -> [1/3, 2/3]).
-        beta, gamma: weights of Eq. 2 and Eq. 3; 0 switches a term off.
+        beta: weight of Eq. 2 (ranking consistency); 0 switches it off.
+        gamma: weight of Eq. 3 (ranking distillation); 0 switches it off.
         distillation: ``listnet`` or ``listmle``.
-        tau_student, tau_teacher: tau_2 and tau_3 (tau_3 only for ListNet).
+        tau_student: tau_2.
+        tau_teacher: tau_3 (ListNet only).
         use_infonce: keep Eq. 1 (False for the ablations of Table 4).
 
     Example::

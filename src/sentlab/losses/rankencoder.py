@@ -68,7 +68,8 @@ class RankEncoderLoss(nn.Module):
             memory map is fine: only the batch's rows are read).
         corpus_vectors: (n_corpus, d) E1 vectors of the corpus (L2-normalised).
         lambda_train: weight of l_r (0.05).
-        tau_lower, tau_upper: Eq. 6's filter (0.5, 0.8); ``None`` for no bound (Eq. 4).
+        tau_lower: Eq. 6's lower bound (0.5); ``None`` for no bound (Eq. 4).
+        tau_upper: Eq. 6's upper bound (0.8); ``None`` for no bound.
         combine: ``hinge`` (Eq. 5) or ``weighted_sum``.
 
     Example::

@@ -127,6 +127,8 @@ class EvalSection(_Section):
     dev_limit: int | None = Field(None, gt=0, description="use only the first N dev pairs (quick runs; STS-B "
                                                           "dev's first 500 are all captions)")
     final_tasks: list[Literal["sts"]] = Field(default_factory=lambda: ["sts"])
+    compare_start: bool = Field(True, description="also score the start model on the final tasks "
+                                                  "(RUN/start_results.json), shown beside the trained model's")
 
     @field_validator("dev_task")
     @classmethod

@@ -18,6 +18,7 @@ Run folder (methods add their own files, see each method's module)::
     RUN/run.log           the run's progress lines and notices (e.g. how many texts were truncated)
     RUN/fingerprint.json  what the finished run learnt from (config and training file), to find it again
     RUN/start_dev.json    with a dev task: the start model's score on it, taken before the first step
+    RUN/start_results.json the start model's STS results (eval.compare_start), beside results.json
     RUN/selection.json    with a dev task: the kept step (0: the start model) and the scores behind it
     RUN/precision.json    the precision that ran, read back at the first step (sentlab.precision)
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 from sentence_transformers import (
@@ -205,6 +207,23 @@ class SentlabTrainer(SentenceTransformerTrainer):
         return super().create_scheduler(num_training_steps, optimizer)
 
 
+@contextmanager
+def quiet_widget_examples():
+    """sentence-transformers' model card picks example sentences when the trainer is built, under a
+    progress bar of its own ("Computing widget examples") that says nothing about training; the
+    examples are still picked, without the bar."""
+    from functools import partial
+
+    import sentence_transformers.base.model_card as model_card
+
+    original = model_card.tqdm
+    model_card.tqdm = partial(original, disable=True)
+    try:
+        yield
+    finally:
+        model_card.tqdm = original
+
+
 def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer | None = None,
                   method: Method | None = None) -> SentenceTransformerTrainer:
     """The trainer for ``cfg``; the method (built from the config unless given) supplies data, frozen
@@ -230,11 +249,13 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)
     loss = method.loss(model)
     evaluator = method.dev_evaluator(evaluator, loss)
-    trainer = SentlabTrainer(
-        model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator, data_collator=collator,
-        callbacks=[LossComponentsLog(loss), MetricsLog(paths.metrics), StopOnNonFiniteLoss(),  # NaN logged, then stop
-                   LossStateCheckpoint(loss, model)],
-    )
+    with quiet_widget_examples():
+        trainer = SentlabTrainer(
+            model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator,
+            data_collator=collator, callbacks=[LossComponentsLog(loss), MetricsLog(paths.metrics),
+                                               StopOnNonFiniteLoss(),  # NaN logged, then stop
+                                               LossStateCheckpoint(loss, model)],
+        )
     if cfg.train.max_minutes is not None:
         trainer.add_callback(WallClockBudget(cfg.train.max_minutes))
     trainer.add_callback(MarkCheckpointComplete(cfg.train.save_total_limit))  # last: after every file is written
@@ -339,7 +360,26 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
                 report.settings["evaluation_precision"] = "fp32"
                 report.write(results_path)
                 say(f"results written to {results_path}")
+            if cfg.eval.compare_start and cfg.model.name:
+                evaluate_start_model(cfg, paths, final.device)
     return paths
+
+
+def evaluate_start_model(cfg: TrainConfig, paths: RunPaths, device) -> None:
+    """The start model's STS results (cosine), so the run says whether training helped
+    (``RUN/start_results.json``); its embeddings go through the on-disk cache, so a second run from
+    the same start model encodes nothing again."""
+    from sentlab.cache import EmbeddingStore
+    from sentlab.evaluation import CosineScorer, evaluate_sts
+    from sentlab.evaluation.scoring import EmbeddingCache
+
+    say(f"final evaluation of the start model {cfg.model.name} (STS), for comparison")
+    start = load_encoder(cfg.model.name, pooler=cfg.model.pooler, max_seq_length=cfg.model.max_seq_length,
+                         device=str(device), prompt_template=cfg.model.prompt_template).eval()
+    cache = EmbeddingCache(start, store=EmbeddingStore.default())
+    report = evaluate_sts(CosineScorer(cache, name=f"start model ({cfg.model.name})"), cfg.data.data_dir)
+    report.settings["evaluation_precision"] = "fp32"
+    report.write(paths.start_results)
 
 
 class StartCandidate:

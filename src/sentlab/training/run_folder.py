@@ -15,9 +15,11 @@ from sentlab.paths import write_text_atomic
 RUN_FILES: dict[str, str] = {"config": "config.yaml", "checkpoints": "checkpoints", "metrics": "metrics.jsonl",
                              "model": "model", "results": "results.json", "loss_plot": "loss.png",
                              "log": "run.log", "fingerprint": "fingerprint.json", "start_dev": "start_dev.json",
-                             "selection": "selection.json", "precision": "precision.json"}
+                             "selection": "selection.json", "precision": "precision.json",
+                             "start_results": "start_results.json"}
 # settings that change where a run is written or how it reports, not what it learns
-NOT_LEARNED = {"train": ("output_dir", "progress_bar", "logging_steps"), "data": ("data_dir",)}
+NOT_LEARNED = {"train": ("output_dir", "progress_bar", "logging_steps"), "data": ("data_dir",),
+               "eval": ("compare_start",)}
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,13 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-SENTENCES = ["a man plays the guitar", "the dog runs in the park", "a girl reads a book on the street",
-             "children swim", "the big red car drives on the road with a small blue car"]
+SENTENCES = [
+    "a man plays the guitar",
+    "the dog runs in the park",
+    "a girl reads a book on the street",
+    "children swim",
+    "the big red car drives on the road with a small blue car",
+]
 
 
 def main() -> None:
@@ -31,8 +36,11 @@ def main() -> None:
 
     pin_float32_math()
     core = ov.Core()
-    result = {"openvino_capabilities": list(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")),
-              "openvino_compiled_precision_by_hint": {}, "max_abs_difference_from_torch": {}}
+    result = {
+        "openvino_capabilities": list(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")),
+        "openvino_compiled_precision_by_hint": {},
+        "max_abs_difference_from_torch": {},
+    }
     with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(sys.stderr):
         backbone = make_tiny_backbone(Path(folder) / "tiny", dropout=0.0)
         for pooler in ("mean", "cls", "first_last_avg", "prompt"):

@@ -83,10 +83,19 @@ def main() -> None:
         vectors = model.encode(titles, batch_size=128, convert_to_numpy=True)
         for variant, (init, lr) in variants.items():
             for seed in SEEDS:
-                runs.append({"forum": forum, "variant": variant, "seed": seed,
-                             **train_flow(vectors, init, lr, seed, args.steps)})
-    print(json.dumps({"benchmark": "bertflow_stability", "steps": args.steps, "batch_size": BATCH, "runs": runs},
-                     indent=1))
+                runs.append(
+                    {
+                        "forum": forum,
+                        "variant": variant,
+                        "seed": seed,
+                        **train_flow(vectors, init, lr, seed, args.steps),
+                    }
+                )
+    print(
+        json.dumps(
+            {"benchmark": "bertflow_stability", "steps": args.steps, "batch_size": BATCH, "runs": runs}, indent=1
+        )
+    )
 
 
 if __name__ == "__main__":

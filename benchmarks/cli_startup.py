@@ -16,14 +16,20 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
 from sentlab.presets import PRESETS_DIR
 
 
 def timed(argv: list[str], env: dict[str, str]) -> dict[str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "sentlab.cli", *argv], env=env, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "sentlab.cli", *argv],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -34,9 +40,13 @@ def first_progress_line(config: Path, env: dict[str, str]) -> float:
     """Seconds from the start of `sentlab train CONFIG` to its first line on stderr (then it is stopped)."""
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "-m", "sentlab.cli", "train", str(config), "--set",
-                                    f"train.output_dir={folder}/run"], env=env, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "sentlab.cli", "train", str(config), "--set", f"train.output_dir={folder}/run"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         process.stderr.readline()
         seconds = time.perf_counter() - start
         process.kill()
@@ -52,12 +62,22 @@ def main() -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     if args.src:
         env["PYTHONPATH"] = str(Path(args.src).resolve())
-    runs = {name: [timed(argv, env) for _ in range(args.repeats)]
-            for name, argv in (("--version", ["--version"]), ("--help", ["--help"]),
-                               ("train --help", ["train", "--help"]))}
+    runs = {
+        name: [timed(argv, env) for _ in range(args.repeats)]
+        for name, argv in (("--version", ["--version"]), ("--help", ["--help"]), ("train --help", ["train", "--help"]))
+    }
     config = PRESETS_DIR / "simcse-unsup-minilm-cpu.yaml"
-    print(json.dumps({"src": args.src or "installed", "repeats": args.repeats, "runs": runs,
-                      "train_first_line_s": first_progress_line(config, env)}, indent=1))
+    print(
+        json.dumps(
+            {
+                "src": args.src or "installed",
+                "repeats": args.repeats,
+                "runs": runs,
+                "train_first_line_s": first_progress_line(config, env),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

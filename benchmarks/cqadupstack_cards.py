@@ -1,4 +1,4 @@
-"""CQADupStack forums as a user would bring them to ``sentlab adapt`` (issue 14): each forum's
+"""CQADupStack forums as a user would bring them to ``sentlab adapt``: each forum's
 retrieval task as a BEIR-layout task card (``OUTPUT/<forum>/forum.yaml``, USEB's MAP@100) and its
 corpus titles - never its queries - as unlabelled text (``OUTPUT/<forum>/titles.txt``, one a line).
 With ``--dev-queries N``, also a dev / test split of each forum's queries (seeded): ``dev.yaml`` and
@@ -38,19 +38,31 @@ def main() -> None:
         card = write_forum_card(forums[name], name, folder)
         titles = sorted({" ".join(t.split()) for t in forums[name].corpus.values() if t.strip()})
         (folder / "titles.txt").write_text("".join(t + "\n" for t in titles), encoding="utf-8")
-        summary[name] = {"card": str(card), "text": str(folder / "titles.txt"), "titles": len(titles),
-                         "queries": len(forums[name].relevant)}
+        summary[name] = {
+            "card": str(card),
+            "text": str(folder / "titles.txt"),
+            "titles": len(titles),
+            "queries": len(forums[name].relevant),
+        }
         if args.dev_queries:
             relevant = forums[name].relevant
             queries = sorted(relevant)
             random.Random(args.seed).shuffle(queries)
-            for split, chosen in (("dev", queries[:args.dev_queries]), ("test", queries[args.dev_queries:])):
-                (folder / f"qrels-{split}.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
-                    f"{q}\t{d}\t1\n" for q in sorted(chosen) for d in sorted(relevant[q])), encoding="utf-8")
+            for split, chosen in (("dev", queries[: args.dev_queries]), ("test", queries[args.dev_queries :])):
+                (folder / f"qrels-{split}.tsv").write_text(
+                    "query-id\tcorpus-id\tscore\n"
+                    + "".join(f"{q}\t{d}\t1\n" for q in sorted(chosen) for d in sorted(relevant[q])),
+                    encoding="utf-8",
+                )
                 (folder / f"{split}.yaml").write_text(
                     f"name: {name}-{split}\nkind: retrieval\ncorpus: corpus.jsonl\nqueries: queries.jsonl\n"
-                    f"qrels: qrels-{split}.tsv\nk: 100\nmap: useb\n", encoding="utf-8")
-                summary[name][f"{split}_card"], summary[name][f"{split}_queries"] = str(folder / f"{split}.yaml"), len(chosen)
+                    f"qrels: qrels-{split}.tsv\nk: 100\nmap: useb\n",
+                    encoding="utf-8",
+                )
+                summary[name][f"{split}_card"], summary[name][f"{split}_queries"] = (
+                    str(folder / f"{split}.yaml"),
+                    len(chosen),
+                )
     print(json.dumps(summary))
 
 

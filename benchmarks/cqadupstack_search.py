@@ -42,9 +42,19 @@ def main() -> None:
         _, theirs = index.search(queries, MAP_CUTOFF)
         totals["faiss_flat_ip"] += time.perf_counter() - start
         same &= bool((np.sort(ours, axis=1) == np.sort(theirs, axis=1)).mean() > 0.999)
-    print(json.dumps({"forums": len(forums), "queries": sum(len(f.queries) for f in forums.values()),
-                      "pool": sum(len(f.corpus) for f in forums.values()), "dim": args.dim,
-                      "seconds": {k: round(v, 2) for k, v in totals.items()}, "same_top_100": same}, indent=2))
+    print(
+        json.dumps(
+            {
+                "forums": len(forums),
+                "queries": sum(len(f.queries) for f in forums.values()),
+                "pool": sum(len(f.corpus) for f in forums.values()),
+                "dim": args.dim,
+                "seconds": {k: round(v, 2) for k, v in totals.items()},
+                "same_top_100": same,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

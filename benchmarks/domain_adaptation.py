@@ -25,8 +25,7 @@ ARMS = {  # arm -> (config, overrides): the CPU presets, all with the model's ow
     "tsdae": ("tsdae-minilm-cpu", []),
     "ct": ("ct-minilm-cpu", []),
     "mlm": ("mlm-minilm-cpu", []),
-    "simcse": ("simcse-unsup-minilm-cpu", ["model.pooler=mean", "train.learning_rate=5e-5",
-                                                        "eval.dev_task=none"]),
+    "simcse": ("simcse-unsup-minilm-cpu", ["model.pooler=mean", "train.learning_rate=5e-5", "eval.dev_task=none"]),
     "bert-flow": ("bertflow-minilm-cpu", []),
     "tsdae-untied": ("tsdae-minilm-cpu", ["tsdae.tie=false"]),  # App. A's other tying (not a default arm)
 }
@@ -47,18 +46,28 @@ def domain_report(model, name: str, forums: dict, data_dir: str | None, sts_task
     cache = EmbeddingCache(model)
     report = EvalReport(model=name, settings={"cqadupstack_forums": sorted(forums)})
     report.tasks["CQADupStack"] = score_cqadupstack(cache.encode, forums, device=model.device, items=items)
-    report.tasks["TwitterPara"] = score_twitterpara(cache.encode, load_twitterpara(task_folder("TwitterPara", data_dir)),
-                                                    items=items)
-    evaluate_sts(CosineScorer(cache, name=name), data_dir, tasks=sts_tasks or tuple(STS_TASKS), report=report,
-                 extras=False, items=items)
+    report.tasks["TwitterPara"] = score_twitterpara(
+        cache.encode, load_twitterpara(task_folder("TwitterPara", data_dir)), items=items
+    )
+    evaluate_sts(
+        CosineScorer(cache, name=name),
+        data_dir,
+        tasks=sts_tasks or tuple(STS_TASKS),
+        report=report,
+        extras=False,
+        items=items,
+    )
     return report
 
 
 def evaluate(model, name: str, forums: dict, data_dir: str | None, out: Path) -> dict:
     report = domain_report(model, name, forums, data_dir)
     report.write(out / "results.json")
-    return {"cqadupstack_map100": report.tasks["CQADupStack"].main,
-            "twitterpara_ap": report.tasks["TwitterPara"].main, "sts_avg": report.summary["sts_avg"]}
+    return {
+        "cqadupstack_map100": report.tasks["CQADupStack"].main,
+        "twitterpara_ap": report.tasks["TwitterPara"].main,
+        "sts_avg": report.summary["sts_avg"],
+    }
 
 
 def main() -> None:
@@ -89,8 +98,14 @@ def main() -> None:
     train_file = out / "train_titles.txt"
     train_file.write_text("".join(" ".join(t.split()) + "\n" for t in titles[:n]), encoding="utf-8")
 
-    summary = {"forums": list(forums), "train_sentences": n, "steps": args.steps, "batch_size": args.batch_size,
-               "corpus_titles_available": len(titles), "arms": {}}
+    summary = {
+        "forums": list(forums),
+        "train_sentences": n,
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "corpus_titles_available": len(titles),
+        "arms": {},
+    }
     for arm in args.arms.split(","):
         folder = out / arm
         started = time.perf_counter()
@@ -98,9 +113,17 @@ def main() -> None:
             model, train_seconds = load_encoder("minilm", pooler="mean"), 0.0
         else:
             config, extra = ARMS[arm]
-            overrides = [f"data.train={train_file}", "data.limit=null", f"train.max_steps={args.steps}",
-                         f"train.batch_size={args.batch_size}", f"train.output_dir={folder}", f"train.seed={args.seed}",
-                         "train.progress_bar=false", "train.eval_steps=100000", *extra]
+            overrides = [
+                f"data.train={train_file}",
+                "data.limit=null",
+                f"train.max_steps={args.steps}",
+                f"train.batch_size={args.batch_size}",
+                f"train.output_dir={folder}",
+                f"train.seed={args.seed}",
+                "train.progress_bar=false",
+                "train.eval_steps=100000",
+                *extra,
+            ]
             if args.data_dir:
                 overrides.append(f"data.data_dir={args.data_dir}")
             paths = train(load_config(config, overrides), evaluate=False)
@@ -108,15 +131,20 @@ def main() -> None:
             model = load_encoder(paths.model)
         eval_started = time.perf_counter()
         scores = evaluate(model.eval(), arm, forums, args.data_dir, folder)
-        summary["arms"][arm] = {**scores, "train_seconds": round(train_seconds, 1),
-                                "eval_seconds": round(time.perf_counter() - eval_started, 1)}
+        summary["arms"][arm] = {
+            **scores,
+            "train_seconds": round(train_seconds, 1),
+            "eval_seconds": round(time.perf_counter() - eval_started, 1),
+        }
     arms = summary["arms"]
     if len(arms) >= 3:  # does STS move with the domain tasks over the arms (TSDAE Sec. 6.1)?
         from scipy.stats import spearmanr
 
         sts = [a["sts_avg"] for a in arms.values()]
-        summary["spearman_sts_vs"] = {task: float(spearmanr(sts, [a[task] for a in arms.values()]).statistic)
-                                      for task in ("cqadupstack_map100", "twitterpara_ap")}
+        summary["spearman_sts_vs"] = {
+            task: float(spearmanr(sts, [a[task] for a in arms.values()]).statistic)
+            for task in ("cqadupstack_map100", "twitterpara_ap")
+        }
     print(json.dumps(summary))
 
 

@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=128)
     args = parser.parse_args()
     corpus = data_dir() / "wikipedia" / "wiki_sentences.txt"
-    sentences = read_sentences(corpus, limit=args.skip + args.sentences)[args.skip:]
+    sentences = read_sentences(corpus, limit=args.skip + args.sentences)[args.skip :]
     models = {name: load_encoder(name) for name in args.models}
     for model in models.values():
         model.encode(sentences[:128], batch_size=args.batch_size)  # warm-up
@@ -38,11 +38,25 @@ def main() -> None:
             rates[name].append(len(sentences) / (time.perf_counter() - start))
     medians = {name: statistics.median(r) for name, r in rates.items()}
     first = medians[args.models[0]]
-    print(json.dumps({"benchmark": "encode_speed", "sentences": len(sentences), "batch_size": args.batch_size,
-                      "rounds": args.rounds,
-                      "models": {name: {"sentences_per_s_median": medians[name],
-                                        "all": [round(x, 1) for x in rates[name]],
-                                        "speed_vs_first": medians[name] / first} for name in models}}, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "encode_speed",
+                "sentences": len(sentences),
+                "batch_size": args.batch_size,
+                "rounds": args.rounds,
+                "models": {
+                    name: {
+                        "sentences_per_s_median": medians[name],
+                        "all": [round(x, 1) for x in rates[name]],
+                        "speed_vs_first": medians[name] / first,
+                    }
+                    for name in models
+                },
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

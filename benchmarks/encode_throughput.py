@@ -42,17 +42,40 @@ def main() -> None:
             reference.encode(sentences, batch_size=args.batch_size, convert_to_numpy=True)
             st_times.append(time.perf_counter() - start)
             start = time.perf_counter()
-            sentlab_main(["encode", "--model", "minilm", "--input", str(text), "--output", str(Path(tmp, "o.npy")),
-                          "--batch-size", str(args.batch_size), "--quiet", "--no-cache"])
+            sentlab_main(
+                [
+                    "encode",
+                    "--model",
+                    "minilm",
+                    "--input",
+                    str(text),
+                    "--output",
+                    str(Path(tmp, "o.npy")),
+                    "--batch-size",
+                    str(args.batch_size),
+                    "--quiet",
+                    "--no-cache",
+                ]
+            )
             ours_times.append(time.perf_counter() - start)
     st_rate, ours_rate = len(sentences) / min(st_times), len(sentences) / min(ours_times)
-    print(json.dumps({
-        "benchmark": "encode_throughput", "model": "all-MiniLM-L6-v2", "sentences": len(sentences),
-        "batch_size": args.batch_size, "device": "cuda" if torch.cuda.is_available() else "cpu",
-        "sentence_transformers_per_s": st_rate, "sentlab_per_s": ours_rate, "ratio": ours_rate / st_rate,
-        "note": "sentlab timing includes model loading, reading the file and writing the .npy",
-        "target_ratio_min": 0.95,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "encode_throughput",
+                "model": "all-MiniLM-L6-v2",
+                "sentences": len(sentences),
+                "batch_size": args.batch_size,
+                "device": "cuda" if torch.cuda.is_available() else "cpu",
+                "sentence_transformers_per_s": st_rate,
+                "sentlab_per_s": ours_rate,
+                "ratio": ours_rate / st_rate,
+                "note": "sentlab timing includes model loading, reading the file and writing the .npy",
+                "target_ratio_min": 0.95,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -52,8 +52,18 @@ def main() -> None:
         if family == "load":
             argv = ["load", args.model]
         else:
-            argv = ["eval", "--model", args.model, "--tasks", family, "--jobs", args.jobs,
-                    "--output", str(out / f"results-{family}.json"), *args.extra]
+            argv = [
+                "eval",
+                "--model",
+                args.model,
+                "--tasks",
+                family,
+                "--jobs",
+                args.jobs,
+                "--output",
+                str(out / f"results-{family}.json"),
+                *args.extra,
+            ]
         start = time.perf_counter()
         proc = subprocess.run([sys.executable, __file__, "--child", *argv], capture_output=True, text=True)
         wall = time.perf_counter() - start

@@ -35,12 +35,25 @@ def main() -> None:
         start = time.perf_counter()
         with threadpool_limits(limits=threads):
             result = score_evalrank(lambda sentences: vectors, data)
-        runs[threads] = {"scores": result.scores, "seconds": round(time.perf_counter() - start, 1),
-                         "pairs_where_toolkit_differs": result.extra["pairs_where_toolkit_differs"]}
-    print(json.dumps({"benchmark": "evalrank_protocols", "model": args.model, "pairs": len(data.pairs),
-                      "sentences": len(data.sentences), "encode_seconds": round(encode_seconds, 1),
-                      "identical_across_thread_counts": runs[1]["scores"] == runs[2]["scores"],
-                      "runs": runs}, indent=2))
+        runs[threads] = {
+            "scores": result.scores,
+            "seconds": round(time.perf_counter() - start, 1),
+            "pairs_where_toolkit_differs": result.extra["pairs_where_toolkit_differs"],
+        }
+    print(
+        json.dumps(
+            {
+                "benchmark": "evalrank_protocols",
+                "model": args.model,
+                "pairs": len(data.pairs),
+                "sentences": len(data.sentences),
+                "encode_seconds": round(encode_seconds, 1),
+                "identical_across_thread_counts": runs[1]["scores"] == runs[2]["scores"],
+                "runs": runs,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

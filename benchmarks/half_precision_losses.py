@@ -31,16 +31,33 @@ def main() -> None:
                 for mode in ("engine", "autocast") if case.own_loss else ("engine",):
                     result = compare(case, backbone, dtype, mode)
                     loss_tol, grad_tol = tolerances(dtype)
-                    rows.append({"loss": case.name, "preset": case.preset, "dtype": dtype, "mode": mode,
-                                 "loss_fp32": round(result.loss_fp32, 6),
-                                 "abs_loss_error": float(f"{result.loss_error:.3g}"),
-                                 "loss_tolerance": float(f"{loss_tol * (1 + abs(result.loss_fp32)):.3g}"),
-                                 "grad_relative_error": float(f"{result.grad_relative_error:.3g}"),
-                                 "grad_tolerance": grad_tol, "finite": result.finite,
-                                 "fp16_calibration_skips": result.calibration_skips,
-                                 "skipped_after_calibration": result.skipped_after_calibration})
-    print(json.dumps({"benchmark": "half_precision_losses", "torch": torch.__version__,
-                      "cpu": platform.processor() or platform.machine(), "rows": rows}, indent=1))
+                    rows.append(
+                        {
+                            "loss": case.name,
+                            "preset": case.preset,
+                            "dtype": dtype,
+                            "mode": mode,
+                            "loss_fp32": round(result.loss_fp32, 6),
+                            "abs_loss_error": float(f"{result.loss_error:.3g}"),
+                            "loss_tolerance": float(f"{loss_tol * (1 + abs(result.loss_fp32)):.3g}"),
+                            "grad_relative_error": float(f"{result.grad_relative_error:.3g}"),
+                            "grad_tolerance": grad_tol,
+                            "finite": result.finite,
+                            "fp16_calibration_skips": result.calibration_skips,
+                            "skipped_after_calibration": result.skipped_after_calibration,
+                        }
+                    )
+    print(
+        json.dumps(
+            {
+                "benchmark": "half_precision_losses",
+                "torch": torch.__version__,
+                "cpu": platform.processor() or platform.machine(),
+                "rows": rows,
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ def peak_matmul_flops(shapes: list[tuple[int, int, int]], repeats: int = 5, seco
 def forward_flops(lengths: np.ndarray, config) -> float:
     d, d_ff, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
     n = lengths.astype(np.float64)
-    return float(layers * (2 * n.sum() * (4 * d * d + 2 * d * d_ff) + 4 * (n ** 2).sum() * d))
+    return float(layers * (2 * n.sum() * (4 * d * d + 2 * d * d_ff) + 4 * (n**2).sum() * d))
 
 
 def cqadupstack_sample(count: int) -> list[str]:
@@ -91,9 +91,15 @@ def main() -> None:
     fingerprint = encoder_fingerprint(reference_model)
     peak = peak_matmul_flops([(4096, config.hidden_size, config.intermediate_size), (2048, 2048, 2048)])
 
-    results: dict = {"benchmark": "inference_backends", "model": args.model, "batch_size": args.batch_size,
-                     "threads": torch.get_num_threads(), "cpu": platform.processor() or platform.machine(),
-                     **peak, "corpora": {}}
+    results: dict = {
+        "benchmark": "inference_backends",
+        "model": args.model,
+        "batch_size": args.batch_size,
+        "threads": torch.get_num_threads(),
+        "cpu": platform.processor() or platform.machine(),
+        **peak,
+        "corpora": {},
+    }
     with tempfile.TemporaryDirectory() as cache:  # exports made here, not counted in any timing
         for corpus, texts in corpora.items():
             lengths = token_lengths(reference_model, texts)
@@ -111,20 +117,31 @@ def main() -> None:
                 start = time.perf_counter()
                 vectors = encode_by_length(model, texts, args.batch_size)
                 seconds = time.perf_counter() - start
-                cosine = (vectors * reference).sum(1) / (np.linalg.norm(vectors, axis=1)
-                                                         * np.linalg.norm(reference, axis=1))
+                cosine = (vectors * reference).sum(1) / (
+                    np.linalg.norm(vectors, axis=1) * np.linalg.norm(reference, axis=1)
+                )
                 rows[f"{setting} (sentlab, batched by length)"] = {
-                    "seconds": seconds, "cosine_to_reference_min": float(cosine.min()),
-                    "cosine_to_reference_mean": float(cosine.mean())}
+                    "seconds": seconds,
+                    "cosine_to_reference_min": float(cosine.min()),
+                    "cosine_to_reference_mean": float(cosine.mean()),
+                }
             for row in rows.values():
-                row.update({"sentences_per_s": len(texts) / row["seconds"],
-                            "tokens_per_s": float(lengths.sum()) / row["seconds"],
-                            "speedup_vs_reference": base_seconds / row["seconds"],
-                            "achieved_flops": flops / row["seconds"],
-                            "efficiency_vs_fp32_peak": flops / row["seconds"] / peak["peak_flops"]})
-            results["corpora"][corpus] = {"texts": len(texts), "tokens": int(lengths.sum()),
-                                          "mean_tokens": float(lengths.mean()), "forward_flops": flops,
-                                          "settings": rows}
+                row.update(
+                    {
+                        "sentences_per_s": len(texts) / row["seconds"],
+                        "tokens_per_s": float(lengths.sum()) / row["seconds"],
+                        "speedup_vs_reference": base_seconds / row["seconds"],
+                        "achieved_flops": flops / row["seconds"],
+                        "efficiency_vs_fp32_peak": flops / row["seconds"] / peak["peak_flops"],
+                    }
+                )
+            results["corpora"][corpus] = {
+                "texts": len(texts),
+                "tokens": int(lengths.sum()),
+                "mean_tokens": float(lengths.mean()),
+                "forward_flops": flops,
+                "settings": rows,
+            }
     print(json.dumps(results, indent=2))
 
 

@@ -1,4 +1,4 @@
-"""Papers in miniature (issue 25): each seed paper's headline claim re-tested from sentlab's own raw LM.
+"""Papers in miniature: each seed paper's headline claim re-tested from sentlab's own raw LM.
 
 Every arm starts from the same raw LM (rawlm-cpu-stage2, found by its fingerprint, or --raw-lm),
 with its paper's recipe at CPU scale (the miniature/ presets, one preset per arm, the same budget for the
@@ -52,8 +52,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from sentlab.presets import PRESETS_DIR  # noqa: E402
 from sentlab.reporting.claims import Claim, compare, write_claims  # noqa: E402
-from sentlab.presets import PRESETS_DIR
 
 PRESETS = PRESETS_DIR / "miniature"
 LINK_SOURCES = PRESETS_DIR / "link-prediction" / "rse-heldout.yaml"
@@ -95,10 +95,14 @@ CLAIMS = [
     Claim("c", "RankCSE Table 1 (ListMLE 80.36 vs SimCSE 76.25)", "rankcse-listmle", "simcse", "sts_avg", 4.11),
     Claim("c", "RankCSE App. A.6 (ranking tasks)", "rankcse-listnet", "simcse", "ranking_kcc_avg"),
     Claim("c", "RankCSE App. A.6 (ranking tasks)", "rankcse-listmle", "simcse", "ranking_kcc_avg"),
-    *[Claim("d", f"TSDAE Table 2 (every method > BERT; {arm})", arm, "raw-mean", "domain")
-      for arm in ("tsdae", "mlm", "ct", "simcse-domain", "bert-flow")],
-    *[Claim("d", f"TSDAE Table 2 (TSDAE 55.2 first; {arm})", "tsdae", arm, "domain")
-      for arm in ("mlm", "ct", "simcse-domain", "bert-flow")],
+    *[
+        Claim("d", f"TSDAE Table 2 (every method > BERT; {arm})", arm, "raw-mean", "domain")
+        for arm in ("tsdae", "mlm", "ct", "simcse-domain", "bert-flow")
+    ],
+    *[
+        Claim("d", f"TSDAE Table 2 (TSDAE 55.2 first; {arm})", "tsdae", arm, "domain")
+        for arm in ("mlm", "ct", "simcse-domain", "bert-flow")
+    ],
     Claim("d", "TSDAE Table 3 (STS-B: SimCSE 73.8 vs TSDAE 66.0)", "simcse-domain", "tsdae", "STS-B", 7.8),
     Claim("d", "TSDAE Table 3 (STS-B: CT 73.9 vs TSDAE 66.0)", "ct", "tsdae", "STS-B", 7.9),
     Claim("e", "RSE Table 1 (RSE 82.17 vs All-Above 74.62)", "rse", "rse-all-above", "sts_avg", 7.55),
@@ -108,8 +112,15 @@ CLAIMS = [
 class Miniature:
     """The run folder: arms (``arms/<arm>/seed-<s>``), baselines and their scores (``scores/``)."""
 
-    def __init__(self, output: Path, raw_lm: Path, seeds: list[int], forums: list[str], data_dir: str | None,
-                 overrides: list[str] | None = None):
+    def __init__(
+        self,
+        output: Path,
+        raw_lm: Path,
+        seeds: list[int],
+        forums: list[str],
+        data_dir: str | None,
+        overrides: list[str] | None = None,
+    ):
         self.output, self.raw_lm, self.seeds, self.forums, self.data_dir = output, raw_lm, seeds, forums, data_dir
         self.overrides = overrides or []
 
@@ -144,8 +155,13 @@ class Miniature:
 
         spec = ARMS[arm]
         paths = RunPaths(self.run_folder(arm, seed))
-        overrides = [f"model.name={self.raw_lm}", f"train.seed={seed}", f"train.output_dir={paths.root}",
-                     "train.progress_bar=false", *self.overrides]
+        overrides = [
+            f"model.name={self.raw_lm}",
+            f"train.seed={seed}",
+            f"train.output_dir={paths.root}",
+            "train.progress_bar=false",
+            *self.overrides,
+        ]
         for key, needed in spec.needs.items():
             model = self.train(needed, seed)
             overrides.append(f"{key}=[{model}]" if key == "rankcse.teachers" else f"{key}={model}")
@@ -157,9 +173,11 @@ class Miniature:
         if (paths.model / "modules.json").is_file():
             stale = changes_since_start(cfg, paths)
             if stale:  # a preset changed since: its old model and scores would be reported as the new recipe's
-                raise SystemExit(f"{paths.root}: trained with other settings than {spec.preset} gives now "
-                                 f"({'; '.join(stale)}); move it, {self.output}/scores/{arm}-seed{seed}-* and "
-                                 f"{self.output}/link-prediction/{arm}-seed{seed}.json aside to train it again")
+                raise SystemExit(
+                    f"{paths.root}: trained with other settings than {spec.preset} gives now "
+                    f"({'; '.join(stale)}); move it, {self.output}/scores/{arm}-seed{seed}-* and "
+                    f"{self.output}/link-prediction/{arm}-seed{seed}.json aside to train it again"
+                )
             return paths.model
         started = time.perf_counter()
         train(cfg, resume=bool(checkpoint_folders(paths.checkpoints)), evaluate=False)
@@ -189,20 +207,26 @@ class Miniature:
     def _domain_eval(self, model: Path, path: Path, pooler: str | None) -> None:
         """Claim d's tasks: the forums' MAP@100, TwitterPara AP and STS-B (TSDAE Table 2 / 3)."""
         from domain_adaptation import domain_report
+
         from sentlab.data.useb import load_cqadupstack, task_folder
         from sentlab.encoders import load_encoder
 
         forums = load_cqadupstack(task_folder("CQADupStack", self.data_dir))
-        report = domain_report(load_encoder(str(model), pooler=pooler).eval(), path.stem,
-                               {f: forums[f] for f in self.forums}, self.data_dir, sts_tasks=["STS-B"], items=True)
+        report = domain_report(
+            load_encoder(str(model), pooler=pooler).eval(),
+            path.stem,
+            {f: forums[f] for f in self.forums},
+            self.data_dir,
+            sts_tasks=["STS-B"],
+            items=True,
+        )
         report.write(path)
 
     def results(self, row: str, scored_on: str) -> list[dict]:
         """A row's results files on ``scored_on``: one per seed for an arm, one for a baseline."""
         if row in BASELINES:
             return [self.scores(row, self.raw_lm, scored_on, BASELINES[row])]
-        return [self.scores(f"{row}-seed{seed}", self.train(row, seed), ARMS[row].scored_on)
-                for seed in self.seeds]
+        return [self.scores(f"{row}-seed{seed}", self.train(row, seed), ARMS[row].scored_on) for seed in self.seeds]
 
 
 def judge(mini: Miniature, claim: Claim) -> dict:
@@ -222,8 +246,17 @@ def link_prediction(mini: Miniature) -> dict[str, list[dict[str, float]]]:
     def metrics(name: str, model: Path, pooler: list[str]) -> dict[str, float]:
         path = mini.output / "link-prediction" / f"{name}.json"
         if not path.is_file():
-            argv = ["link-prediction", "--model", str(model), "--sources", str(LINK_SOURCES), "--quiet",
-                    "--output", str(path), *pooler]
+            argv = [
+                "link-prediction",
+                "--model",
+                str(model),
+                "--sources",
+                str(LINK_SOURCES),
+                "--quiet",
+                "--output",
+                str(path),
+                *pooler,
+            ]
             with contextlib.redirect_stdout(sys.stderr):
                 if main(argv):
                     raise SystemExit(f"sentlab link-prediction failed for {model}")
@@ -243,10 +276,17 @@ def link_prediction_section(rows: dict[str, list[dict[str, float]]]) -> str:
         each = f" ({', '.join(format(v, form) for v in values)})" if len(values) > 1 else ""
         return format(sum(values) / len(values), form) + each
 
-    lines = ["## e: link prediction beside it (RSE App. B protocol, filtered, all held-out triples)", "",
-             "| model | MRR | Hits@1 | Hits@10 | MR |", "|---|---|---|---|---|"]
-    lines += [f"| {row} | {cell(runs, 'mrr', '.3f')} | {cell(runs, 'hits@1', '.3f')} | {cell(runs, 'hits@10', '.3f')} | "
-              f"{cell(runs, 'mr', '.0f')} |" for row, runs in rows.items()]
+    lines = [
+        "## e: link prediction beside it (RSE App. B protocol, filtered, all held-out triples)",
+        "",
+        "| model | MRR | Hits@1 | Hits@10 | MR |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {row} | {cell(runs, 'mrr', '.3f')} | {cell(runs, 'hits@1', '.3f')} | {cell(runs, 'hits@10', '.3f')} | "
+        f"{cell(runs, 'mr', '.0f')} |"
+        for row, runs in rows.items()
+    ]
     return "\n".join(lines)
 
 
@@ -260,40 +300,77 @@ def adapt_claim(mini: Miniature, forum: str, others: list[str], steps: int) -> d
     cards = mini.output / "cards"
     forums = [forum, *others]
     if not all((cards / f / "forum.yaml").is_file() for f in forums):
-        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "cqadupstack_cards.py"), "--output", str(cards),
-                        "--forums", ",".join(forums), *(["--data-dir", mini.data_dir] if mini.data_dir else [])],
-                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "cqadupstack_cards.py"),
+                "--output",
+                str(cards),
+                "--forums",
+                ",".join(forums),
+                *(["--data-dir", mini.data_dir] if mini.data_dir else []),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     output = mini.output / "adapt"
-    argv = ["adapt", "--model", str(mini.raw_lm), "--text", str(cards / forum / "titles.txt"),
-            *[a for f in forums for a in ("--task-card", str(cards / f / "forum.yaml"))],
-            "--steps", str(steps), "--max-seq-length", "64", "--seeds", *map(str, mini.seeds), "--output", str(output),
-            "--quiet", *(["--data-dir", mini.data_dir] if mini.data_dir else [])]
+    argv = [
+        "adapt",
+        "--model",
+        str(mini.raw_lm),
+        "--text",
+        str(cards / forum / "titles.txt"),
+        *[a for f in forums for a in ("--task-card", str(cards / f / "forum.yaml"))],
+        "--steps",
+        str(steps),
+        "--max-seq-length",
+        "64",
+        "--seeds",
+        *map(str, mini.seeds),
+        "--output",
+        str(output),
+        "--quiet",
+        *(["--data-dir", mini.data_dir] if mini.data_dir else []),
+    ]
     started = time.perf_counter()
     with contextlib.redirect_stdout(sys.stderr):
         if main(argv):
             raise SystemExit("sentlab adapt failed")
     report = json.loads((output / "report.json").read_text("utf-8"))
     facts = report["facts"]
-    return {"claim": "f", "statement": f"sentlab adapt from the raw LM on {forum}",
-            "recommendation": report["recommendation"], "decision": facts.get("decision"),
-            "chosen": facts.get("chosen"), "other_tasks": facts.get("other_tasks"),
-            "wall_seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "claim": "f",
+        "statement": f"sentlab adapt from the raw LM on {forum}",
+        "recommendation": report["recommendation"],
+        "decision": facts.get("decision"),
+        "chosen": facts.get("chosen"),
+        "other_tasks": facts.get("other_tasks"),
+        "wall_seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", default="runs/miniature")
     parser.add_argument("--raw-lm", default=None, help="a raw LM folder (default: found by --raw-config)")
-    parser.add_argument("--raw-config", default=str(PRESETS_DIR / "rawlm-cpu-stage2.yaml"),
-                        help="the raw LM's preset: its finished run is the LM (default: the 40 %% LM of two stages)")
+    parser.add_argument(
+        "--raw-config",
+        default=str(PRESETS_DIR / "rawlm-cpu-stage2.yaml"),
+        help="the raw LM's preset: its finished run is the LM (default: the 40 %% LM of two stages)",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--claims", default="a,b,c,d,e,f", help="which claims (comma-separated letters)")
     parser.add_argument("--forums", default="mathematica,webmasters", help="claim d's CQADupStack forums")
     parser.add_argument("--adapt-forum", default="mathematica", help="claim f: the user's forum")
     parser.add_argument("--adapt-others", default="webmasters,android", help="claim f: the other forums' cards")
     parser.add_argument("--adapt-steps", type=int, default=500)
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="a config override for every arm (a quick run: --set train.max_steps=20)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config override for every arm (a quick run: --set train.max_steps=20)",
+    )
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args()
 
@@ -317,27 +394,53 @@ def main() -> None:
     mini = Miniature(output, raw_lm, args.seeds, args.forums.split(","), args.data_dir, args.set)
     rows = [judge(mini, claim) for claim in CLAIMS if claim.id in wanted]
     links = link_prediction(mini) if "e" in wanted else None
-    adapt = adapt_claim(mini, args.adapt_forum, args.adapt_others.split(","), args.adapt_steps) if "f" in wanted else None
-    wall = {arm: {int(p.parent.name.split("-")[1]): json.loads(p.read_text("utf-8"))
-                  for p in sorted((output / "arms" / arm).glob("seed-*/wall_seconds.json"))}
-            for arm in ARMS if (output / "arms" / arm).is_dir()}
-    sections = ["## Training wall time (s, per seed)\n\n| arm | per seed |\n|---|---|\n" + "\n".join(
-        f"| {arm} | " + ", ".join(f"{s}: {w:.0f}" for s, w in sorted(by_seed.items())) + " |"
-        for arm, by_seed in wall.items())]
+    adapt = (
+        adapt_claim(mini, args.adapt_forum, args.adapt_others.split(","), args.adapt_steps) if "f" in wanted else None
+    )
+    wall = {
+        arm: {
+            int(p.parent.name.split("-")[1]): json.loads(p.read_text("utf-8"))
+            for p in sorted((output / "arms" / arm).glob("seed-*/wall_seconds.json"))
+        }
+        for arm in ARMS
+        if (output / "arms" / arm).is_dir()
+    }
+    sections = [
+        "## Training wall time (s, per seed)\n\n| arm | per seed |\n|---|---|\n"
+        + "\n".join(
+            f"| {arm} | " + ", ".join(f"{s}: {w:.0f}" for s, w in sorted(by_seed.items())) + " |"
+            for arm, by_seed in wall.items()
+        )
+    ]
     if links is not None:
         sections.append(link_prediction_section(links))
     if adapt is not None:
-        sections.append(f"## f: {adapt['statement']}\n\n{adapt['recommendation']}\n\n"
-                        + "\n".join(adapt["other_tasks"] or []))
-    write_claims(output, rows, {"raw_lm": str(mini.raw_lm), "seeds": args.seeds, "adapt": adapt,
-                                "link_prediction": links, "wall_seconds": wall}, sections)
+        sections.append(
+            f"## f: {adapt['statement']}\n\n{adapt['recommendation']}\n\n" + "\n".join(adapt["other_tasks"] or [])
+        )
+    write_claims(
+        output,
+        rows,
+        {
+            "raw_lm": str(mini.raw_lm),
+            "seeds": args.seeds,
+            "adapt": adapt,
+            "link_prediction": links,
+            "wall_seconds": wall,
+        },
+        sections,
+    )
     with contextlib.redirect_stdout(sys.stderr):
         from sentlab.cli import main as sentlab_main
 
-        sentlab_main(["report", *map(str, sorted((output / "scores").glob("*.json"))), "--output",
-                      str(output / "report")])
-    print(json.dumps({"raw_lm": str(mini.raw_lm), "seeds": args.seeds, "claims": rows, "adapt": adapt,
-                      "link_prediction": links}))
+        sentlab_main(
+            ["report", *map(str, sorted((output / "scores").glob("*.json"))), "--output", str(output / "report")]
+        )
+    print(
+        json.dumps(
+            {"raw_lm": str(mini.raw_lm), "seeds": args.seeds, "claims": rows, "adapt": adapt, "link_prediction": links}
+        )
+    )
 
 
 if __name__ == "__main__":

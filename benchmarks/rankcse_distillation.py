@@ -1,4 +1,4 @@
-"""The RankCSE distillation experiment on real weights (issue 4).
+"""The RankCSE distillation experiment on real weights.
 
 Teacher: the packaged all-MiniLM-L6-v2 (6 layers). Student: its embeddings + first 3 layers. Arms,
 all on the same Wikipedia sentences for the same number of steps (rankcse-minilm-student-cpu):
@@ -50,12 +50,17 @@ def evaluate(model, name: str, speed_sentences: list[str], results_file: Path) -
     evaluate_ranking(scorer, report=report)
     report.settings["sentences_per_s"] = speed
     report.write(results_file)  # for `sentlab plot alignment-uniformity`
-    return {"model": name,
-            "sts": {t: round(r.spearman, 2) for t, r in report.tasks.items() if not t.endswith("-ranking")},
-            "ranking": {t: {"kcc": round(r.kcc, 2), "ndcg": round(r.ndcg, 2)}
-                        for t, r in report.tasks.items() if t.endswith("-ranking")},
-            "summary": {k: round(v, 4) if isinstance(v, float) else v for k, v in report.summary.items()},
-            "sentences_per_s": round(speed, 1)}
+    return {
+        "model": name,
+        "sts": {t: round(r.spearman, 2) for t, r in report.tasks.items() if not t.endswith("-ranking")},
+        "ranking": {
+            t: {"kcc": round(r.kcc, 2), "ndcg": round(r.ndcg, 2)}
+            for t, r in report.tasks.items()
+            if t.endswith("-ranking")
+        },
+        "summary": {k: round(v, 4) if isinstance(v, float) else v for k, v in report.summary.items()},
+        "sentences_per_s": round(speed, 1),
+    }
 
 
 def main() -> None:
@@ -63,11 +68,16 @@ def main() -> None:
     parser.add_argument("--config", default="rankcse-minilm-student-cpu")
     parser.add_argument("--speed-sentences", type=int, default=2000)
     parser.add_argument("--runs", default="runs/rankcse-distillation")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="config override applied to every trained arm, e.g. train.learning_rate=2e-4")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override applied to every trained arm, e.g. train.learning_rate=2e-4",
+    )
     args = parser.parse_args()
     base = load_config(args.config)
-    speed_sentences = read_sentences(base.data.train, limit=base.data.limit + args.speed_sentences)[base.data.limit:]
+    speed_sentences = read_sentences(base.data.train, limit=base.data.limit + args.speed_sentences)[base.data.limit :]
     results = []
     for arm, overrides in ARMS.items():
         out = Path(args.runs) / arm
@@ -76,16 +86,40 @@ def main() -> None:
             start = time.perf_counter()
             train(cfg, evaluate=False)
             (out / "wall_seconds.txt").write_text(f"{time.perf_counter() - start:.1f}\n")
-        results.append({"arm": arm, **evaluate(load_encoder(out / "model"), arm, speed_sentences,
-                                               out / "results.json"),
-                        "train_wall_s": float((out / "wall_seconds.txt").read_text())})
+        results.append(
+            {
+                "arm": arm,
+                **evaluate(load_encoder(out / "model"), arm, speed_sentences, out / "results.json"),
+                "train_wall_s": float((out / "wall_seconds.txt").read_text()),
+            }
+        )
     student = keep_first_layers(load_encoder(base.model.name), base.model.num_layers)
-    results.insert(0, {"arm": "student-untrained", **evaluate(student, "student-untrained", speed_sentences,
-                                                              Path(args.runs) / "student-untrained.json")})
-    results.append({"arm": "teacher", **evaluate(load_encoder(base.rankcse.teachers[0]), "teacher", speed_sentences,
-                                                 Path(args.runs) / "teacher.json")})
-    print(json.dumps({"config": args.config, "overrides": args.set, "steps": base.data.limit // base.train.batch_size,
-                      "results": results}, indent=2))
+    results.insert(
+        0,
+        {
+            "arm": "student-untrained",
+            **evaluate(student, "student-untrained", speed_sentences, Path(args.runs) / "student-untrained.json"),
+        },
+    )
+    results.append(
+        {
+            "arm": "teacher",
+            **evaluate(
+                load_encoder(base.rankcse.teachers[0]), "teacher", speed_sentences, Path(args.runs) / "teacher.json"
+            ),
+        }
+    )
+    print(
+        json.dumps(
+            {
+                "config": args.config,
+                "overrides": args.set,
+                "steps": base.data.limit // base.train.batch_size,
+                "results": results,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

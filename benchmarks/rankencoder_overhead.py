@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 import torch
-
 from train_throughput import StepTimer  # benchmarks/ is on sys.path when run as a script
+
 from sentlab.data.readers import read_sentences
 from sentlab.encoders import load_encoder
 from sentlab.errors import DataError
@@ -33,11 +33,20 @@ from sentlab.training.config import TrainConfig
 
 
 def config(method: str, out: str, corpus: str, index: str, steps: int, batch: int) -> TrainConfig:
-    tree = {"method": method, "model": {"name": "minilm", "max_seq_length": 32},
-            "data": {"train": corpus, "limit": steps * batch},
-            "train": {"output_dir": out, "batch_size": batch, "max_steps": steps, "save_steps": 10_000,
-                      "logging_steps": 10_000, "progress_bar": False},
-            "eval": {"dev_task": "none"}}
+    tree = {
+        "method": method,
+        "model": {"name": "minilm", "max_seq_length": 32},
+        "data": {"train": corpus, "limit": steps * batch},
+        "train": {
+            "output_dir": out,
+            "batch_size": batch,
+            "max_steps": steps,
+            "save_steps": 10_000,
+            "logging_steps": 10_000,
+            "progress_bar": False,
+        },
+        "eval": {"dev_task": "none"},
+    }
     if method == "rankencoder":
         tree["rank"] = {"base_encoder": "minilm", "index": index}
     return TrainConfig.model_validate(tree)
@@ -82,8 +91,9 @@ def main() -> None:
         CorpusIndex.load(folder).check_encoder(load_encoder("minilm"))
     except DataError:
         start = time.perf_counter()
-        CorpusIndex.build(load_encoder("minilm"), read_sentences(corpus, limit=args.corpus_size), "minilm",
-                          batch_size=256).save(folder)
+        CorpusIndex.build(
+            load_encoder("minilm"), read_sentences(corpus, limit=args.corpus_size), "minilm", batch_size=256
+        ).save(folder)
         index_seconds = time.perf_counter() - start
     times: dict[str, list[float]] = {"simcse": [], "rankencoder": []}
     setup: dict[str, list[float]] = {"simcse": [], "rankencoder": []}
@@ -91,26 +101,39 @@ def main() -> None:
     for _ in range(args.rounds):
         for arm, method in (("simcse", "simcse-unsup"), ("rankencoder", "rankencoder")):
             step_times, setup_s, rank_times = run_arm(method, str(corpus), str(folder), args.steps, args.batch_size)
-            times[arm] += step_times[args.warmup:]
+            times[arm] += step_times[args.warmup :]
             setup[arm].append(setup_s)
-            rank_part += rank_times[args.warmup:]
+            rank_part += rank_times[args.warmup :]
     mean = {arm: statistics.mean(t) for arm, t in times.items()}
     median = {arm: statistics.median(t) for arm, t in times.items()}
-    print(json.dumps({
-        "benchmark": "rankencoder_train_step_overhead", "model": "all-MiniLM-L6-v2 (E1 and E2)",
-        "batch_size": args.batch_size, "max_seq_length": 32, "corpus_size": args.corpus_size,
-        "steps_timed_per_arm": len(times["simcse"]), "device": "cuda" if torch.cuda.is_available() else "cpu",
-        "threads": torch.get_num_threads(),
-        "simcse_step_s": mean["simcse"], "rankencoder_step_s": mean["rankencoder"],
-        "ratio_mean": mean["rankencoder"] / mean["simcse"], "ratio_median": median["rankencoder"] / median["simcse"],
-        "simcse_step_s_all": [round(t, 3) for t in times["simcse"]],
-        "rankencoder_step_s_all": [round(t, 3) for t in times["rankencoder"]],
-        "e1_rank_vectors_s_per_step_mean": statistics.mean(rank_part),
-        "one_off_s": {"e1_corpus_index_build": index_seconds,
-                      "setup_simcse_mean": statistics.mean(setup["simcse"]),
-                      "setup_rankencoder_mean_incl_e1_train_vectors": statistics.mean(setup["rankencoder"])},
-        "target_ratio_max": 1.15,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "rankencoder_train_step_overhead",
+                "model": "all-MiniLM-L6-v2 (E1 and E2)",
+                "batch_size": args.batch_size,
+                "max_seq_length": 32,
+                "corpus_size": args.corpus_size,
+                "steps_timed_per_arm": len(times["simcse"]),
+                "device": "cuda" if torch.cuda.is_available() else "cpu",
+                "threads": torch.get_num_threads(),
+                "simcse_step_s": mean["simcse"],
+                "rankencoder_step_s": mean["rankencoder"],
+                "ratio_mean": mean["rankencoder"] / mean["simcse"],
+                "ratio_median": median["rankencoder"] / median["simcse"],
+                "simcse_step_s_all": [round(t, 3) for t in times["simcse"]],
+                "rankencoder_step_s_all": [round(t, 3) for t in times["rankencoder"]],
+                "e1_rank_vectors_s_per_step_mean": statistics.mean(rank_part),
+                "one_off_s": {
+                    "e1_corpus_index_build": index_seconds,
+                    "setup_simcse_mean": statistics.mean(setup["simcse"]),
+                    "setup_rankencoder_mean_incl_e1_train_vectors": statistics.mean(setup["rankencoder"]),
+                },
+                "target_ratio_max": 1.15,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -58,18 +58,39 @@ def main() -> None:
         row = {s: i for i, s in enumerate(unique)}
         a, b = torch.tensor([row[s] for s in s1]), torch.tensor([row[s] for s in s2])
         _, t_dot = timed(lambda: (z[a] * z[b]).sum(1))
-        results.append({
-            "corpus_size": size, "pairs": len(s1), "unique_sentences": len(unique),
-            "cosine_pairs_per_s": len(s1) / cosine_s, "eq7_pairs_per_s": len(s1) / eq7_s,
-            "ratio_eq7_over_cosine_time": eq7_s / cosine_s,
-            "eq7_extra_breakdown_s": {"similarity_matmul": t_matmul, "rank_sort": t_sort,
-                                      "normalise_g": t_norm, "pair_dot": t_dot},
-            "rank_sort_s_numpy_path": t_sort, "rank_sort_s_torch_cpu_path": t_sort_torch,
-            "rank_vector_bytes_per_sentence": int(size * 4),
-        })
-    print(json.dumps({"benchmark": "rankencoder_scoring", "model": "all-MiniLM-L6-v2", "lambda_inf": args.lambda_inf,
-                      "device": "cpu", "threads": torch.get_num_threads(), "cosine_s": cosine_s,
-                      "results": results}, indent=2))
+        results.append(
+            {
+                "corpus_size": size,
+                "pairs": len(s1),
+                "unique_sentences": len(unique),
+                "cosine_pairs_per_s": len(s1) / cosine_s,
+                "eq7_pairs_per_s": len(s1) / eq7_s,
+                "ratio_eq7_over_cosine_time": eq7_s / cosine_s,
+                "eq7_extra_breakdown_s": {
+                    "similarity_matmul": t_matmul,
+                    "rank_sort": t_sort,
+                    "normalise_g": t_norm,
+                    "pair_dot": t_dot,
+                },
+                "rank_sort_s_numpy_path": t_sort,
+                "rank_sort_s_torch_cpu_path": t_sort_torch,
+                "rank_vector_bytes_per_sentence": int(size * 4),
+            }
+        )
+    print(
+        json.dumps(
+            {
+                "benchmark": "rankencoder_scoring",
+                "model": "all-MiniLM-L6-v2",
+                "lambda_inf": args.lambda_inf,
+                "device": "cpu",
+                "threads": torch.get_num_threads(),
+                "cosine_s": cosine_s,
+                "results": results,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -85,11 +85,15 @@ def main() -> None:
         for lam in lambdas:
             start = time.perf_counter()
             report = evaluate_sts(LambdaView(shared, lam, f"{args.model} lambda_inf={lam}"), data_dir())
-            results.append({"corpus_size": size, "lambda_inf": lam,
-                            "sts": {name: round(r.spearman, 2) for name, r in report.tasks.items()},
-                            "summary": {k: round(v, 4) if isinstance(v, float) else v
-                                        for k, v in report.summary.items()},
-                            "seconds": round(time.perf_counter() - start, 1)})
+            results.append(
+                {
+                    "corpus_size": size,
+                    "lambda_inf": lam,
+                    "sts": {name: round(r.spearman, 2) for name, r in report.tasks.items()},
+                    "summary": {k: round(v, 4) if isinstance(v, float) else v for k, v in report.summary.items()},
+                    "seconds": round(time.perf_counter() - start, 1),
+                }
+            )
         results[-len(lambdas)]["index_seconds"] = round(index_seconds, 1)
         results[-len(lambdas)]["similarity_parts_seconds"] = round(shared.seconds, 1)
     print(json.dumps({"model": args.model, "corpus": str(corpus_file), "results": results}, indent=2))

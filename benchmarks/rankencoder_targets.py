@@ -43,12 +43,21 @@ def main() -> None:
         cosines.append((vectors[rows] @ vectors[rows].T)[off_diagonal])
     t, c = torch.cat(targets), torch.cat(cosines)
     kept = (t >= args.tau_lower) & (t <= args.tau_upper)
-    print(json.dumps({
-        "run": str(run), "pairs": len(t), "share_kept": float(kept.float().mean()),
-        "kept_mean_target": float(t[kept].mean()), "kept_mean_cosine": float(c[kept].mean()),
-        "kept_mean_squared_gap": float(((t[kept] - c[kept]) ** 2).mean()),
-        "all_mean_target": float(t.mean()), "all_mean_cosine": float(c.mean()),
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "run": str(run),
+                "pairs": len(t),
+                "share_kept": float(kept.float().mean()),
+                "kept_mean_target": float(t[kept].mean()),
+                "kept_mean_cosine": float(c[kept].mean()),
+                "kept_mean_squared_gap": float(((t[kept] - c[kept]) ** 2).mean()),
+                "all_mean_target": float(t.mean()),
+                "all_mean_cosine": float(c.mean()),
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """SimCSE from sentlab's raw LM, over seeds, against the raw LM's own pooling and the random encoder
-it was pre-trained from (issue 23). Prints one JSON object: each model's STS average and per-task
+it was pre-trained from. Prints one JSON object: each model's STS average and per-task
 scores (with ``--baseline-tasks``, also the ranking tasks and the USEB subset here: the "BERT" row of
 the papers' tables in miniature), the SimCSE seeds' mean and sd, and the gains over both baselines.
 
@@ -21,6 +21,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
+
 from sentlab.presets import PRESETS_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,8 +34,20 @@ def scores(model: Path, pooler: str, output: Path, tasks: str = "sts") -> dict:
 
     if not output.is_file():
         with contextlib.redirect_stdout(sys.stderr):  # stdout holds the one JSON object
-            code = main(["eval", "--model", str(model), "--pooler", pooler, "--tasks", tasks, "--quiet",
-                         "--output", str(output)])
+            code = main(
+                [
+                    "eval",
+                    "--model",
+                    str(model),
+                    "--pooler",
+                    pooler,
+                    "--tasks",
+                    tasks,
+                    "--quiet",
+                    "--output",
+                    str(output),
+                ]
+            )
         if code:
             raise SystemExit(code)
     report = json.loads(output.read_text("utf-8"))
@@ -83,14 +96,17 @@ def main() -> None:
     parser.add_argument("--simcse-config", default=str(PRESETS_DIR / "simcse-unsup-rawlm-cpu.yaml"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--set", action="append", default=[], help="SimCSE config override (repeatable)")
-    parser.add_argument("--baseline-tasks", default="sts,ranking,useb",
-                        help="what the raw LM and the random encoder are scored on (sentlab eval --tasks)")
+    parser.add_argument(
+        "--baseline-tasks",
+        default="sts,ranking,useb",
+        help="what the raw LM and the random encoder are scored on (sentlab eval --tasks)",
+    )
     args = parser.parse_args()
 
+    from sentlab.errors import SentlabError
     from sentlab.progress import set_quiet
     from sentlab.training.config import load_config
     from sentlab.training.engine import train
-    from sentlab.errors import SentlabError
     from sentlab.training.run_folder import RunPaths, require_finished_run
 
     set_quiet(True)
@@ -102,26 +118,45 @@ def main() -> None:
         raise SystemExit(f"{err} (--raw-lm PATH)") from None
     tasks = args.baseline_tasks
     suffix = tasks.replace(",", "-")
-    rows = {"raw LM, mean": scores(raw_lm, "mean", output / f"rawlm-mean-{suffix}.json", tasks),
-            "raw LM, first-last": scores(raw_lm, "first_last_avg", output / f"rawlm-first-last-{suffix}.json", tasks)}
+    rows = {
+        "raw LM, mean": scores(raw_lm, "mean", output / f"rawlm-mean-{suffix}.json", tasks),
+        "raw LM, first-last": scores(raw_lm, "first_last_avg", output / f"rawlm-first-last-{suffix}.json", tasks),
+    }
     random_init = random_encoder_of(raw_lm)
     if random_init is not None:
         rows["random encoder, mean"] = scores(random_init, "mean", output / f"random-mean-{suffix}.json", tasks)
     seeds = {}
     for seed in args.seeds:
         folder = output / f"simcse-seed{seed}"
-        cfg = load_config(args.simcse_config, [*args.set, f"model.name={raw_lm}", f"train.seed={seed}",
-                                               f"train.output_dir={folder}", "train.progress_bar=false"])
+        cfg = load_config(
+            args.simcse_config,
+            [
+                *args.set,
+                f"model.name={raw_lm}",
+                f"train.seed={seed}",
+                f"train.output_dir={folder}",
+                "train.progress_bar=false",
+            ],
+        )
         if not RunPaths(folder).results.is_file():
             train(cfg, resume=RunPaths(folder).checkpoints.is_dir())
         report = json.loads(RunPaths(folder).results.read_text("utf-8"))
         seeds[seed] = report["summary"]["sts_avg"]
     mean = statistics.mean(seeds.values())
     sd = statistics.stdev(seeds.values()) if len(seeds) > 1 else 0.0
-    print(json.dumps({"raw_lm": str(raw_lm), "baselines": rows, "simcse_sts_avg_by_seed": seeds,
-                      "simcse_mean": round(mean, 2), "simcse_sd": round(sd, 2),
-                      "gain_over": {name: round(mean - row["sts_avg"], 2) for name, row in rows.items()
-                                    if "sts_avg" in row}}, indent=1))
+    print(
+        json.dumps(
+            {
+                "raw_lm": str(raw_lm),
+                "baselines": rows,
+                "simcse_sts_avg_by_seed": seeds,
+                "simcse_mean": round(mean, 2),
+                "simcse_sd": round(sd, 2),
+                "gain_over": {name: round(mean - row["sts_avg"], 2) for name, row in rows.items() if "sts_avg" in row},
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

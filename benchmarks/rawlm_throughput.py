@@ -32,7 +32,7 @@ def matmul_peak(size: int = 2048, repeats: int = 10) -> float:
     for _ in range(repeats):
         start = time.perf_counter()
         torch.mm(a, b)
-        best = max(best, 2 * size ** 3 / (time.perf_counter() - start) / 1e9)
+        best = max(best, 2 * size**3 / (time.perf_counter() - start) / 1e9)
     return best
 
 
@@ -60,9 +60,15 @@ def main() -> None:
     peak = matmul_peak()
     texts = read_sentences(data_dir() / "wikipedia" / "wiki_sentences.txt", limit=args.sentences)
     trained = args.vocab != "minilm"
-    spec = RandomInit(layers=args.layers, hidden_size=args.hidden, heads=args.heads,
-                      intermediate_size=4 * args.hidden, max_positions=max(128, args.max_length),
-                      tokenizer="train" if trained else "minilm", vocab_size=int(args.vocab) if trained else 8192)
+    spec = RandomInit(
+        layers=args.layers,
+        hidden_size=args.hidden,
+        heads=args.heads,
+        intermediate_size=4 * args.hidden,
+        max_positions=max(128, args.max_length),
+        tokenizer="train" if trained else "minilm",
+        vocab_size=int(args.vocab) if trained else 8192,
+    )
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
         path = build_random_masked_lm(spec, Path(folder) / "lm", texts if trained else None, "bench")
@@ -73,7 +79,7 @@ def main() -> None:
     vocabulary = len(model.tokenizer)
     # batches of similar length (sorted in chunks), as a length-grouped sampler gives them
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    batches = [[texts[i] for i in order[k:k + args.batch]] for k in range(0, len(order), args.batch)]
+    batches = [[texts[i] for i in order[k : k + args.batch]] for k in range(0, len(order), args.batch)]
     step_batches = [batches[(j * 7919) % len(batches)] for j in range(args.steps + 2)]
     tokens, seconds = 0, 0.0
     for j, batch in enumerate(step_batches):
@@ -88,14 +94,28 @@ def main() -> None:
             tokens += int(features["attention_mask"].sum())
     length = tokens / (args.steps * args.batch)
     body = sum(p.numel() for n, p in model[0].auto_model.named_parameters() if "embeddings" not in n)
-    per_token = 6 * body + 6 * 2 * args.layers * length * args.hidden + 0.15 * 6 * (
-        args.hidden ** 2 + args.hidden * vocabulary)
+    per_token = (
+        6 * body + 6 * 2 * args.layers * length * args.hidden + 0.15 * 6 * (args.hidden**2 + args.hidden * vocabulary)
+    )
     useful = tokens / seconds * per_token / 1e9
-    print(json.dumps({"threads": torch.get_num_threads(), "fp32_matmul_peak_gflops": round(peak, 1),
-                      "layers": args.layers, "hidden": args.hidden, "vocabulary": vocabulary,
-                      "batch": args.batch, "mean_tokens_per_sentence": round(length, 1), "steps": args.steps,
-                      "useful_tokens_per_s": round(tokens / seconds, 1), "useful_gflops": round(useful, 2),
-                      "share_of_peak": round(useful / peak, 3), "tokenizer_build_s": round(build_seconds, 1)}))
+    print(
+        json.dumps(
+            {
+                "threads": torch.get_num_threads(),
+                "fp32_matmul_peak_gflops": round(peak, 1),
+                "layers": args.layers,
+                "hidden": args.hidden,
+                "vocabulary": vocabulary,
+                "batch": args.batch,
+                "mean_tokens_per_sentence": round(length, 1),
+                "steps": args.steps,
+                "useful_tokens_per_s": round(tokens / seconds, 1),
+                "useful_gflops": round(useful, 2),
+                "share_of_peak": round(useful / peak, 3),
+                "tokenizer_build_s": round(build_seconds, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""RSE's evaluations on real weights (issue 13): an RSE model, the start model and the "All-Above"
+"""RSE's evaluations on real weights: an RSE model, the start model and the "All-Above"
 baseline (Table 1: the same sources merged into plain pairs, supervised SimCSE) side by side.
 
 * link prediction (App. B, Table 7) on held-out triples: RSE's relation vectors against the start
@@ -28,10 +28,15 @@ import time
 from pathlib import Path
 
 CASES = [  # Table 9's four pairs, then two of our own (a contradiction, an unrelated pair)
-    ("Where is ACL 2023 hold?", "The 61st Annual Meeting of the Association for Computational Linguistics (ACL23) "
-     "will take place in Toronto, Canada from July 9th to July 14th, 2023."),
-    ("Is Singapore a city or state?", "Singapore is a sunny, tropical island in South-east Asia, off the southern "
-     "tip of the Malay Peninsula."),
+    (
+        "Where is ACL 2023 hold?",
+        "The 61st Annual Meeting of the Association for Computational Linguistics (ACL23) "
+        "will take place in Toronto, Canada from July 9th to July 14th, 2023.",
+    ),
+    (
+        "Is Singapore a city or state?",
+        "Singapore is a sunny, tropical island in South-east Asia, off the southern tip of the Malay Peninsula.",
+    ),
     ("Giraffes can consume 75 pounds of food a day.", "Giraffes can eat up to 75 pounds of food in a day."),
     ("Young man breakdancing on a sidewalk in front of many people.", "A man dancing outside."),
     ("A dog is running through the snow.", "A cat is sleeping on the sofa."),
@@ -55,7 +60,6 @@ def main() -> None:
 
     import numpy as np
 
-    from sentlab.methods.rse import read_sources_file
     from sentlab.data.relations import relation_counts
     from sentlab.data.useb import load_cqadupstack, load_twitterpara, task_folder
     from sentlab.encoders import load_encoder
@@ -65,6 +69,7 @@ def main() -> None:
     from sentlab.evaluation.relational import RelationalScorer, RelationTable
     from sentlab.evaluation.scoring import EmbeddingCache
     from sentlab.evaluation.useb import score_cqadupstack, score_twitterpara
+    from sentlab.methods.rse import read_sources_file
     from sentlab.progress import set_quiet
     from sentlab.reporting.plots import plot_relation_similarity, plot_scores_by_relation
 
@@ -81,20 +86,32 @@ def main() -> None:
     def relational(weights, direction="forward"):
         return RelationalScorer(caches["rse"], table, weights, direction=direction)
 
-    scorers = {"start": CosineScorer(caches["start"]), "rse_cosine": CosineScorer(caches["rse"]),
-               "rse_mix": relational(STS_MIX), "rse_mix_max": relational(STS_MIX, "max")}
+    scorers = {
+        "start": CosineScorer(caches["start"]),
+        "rse_cosine": CosineScorer(caches["rse"]),
+        "rse_mix": relational(STS_MIX),
+        "rse_mix_max": relational(STS_MIX, "max"),
+    }
     if "all_above" in caches:
         scorers["all_above"] = CosineScorer(caches["all_above"])
     for name in table.names:
         scorers[f"rse_{name}"] = relational({name: 1.0})
-    summary: dict = {"models": {"start": args.start, "rse": args.rse, "all_above": args.all_above},
-                     "relations": table.names, "sts_mix": STS_MIX, "seconds": {}}
+    summary: dict = {
+        "models": {"start": args.start, "rse": args.rse, "all_above": args.all_above},
+        "relations": table.names,
+        "sts_mix": STS_MIX,
+        "seconds": {},
+    }
 
     # link prediction
     t0 = time.perf_counter()
     triples = read_sources_file(args.heldout, args.cap, seed=0)
-    summary["link_prediction"] = {"heldout": args.heldout, "counts": relation_counts(triples),
-                                  "candidates": "split", "filtered": True}
+    summary["link_prediction"] = {
+        "heldout": args.heldout,
+        "counts": relation_counts(triples),
+        "candidates": "split",
+        "filtered": True,
+    }
     zeros = RelationTable.zeros(list(dict.fromkeys(t.relation for t in triples)), table.vectors.shape[1])
     for name, cache in caches.items():
         summary["link_prediction"][name] = link_prediction(cache.encode, table if name == "rse" else zeros, triples)
@@ -106,8 +123,10 @@ def main() -> None:
     for name in ("start", "all_above", "rse_cosine", "rse_mix", "rse_mix_max"):
         if name in scorers:
             report = evaluate_sts(scorers[name], args.data_dir, extras=False)
-            summary["sts"][name] = {"avg": report.summary["sts_avg"],
-                                    **{task: r.spearman for task, r in report.tasks.items()}}
+            summary["sts"][name] = {
+                "avg": report.summary["sts_avg"],
+                **{task: r.spearman for task, r in report.tasks.items()},
+            }
     summary["seconds"]["sts"] = round(time.perf_counter() - t0, 1)
 
     # USEB: CQADupStack (forum subset) and TwitterPara, every relation
@@ -122,12 +141,17 @@ def main() -> None:
         model = "rse" if name.startswith("rse") else name
         query_rows = getattr(scorer, "query_rows", None)
         summary["useb"][name] = {
-            "cqadupstack_map100": score_cqadupstack(caches[model].encode, forums, device=models[model].device,
-                                                    query_rows=query_rows).main,
-            "twitterpara_ap": score_twitterpara(caches[model].encode, twitter, query_rows).main}
+            "cqadupstack_map100": score_cqadupstack(
+                caches[model].encode, forums, device=models[model].device, query_rows=query_rows
+            ).main,
+            "twitterpara_ap": score_twitterpara(caches[model].encode, twitter, query_rows).main,
+        }
     summary["seconds"]["useb"] = round(time.perf_counter() - t0, 1)
-    by_relation = {name.removeprefix("rse_"): {"CQADupStack": r["cqadupstack_map100"], "TwitterPara": r["twitterpara_ap"]}
-                   for name, r in summary["useb"].items() if isinstance(r, dict) and name.startswith("rse_")}
+    by_relation = {
+        name.removeprefix("rse_"): {"CQADupStack": r["cqadupstack_map100"], "TwitterPara": r["twitterpara_ap"]}
+        for name, r in summary["useb"].items()
+        if isinstance(r, dict) and name.startswith("rse_")
+    }
     plot_scores_by_relation(by_relation, out, title=f"{args.rse}: USEB (CQADupStack {args.forums}) by relation")
 
     # EvalRank
@@ -146,16 +170,19 @@ def main() -> None:
     similarity = table.similarity()
     plot_relation_similarity(table.names, similarity, out, title=f"{args.rse}: relation vectors")
     summary["relation_similarity"] = np.round(similarity, 4).tolist()
-    summary["relation_vector_norms"] = dict(zip(table.names, np.round(np.linalg.norm(table.vectors, axis=1), 4).tolist()))
+    summary["relation_vector_norms"] = dict(
+        zip(table.names, np.round(np.linalg.norm(table.vectors, axis=1), 4).tolist())
+    )
     sample = caches["rse"].encode([t.head for t in triples[::50]])
     summary["embedding_norm_median"] = round(float(np.median(np.linalg.norm(sample, axis=1))), 4)
     summary["embedding_norm_sample"] = len(sample)
     first, second = [a for a, _ in CASES], [b for _, b in CASES]
     per_relation = scorers["rse_mix"].relation_scores(first, second)
     start_cosine = scorers["start"].score(first, second)
-    summary["case_study"] = [{"pair": [a, b], "rse": dict(zip(table.names, np.round(row, 4).tolist())),
-                              "start_cosine": round(float(c), 4)}
-                             for a, b, row, c in zip(first, second, per_relation, start_cosine)]
+    summary["case_study"] = [
+        {"pair": [a, b], "rse": dict(zip(table.names, np.round(row, 4).tolist())), "start_cosine": round(float(c), 4)}
+        for a, b, row, c in zip(first, second, per_relation, start_cosine)
+    ]
     summary["seconds"]["total"] = round(time.perf_counter() - started, 1)
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(summary))

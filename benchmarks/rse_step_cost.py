@@ -1,4 +1,4 @@
-"""RSE's training cost (issue 13): the step time of RSE against supervised SimCSE at the same batch,
+"""RSE's training cost: the step time of RSE against supervised SimCSE at the same batch,
 and the peak memory of one batch of 512 with and without Gradient Cache.
 
 * step time: the same rows of the CPU preset's triples (head, tail, in-relation negative), the same
@@ -55,16 +55,18 @@ def build(kind: str, mini_batch: int, model_name: str):
         loss = RSELoss(model, relations)
     loss = loss.to(model.device)
     extra = [loss.relation_vectors] if kind != "simcse" else []
-    optimizer = torch.optim.AdamW([{"params": model.parameters(), "lr": 5e-5},
-                                   {"params": extra, "lr": 1e-2}], weight_decay=0.0)
+    optimizer = torch.optim.AdamW(
+        [{"params": model.parameters(), "lr": 5e-5}, {"params": extra, "lr": 1e-2}], weight_decay=0.0
+    )
     return model, loss, optimizer
 
 
 def step(model, loss, optimizer, columns, labels) -> float:
     import torch
 
-    features = [{k: v.to(model.device) if hasattr(v, "to") else v for k, v in model.preprocess(c).items()}
-                for c in columns]
+    features = [
+        {k: v.to(model.device) if hasattr(v, "to") else v for k, v in model.preprocess(c).items()} for c in columns
+    ]
     optimizer.zero_grad()
     value = loss(features, torch.tensor(labels, device=model.device))
     value.backward()
@@ -101,8 +103,13 @@ def memory_child(kind: str, args) -> None:
         base_cuda = torch.cuda.memory_allocated()
     t0 = time.perf_counter()
     value = step(model, loss, optimizer, columns, labels)
-    out = {"kind": kind, "batch": args.memory_batch, "loss": value, "seconds": round(time.perf_counter() - t0, 1),
-           "device": str(model.device)}
+    out = {
+        "kind": kind,
+        "batch": args.memory_batch,
+        "loss": value,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "device": str(model.device),
+    }
     if torch.cuda.is_available():
         out["peak_cuda_mib"] = round((torch.cuda.max_memory_allocated() - base_cuda) / 2**20, 1)
     out["peak_rss_growth_mib"] = round((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base_rss) / 1024, 1)
@@ -132,13 +139,30 @@ def main() -> None:
     for kind in ("simcse", "rse"):
         summary["step_time"][kind] = time_steps(kind, args)
     summary["step_time"]["rse_over_simcse"] = round(
-        summary["step_time"]["rse"]["median_s"] / summary["step_time"]["simcse"]["median_s"], 3)
+        summary["step_time"]["rse"]["median_s"] / summary["step_time"]["simcse"]["median_s"], 3
+    )
     if not args.skip_memory:
         summary["memory"] = {}
         for kind in ("rse", "rse-cached"):
-            child = subprocess.run([sys.executable, __file__, "--child", kind, "--config", args.config,
-                                    "--model", args.model, "--memory-batch", str(args.memory_batch),
-                                    "--mini-batch", str(args.mini_batch)], capture_output=True, text=True, check=True)
+            child = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    kind,
+                    "--config",
+                    args.config,
+                    "--model",
+                    args.model,
+                    "--memory-batch",
+                    str(args.memory_batch),
+                    "--mini-batch",
+                    str(args.mini_batch),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             summary["memory"][kind] = json.loads(child.stdout.strip().splitlines()[-1])
         summary["memory"]["mini_batch"] = args.mini_batch
     print(json.dumps(summary))

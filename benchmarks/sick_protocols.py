@@ -25,12 +25,23 @@ def main() -> None:
     scorer = CosineScorer(load_encoder(args.model))
     folder = data_dir() / STS_TASKS["SICK-R"].folder
     parts = [read_sick(folder, split) for split in ("train", "dev", "test")]
-    whole = STSPairs(sum((p.sentences1 for p in parts), []), sum((p.sentences2 for p in parts), []),
-                     np.concatenate([p.scores for p in parts]), ["all"] * sum(len(p) for p in parts))
+    whole = STSPairs(
+        sum((p.sentences1 for p in parts), []),
+        sum((p.sentences2 for p in parts), []),
+        np.concatenate([p.scores for p in parts]),
+        ["all"] * sum(len(p) for p in parts),
+    )
     test, everything = score_task(scorer, parts[2]), score_task(scorer, whole)
-    print(json.dumps({"model": args.model,
-                      "senteval_test_split": {"spearman": test.spearman, "n_pairs": test.n_pairs},
-                      "mteb_whole_sick": {"spearman": everything.spearman, "n_pairs": everything.n_pairs}}, indent=2))
+    print(
+        json.dumps(
+            {
+                "model": args.model,
+                "senteval_test_split": {"spearman": test.spearman, "n_pairs": test.n_pairs},
+                "mteb_whole_sick": {"spearman": everything.spearman, "n_pairs": everything.n_pairs},
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -59,9 +59,11 @@ def main() -> None:
             view1, view2 = loss_fn.embed([features])
             loss = loss_fn.contrastive([view1, view2])
             views = torch.nn.functional.cosine_similarity(view1, view2).mean()
-        rows[spec] = {"mean_cos_between_sentences": round(between.item(), 3),
-                      "mean_cos_two_dropout_views": round(views.item(), 3),
-                      "simcse_loss_one_batch": round(loss.item(), 3)}
+        rows[spec] = {
+            "mean_cos_between_sentences": round(between.item(), 3),
+            "mean_cos_two_dropout_views": round(views.item(), 3),
+            "simcse_loss_one_batch": round(loss.item(), 3),
+        }
     print(json.dumps({"sentences": args.sentences, "batch": args.batch, "models": rows}, indent=1))
 
 

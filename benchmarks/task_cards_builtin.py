@@ -1,4 +1,4 @@
-"""Built-in tasks re-expressed as task cards (issue 14) give the built-in figures: STS-B test as
+"""Built-in tasks re-expressed as task cards give the built-in figures: STS-B test as
 scored pairs, TwitterPara's PIT-2015 as labelled pairs, one CQADupStack forum as BEIR-layout retrieval
 (``map: useb``, USEB's AP@100), SentEval's TREC as classification (train / test files; the built-in
 rounds accuracy to two decimals as SentEval does, the card does not, so the card's figure is rounded
@@ -24,10 +24,15 @@ def write_forum_card(forum, name: str, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "corpus.jsonl", ({"_id": i, "title": "", "text": t} for i, t in forum.corpus.items()))
     write_jsonl(out / "queries.jsonl", ({"_id": i, "text": t} for i, t in forum.queries.items()))
-    (out / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
-        f"{q}\t{d}\t1\n" for q, docs in forum.relevant.items() for d in sorted(docs)), encoding="utf-8")
-    (out / "forum.yaml").write_text(f"name: {name}\nkind: retrieval\ncorpus: corpus.jsonl\n"
-                                    "queries: queries.jsonl\nqrels: qrels.tsv\nk: 100\nmap: useb\n")
+    (out / "qrels.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n"
+        + "".join(f"{q}\t{d}\t1\n" for q, docs in forum.relevant.items() for d in sorted(docs)),
+        encoding="utf-8",
+    )
+    (out / "forum.yaml").write_text(
+        f"name: {name}\nkind: retrieval\ncorpus: corpus.jsonl\n"
+        "queries: queries.jsonl\nqrels: qrels.tsv\nk: 100\nmap: useb\n"
+    )
     return out / "forum.yaml"
 
 
@@ -57,36 +62,52 @@ def main() -> None:
     summary: dict = {"model": args.model}
 
     stsb = load_sts_task("STS-B", args.data_dir)
-    write_jsonl(out / "stsb.jsonl", ({"s1": a, "s2": b, "score": float(s)}
-                                     for a, b, s in zip(stsb.sentences1, stsb.sentences2, stsb.scores)))
+    write_jsonl(
+        out / "stsb.jsonl",
+        ({"s1": a, "s2": b, "score": float(s)} for a, b, s in zip(stsb.sentences1, stsb.sentences2, stsb.scores)),
+    )
     (out / "stsb.yaml").write_text("name: stsb-card\nkind: scored-pairs\nfile: stsb.jsonl\ncolumns: [s1, s2, score]\n")
-    summary["STS-B spearman"] = {"builtin": score_task(scorer, stsb).spearman,
-                                 "card": score_task_card(scorer, load_task_card(out / "stsb.yaml")).main}
+    summary["STS-B spearman"] = {
+        "builtin": score_task(scorer, stsb).spearman,
+        "card": score_task_card(scorer, load_task_card(out / "stsb.yaml")).main,
+    }
 
     pit = {"PIT": load_twitterpara(task_folder("TwitterPara", args.data_dir))["PIT"]}
-    decided = [(a, b, label) for a, b, label in zip(pit["PIT"].sentences1, pit["PIT"].sentences2, pit["PIT"].labels)
-               if label >= 0]
+    decided = [
+        (a, b, label)
+        for a, b, label in zip(pit["PIT"].sentences1, pit["PIT"].sentences2, pit["PIT"].labels)
+        if label >= 0
+    ]
     write_jsonl(out / "pit.jsonl", ({"t1": a, "t2": b, "label": int(label)} for a, b, label in decided))
     (out / "pit.yaml").write_text("name: pit-card\nkind: labelled-pairs\nfile: pit.jsonl\ncolumns: [t1, t2, label]\n")
-    summary["TwitterPara PIT ap"] = {"builtin": score_twitterpara(cache.encode, pit).parts["PIT"]["ap"],
-                                     "card": score_task_card(scorer, load_task_card(out / "pit.yaml")).main}
+    summary["TwitterPara PIT ap"] = {
+        "builtin": score_twitterpara(cache.encode, pit).parts["PIT"]["ap"],
+        "card": score_task_card(scorer, load_task_card(out / "pit.yaml")).main,
+    }
 
     forum = load_cqadupstack(task_folder("CQADupStack", args.data_dir))[args.forum]
     card = score_task_card(scorer, load_task_card(write_forum_card(forum, f"{args.forum}-card", out)))
     summary[f"CQADupStack {args.forum} map@100"] = {
-        "builtin": score_cqadupstack(cache.encode, {args.forum: forum}).main, "card": card.main,
-        "card_trec_ndcg@10": card.scores["ndcg@10"]}
+        "builtin": score_cqadupstack(cache.encode, {args.forum: forum}).main,
+        "card": card.main,
+        "card_trec_ndcg@10": card.scores["ndcg@10"],
+    }
     from sentlab.data.transfer import load_transfer_task
     from sentlab.evaluation.transfer import score_transfer
 
     trec = load_transfer_task("TREC", args.data_dir)
     for split in ("train", "test"):
-        write_jsonl(out / f"trec-{split}.jsonl", ({"text": t, "label": str(y)} for t, y in
-                                                  zip(trec.splits[split].sentences, trec.splits[split].labels)))
-    (out / "trec.yaml").write_text("name: trec-card\nkind: classification\nfile: trec-train.jsonl\n"
-                                   "test: trec-test.jsonl\n")
-    summary["TREC accuracy"] = {"builtin": score_transfer(trec, lambda s: cache.encode(list(s))).main,
-                                "card": round(score_task_card(scorer, load_task_card(out / "trec.yaml")).main, 2)}
+        write_jsonl(
+            out / f"trec-{split}.jsonl",
+            ({"text": t, "label": str(y)} for t, y in zip(trec.splits[split].sentences, trec.splits[split].labels)),
+        )
+    (out / "trec.yaml").write_text(
+        "name: trec-card\nkind: classification\nfile: trec-train.jsonl\ntest: trec-test.jsonl\n"
+    )
+    summary["TREC accuracy"] = {
+        "builtin": score_transfer(trec, lambda s: cache.encode(list(s))).main,
+        "card": round(score_task_card(scorer, load_task_card(out / "trec.yaml")).main, 2),
+    }
     for entry in summary.values():
         if isinstance(entry, dict):
             entry["difference"] = entry["card"] - entry["builtin"]

@@ -55,7 +55,7 @@ def plain_loop(sentences: list[str], steps: int, batch: int, max_len: int) -> li
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-5)
     times = []
     for step in range(steps):
-        chunk = sentences[step * batch:(step + 1) * batch]
+        chunk = sentences[step * batch : (step + 1) * batch]
         # tokenised outside the timed window, as the trainer's collator does it before on_step_begin
         enc = tokenizer(chunk + chunk, padding=True, truncation=True, max_length=max_len, return_tensors="pt")
         start = time.perf_counter()
@@ -74,13 +74,22 @@ def plain_loop(sentences: list[str], steps: int, batch: int, max_len: int) -> li
 
 def sentlab_loop(corpus: str, steps: int, batch: int, max_len: int) -> list[float]:
     with tempfile.TemporaryDirectory() as out:
-        cfg = TrainConfig.model_validate({
-            "method": "simcse-unsup", "model": {"name": "minilm", "max_seq_length": max_len},
-            "data": {"train": corpus, "limit": steps * batch},
-            "train": {"output_dir": out, "batch_size": batch, "max_steps": steps, "save_steps": 10_000,
-                      "logging_steps": 10_000, "progress_bar": False},
-            "eval": {"dev_task": "none"},
-        })
+        cfg = TrainConfig.model_validate(
+            {
+                "method": "simcse-unsup",
+                "model": {"name": "minilm", "max_seq_length": max_len},
+                "data": {"train": corpus, "limit": steps * batch},
+                "train": {
+                    "output_dir": out,
+                    "batch_size": batch,
+                    "max_steps": steps,
+                    "save_steps": 10_000,
+                    "logging_steps": 10_000,
+                    "progress_bar": False,
+                },
+                "eval": {"dev_task": "none"},
+            }
+        )
         trainer = engine.build_trainer(cfg, engine.RunPaths(Path(out)))
         timer = StepTimer()
         trainer.add_callback(timer)
@@ -102,13 +111,20 @@ def main() -> None:
     rss_after_plain = peak_rss_mb()
     ours = sentlab_loop(corpus, args.steps, args.batch_size, args.max_seq_length)
     rss_after_ours = peak_rss_mb()
-    mean = lambda xs: sum(xs[args.warmup:]) / len(xs[args.warmup:])  # noqa: E731
+    mean = lambda xs: sum(xs[args.warmup :]) / len(xs[args.warmup :])  # noqa: E731
     results = {
-        "benchmark": "simcse_train_step", "model": "all-MiniLM-L6-v2", "batch_size": args.batch_size,
-        "max_seq_length": args.max_seq_length, "steps_timed": args.steps - args.warmup,
-        "device": "cuda" if torch.cuda.is_available() else "cpu", "threads": torch.get_num_threads(),
-        "plain_step_s": mean(plain), "sentlab_step_s": mean(ours), "ratio": mean(ours) / mean(plain),
-        "peak_rss_mb_process_after_plain": rss_after_plain, "peak_rss_mb_process_after_both": rss_after_ours,
+        "benchmark": "simcse_train_step",
+        "model": "all-MiniLM-L6-v2",
+        "batch_size": args.batch_size,
+        "max_seq_length": args.max_seq_length,
+        "steps_timed": args.steps - args.warmup,
+        "device": "cuda" if torch.cuda.is_available() else "cpu",
+        "threads": torch.get_num_threads(),
+        "plain_step_s": mean(plain),
+        "sentlab_step_s": mean(ours),
+        "ratio": mean(ours) / mean(plain),
+        "peak_rss_mb_process_after_plain": rss_after_plain,
+        "peak_rss_mb_process_after_both": rss_after_ours,
         "target_ratio_max": 1.10,
     }
     if torch.cuda.is_available():

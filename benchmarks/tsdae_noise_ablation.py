@@ -38,18 +38,40 @@ def main() -> None:
     start = score_dev_task(load_encoder(base.model.name, pooler=base.model.pooler).eval(), args.task)
     for noise in args.noises.split(","):
         started = time.perf_counter()
-        cfg = load_config(args.config, [*args.set, f"tsdae.noise={noise}", f"tsdae.ratio={args.ratio}",
-                                        f"train.max_steps={args.steps}", f"data.limit={args.steps * base.train.batch_size}",
-                                        f"train.output_dir={Path(args.output) / noise}", "train.progress_bar=false",
-                                        f"train.eval_steps={args.steps}"])
+        cfg = load_config(
+            args.config,
+            [
+                *args.set,
+                f"tsdae.noise={noise}",
+                f"tsdae.ratio={args.ratio}",
+                f"train.max_steps={args.steps}",
+                f"data.limit={args.steps * base.train.batch_size}",
+                f"train.output_dir={Path(args.output) / noise}",
+                "train.progress_bar=false",
+                f"train.eval_steps={args.steps}",
+            ],
+        )
         model = load_encoder(train(cfg, evaluate=False).model)
         scores[noise] = score_dev_task(model.eval(), args.task)
         seconds[noise] = round(time.perf_counter() - started, 1)
     ours = sorted(scores, key=scores.get, reverse=True)
     paper = sorted(PAPER_TABLE_5, key=PAPER_TABLE_5.get, reverse=True)
-    print(json.dumps({"config": args.config, "task": args.task, "ratio": args.ratio, "steps": args.steps,
-                      "start_model_score": start, "scores": scores, "ordering": ours,
-                      "paper_scores_table5": PAPER_TABLE_5, "paper_ordering": paper, "seconds": seconds}))
+    print(
+        json.dumps(
+            {
+                "config": args.config,
+                "task": args.task,
+                "ratio": args.ratio,
+                "steps": args.steps,
+                "start_model_score": start,
+                "scores": scores,
+                "ordering": ours,
+                "paper_scores_table5": PAPER_TABLE_5,
+                "paper_ordering": paper,
+                "seconds": seconds,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

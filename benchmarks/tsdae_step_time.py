@@ -33,7 +33,9 @@ def child(method: str, args: argparse.Namespace) -> dict:
     torch.manual_seed(0)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = load_encoder(args.model, pooler="mean", max_seq_length=args.max_seq_length, device=device).train()
-    sentences = read_sentences(data_dir() / "wikipedia" / "wiki_sentences.txt", limit=args.batch_size * (args.steps + 5))
+    sentences = read_sentences(
+        data_dir() / "wikipedia" / "wiki_sentences.txt", limit=args.batch_size * (args.steps + 5)
+    )
     noise = NoisyPairs("delete", 0.6, seed=0)
     if method == "simcse":
         loss = SimCSELoss(model)
@@ -44,7 +46,7 @@ def child(method: str, args: argparse.Namespace) -> dict:
     optimizer = torch.optim.AdamW(params, lr=3e-5)
 
     def batch(i):
-        texts = sentences[i * args.batch_size:(i + 1) * args.batch_size]
+        texts = sentences[i * args.batch_size : (i + 1) * args.batch_size]
         if method == "simcse":  # one column: SimCSELoss encodes it twice (two dropout views, one pass)
             return [tensors(texts)]
         noisy = noise({"sentence": texts, "label": list(range(len(texts)))})["noisy"]
@@ -74,10 +76,17 @@ def child(method: str, args: argparse.Namespace) -> dict:
         step(batch(i))
     sync()
     seconds = (time.perf_counter() - started) / args.steps
-    peak = (torch.cuda.max_memory_allocated() / 2 ** 20 if device == "cuda"
-            else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    return {"seconds_per_step": seconds, "peak_mib": round(peak, 1), "device": device,
-            "threads": torch.get_num_threads()}
+    peak = (
+        torch.cuda.max_memory_allocated() / 2**20
+        if device == "cuda"
+        else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    )
+    return {
+        "seconds_per_step": seconds,
+        "peak_mib": round(peak, 1),
+        "device": device,
+        "threads": torch.get_num_threads(),
+    }
 
 
 def main() -> None:
@@ -93,14 +102,36 @@ def main() -> None:
         return
     results = {}
     for method in ("simcse", "tsdae", "encoder-only"):
-        argv = [sys.executable, __file__, "--child", method, "--model", args.model, "--batch-size", str(args.batch_size),
-                "--max-seq-length", str(args.max_seq_length), "--steps", str(args.steps)]
+        argv = [
+            sys.executable,
+            __file__,
+            "--child",
+            method,
+            "--model",
+            args.model,
+            "--batch-size",
+            str(args.batch_size),
+            "--max-seq-length",
+            str(args.max_seq_length),
+            "--steps",
+            str(args.steps),
+        ]
         out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
         results[method] = json.loads(out)
     tsdae, simcse, encoder = (results[m]["seconds_per_step"] for m in ("tsdae", "simcse", "encoder-only"))
-    print(json.dumps({"model": args.model, "batch_size": args.batch_size, "max_seq_length": args.max_seq_length,
-                      "steps": args.steps, "per_method": results, "tsdae_over_simcse": tsdae / simcse,
-                      "decoder_share_of_tsdae_step": 1 - encoder / tsdae}))
+    print(
+        json.dumps(
+            {
+                "model": args.model,
+                "batch_size": args.batch_size,
+                "max_seq_length": args.max_seq_length,
+                "steps": args.steps,
+                "per_method": results,
+                "tsdae_over_simcse": tsdae / simcse,
+                "decoder_share_of_tsdae_step": 1 - encoder / tsdae,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -87,37 +87,46 @@ def real_data(model_name: str, forum_names: list[str], work: Path) -> dict:
     ours = score_twitterpara(vectors, sets)
     write_toolkit_twitterpara(task_folder("TwitterPara"), work / "real" / "twitterpara")
     theirs = toolkit("TwitterPara", vectors, work / "real")
-    out["TwitterPara"] = {"TURL ap": compare(ours.parts["TURL"]["ap"], theirs["ap_twitter_twitterurl"]),
-                          "PIT ap": compare(ours.parts["PIT"]["ap"], theirs["ap_twitter_pit"]),
-                          "spearman avg": compare(ours.scores["spearman"], theirs["spearman_twitter_avg"])}
+    out["TwitterPara"] = {
+        "TURL ap": compare(ours.parts["TURL"]["ap"], theirs["ap_twitter_twitterurl"]),
+        "PIT ap": compare(ours.parts["PIT"]["ap"], theirs["ap_twitter_pit"]),
+        "spearman avg": compare(ours.scores["spearman"], theirs["spearman_twitter_avg"]),
+    }
     forums = {k: v for k, v in load_cqadupstack(task_folder("CQADupStack")).items() if k in forum_names}
     ours = score_cqadupstack(vectors, forums)
     write_toolkit_cqadupstack(forums, work / "real" / "cqadupstack")
     theirs = toolkit("CQADupStack", vectors, work / "real")
-    out["CQADupStack"] = {f"{name} map@100": compare(ours.parts[name]["map@100"], theirs[f"map@100_cqadupstack_{name}"])
-                          for name in forums}
+    out["CQADupStack"] = {
+        f"{name} map@100": compare(ours.parts[name]["map@100"], theirs[f"map@100_cqadupstack_{name}"])
+        for name in forums
+    }
     return out
 
 
 def fixtures(work: Path) -> dict:
+    from tests.angles import angle_vectors
     from tests.evaluation.test_useb import ASKU, SCIDOCS, TWITTER
     from tests.fake_data import write_askubuntu, write_scidocs, write_twitterpara
-
-    from tests.angles import angle_vectors
 
     ours_root, theirs_root = work / "fixtures-sentlab", work / "fixtures-useb"
     out = {}
     asku = Cached(angle_vectors(ASKU))
-    out["AskUbuntu map"] = compare(score_askubuntu(asku, load_askubuntu(write_askubuntu(ours_root))).main,
-                                   toolkit("AskUbuntu", asku, write_askubuntu(theirs_root).parent)["map_askubuntu_title"])
+    out["AskUbuntu map"] = compare(
+        score_askubuntu(asku, load_askubuntu(write_askubuntu(ours_root))).main,
+        toolkit("AskUbuntu", asku, write_askubuntu(theirs_root).parent)["map_askubuntu_title"],
+    )
     twitter = Cached(angle_vectors(TWITTER))
     source = write_twitterpara(ours_root)
     write_toolkit_twitterpara(source, theirs_root / "twitterpara")
-    out["TwitterPara ap"] = compare(score_twitterpara(twitter, load_twitterpara(source)).main,
-                                   toolkit("TwitterPara", twitter, theirs_root)["ap_twitter_avg"])
+    out["TwitterPara ap"] = compare(
+        score_twitterpara(twitter, load_twitterpara(source)).main,
+        toolkit("TwitterPara", twitter, theirs_root)["ap_twitter_avg"],
+    )
     scidocs = Cached(angle_vectors(SCIDOCS))
-    out["SciDocs map"] = compare(score_scidocs(scidocs, load_scidocs(write_scidocs(ours_root))).main,
-                                 toolkit("SciDocs", scidocs, write_scidocs(theirs_root).parent)["map_scidocs_cosine_avg"])
+    out["SciDocs map"] = compare(
+        score_scidocs(scidocs, load_scidocs(write_scidocs(ours_root))).main,
+        toolkit("SciDocs", scidocs, write_scidocs(theirs_root).parent)["map_scidocs_cosine_avg"],
+    )
     return out
 
 

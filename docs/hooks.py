@@ -36,10 +36,15 @@ def cli_reference() -> str:
 def presets_table() -> str:
     from sentlab.presets import list_presets
 
-    rows = ["| preset | method | start model | hardware | run on a GPU | data | paper |", "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| preset | method | start model | hardware | run on a GPU | data | paper |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for p in list_presets():
-        rows.append(f"| `{p.name}` | {p.method} | `{p.model}` | {p.hardware} | {'yes' if p.run_on_gpu else 'no'} | "
-                    f"{', '.join(p.data)} | {p.paper} |")
+        rows.append(
+            f"| `{p.name}` | {p.method} | `{p.model}` | {p.hardware} | {'yes' if p.run_on_gpu else 'no'} | "
+            f"{', '.join(p.data)} | {p.paper} |"
+        )
     return "\n".join(rows)
 
 
@@ -54,8 +59,11 @@ def data_table() -> str:
 
 
 def on_page_markdown(markdown: str, **kwargs) -> str:
-    for marker, build in (("<!-- sentlab:cli -->", cli_reference), ("<!-- sentlab:presets -->", presets_table),
-                          ("<!-- sentlab:data -->", data_table)):
+    for marker, build in (
+        ("<!-- sentlab:cli -->", cli_reference),
+        ("<!-- sentlab:presets -->", presets_table),
+        ("<!-- sentlab:data -->", data_table),
+    ):
         if marker in markdown:
             markdown = markdown.replace(marker, build())
     return markdown

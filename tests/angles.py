@@ -12,4 +12,5 @@ def angle_vectors(angles: dict[str, float], offset: tuple[float, float] = (0.0, 
         assert not missing, f"no angle for {missing[:3]}"
         theta = np.radians([angles[t] for t in texts])
         return np.stack([np.cos(theta) + offset[0], np.sin(theta) + offset[1]], axis=1).astype(np.float32)
+
     return vectors

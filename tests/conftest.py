@@ -10,9 +10,11 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-WORDS = ("a the man woman dog cat is are plays playing runs running eats eating food ball park guitar "
-         "piano child children sits sitting on in with red blue big small car road drives drive water "
-         "swims swimming house tree girl boy music reads book walks street sky bird flies").split()
+WORDS = (
+    "a the man woman dog cat is are plays playing runs running eats eating food ball park guitar "
+    "piano child children sits sitting on in with red blue big small car road drives drive water "
+    "swims swimming house tree girl boy music reads book walks street sky bird flies"
+).split()
 
 DATA_DIR = Path(os.environ.get("SENTLAB_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
 
@@ -36,8 +38,9 @@ def write_scored_pairs_card(folder: Path, corpus: Path, name: str, pairs: int = 
     return card
 
 
-def make_tiny_backbone(path: Path, hidden: int = 32, layers: int = 2, dropout: float = 0.1, seed: int = 0,
-                       architecture: str = "bert") -> Path:
+def make_tiny_backbone(
+    path: Path, hidden: int = 32, layers: int = 2, dropout: float = 0.1, seed: int = 0, architecture: str = "bert"
+) -> Path:
     """A 2-layer BERT (or RoBERTa: ``architecture="roberta"``, the same word-level vocabulary) with a
     word-level vocabulary, saved as a transformers folder (safetensors)."""
     import torch
@@ -46,13 +49,21 @@ def make_tiny_backbone(path: Path, hidden: int = 32, layers: int = 2, dropout: f
     path.mkdir(parents=True, exist_ok=True)
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", '"', ":", *WORDS]
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast(vocab={token: i for i, token in enumerate(vocab)}, do_lower_case=True,
-                                  model_max_length=64)
+    tokenizer = BertTokenizerFast(
+        vocab={token: i for i, token in enumerate(vocab)}, do_lower_case=True, model_max_length=64
+    )
     if tokenizer.tokenize("the dog")[0] == "[UNK]":  # a tokenizer that maps every word to [UNK] tests nothing
         raise RuntimeError("tiny tokenizer does not know its own vocabulary")
     torch.manual_seed(seed)
-    shape = dict(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-                 intermediate_size=hidden * 2, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    shape = dict(
+        vocab_size=len(vocab),
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        intermediate_size=hidden * 2,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+    )
     if architecture == "roberta":  # positions start after the padding index, as in roberta-base
         config = RobertaConfig(**shape, max_position_embeddings=66, pad_token_id=0, bos_token_id=2, eos_token_id=3)
         RobertaModel(config).save_pretrained(path, safe_serialization=True)
@@ -118,11 +129,19 @@ def fake_sts_dir(tmp_path) -> Path:
 def tiny_config(backbone: Path, corpus: Path, out: Path, data_dir: Path | None = None, pooler: str = "cls", **train):
     from sentlab.training.config import TrainConfig
 
-    return TrainConfig.model_validate({
-        "method": "simcse-unsup",
-        "model": {"name": str(backbone), "pooler": pooler, "max_seq_length": 16},
-        "data": {"train": str(corpus), "data_dir": str(data_dir) if data_dir else None},
-        "train": {"output_dir": str(out), "batch_size": 8, "learning_rate": 5e-4, "logging_steps": 1,
-                  "progress_bar": False, **train},
-        "eval": {"dev_task": "STS-B" if data_dir else "none"},
-    })
+    return TrainConfig.model_validate(
+        {
+            "method": "simcse-unsup",
+            "model": {"name": str(backbone), "pooler": pooler, "max_seq_length": 16},
+            "data": {"train": str(corpus), "data_dir": str(data_dir) if data_dir else None},
+            "train": {
+                "output_dir": str(out),
+                "batch_size": 8,
+                "learning_rate": 5e-4,
+                "logging_steps": 1,
+                "progress_bar": False,
+                **train,
+            },
+            "eval": {"dev_task": "STS-B" if data_dir else "none"},
+        }
+    )

@@ -23,8 +23,12 @@ def write_transfer(root: Path, n: int = 24, seed: int = 0) -> Path:
     def labelled(label: int) -> str:
         return ("dog " if label else "cat ") + _sentence(rng, rng.randint(2, 6))
 
-    for task, (pos, neg) in {"MR": ("rt-polarity.pos", "rt-polarity.neg"), "CR": ("custrev.pos", "custrev.neg"),
-                             "SUBJ": ("subj.objective", "subj.subjective"), "MPQA": ("mpqa.pos", "mpqa.neg")}.items():
+    for task, (pos, neg) in {
+        "MR": ("rt-polarity.pos", "rt-polarity.neg"),
+        "CR": ("custrev.pos", "custrev.neg"),
+        "SUBJ": ("subj.objective", "subj.subjective"),
+        "MPQA": ("mpqa.pos", "mpqa.neg"),
+    }.items():
         (base / task).mkdir(parents=True, exist_ok=True)
         (base / task / pos).write_text("".join(labelled(1) + " \n" for _ in range(n)), encoding="latin-1")
         (base / task / neg).write_text("".join(labelled(0) + "\n" for _ in range(n)), encoding="latin-1")
@@ -36,8 +40,10 @@ def write_transfer(root: Path, n: int = 24, seed: int = 0) -> Path:
     trec = base / "TREC"
     trec.mkdir(parents=True, exist_ok=True)
     for name in ("train_5500.label", "TREC_10.label"):
-        rows = [("HUM:ind", "who " + _sentence(rng, 3)) if k % 2 else ("LOC:city", "where " + _sentence(rng, 3))
-                for k in range(2 * n)]
+        rows = [
+            ("HUM:ind", "who " + _sentence(rng, 3)) if k % 2 else ("LOC:city", "where " + _sentence(rng, 3))
+            for k in range(2 * n)
+        ]
         (trec / name).write_bytes("".join(f"{a} {b} ?\n" for a, b in rows).encode("latin-1"))
     mrpc = base / "MRPC"
     mrpc.mkdir(parents=True, exist_ok=True)
@@ -54,23 +60,36 @@ def write_transfer(root: Path, n: int = 24, seed: int = 0) -> Path:
 def write_twitterpara(root: Path) -> Path:
     folder = root / "useb" / "data-eval" / "twitterpara"
     folder.mkdir(parents=True, exist_ok=True)
-    turl = ["the dog runs\tthe dog runs fast\t(5, 6)\thttp://t.co/1", "", "a cat sits\tthe car drives\t(0, 6)\turl",
-            "a boy reads\ta boy reads a book\t(3, 6)\turl", "", "the sky\tthe bird flies\t(1, 6)\turl"]
+    turl = [
+        "the dog runs\tthe dog runs fast\t(5, 6)\thttp://t.co/1",
+        "",
+        "a cat sits\tthe car drives\t(0, 6)\turl",
+        "a boy reads\ta boy reads a book\t(3, 6)\turl",
+        "",
+        "the sky\tthe bird flies\t(1, 6)\turl",
+    ]
     (folder / "Twitter_URL_Corpus_test.txt").write_text("\n".join(turl) + "\n", encoding="utf-8")
-    pit = ["1\tTopic\tthe man plays\tthe man plays guitar\t4\ttags\ttags",
-           "1\tTopic\tthe girl swims\ta red car\t1\ttags\ttags",
-           "2\tTopic\tthe dog eats\tthe dog eats food\t3\ttags\ttags"]
+    pit = [
+        "1\tTopic\tthe man plays\tthe man plays guitar\t4\ttags\ttags",
+        "1\tTopic\tthe girl swims\ta red car\t1\ttags\ttags",
+        "2\tTopic\tthe dog eats\tthe dog eats food\t3\ttags\ttags",
+    ]
     (folder / "test.data").write_text("\n".join(pit) + "\n", encoding="utf-8")
     (folder / "test.label").write_text("true\t0.8\nfalse\t0.2\n----\t0.6\n", encoding="utf-8")
     return folder
 
 
 CQA_FORUMS = {
-    "android": {"corpus": {"d1": "the dog runs", "d2": "a cat sits", "d3": "the car drives", "d4": "music plays"},
-                "queries": {"q1": "the dog runs fast", "q2": "a car drives"},
-                "relevant_docs": {"q1": ["d1"], "q2": ["d3", "d4"]}},
-    "gaming": {"corpus": {"e1": "a boy plays ball", "e2": "the bird flies"},
-               "queries": {"q9": "the boy plays"}, "relevant_docs": {"q9": ["e2"]}},
+    "android": {
+        "corpus": {"d1": "the dog runs", "d2": "a cat sits", "d3": "the car drives", "d4": "music plays"},
+        "queries": {"q1": "the dog runs fast", "q2": "a car drives"},
+        "relevant_docs": {"q1": ["d1"], "q2": ["d3", "d4"]},
+    },
+    "gaming": {
+        "corpus": {"e1": "a boy plays ball", "e2": "the bird flies"},
+        "queries": {"q9": "the boy plays"},
+        "relevant_docs": {"q9": ["e2"]},
+    },
 }
 
 
@@ -91,13 +110,24 @@ def write_cqadupstack(root: Path, layout: str = "gz") -> Path:
 def write_askubuntu(root: Path) -> Path:
     folder = root / "useb" / "data-eval" / "askubuntu"
     folder.mkdir(parents=True, exist_ok=True)
-    pool = {"1": "the dog runs", "2": "a dog runs", "3": "the cat sits", "4": "a car drives", "5": "the dog",
-            "6": "music plays", "7": "the girl reads", "8": "a bird flies"}
-    (folder / "text_tokenized.txt").write_text("".join(f"{k}\t{v}\tbody of {k}\n" for k, v in pool.items()),
-                                               encoding="utf-8")
-    rows = ["1\t2 4\t3 4 2 5 8\t9.0 8.0 7.0 6.0 5.0",  # candidates by BM25: 3, 4, 2, 5, 8
-            "6\t\t7 1\t1.0 2.0",  # no similar question: skipped
-            "7\t5\t5 3 8 2 1\t1.0 1.0 0.5 0.4 0.3"]
+    pool = {
+        "1": "the dog runs",
+        "2": "a dog runs",
+        "3": "the cat sits",
+        "4": "a car drives",
+        "5": "the dog",
+        "6": "music plays",
+        "7": "the girl reads",
+        "8": "a bird flies",
+    }
+    (folder / "text_tokenized.txt").write_text(
+        "".join(f"{k}\t{v}\tbody of {k}\n" for k, v in pool.items()), encoding="utf-8"
+    )
+    rows = [
+        "1\t2 4\t3 4 2 5 8\t9.0 8.0 7.0 6.0 5.0",  # candidates by BM25: 3, 4, 2, 5, 8
+        "6\t\t7 1\t1.0 2.0",  # no similar question: skipped
+        "7\t5\t5 3 8 2 1\t1.0 1.0 0.5 0.4 0.3",
+    ]
     for split in ("dev", "test"):
         (folder / f"{split}.txt").write_text("\n".join(rows) + "\n", encoding="utf-8")
     return folder
@@ -106,12 +136,20 @@ def write_askubuntu(root: Path) -> Path:
 def write_scidocs(root: Path) -> Path:
     folder = root / "useb" / "data-eval" / "scidocs"
     folder.mkdir(parents=True, exist_ok=True)
-    corpus = {"p": {"title": "the dog runs"}, "a": {"title": "a dog runs"}, "b": {"title": "the cat sits"},
-              "c": {"title": "music plays"}, "n": {"title": None}, "q": {"title": ""}}
-    qrels = {"cite": {"p": {"a": 1, "b": 0, "c": 1}, "q": {"a": 1}},
-             "cocite": {"p": {"a": 0, "b": 1, "n": 1}},
-             "coread": {"p": {"a": 1, "b": 0}},
-             "coview": {"p": {"c": 1, "b": 0}}}
+    corpus = {
+        "p": {"title": "the dog runs"},
+        "a": {"title": "a dog runs"},
+        "b": {"title": "the cat sits"},
+        "c": {"title": "music plays"},
+        "n": {"title": None},
+        "q": {"title": ""},
+    }
+    qrels = {
+        "cite": {"p": {"a": 1, "b": 0, "c": 1}, "q": {"a": 1}},
+        "cocite": {"p": {"a": 0, "b": 1, "n": 1}},
+        "coread": {"p": {"a": 1, "b": 0}},
+        "coview": {"p": {"c": 1, "b": 0}},
+    }
     (folder / "data.json").write_text(json.dumps({"corpus": corpus, "test": qrels, "valid": qrels}), encoding="utf-8")
     return folder
 

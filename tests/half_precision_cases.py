@@ -29,7 +29,7 @@ from sentlab.training.config import TrainConfig, load_config
 from tests.tiny_presets import CONFIGS, sentences
 
 BATCH = 8
-UNIT_ROUNDOFF = {"bf16": 2.0 ** -8, "fp16": 2.0 ** -11}  # half the distance from 1 to the next number
+UNIT_ROUNDOFF = {"bf16": 2.0**-8, "fp16": 2.0**-11}  # half the distance from 1 to the next number
 
 
 def tolerances(dtype: str) -> tuple[float, float]:
@@ -77,7 +77,7 @@ def features(model: SentenceTransformer, texts: list[str]) -> dict[str, torch.Te
 def columns_of(model: SentenceTransformer, count: int) -> list[dict[str, torch.Tensor]]:
     """``count`` columns of BATCH different sentences."""
     lines = sentences(BATCH * count, seed=3)
-    return [features(model, lines[i * BATCH:(i + 1) * BATCH]) for i in range(count)]
+    return [features(model, lines[i * BATCH : (i + 1) * BATCH]) for i in range(count)]
 
 
 def _unit_rows(rng: np.random.Generator, rows: int) -> np.ndarray:
@@ -97,9 +97,15 @@ def _rankencoder(cfg: TrainConfig, backbone: Path) -> Built:
     from sentlab.losses.simcse import SimCSELoss
 
     model, r, rng = tiny_encoder(backbone), cfg.rank, np.random.default_rng(0)
-    loss = RankEncoderLoss(SimCSELoss(model, temperature=cfg.loss.temperature), _unit_rows(rng, BATCH),
-                           _unit_rows(rng, 64), lambda_train=r.lambda_train, tau_lower=r.tau_lower,
-                           tau_upper=r.tau_upper, combine="weighted_sum")  # both terms reach the gradient
+    loss = RankEncoderLoss(
+        SimCSELoss(model, temperature=cfg.loss.temperature),
+        _unit_rows(rng, BATCH),
+        _unit_rows(rng, 64),
+        lambda_train=r.lambda_train,
+        tau_lower=r.tau_lower,
+        tau_upper=r.tau_upper,
+        combine="weighted_sum",
+    )  # both terms reach the gradient
     return loss, columns_of(model, 1), torch.arange(BATCH)
 
 
@@ -109,9 +115,16 @@ def _rankcse(cfg: TrainConfig, backbone: Path) -> Built:
 
     model, r, rng = tiny_encoder(backbone), cfg.rankcse, np.random.default_rng(0)
     teachers = [rng.normal(size=(BATCH, 16)).astype(np.float32) for _ in r.teachers]
-    loss = RankCSELoss(SimCSELoss(model, temperature=cfg.loss.temperature), teachers, r.teacher_weights,
-                       beta=r.beta, gamma=r.gamma, distillation=r.distillation, tau_student=r.tau_student,
-                       tau_teacher=r.tau_teacher)
+    loss = RankCSELoss(
+        SimCSELoss(model, temperature=cfg.loss.temperature),
+        teachers,
+        r.teacher_weights,
+        beta=r.beta,
+        gamma=r.gamma,
+        distillation=r.distillation,
+        tau_student=r.tau_student,
+        tau_teacher=r.tau_teacher,
+    )
     return loss, columns_of(model, 1), torch.arange(BATCH)
 
 
@@ -156,8 +169,11 @@ def _rse(cached: bool, cfg: TrainConfig, backbone: Path) -> Built:
     from sentlab.losses.rse import CachedRSELoss, RSELoss
 
     model, relations = tiny_encoder(backbone), ["entailment", "duplicate_question"]
-    loss = (CachedRSELoss(model, relations, temperature=cfg.loss.temperature, mini_batch_size=4) if cached
-            else RSELoss(model, relations, temperature=cfg.loss.temperature))
+    loss = (
+        CachedRSELoss(model, relations, temperature=cfg.loss.temperature, mini_batch_size=4)
+        if cached
+        else RSELoss(model, relations, temperature=cfg.loss.temperature)
+    )
     return loss, columns_of(model, 3), torch.tensor([i % 2 for i in range(BATCH)])
 
 
@@ -167,7 +183,9 @@ def _supervised(kind: str, cfg: TrainConfig, backbone: Path) -> Built:
     model = tiny_encoder(backbone)
     if kind == "mnrl":
         return losses.MultipleNegativesRankingLoss(model, scale=cfg.supervised.scale), columns_of(model, 3), None
-    loss = losses.CoSENTLoss(model, scale=cfg.supervised.scale) if kind == "cosent" else losses.CosineSimilarityLoss(model)
+    loss = (
+        losses.CoSENTLoss(model, scale=cfg.supervised.scale) if kind == "cosent" else losses.CosineSimilarityLoss(model)
+    )
     return loss, columns_of(model, 2), torch.linspace(0, 1, BATCH)
 
 
@@ -230,14 +248,17 @@ def compare(case: LossCase, backbone: Path, dtype: str, mode: str = "engine") ->
     grads32 = _gradient(params)
 
     precision = Precision(dtype, "cpu")
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 16) if dtype == "fp16" else None
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16) if dtype == "fp16" else None
     optimizer = torch.optim.AdamW(params, lr=case.config.train.learning_rate)
 
     def half_step() -> tuple[torch.Tensor, torch.Tensor, bool]:
         """(loss, unscaled gradients, whether the step was skipped), from the start weights."""
         loss.load_state_dict(start)
-        context = (networks_in_half_precision(loss, precision) if mode == "engine"
-                   else torch.autocast("cpu", dtype=precision.dtype))
+        context = (
+            networks_in_half_precision(loss, precision)
+            if mode == "engine"
+            else torch.autocast("cpu", dtype=precision.dtype)
+        )
         value = _loss_and_gradients(loss, columns, labels, context, scaler)
         if scaler is None:
             grads = _gradient(params)
@@ -255,8 +276,9 @@ def compare(case: LossCase, backbone: Path, dtype: str, mode: str = "engine") ->
         skips += 1
         value, grads, skipped = half_step()
     skipped_after = scaler is not None and half_step()[2]
-    finite = bool(torch.isfinite(value).all() and torch.isfinite(grads).all()
-                  and all(torch.isfinite(p).all() for p in params))
+    finite = bool(
+        torch.isfinite(value).all() and torch.isfinite(grads).all() and all(torch.isfinite(p).all() for p in params)
+    )
     error = float((grads.float() - grads32).norm() / grads32.norm().clamp_min(1e-30))
     return Comparison(float(value32), float(value), error, finite, skips, skipped_after)
 

@@ -19,13 +19,35 @@ def user_task(tmp_path, corpus_file):
 
 def adapt_args(tiny_backbone, corpus_file, card, out, *extra):
     seeds = [] if "--seeds" in extra else ["--seeds", "42"]
-    return ["adapt", "--text", str(corpus_file), "--task-card", str(card), "--output", str(out),
-            "--model", str(tiny_backbone), "--methods", "tsdae,simcse", "--steps", "4", "--batch-size", "4",
-            "--eval-steps", "2", "--general", "none", "--quiet", *seeds, *extra]
+    return [
+        "adapt",
+        "--text",
+        str(corpus_file),
+        "--task-card",
+        str(card),
+        "--output",
+        str(out),
+        "--model",
+        str(tiny_backbone),
+        "--methods",
+        "tsdae,simcse",
+        "--steps",
+        "4",
+        "--batch-size",
+        "4",
+        "--eval-steps",
+        "2",
+        "--general",
+        "none",
+        "--quiet",
+        *seeds,
+        *extra,
+    ]
 
 
-def test_adapt_trains_every_arm_reports_and_resumes(tiny_backbone, corpus_file, user_task, tmp_path, capsys,
-                                                   monkeypatch):
+def test_adapt_trains_every_arm_reports_and_resumes(
+    tiny_backbone, corpus_file, user_task, tmp_path, capsys, monkeypatch
+):
     out = tmp_path / "adapt"
     assert cli.main(adapt_args(tiny_backbone, corpus_file, user_task, out)) == 0
     report = json.loads((out / "report.json").read_text())
@@ -79,16 +101,18 @@ def test_a_dev_card_keeps_each_arms_best_checkpoint(tiny_backbone, corpus_file, 
     args[args.index("tsdae,simcse")] = "simcse"
     assert cli.main(args) == 0
     info = json.loads((out / "arms" / "simcse" / "seed-42" / "trained.json").read_text())
-    records = [json.loads(line) for line in (out / "arms" / "simcse" / "seed-42" / "metrics.jsonl").read_text().splitlines()
-               if "eval_mine_spearman" in line]
+    records = [
+        json.loads(line)
+        for line in (out / "arms" / "simcse" / "seed-42" / "metrics.jsonl").read_text().splitlines()
+        if "eval_mine_spearman" in line
+    ]
     assert [r["step"] for r in records] == [0, 2, 4]  # step 0: the start model competes too
     # the best score; of equal ones the first checkpoint, and a checkpoint before the start
     best = max(records, key=lambda r: (r["eval_mine_spearman"], r["step"] != 0))["step"]
     assert info["kept_step"] == best and info["steps"] == 4
 
 
-def test_a_diverged_arm_is_reported_and_the_others_ranked(tiny_backbone, corpus_file, user_task, tmp_path,
-                                                         monkeypatch):
+def test_a_diverged_arm_is_reported_and_the_others_ranked(tiny_backbone, corpus_file, user_task, tmp_path, monkeypatch):
     from sentlab.errors import TrainingDivergedError
     from sentlab.training import engine
 
@@ -120,7 +144,9 @@ def test_a_diverged_arm_is_reported_and_the_others_ranked(tiny_backbone, corpus_
     assert calls == [("simcse-unsup", 42, 1e-5), ("simcse-unsup", 43, 1e-5)]
     report = json.loads((out / "report.json").read_text())
     assert "simcse@1e-5" in report["facts"]["ranking_on_choosing"] and "simcse" in report["facts"]["diverged"]
-    assert "infinite; retried as simcse@1e-5)" in report["recommendation"] and "To retry" not in report["recommendation"]
+    assert (
+        "infinite; retried as simcse@1e-5)" in report["recommendation"] and "To retry" not in report["recommendation"]
+    )
 
 
 @pytest.mark.parametrize("arm", ["simcse@abc", "simcse@-1", "simcse@nan", "rse@1e-4"])
@@ -134,10 +160,23 @@ def test_a_bad_arm_name_is_a_one_line_error(arm):
 def test_adapt_refuses_other_settings_in_the_same_folder(tiny_backbone, corpus_file, user_task, tmp_path, capsys):
     out = tmp_path / "adapt"
     out.mkdir()
-    (out / "adapt.json").write_text(json.dumps({
-        "text": str(corpus_file), "text_sha256": "0", "model": "x", "pooler": "mean", "max_seq_length": 128,
-        "batch_size": 4, "budget": {"steps": 4, "sentences": None, "minutes": None}, "dev_card": None,
-        "general": "none", "data_dir": None, "eval_steps": 2}))
+    (out / "adapt.json").write_text(
+        json.dumps(
+            {
+                "text": str(corpus_file),
+                "text_sha256": "0",
+                "model": "x",
+                "pooler": "mean",
+                "max_seq_length": 128,
+                "batch_size": 4,
+                "budget": {"steps": 4, "sentences": None, "minutes": None},
+                "dev_card": None,
+                "general": "none",
+                "data_dir": None,
+                "eval_steps": 2,
+            }
+        )
+    )
     assert cli.main(adapt_args(tiny_backbone, corpus_file, user_task, out)) != 0
     assert "made with other settings (text_sha256, model" in capsys.readouterr().err
 
@@ -159,8 +198,14 @@ def report(values, task="t", key="k"):
     from sentlab.evaluation.uncertainty import mean_items
 
     values = [float(v) for v in values]
-    return EvalReport("m", {task: MetricsResult("map", {"map": 100 * sum(values) / len(values)}, len(values),
-                                                extra={"items": mean_items(values, key)})})
+    return EvalReport(
+        "m",
+        {
+            task: MetricsResult(
+                "map", {"map": 100 * sum(values) / len(values)}, len(values), extra={"items": mean_items(values, key)}
+            )
+        },
+    )
 
 
 def test_seeds_that_disagree_beyond_the_item_interval_are_never_beyond_the_noise():
@@ -170,19 +215,24 @@ def test_seeds_that_disagree_beyond_the_item_interval_are_never_beyond_the_noise
     from sentlab.evaluation.uncertainty import paired_difference
 
     base = np.random.default_rng(0).random(400) * 0.8
-    results = {"start": {0: report(base)},
-               "a": {s: report(base + shift) for s, shift in [(1, 0.02), (2, -0.01), (3, 0.025)]}}
+    results = {
+        "start": {0: report(base)},
+        "a": {s: report(base + shift) for s, shift in [(1, 0.02), (2, -0.01), (3, 0.025)]},
+    }
     for seed in (1, 2, 3):
-        single = paired_difference(results["a"][seed].tasks["t"].extra["items"],
-                                   results["start"][0].tasks["t"].extra["items"])
+        single = paired_difference(
+            results["a"][seed].tasks["t"].extra["items"], results["start"][0].tasks["t"].extra["items"]
+        )
         assert not single.inside_noise  # each seed alone looks certain
     m = adapt_report.margin(results, "a", "start", "t")
     assert m["difference"] == pytest.approx(7 / 6, abs=1e-9) and not m["beyond_noise"]
     assert m["item_high"] - m["item_low"] < 0.5 < m["seed_high"] - m["seed_low"]  # the seeds make the width
     assert "inside the noise" in adapt_report.describe_margin(m)
 
-    agree = {"start": results["start"], "a": {s: report(base + shift) for s, shift in [(1, 0.02), (2, 0.018),
-                                                                                          (3, 0.022)]}}
+    agree = {
+        "start": results["start"],
+        "a": {s: report(base + shift) for s, shift in [(1, 0.02), (2, 0.018), (3, 0.022)]},
+    }
     assert adapt_report.margin(agree, "a", "start", "t")["beyond_noise"]
 
 
@@ -219,23 +269,35 @@ def test_the_choice_is_made_on_one_half_and_the_margin_on_the_other():
     lucky = base.copy()
     lucky[choose] += 0.3
     lucky[confirm] -= 0.05
-    results = {"start": {0: report(base)}, "a": {s: report(lucky + 0.001 * s) for s in (1, 2, 3)},
-               "b": {s: report(base - 0.1 + 0.001 * s) for s in (1, 2, 3)}}
+    results = {
+        "start": {0: report(base)},
+        "a": {s: report(lucky + 0.001 * s) for s in (1, 2, 3)},
+        "b": {s: report(base - 0.1 + 0.001 * s) for s in (1, 2, 3)},
+    }
     choose_task, confirm_task = adapt_report.add_split(results, "t")
     rows = adapt_report.summarise(results, [choose_task, confirm_task])
     line, facts = adapt_report.recommend(rows, results, choose_task, confirm_task, [], "t", "half", "other half")
     assert facts["chosen"] == "a" and facts["best_arm_vs_start"]["difference"] < 0
-    assert line.startswith("Keep the start model for t (chosen on half; confirmed on other half): a, best on the "
-                           "choosing items, is below it on the confirming items")
+    assert line.startswith(
+        "Keep the start model for t (chosen on half; confirmed on other half): a, best on the "
+        "choosing items, is below it on the confirming items"
+    )
 
 
-@pytest.mark.parametrize("shift, start", [(-0.1, "Keep the start model for t (chosen on c; confirmed on d): it "
-                                                 "scored best on the choosing items"),
-                                          (0.1, "Use a for t (chosen on c; confirmed on d): map 55.")])
+@pytest.mark.parametrize(
+    "shift, start",
+    [
+        (-0.1, "Keep the start model for t (chosen on c; confirmed on d): it scored best on the choosing items"),
+        (0.1, "Use a for t (chosen on c; confirmed on d): map 55."),
+    ],
+)
 def test_recommendation_states_the_margin(shift, start):
     base = [0.1 * i for i in range(10)]
-    results = {"start": {0: report(base)}, "a": {s: report([v + shift + 0.001 * s for v in base]) for s in (1, 2, 3)},
-               "b": {s: report([v + shift / 2 for v in base]) for s in (1, 2, 3)}}
+    results = {
+        "start": {0: report(base)},
+        "a": {s: report([v + shift + 0.001 * s for v in base]) for s in (1, 2, 3)},
+        "b": {s: report([v + shift / 2 for v in base]) for s in (1, 2, 3)},
+    }
     line, facts = adapt_report.recommend(adapt_report.summarise(results, ["t"]), results, "t", "t", [], "t", "c", "d")
     assert line.startswith(start)
     assert facts["best_arm"] == ("a" if shift > 0 else "b")
@@ -245,29 +307,45 @@ def test_recommendation_states_the_margin(shift, start):
 def test_noise_only_gain_keeps_the_start_model():
     rng = np.random.default_rng(0)
     base = rng.random(40)
-    results = {"start": {0: report(base)},
-               "a": {s: report(np.clip(base + rng.normal(0.01, 0.2, 40), 0, 1)) for s in (1, 2, 3)}}
+    results = {
+        "start": {0: report(base)},
+        "a": {s: report(np.clip(base + rng.normal(0.01, 0.2, 40), 0, 1)) for s in (1, 2, 3)},
+    }
     line, facts = adapt_report.recommend(adapt_report.summarise(results, ["t"]), results, "t", "t", [], "t")
     assert facts["decision"] == "keep the start model" and not facts["best_arm_vs_start"]["beyond_noise"]
     assert "does not beat it beyond the noise" in line
 
 
-@pytest.mark.parametrize("budget, steps, limit, minutes", [
-    ({"steps": 10}, 10, 40, None),           # 10 steps of 4: the first 40 sentences, each once
-    ({"sentences": 30}, 8, 32, None),        # ceil(30 / 4) steps
-    ({"steps": 100}, 100, None, None),       # more than the text holds: every sentence, several epochs
-    ({"minutes": 2.5}, -1, None, 2.5),       # the clock stops training
-])
+@pytest.mark.parametrize(
+    "budget, steps, limit, minutes",
+    [
+        ({"steps": 10}, 10, 40, None),  # 10 steps of 4: the first 40 sentences, each once
+        ({"sentences": 30}, 8, 32, None),  # ceil(30 / 4) steps
+        ({"steps": 100}, 100, None, None),  # more than the text holds: every sentence, several epochs
+        ({"minutes": 2.5}, -1, None, 2.5),  # the clock stops training
+    ],
+)
 def test_each_budget_becomes_the_same_steps_for_every_arm(tmp_path, budget, steps, limit, minutes):
     from sentlab.adapt import ARMS, AdaptPlan, AdaptSettings, Budget, arm_config
 
-    settings = AdaptSettings(text="t.txt", text_sha256="0", model="minilm", pooler="mean", max_seq_length=64,
-                             batch_size=4, budget=vars(Budget(**budget)), dev_card=None, general="none",
-                             data_dir=None, eval_steps=5)
+    settings = AdaptSettings(
+        text="t.txt",
+        text_sha256="0",
+        model="minilm",
+        pooler="mean",
+        max_seq_length=64,
+        batch_size=4,
+        budget=vars(Budget(**budget)),
+        dev_card=None,
+        general="none",
+        data_dir=None,
+        eval_steps=5,
+    )
     plan = AdaptPlan(settings, [], list(ARMS), [1], tmp_path)
     configs = [arm_config(plan, arm, 1, tmp_path / "train.txt", n_sentences=50) for arm in ARMS]
     assert {(c.train.max_steps, c.data.limit, c.train.max_minutes, c.train.batch_size) for c in configs} == {
-        (steps, limit, minutes, 4)}
+        (steps, limit, minutes, 4)
+    }
     assert [c.method for c in configs] == ["tsdae", "ct", "mlm", "simcse-unsup", "bert-flow"]
 
 
@@ -285,11 +363,14 @@ def test_the_general_tasks(tiny_backbone, data_dir):
     assert average.main == evaluate_sts(scorer, data_dir, extras=False).summary["sts_avg"]
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"one sentence\n\nanother\n", "text.txt:2: empty line"),
-    (b"only one sentence\n", "needs at least 2 sentences"),
-    (b"fine\n\xff\n", "text.txt:2: line is not valid UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"one sentence\n\nanother\n", "text.txt:2: empty line"),
+        (b"only one sentence\n", "needs at least 2 sentences"),
+        (b"fine\n\xff\n", "text.txt:2: line is not valid UTF-8"),
+    ],
+)
 def test_bad_training_text_is_a_one_line_error(tmp_path, content, message):
     from sentlab.adapt import read_training_text
 

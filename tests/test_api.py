@@ -19,8 +19,10 @@ def trained(tiny_backbone, tmp_path_factory):
     root = tmp_path_factory.mktemp("api")
     corpus = root / "corpus.txt"
     rng = random.Random(0)
-    corpus.write_text("".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) + "\n"
-                              for _ in range(96)), encoding="utf-8")
+    corpus.write_text(
+        "".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) + "\n" for _ in range(96)),
+        encoding="utf-8",
+    )
     cfg = tiny_config(tiny_backbone, corpus, root / "run")
     run = sentlab.train(cfg, evaluate=False, train={"max_steps": 2, "seed": 3}, model={"pooler": "mean"})
     return run, corpus, root
@@ -71,11 +73,14 @@ def test_evaluate_without_data_is_a_one_line_error(trained, tmp_path):
 
 
 def test_train_by_preset_name_with_overrides(tiny_backbone, corpus_file, tmp_path):
-    run = sentlab.train("simcse-unsup-minilm-cpu", evaluate=False, data_dir=tmp_path,
-                        model={"name": str(tiny_backbone), "max_seq_length": 16},
-                        data={"train": str(corpus_file), "limit": None},
-                        train={"output_dir": str(tmp_path / "run"), "max_steps": 2, "batch_size": 8,
-                               "progress_bar": False},
-                        eval={"dev_task": "none"})
+    run = sentlab.train(
+        "simcse-unsup-minilm-cpu",
+        evaluate=False,
+        data_dir=tmp_path,
+        model={"name": str(tiny_backbone), "max_seq_length": 16},
+        data={"train": str(corpus_file), "limit": None},
+        train={"output_dir": str(tmp_path / "run"), "max_steps": 2, "batch_size": 8, "progress_bar": False},
+        eval={"dev_task": "none"},
+    )
     assert run.config.about is not None and run.config.about.hardware == "cpu"
     assert (run.model_path / "modules.json").is_file()

@@ -111,8 +111,7 @@ def test_cache_commands_report_and_clear(tiny_backbone_no_dropout, tmp_path, iso
     build_encoder(str(tiny_backbone_no_dropout), "mean").save(str(model_dir))
     texts = tmp_path / "texts.txt"  # more than the 256 distinct texts a list needs to be stored
     texts.write_text("".join(f"the dog {' '.join(['runs'] * (i % 7))} in park {i}\n" for i in range(300)))
-    argv = ["encode", "--model", str(model_dir), "--input", str(texts), "--output", str(tmp_path / "e.npy"),
-            "--quiet"]
+    argv = ["encode", "--model", str(model_dir), "--input", str(texts), "--output", str(tmp_path / "e.npy"), "--quiet"]
     assert main(argv) == 0
     info = cache_info()
     assert info["root"] == str(isolated_cache) and info["embeddings"]["entries"] == 1
@@ -132,8 +131,27 @@ def test_eval_records_backend_and_precision_and_names_the_setting(tiny_backbone_
     model_dir = tmp_path / "model"
     build_encoder(str(tiny_backbone_no_dropout), "mean").save(str(model_dir))
     out = tmp_path / "r.json"
-    assert main(["eval", "--model", str(model_dir), "--tasks", "sts", "--backend", "onnx", "--precision", "int8",
-                 "--output", str(out), "--data-dir", str(data_dir), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(model_dir),
+                "--tasks",
+                "sts",
+                "--backend",
+                "onnx",
+                "--precision",
+                "int8",
+                "--output",
+                str(out),
+                "--data-dir",
+                str(data_dir),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     report = json.loads(out.read_text())
     assert report["model"].endswith("[onnx int8]")
     assert report["settings"]["backend"] == "onnx" and report["settings"]["precision"] == "int8"

@@ -84,16 +84,25 @@ class LocalHub:
         if self.fail:
             raise ConnectionError("no network")
         n = {"train": 3, "validation": 2, "test": 4}[split]
-        return {"sentence1": [f"s{i}" for i in range(n)], "sentence2": [f"t{i}" for i in range(n)],
-                "score": [float(i) for i in range(n)]}
+        return {
+            "sentence1": [f"s{i}" for i in range(n)],
+            "sentence2": [f"t{i}" for i in range(n)],
+            "score": [float(i) for i in range(n)],
+        }
 
 
 @pytest.fixture
 def hub_files(tmp_path) -> Path:
     folder = tmp_path / "hub"
     folder.mkdir()
-    lines = ["one two three four five", "one two three four five", "too short", " ".join(["w"] * 61),
-             "six seven eight nine ten eleven", "a b c d e f g"]
+    lines = [
+        "one two three four five",
+        "one two three four five",
+        "too short",
+        " ".join(["w"] * 61),
+        "six seven eight nine ten eleven",
+        "a b c d e f g",
+    ]
     (folder / "wiki1m_for_simcse.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (folder / "nli_for_simcse.csv").write_text("sent0,sent1,hard_neg\na,b,c\n", encoding="utf-8")
     return folder
@@ -125,7 +134,9 @@ def test_failed_download_leaves_nothing_that_reads_as_complete(tmp_path, hub_fil
     monkeypatch.setattr(sources, "Hub", lambda: LocalHub(hub_files, fail=True))
     data = tmp_path / "data"
     assert main(["data", "download", "sts", "wiki1m", "--data-dir", str(data)]) == 2
-    assert "mteb/sts12-sts: could not load from the hub (ConnectionError: no network)" in the_error(capsys.readouterr().err)
+    assert "mteb/sts12-sts: could not load from the hub (ConnectionError: no network)" in the_error(
+        capsys.readouterr().err
+    )
     assert not [p for p in data.rglob("*") if p.is_file()]
     assert main(["data", "download", "snli", "--data-dir", str(data)]) == 2
     assert "sentlab cannot download it" in the_error(capsys.readouterr().err)
@@ -136,14 +147,27 @@ def test_installed_wheel_trains_a_preset_by_name_from_an_unrelated_folder(tmp_pa
     """Build the wheel, install it into a fresh virtual environment (the dependencies come from this
     interpreter's site-packages: no network), and from a folder that is not the checkout list the
     presets and train one by name for 2 steps on a tiny model, its data read through --data-dir."""
+    import shutil
+    import zipfile
+
     dist, venv, elsewhere = tmp_path / "dist", tmp_path / "venv", tmp_path / "elsewhere"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist),
-                    str(ROOT)], check=True, capture_output=True)
+    source = tmp_path / "source"  # a clean copy: no build/ folder of an earlier build leaks into the wheel
+    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, source / name)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(source)],
+        check=True,
+        capture_output=True,
+    )
     wheel = next(dist.glob("sentlab-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "sentlab/presets/simcse-unsup-minilm-cpu.yaml" in names and "sentlab/cli.py" not in names
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     python = venv / "bin" / "python"
-    subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [python, "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)], check=True, capture_output=True
+    )
     elsewhere.mkdir()
     data = tmp_path / "data"
     (data / "wikipedia").mkdir(parents=True)
@@ -152,20 +176,43 @@ def test_installed_wheel_trains_a_preset_by_name_from_an_unrelated_folder(tmp_pa
     env["HF_HUB_OFFLINE"] = "1"
 
     def sentlab(*argv: str) -> subprocess.CompletedProcess:
-        return subprocess.run([str(venv / "bin" / "sentlab"), *argv], cwd=elsewhere, env=env, capture_output=True,
-                              text=True)
+        return subprocess.run(
+            [str(venv / "bin" / "sentlab"), *argv], cwd=elsewhere, env=env, capture_output=True, text=True
+        )
 
-    where = subprocess.run([python, "-c", "import sentlab, sys; print(sentlab.__file__)"], cwd=elsewhere, env=env,
-                           capture_output=True, text=True, check=True).stdout.strip()
+    where = subprocess.run(
+        [python, "-c", "import sentlab, sys; print(sentlab.__file__)"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert Path(where).is_relative_to(venv), where  # the installed wheel, not the checkout
     listed = sentlab("presets")
     assert listed.returncode == 0 and "simcse-unsup-minilm-cpu" in listed.stdout, listed.stderr
     shown = sentlab("presets", "show", "rse-minilm-cpu")
     assert yaml.safe_load(shown.stdout)["method"] == "rse"
-    run = sentlab("train", "simcse-unsup-minilm-cpu", "--data-dir", str(data), "--quiet", "--no-eval",
-                  "--set", f"model.name={tiny_backbone}", "--set", "model.max_seq_length=16",
-                  "--set", "train.max_steps=2", "--set", "train.batch_size=8", "--set", "data.limit=64",
-                  "--set", "eval.dev_task=none")
+    run = sentlab(
+        "train",
+        "simcse-unsup-minilm-cpu",
+        "--data-dir",
+        str(data),
+        "--quiet",
+        "--no-eval",
+        "--set",
+        f"model.name={tiny_backbone}",
+        "--set",
+        "model.max_seq_length=16",
+        "--set",
+        "train.max_steps=2",
+        "--set",
+        "train.batch_size=8",
+        "--set",
+        "data.limit=64",
+        "--set",
+        "eval.dev_task=none",
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert (elsewhere / "runs/simcse-unsup-minilm-cpu/model/modules.json").is_file()
     config = yaml.safe_load((elsewhere / "runs/simcse-unsup-minilm-cpu/config.yaml").read_text("utf-8"))

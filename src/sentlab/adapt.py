@@ -114,8 +114,13 @@ class Budget:
         return -1
 
     def describe(self) -> str:
-        return (f"{self.steps} steps" if self.steps is not None else f"{self.sentences} sentences"
-                if self.sentences is not None else f"{self.minutes} minutes")
+        return (
+            f"{self.steps} steps"
+            if self.steps is not None
+            else f"{self.sentences} sentences"
+            if self.sentences is not None
+            else f"{self.minutes} minutes"
+        )
 
 
 @dataclass
@@ -186,17 +191,29 @@ def arm_config(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentenc
     s = plan.settings
     steps = Budget(**s.budget).max_steps(s.batch_size)
     limit = steps * s.batch_size if steps > 0 and steps * s.batch_size < n_sentences else None
-    train: dict[str, Any] = {"output_dir": str(plan.output / "arms" / arm / f"seed-{seed}"),
-                             "batch_size": s.batch_size, "learning_rate": arm_spec(arm).learning_rate,
-                             "max_steps": steps, "seed": seed, "progress_bar": plan.progress_bar,
-                             "eval_steps": s.eval_steps, "save_steps": s.eval_steps, "logging_steps": 10}
+    train: dict[str, Any] = {
+        "output_dir": str(plan.output / "arms" / arm / f"seed-{seed}"),
+        "batch_size": s.batch_size,
+        "learning_rate": arm_spec(arm).learning_rate,
+        "max_steps": steps,
+        "seed": seed,
+        "progress_bar": plan.progress_bar,
+        "eval_steps": s.eval_steps,
+        "save_steps": s.eval_steps,
+        "logging_steps": 10,
+    }
     if s.budget.get("minutes") is not None:
         train.update(max_minutes=s.budget["minutes"], epochs=1000.0)  # the clock stops it
     model = {"name": s.model, "max_seq_length": s.max_seq_length, **({"pooler": s.pooler} if s.pooler else {})}
-    return TrainConfig.model_validate({
-        "method": arm_spec(arm).method, "model": model,
-        "data": {"train": str(train_file), "limit": limit, "data_dir": s.data_dir},
-        "train": train, "eval": {"dev_task": s.dev_card or "none", "final_tasks": []}})
+    return TrainConfig.model_validate(
+        {
+            "method": arm_spec(arm).method,
+            "model": model,
+            "data": {"train": str(train_file), "limit": limit, "data_dir": s.data_dir},
+            "train": train,
+            "eval": {"dev_task": s.dev_card or "none", "final_tasks": []},
+        }
+    )
 
 
 def kept_step(checkpoints: Path) -> int | None:
@@ -234,14 +251,25 @@ def train_arm(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentence
     except TrainingDivergedError as err:
         diverged = {"step": err.step, "error": str(err)}
         say(f"[adapt] {arm} seed {seed}: diverged ({err})")
-    records = [json.loads(line) for line in paths.metrics.read_text("utf-8").splitlines() if line.strip()] \
-        if paths.metrics.is_file() else []
+    records = (
+        [json.loads(line) for line in paths.metrics.read_text("utf-8").splitlines() if line.strip()]
+        if paths.metrics.is_file()
+        else []
+    )
     steps = max((r.get("step", 0) for r in records), default=0)
-    info = {"arm": arm, "method": cfg.method, "learning_rate": cfg.train.learning_rate, "seed": seed,
-            "steps": steps, "train_seconds": round(time.perf_counter() - started, 1), "resumed": resume}
+    info = {
+        "arm": arm,
+        "method": cfg.method,
+        "learning_rate": cfg.train.learning_rate,
+        "seed": seed,
+        "steps": steps,
+        "train_seconds": round(time.perf_counter() - started, 1),
+        "resumed": resume,
+    }
     if diverged:
-        info.update(steps=diverged["step"] if diverged["step"] is not None else steps, kept_step=None,
-                    diverged=diverged)
+        info.update(
+            steps=diverged["step"] if diverged["step"] is not None else steps, kept_step=None, diverged=diverged
+        )
     else:
         info["kept_step"] = kept_step(paths.checkpoints) if plan.settings.dev_card else steps
     write_json(marker, info)
@@ -259,9 +287,14 @@ def _general(name: str, scorer, data_dir: str | None) -> dict[str, Any]:
     report = evaluate_sts(scorer, data_dir, extras=False)
     if "sts_avg" not in report.summary:
         raise DataError("--general sts needs all seven STS tasks (STS12-16, STS-B, SICK-R); use --general sts-b")
-    return {"STS avg": MetricsResult("spearman", {"spearman": float(report.summary["sts_avg"])},
-                                     n=sum(t.n_pairs for t in report.tasks.values()),
-                                     extra={"tasks": {k: t.spearman for k, t in report.tasks.items()}})}
+    return {
+        "STS avg": MetricsResult(
+            "spearman",
+            {"spearman": float(report.summary["sts_avg"])},
+            n=sum(t.n_pairs for t in report.tasks.values()),
+            extra={"tasks": {k: t.spearman for k, t in report.tasks.items()}},
+        )
+    }
 
 
 def evaluate(plan: AdaptPlan, name: str, model_path: str, folder: Path) -> EvalReport:
@@ -319,8 +352,9 @@ def run_adapt(plan: AdaptPlan) -> dict[str, Any]:
     train_file = prepare(plan)
     with train_file.open(encoding="utf-8") as lines:
         n_sentences = sum(1 for _ in lines)
-    results: dict[str, dict[int, EvalReport]] = {"start": {0: evaluate(plan, "start", plan.settings.model,
-                                                                       plan.output / "start")}}
+    results: dict[str, dict[int, EvalReport]] = {
+        "start": {0: evaluate(plan, "start", plan.settings.model, plan.output / "start")}
+    }
     training: dict[str, dict[int, dict[str, Any]]] = {}
     for arm in plan.arms:
         for seed in plan.seeds:
@@ -329,7 +363,9 @@ def run_adapt(plan: AdaptPlan) -> dict[str, Any]:
             training.setdefault(arm, {})[seed] = info
             if "diverged" in info:  # not ranked on its other seeds' runs
                 results.pop(arm, None)
-                say(f"[adapt] {arm} diverged with seed {seed}: its other seeds are not trained, the other arms are ranked")
+                say(
+                    f"[adapt] {arm} diverged with seed {seed}: its other seeds are not trained, the other arms are ranked"
+                )
                 break
             results.setdefault(arm, {})[seed] = evaluate(plan, arm, str(folder / "model"), folder)
     return write_report(plan, results, training)

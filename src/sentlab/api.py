@@ -44,8 +44,14 @@ class TrainingRun:
         return self.paths.model
 
 
-def train(preset_or_config: str | Path | TrainConfig, *, data_dir: str | Path | None = None, resume: bool = False,
-          evaluate: bool = True, **overrides: Any) -> TrainingRun:
+def train(
+    preset_or_config: str | Path | TrainConfig,
+    *,
+    data_dir: str | Path | None = None,
+    resume: bool = False,
+    evaluate: bool = True,
+    **overrides: Any,
+) -> TrainingRun:
     """Train a packaged preset (by name), a YAML config file, or a :class:`TrainConfig`.
 
     ``overrides`` are config sections as keyword arguments, merged into the config:
@@ -104,8 +110,13 @@ def load(path: str | Path, device: str | None = None, batch_size: int = 128) -> 
     cache = EmbeddingCache(encoder)
     if RankEncoder.is_rankencoder(name):
         rank_encoder = RankEncoder.load(name, encoder=encoder)
-        scorer = RankScorer(cache, rank_encoder.index, rank_encoder.lambda_inf, batch_size=batch_size,
-                            name=f"{name} (Eq. 7, lambda_inf={rank_encoder.lambda_inf:g})")
+        scorer = RankScorer(
+            cache,
+            rank_encoder.index,
+            rank_encoder.lambda_inf,
+            batch_size=batch_size,
+            name=f"{name} (Eq. 7, lambda_inf={rank_encoder.lambda_inf:g})",
+        )
         return LoadedModel(encoder, scorer, "rankencoder", name)
     if RelationTable.is_saved_in(name):
         table = RelationTable.load(name, encoder.get_embedding_dimension())
@@ -114,9 +125,14 @@ def load(path: str | Path, device: str | None = None, batch_size: int = 128) -> 
     return LoadedModel(encoder, CosineScorer(cache, batch_size=batch_size, name=name), "plain", name)
 
 
-def evaluate(model: str | Path | SentenceTransformer | LoadedModel, tasks: Sequence[str] | None = None,
-             task_cards: Sequence[str | Path] = (), data_dir: str | Path | None = None,
-             batch_size: int = 128, items: bool = False) -> EvalReport:
+def evaluate(
+    model: str | Path | SentenceTransformer | LoadedModel,
+    tasks: Sequence[str] | None = None,
+    task_cards: Sequence[str | Path] = (),
+    data_dir: str | Path | None = None,
+    batch_size: int = 128,
+    items: bool = False,
+) -> EvalReport:
     """Score a model on task families (``sts``, ``ranking``, ``transfer``, ``useb``, ``evalrank``) and
     your task cards; families without data are skipped and listed in ``report.summary["skipped"]``.
 
@@ -147,4 +163,3 @@ def evaluate(model: str | Path | SentenceTransformer | LoadedModel, tasks: Seque
         report.settings.setdefault("task_cards", {})[card.name] = str(card.folder)
     report.settings.update({"tasks": families, "data_dir": str(data_dir or ""), "scorer": model.kind})
     return report
-

@@ -108,8 +108,12 @@ class EmbeddingStore:
             return None
         try:
             meta = json.loads(meta_path.read_text("utf-8"))
-            valid = (meta.get("format") == FORMAT_VERSION and meta["n"] == n_rows
-                     and array_path.stat().st_size == meta["bytes"] and file_sha256(array_path) == meta["sha256"])
+            valid = (
+                meta.get("format") == FORMAT_VERSION
+                and meta["n"] == n_rows
+                and array_path.stat().st_size == meta["bytes"]
+                and file_sha256(array_path) == meta["sha256"]
+            )
             rows = np.load(array_path, mmap_mode="r", allow_pickle=False) if valid else None
             valid = rows is not None and rows.dtype == np.float32 and rows.shape == (meta["n"], meta["dim"])
         except (OSError, ValueError, KeyError, TypeError):
@@ -129,14 +133,24 @@ class EmbeddingStore:
         self.root.mkdir(parents=True, exist_ok=True)
         array_path, meta_path = self._paths(key)
         suffix = f".tmp-{os.getpid()}"
-        tmp_array, tmp_meta = array_path.with_name(array_path.name + suffix), meta_path.with_name(meta_path.name + suffix)
+        tmp_array, tmp_meta = (
+            array_path.with_name(array_path.name + suffix),
+            meta_path.with_name(meta_path.name + suffix),
+        )
         try:
             with tmp_array.open("wb") as handle:
                 np.save(handle, rows, allow_pickle=False)
                 handle.flush()
                 os.fsync(handle.fileno())
-            meta = {"format": FORMAT_VERSION, "setting": setting, "n": int(rows.shape[0]), "dim": int(rows.shape[1]),
-                    "bytes": tmp_array.stat().st_size, "sha256": file_sha256(tmp_array), "created": time.time()}
+            meta = {
+                "format": FORMAT_VERSION,
+                "setting": setting,
+                "n": int(rows.shape[0]),
+                "dim": int(rows.shape[1]),
+                "bytes": tmp_array.stat().st_size,
+                "sha256": file_sha256(tmp_array),
+                "created": time.time(),
+            }
             tmp_meta.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
             os.replace(tmp_array, array_path)
             os.replace(tmp_meta, meta_path)  # last: the entry exists once its description does
@@ -156,8 +170,9 @@ class EmbeddingStore:
         for meta_path in self.root.glob("*.json") if self.root.is_dir() else []:
             array_path = meta_path.with_suffix(".npy")
             if array_path.is_file():
-                found.append((meta_path.stem, array_path.stat().st_size + meta_path.stat().st_size,
-                              meta_path.stat().st_mtime))
+                found.append(
+                    (meta_path.stem, array_path.stat().st_size + meta_path.stat().st_size, meta_path.stat().st_mtime)
+                )
         return sorted(found, key=lambda entry: entry[2])
 
     def evict(self) -> list[str]:
@@ -178,10 +193,16 @@ def cache_info(root: str | Path | None = None) -> dict:
     store = EmbeddingStore(root / "embeddings", max_bytes_from_env())
     entries = store.entries()
     exports = sorted(p for p in exports_dir(root).glob("*/*") if p.is_dir()) if exports_dir(root).is_dir() else []
-    return {"root": str(root), "max_bytes": store.max_bytes,
-            "embeddings": {"entries": len(entries), "bytes": sum(size for _, size, _ in entries)},
-            "exports": {"entries": len(exports), "bytes": _folder_bytes(exports_dir(root)),
-                        "settings": [f"{p.parent.name[:12]}/{p.name}" for p in exports]}}
+    return {
+        "root": str(root),
+        "max_bytes": store.max_bytes,
+        "embeddings": {"entries": len(entries), "bytes": sum(size for _, size, _ in entries)},
+        "exports": {
+            "entries": len(exports),
+            "bytes": _folder_bytes(exports_dir(root)),
+            "settings": [f"{p.parent.name[:12]}/{p.name}" for p in exports],
+        },
+    }
 
 
 def cache_clear(root: str | Path | None = None, what: Sequence[str] = ("embeddings", "exports")) -> int:

@@ -37,7 +37,7 @@ def expand_data_paths(tree: object, root: Path) -> list[Path]:
         elif isinstance(node, str):
             for prefix in DATA_PREFIXES:
                 if node.startswith(prefix):
-                    path = root / node[len(prefix):]
+                    path = root / node[len(prefix) :]
                     expanded.append(path)
                     return str(path)
         return node

@@ -89,17 +89,22 @@ def resolve_precision(requested: str, device_type: str) -> Precision:
     if requested not in ("no", *HALF_DTYPES):
         raise ConfigError(f"train.mixed_precision: {requested!r} is not one of no, fp16, bf16")
     if device_type == "cpu" and requested == "fp16":
-        raise ConfigError("train.mixed_precision: fp16 needs a GPU (a CPU has no fp16 training path); "
-                          "use bf16 on a CPU with AVX-512 BF16 / AMX, or no (fp32)")
+        raise ConfigError(
+            "train.mixed_precision: fp16 needs a GPU (a CPU has no fp16 training path); "
+            "use bf16 on a CPU with AVX-512 BF16 / AMX, or no (fp32)"
+        )
     if device_type == "cpu" and requested == "bf16" and not cpu_supports_bf16():
-        raise ConfigError("train.mixed_precision: bf16 needs a CPU with AVX-512 BF16 or AMX (this one has neither, "
-                          "so bf16 would be emulated in fp32); set train.mixed_precision: no")
+        raise ConfigError(
+            "train.mixed_precision: bf16 needs a CPU with AVX-512 BF16 or AMX (this one has neither, "
+            "so bf16 would be emulated in fp32); set train.mixed_precision: no"
+        )
     if device_type == "cuda" and requested == "bf16" and not torch.cuda.is_bf16_supported(including_emulation=False):
         raise ConfigError("train.mixed_precision: bf16 needs an Ampere or newer NVIDIA GPU; use fp16 or no")
     return Precision(requested, device_type)
 
 
 # -- autocast on every network of a loss ------------------------------------------------------------
+
 
 def float32_outputs(value: Any) -> Any:
     """``value`` with every half-precision tensor in it (dicts, lists, tuples, model outputs) as float32."""
@@ -121,8 +126,11 @@ def loss_networks(loss: nn.Module) -> dict[str, nn.Module]:
     from sentence_transformers import SentenceTransformer
     from transformers import PreTrainedModel
 
-    networks = {name: module for name, module in loss.named_modules()
-                if isinstance(module, (SentenceTransformer, PreTrainedModel))}
+    networks = {
+        name: module
+        for name, module in loss.named_modules()
+        if isinstance(module, (SentenceTransformer, PreTrainedModel))
+    }
     for name in getattr(loss, "half_precision_modules", ()):
         try:
             networks[name] = loss.get_submodule(name)
@@ -171,6 +179,7 @@ def float32_region(device_type: str) -> contextlib.AbstractContextManager:
 
 # -- reading back what ran ---------------------------------------------------------------------------
 
+
 @dataclass
 class PrecisionProbe:
     """Records the output dtype of every ``nn.Linear`` / ``nn.Conv*`` of a loss's networks during one
@@ -205,8 +214,11 @@ class PrecisionProbe:
         found: dict[str, nn.Module] = {}
         claimed: set[int] = set()
         for name, network in loss_networks(self.loss).items():
-            parts = ([(f"{name}.{i}", child) for i, child in enumerate(network)]
-                     if isinstance(network, SentenceTransformer) else [(name, network)])
+            parts = (
+                [(f"{name}.{i}", child) for i, child in enumerate(network)]
+                if isinstance(network, SentenceTransformer)
+                else [(name, network)]
+            )
             for path, module in parts:
                 if id(module) in claimed:
                     continue
@@ -218,14 +230,21 @@ class PrecisionProbe:
         if isinstance(output, torch.Tensor) and output.is_floating_point():
             self.seen.setdefault(component, set()).add(str(output.dtype).removeprefix("torch."))
 
-    def record(self, precision: Precision, loss_value: torch.Tensor | None = None,
-               grad_scaler: bool | None = None) -> dict[str, Any]:
+    def record(
+        self, precision: Precision, loss_value: torch.Tensor | None = None, grad_scaler: bool | None = None
+    ) -> dict[str, Any]:
         """What ran: the request, the device, each component's dtypes, the float32-on-purpose ones
         with their reasons, and the components that ran in float32 although half precision was asked."""
         components = {name: sorted(dtypes) for name, dtypes in self.seen.items()}
-        unexpected = [] if precision.dtype is None else [
-            name for name, dtypes in components.items()
-            if name not in self.on_purpose and str(precision.dtype).removeprefix("torch.") not in dtypes]
+        unexpected = (
+            []
+            if precision.dtype is None
+            else [
+                name
+                for name, dtypes in components.items()
+                if name not in self.on_purpose and str(precision.dtype).removeprefix("torch.") not in dtypes
+            ]
+        )
         return {
             "requested": precision.requested,
             "device": precision.device_type,
@@ -248,7 +267,9 @@ def summary(record: dict[str, Any]) -> str:
     if record["float32_on_purpose"]:
         line += f"; float32 on purpose: {', '.join(record['float32_on_purpose'])}"
     if record["float32_unexpectedly"]:
-        line += f"; WARNING, float32 although {record['requested']} was asked: {', '.join(record['float32_unexpectedly'])}"
+        line += (
+            f"; WARNING, float32 although {record['requested']} was asked: {', '.join(record['float32_unexpectedly'])}"
+        )
     return line
 
 

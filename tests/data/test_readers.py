@@ -16,12 +16,15 @@ def test_read_sentences_strips_line_endings_and_limits(tmp_path):
     assert read_sentences(path, limit=2) == ["one two", "three"]
 
 
-@pytest.mark.parametrize("content, message", [
-    (b"ok\n\nok\n", "c.txt:2: empty sentence"),
-    (b"ok\n   \t\nok\n", "c.txt:2: empty sentence"),
-    (b"ok\nok\n\xff\xfe bad\n", "c.txt:3: line is not valid UTF-8"),
-    (b"", "file has no sentences"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"ok\n\nok\n", "c.txt:2: empty sentence"),
+        (b"ok\n   \t\nok\n", "c.txt:2: empty sentence"),
+        (b"ok\nok\n\xff\xfe bad\n", "c.txt:3: line is not valid UTF-8"),
+        (b"", "file has no sentences"),
+    ],
+)
 def test_read_sentences_rejects_bad_lines(tmp_path, content, message):
     with pytest.raises(DataError, match=message):
         read_sentences(write(tmp_path, "c.txt", content))
@@ -44,15 +47,18 @@ def test_jsonl_and_csv_columns(tmp_path):
     assert read_column(tsv, "text") == ["hello"]
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("d.jsonl", b'{"a": "x"}\n{"b": "y"}\n', "d.jsonl:2: missing column 'a'"),
-    ("d.jsonl", b'{"a": "x"}\nnot json\n', "d.jsonl:2: invalid JSON"),
-    ("d.jsonl", b'{"a": ""}\n', "d.jsonl:1: empty column 'a'"),
-    ("d.csv", b"x,y\n1,2\n", "missing column\\(s\\) \\['a'\\]"),
-    ("d.csv", b"a,b\nhello,\n ,z\n", "d.csv:3: empty column 'a'"),
-    ("d.csv", b"a,b\nx,y\nx,y,z\n", "d.csv:3: row has 3 fields, the header 2"),
-    ("d.tsv", b"a\tb\nx\n", "d.tsv:2: row has 1 fields, the header 2"),
-])
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("d.jsonl", b'{"a": "x"}\n{"b": "y"}\n', "d.jsonl:2: missing column 'a'"),
+        ("d.jsonl", b'{"a": "x"}\nnot json\n', "d.jsonl:2: invalid JSON"),
+        ("d.jsonl", b'{"a": ""}\n', "d.jsonl:1: empty column 'a'"),
+        ("d.csv", b"x,y\n1,2\n", "missing column\\(s\\) \\['a'\\]"),
+        ("d.csv", b"a,b\nhello,\n ,z\n", "d.csv:3: empty column 'a'"),
+        ("d.csv", b"a,b\nx,y\nx,y,z\n", "d.csv:3: row has 3 fields, the header 2"),
+        ("d.tsv", b"a\tb\nx\n", "d.tsv:2: row has 1 fields, the header 2"),
+    ],
+)
 def test_table_errors_name_file_and_line(tmp_path, name, content, message):
     with pytest.raises(DataError, match=message):
         read_table(write(tmp_path, name, content), ["a"])

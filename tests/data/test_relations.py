@@ -1,10 +1,19 @@
 import json
-from pathlib import Path
 
 import pytest
 
-from sentlab.data.relations import (Triple, cap_per_relation, read_captions, read_entailment, read_paranmt, read_qnli,
-                                    read_qqp, read_rse_json, read_same_sent, relation_counts)
+from sentlab.data.relations import (
+    Triple,
+    cap_per_relation,
+    read_captions,
+    read_entailment,
+    read_paranmt,
+    read_qnli,
+    read_qqp,
+    read_rse_json,
+    read_same_sent,
+    relation_counts,
+)
 from sentlab.errors import DataError
 from sentlab.presets import PRESETS_DIR
 
@@ -27,19 +36,29 @@ def test_qqp_both_layouts_keep_duplicates_only_and_bad_bytes_are_an_error_or_ski
 
 def test_captions_pair_every_two_captions_of_an_image_in_the_split(tmp_path):
     tokens = tmp_path / "Flickr8k.token.txt"
-    tokens.write_text("a.jpg#0\tA dog .\na.jpg#1\tA puppy .\na.jpg#2\tAn animal .\nb.jpg#0\tA car .\nb.jpg#1\tA van .\n")
+    tokens.write_text(
+        "a.jpg#0\tA dog .\na.jpg#1\tA puppy .\na.jpg#2\tAn animal .\nb.jpg#0\tA car .\nb.jpg#1\tA van .\n"
+    )
     images = tmp_path / "train.txt"
     images.write_text("a.jpg\n")
     assert len(read_captions(tokens)) == 3 + 1
     triples = read_captions(tokens, images)
-    assert {(t.head, t.tail) for t in triples} == {("A dog .", "A puppy ."), ("A dog .", "An animal ."),
-                                                   ("A puppy .", "An animal .")}
+    assert {(t.head, t.tail) for t in triples} == {
+        ("A dog .", "A puppy ."),
+        ("A dog .", "An animal ."),
+        ("A puppy .", "An animal ."),
+    }
     assert all(t.relation == "same_caption" for t in triples)
 
 
 def test_entailment_from_jsonl_pairs_entailment_with_the_premises_contradiction(tmp_path):
     path = tmp_path / "snli.jsonl"
-    rows = [("p1", "e1", "entailment"), ("p1", "c1", "contradiction"), ("p1", "n1", "neutral"), ("p2", "e2", "entailment")]
+    rows = [
+        ("p1", "e1", "entailment"),
+        ("p1", "c1", "contradiction"),
+        ("p1", "n1", "neutral"),
+        ("p2", "e2", "entailment"),
+    ]
     path.write_text("".join(json.dumps({"sentence1": p, "sentence2": h, "gold_label": y}) + "\n" for p, h, y in rows))
     assert read_entailment(path) == [Triple("p1", "entailment", "e1", "c1")]
     path.write_text('{"sentence1": "p"}\n')
@@ -90,8 +109,8 @@ def test_real_files_read(data_dir):
 
 
 def test_the_heldout_sources_read_from_the_shared_data(data_dir, tmp_path):
-    from sentlab.methods.rse import read_sources_file
     from sentlab.data.relations import relation_counts
+    from sentlab.methods.rse import read_sources_file
 
     if not (data_dir / "relations").is_dir():
         pytest.skip("no relational data here")
@@ -103,16 +122,28 @@ def test_the_heldout_sources_read_from_the_shared_data(data_dir, tmp_path):
     assert triples == read_sources_file(copy, 2000, seed=0)  # the sample is fixed by the seed
 
 
-@pytest.mark.parametrize("reader, name, content, message", [
-    ("read_entailment", "nli.jsonl", '{"sentence1": "a", "sentence2": "b"}\n', "nli.jsonl:1: expected a JSON object"),
-    ("read_paranmt", "para.txt", "one field only\n", "para.txt:1: expected 2 tab-separated fields, got 1"),
-    ("read_captions", "captions.txt", "img.jpg#0\t\n", "captions.txt:1: empty field"),
-    ("read_qnli", "qnli.tsv", "index\tquestion\tsentence\n", "qnli.tsv:1: expected a header with question"),
-    ("read_same_sent", "wiki.txt", "a sentence\n\n", "wiki.txt:2: empty sentence"),
-    ("read_rse_json", "rse.json", '{"sentence1": "a", "sentence2": "b", "label": "friends"}\n',
-     "rse.json:1: unknown relation 'friends'"),
-    ("read_rse_json", "rse.json", b'{"sentence1": "\xff"}\n', "rse.json:1: line is not valid UTF-8"),
-])
+@pytest.mark.parametrize(
+    "reader, name, content, message",
+    [
+        (
+            "read_entailment",
+            "nli.jsonl",
+            '{"sentence1": "a", "sentence2": "b"}\n',
+            "nli.jsonl:1: expected a JSON object",
+        ),
+        ("read_paranmt", "para.txt", "one field only\n", "para.txt:1: expected 2 tab-separated fields, got 1"),
+        ("read_captions", "captions.txt", "img.jpg#0\t\n", "captions.txt:1: empty field"),
+        ("read_qnli", "qnli.tsv", "index\tquestion\tsentence\n", "qnli.tsv:1: expected a header with question"),
+        ("read_same_sent", "wiki.txt", "a sentence\n\n", "wiki.txt:2: empty sentence"),
+        (
+            "read_rse_json",
+            "rse.json",
+            '{"sentence1": "a", "sentence2": "b", "label": "friends"}\n',
+            "rse.json:1: unknown relation 'friends'",
+        ),
+        ("read_rse_json", "rse.json", b'{"sentence1": "\xff"}\n', "rse.json:1: line is not valid UTF-8"),
+    ],
+)
 def test_bad_input_of_every_relation_reader_is_a_one_line_error(tmp_path, reader, name, content, message):
     from sentlab.data import relations
 

@@ -15,12 +15,15 @@ def test_senteval_subset_skips_empty_gold_and_normalises_whitespace(tmp_path):
     assert pairs.scores.tolist() == [4.5, 1.0]
 
 
-@pytest.mark.parametrize("inputs, gold, message", [
-    ("a\tb\tc\n", "1\n", "STS.input.x.txt:1: expected 2 tab-separated sentences"),
-    ("a\tb\n", "high\n", "STS.gs.x.txt:1: gold score 'high' is not a number"),
-    ("a\tb\nc\td\n", "1\n", "1 gold lines for 2 sentence pairs"),
-    ("a\t  \n", "1\n", "STS.input.x.txt:1: empty sentence"),
-])
+@pytest.mark.parametrize(
+    "inputs, gold, message",
+    [
+        ("a\tb\tc\n", "1\n", "STS.input.x.txt:1: expected 2 tab-separated sentences"),
+        ("a\tb\n", "high\n", "STS.gs.x.txt:1: gold score 'high' is not a number"),
+        ("a\tb\nc\td\n", "1\n", "1 gold lines for 2 sentence pairs"),
+        ("a\t  \n", "1\n", "STS.input.x.txt:1: empty sentence"),
+    ],
+)
 def test_senteval_subset_malformed_rows(tmp_path, inputs, gold, message):
     (tmp_path / "STS.input.x.txt").write_text(inputs, encoding="utf-8")
     (tmp_path / "STS.gs.x.txt").write_text(gold, encoding="utf-8")
@@ -34,7 +37,8 @@ def test_stsb_and_sick_layouts(tmp_path):
     assert (pairs.sentences1, pairs.sentences2, pairs.scores.tolist()) == (["A b ."], ["c d ."], [3.5])
     (tmp_path / "SICK_test_annotated.txt").write_text(
         "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\r\n1\tx y\tz\t4.2\tNEUTRAL\r\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     sick = read_sick(tmp_path, "test")
     assert (sick.sentences1, sick.sentences2, sick.scores.tolist()) == (["x y"], ["z"], [4.2])
     (tmp_path / "sts-dev.csv").write_text("g\tf\t2012\t1\t3.5\tonly six fields\n", encoding="utf-8")
@@ -43,14 +47,24 @@ def test_stsb_and_sick_layouts(tmp_path):
 
 
 def test_missing_data_folder(tmp_path):
-    with pytest.raises(DataError, match=r"STS12: .*STS12-en-test: not found; it is part of 'sts' .*"
-                                        r"`sentlab data download sts`.*--data-dir / \$SENTLAB_DATA"):
+    with pytest.raises(
+        DataError,
+        match=r"STS12: .*STS12-en-test: not found; it is part of 'sts' .*"
+        r"`sentlab data download sts`.*--data-dir / \$SENTLAB_DATA",
+    ):
         load_sts_task("STS12", tmp_path)
 
 
 def test_shared_data_pair_counts(data_dir):
-    expected = {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186,
-                "STS-B": 1379, "SICK-R": 4927}
+    expected = {
+        "STS12": 3108,
+        "STS13": 1500,
+        "STS14": 3750,
+        "STS15": 3000,
+        "STS16": 1186,
+        "STS-B": 1379,
+        "SICK-R": 4927,
+    }
     assert {name: len(load_sts_task(name, data_dir)) for name in expected} == expected
     assert len(load_sts_task("STS-B", data_dir, split="dev")) == 1500
 
@@ -76,8 +90,11 @@ def test_hub_loader_with_fake_datasets():
 def test_download_writes_a_layout_the_loaders_read(tmp_path):
     def fake_load_dataset(name, split):
         n = {"train": 3, "validation": 2, "test": 4}[split]
-        return {"sentence1": [f"s{i}" for i in range(n)], "sentence2": [f"t{i}" for i in range(n)],
-                "score": [float(i) for i in range(n)]}
+        return {
+            "sentence1": [f"s{i}" for i in range(n)],
+            "sentence2": [f"t{i}" for i in range(n)],
+            "score": [float(i) for i in range(n)],
+        }
 
     from sentlab.data.hub import download_sts
 

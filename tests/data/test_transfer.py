@@ -45,11 +45,14 @@ def test_trec_mrpc_and_sst_splits(tmp_path):
     assert lengths == sorted(lengths)
 
 
-@pytest.mark.parametrize("task, name, content, message", [
-    ("SST2", "SST/binary/sentiment-train", "no label here\n", ":1: expected 'sentence<TAB>0|1'"),
-    ("TREC", "TREC/train_5500.label", "FOO:bar what ?\n", ":1: expected 'LABEL:sub question'"),
-    ("MRPC", "MRPC/msr_paraphrase_train.txt", "header\n1\tx\n", ":2: expected 'quality<TAB>id"),
-])
+@pytest.mark.parametrize(
+    "task, name, content, message",
+    [
+        ("SST2", "SST/binary/sentiment-train", "no label here\n", ":1: expected 'sentence<TAB>0|1'"),
+        ("TREC", "TREC/train_5500.label", "FOO:bar what ?\n", ":1: expected 'LABEL:sub question'"),
+        ("MRPC", "MRPC/msr_paraphrase_train.txt", "header\n1\tx\n", ":2: expected 'quality<TAB>id"),
+    ],
+)
 def test_malformed_rows_name_file_and_line(tmp_path, task, name, content, message):
     write_transfer(tmp_path, n=2)
     (tmp_path / "senteval" / "downstream" / name).write_text(content, encoding="utf-8")
@@ -66,9 +69,15 @@ def test_missing_and_unknown(tmp_path):
 
 
 def test_real_files_have_sentevals_sizes(data_dir):
-    sizes = {"MR": {"all": 10662}, "CR": {"all": 3775}, "SUBJ": {"all": 10000}, "MPQA": {"all": 10606},
-             "SST2": {"train": 67349, "dev": 872, "test": 1821}, "TREC": {"train": 5452, "test": 500},
-             "MRPC": {"train": 4076, "test": 1725}}
+    sizes = {
+        "MR": {"all": 10662},
+        "CR": {"all": 3775},
+        "SUBJ": {"all": 10000},
+        "MPQA": {"all": 10606},
+        "SST2": {"train": 67349, "dev": 872, "test": 1821},
+        "TREC": {"train": 5452, "test": 500},
+        "MRPC": {"train": 4076, "test": 1725},
+    }
     for name, expected in sizes.items():
         data = load_transfer_task(name, data_dir)
         assert {k: len(v) for k, v in data.splits.items()} == expected, name

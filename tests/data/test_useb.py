@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from sentlab.data.useb import (load_askubuntu, load_cqadupstack, load_scidocs, load_twitterpara, missing_data,
-                               task_folder)
+from sentlab.data.useb import (
+    load_askubuntu,
+    load_cqadupstack,
+    load_scidocs,
+    load_twitterpara,
+    missing_data,
+    task_folder,
+)
 from sentlab.errors import DataError
-from tests.fake_data import (CQA_FORUMS, write_askubuntu, write_cqadupstack, write_scidocs, write_twitterpara)
+from tests.fake_data import CQA_FORUMS, write_askubuntu, write_cqadupstack, write_scidocs, write_twitterpara
 
 
 def test_askubuntu_candidates_in_bm25_order(tmp_path):
     queries = load_askubuntu(write_askubuntu(tmp_path))
-    assert [q.candidate_ids for q in queries] == [["3", "4", "2", "5", "8"], ["1", "7"],
-                                                  ["5", "3", "8", "2", "1"]]  # ties: file order
+    assert [q.candidate_ids for q in queries] == [
+        ["3", "4", "2", "5", "8"],
+        ["1", "7"],
+        ["5", "3", "8", "2", "1"],
+    ]  # ties: file order
     assert queries[0].query == "the dog runs" and queries[0].candidates[0] == "the cat sits"
     assert queries[0].relevant == {"2", "4"} and queries[1].relevant == set()
 
@@ -88,8 +97,11 @@ def test_cqadupstack_judgements_of_unknown_ids_are_an_error(tmp_path):
     folder.mkdir()
     with gzip.open(folder / "cqadupstack_titles_2forums.json.gz", "wt", encoding="utf-8") as handle:
         json.dump(forums, handle)
-    with pytest.raises(DataError, match=f"forum '{forum}' judges ids that are not among its queries / corpus "
-                                        r"\(no-such-id\)"):
+    with pytest.raises(
+        DataError,
+        match=f"forum '{forum}' judges ids that are not among its queries / corpus "
+        r"\(no-such-id\)",
+    ):
         load_cqadupstack(folder)
 
 

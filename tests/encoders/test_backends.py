@@ -8,13 +8,24 @@ import pytest
 import torch
 
 from sentlab.encoders import build_encoder
-from sentlab.encoders.backends import (EXPORT_META, _complete, accelerate, check_backend, inference_setting,
-                                       require_extra)
+from sentlab.encoders.backends import (
+    EXPORT_META,
+    _complete,
+    accelerate,
+    check_backend,
+    inference_setting,
+    require_extra,
+)
 from sentlab.errors import ModelLoadError
 from sentlab.rank.index import encoder_fingerprint
 
-SENTENCES = ["a man plays the guitar", "the dog runs in the park", "a girl reads a book on the street",
-             "children swim", "the big red car drives on the road with a small blue car"]
+SENTENCES = [
+    "a man plays the guitar",
+    "the dog runs in the park",
+    "a girl reads a book on the street",
+    "children swim",
+    "the big red car drives on the road with a small blue car",
+]
 
 
 # What float32 can do here: values up to ~3, two layers whose dot products sum at most 64 terms, then
@@ -103,11 +114,14 @@ def test_missing_extra_names_it(monkeypatch):
         require_extra("onnx")
 
 
-@pytest.mark.parametrize("backend, precision, device, message", [
-    ("onnx", "fp16", None, "backend 'onnx' has no precision 'fp16'"),
-    ("tensorrt", "fp32", None, "unknown backend 'tensorrt'"),
-    ("openvino", "fp32", "cuda", "runs on the CPU here"),
-])
+@pytest.mark.parametrize(
+    "backend, precision, device, message",
+    [
+        ("onnx", "fp16", None, "backend 'onnx' has no precision 'fp16'"),
+        ("tensorrt", "fp32", None, "unknown backend 'tensorrt'"),
+        ("openvino", "fp32", "cuda", "runs on the CPU here"),
+    ],
+)
 def test_unsupported_settings_are_refused(backend, precision, device, message):
     with pytest.raises(ModelLoadError, match=message):
         check_backend(backend, precision, device)
@@ -144,16 +158,18 @@ class FakeCompiled:
 
 
 @pytest.mark.parametrize("precision, hint", [("fp32", "f32"), ("int8", "f32"), ("bf16", "bf16")])
-def test_openvino_compiles_with_the_settings_precision(tiny_backbone_no_dropout, tmp_path, monkeypatch,
-                                                       precision, hint):
+def test_openvino_compiles_with_the_settings_precision(
+    tiny_backbone_no_dropout, tmp_path, monkeypatch, precision, hint
+):
     """The precision is always passed, never left to the CPU plugin's default (bf16 on BF16 CPUs): this
     fails on an AVX2 machine too if the hint is dropped."""
     ov = pytest.importorskip("openvino")
     from sentlab.encoders import backends
 
     seen = []
-    monkeypatch.setattr(ov.Core, "compile_model", lambda self, model, device, config: seen.append(config)
-                        or FakeCompiled(hint))
+    monkeypatch.setattr(
+        ov.Core, "compile_model", lambda self, model, device, config: seen.append(config) or FakeCompiled(hint)
+    )
     monkeypatch.setattr(backends, "export", lambda *a, **k: _fake_export(tmp_path))
     model = build_encoder(str(tiny_backbone_no_dropout), "mean")
     accelerate(model, "openvino", precision, root=tmp_path)
@@ -203,8 +219,12 @@ def test_fp32_pins_torch_to_ieee_float32_whatever_was_set_before(tiny_backbone_n
     from sentlab.encoders.backends import pin_float32_math
 
     backends = torch.backends
-    saved = (backends.cuda.matmul.fp32_precision, backends.mkldnn.matmul.fp32_precision,
-             backends.cudnn.conv.fp32_precision, backends.mkldnn.conv.fp32_precision)
+    saved = (
+        backends.cuda.matmul.fp32_precision,
+        backends.mkldnn.matmul.fp32_precision,
+        backends.cudnn.conv.fp32_precision,
+        backends.mkldnn.conv.fp32_precision,
+    )
     try:
         backends.cuda.matmul.fp32_precision = "tf32"
         backends.mkldnn.matmul.fp32_precision = "bf16"
@@ -218,8 +238,12 @@ def test_fp32_pins_torch_to_ieee_float32_whatever_was_set_before(tiny_backbone_n
         assert backends.cuda.matmul.fp32_precision == "tf32"
         assert backends.mkldnn.matmul.fp32_precision == "ieee"
     finally:
-        (backends.cuda.matmul.fp32_precision, backends.mkldnn.matmul.fp32_precision,
-         backends.cudnn.conv.fp32_precision, backends.mkldnn.conv.fp32_precision) = saved
+        (
+            backends.cuda.matmul.fp32_precision,
+            backends.mkldnn.matmul.fp32_precision,
+            backends.cudnn.conv.fp32_precision,
+            backends.mkldnn.conv.fp32_precision,
+        ) = saved
 
 
 def test_tf32_is_refused_without_a_gpu():

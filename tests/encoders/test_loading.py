@@ -5,8 +5,8 @@ from sentence_transformers import SentenceTransformer
 from transformers import AutoModel, AutoTokenizer
 
 from sentlab.encoders import build_encoder, load_encoder
-from sentlab.encoders.loading import dropout_config_kwargs
 from sentlab.encoders.heads import SimCSEMLPHead
+from sentlab.encoders.loading import dropout_config_kwargs
 from sentlab.errors import ModelLoadError
 
 SENTENCES = ["a man plays the guitar", "the dog runs in the park with a red ball", "a girl reads"]
@@ -87,8 +87,11 @@ def test_keep_first_layers_gives_a_loadable_smaller_encoder(tiny_backbone, tmp_p
     probe = ["a man plays the guitar"]
     # the output of the first layer, computed directly, is what a 1-layer cut encodes
     tokens = deep.preprocess(probe)
-    hidden = deep[0].auto_model(**{k: v for k, v in tokens.items() if k != "token_type_ids"},
-                                output_hidden_states=True).hidden_states[1]
+    hidden = (
+        deep[0]
+        .auto_model(**{k: v for k, v in tokens.items() if k != "token_type_ids"}, output_hidden_states=True)
+        .hidden_states[1]
+    )
     expected = (hidden * tokens["attention_mask"].unsqueeze(-1)).sum(1) / tokens["attention_mask"].sum(1, keepdim=True)
     student = keep_first_layers(deep, 1)
     np.testing.assert_allclose(student.encode(probe), expected.detach().numpy(), rtol=1e-5, atol=1e-6)

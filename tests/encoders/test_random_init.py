@@ -10,12 +10,22 @@ from transformers import AutoModelForMaskedLM
 from sentlab.encoders.random_init import SPEC_FILE, RandomInit, build_random_masked_lm
 from tests.conftest import WORDS
 
-TEXTS = [" ".join(WORDS[i:i + 6]) for i in range(len(WORDS) - 6)] * 3
+TEXTS = [" ".join(WORDS[i : i + 6]) for i in range(len(WORDS) - 6)] * 3
 
 
 def tiny(**changes) -> RandomInit:
-    return RandomInit(**{"layers": 2, "hidden_size": 32, "heads": 2, "intermediate_size": 64, "max_positions": 32,
-                         "tokenizer": "train", "vocab_size": 120, **changes})
+    return RandomInit(
+        **{
+            "layers": 2,
+            "hidden_size": 32,
+            "heads": 2,
+            "intermediate_size": 64,
+            "max_positions": 32,
+            "tokenizer": "train",
+            "vocab_size": 120,
+            **changes,
+        }
+    )
 
 
 def weights(folder) -> dict[str, torch.Tensor]:
@@ -28,8 +38,9 @@ def test_the_same_spec_gives_the_same_weights_and_another_seed_others(tmp_path):
     c = build_random_masked_lm(tiny(seed=1), tmp_path / "c", TEXTS, "t")
     wa, wb, wc = weights(a), weights(b), weights(c)
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
-    assert not torch.equal(wa["bert.encoder.layer.0.attention.self.query.weight"],
-                           wc["bert.encoder.layer.0.attention.self.query.weight"])
+    assert not torch.equal(
+        wa["bert.encoder.layer.0.attention.self.query.weight"], wc["bert.encoder.layer.0.attention.self.query.weight"]
+    )
 
 
 def test_a_trained_vocabulary_has_the_size_asked_and_knows_the_text(tmp_path):

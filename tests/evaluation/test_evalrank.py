@@ -11,14 +11,26 @@ from tests.angles import angle_vectors
 from tests.fake_data import write_evalrank
 
 # unit vectors summing to zero (so centring keeps them): opposite angles in pairs
-ANGLES = {"the dog runs": 0, "music plays": 180, "a dog runs": 30, "a cat sits": 210, "the cat sits": 100,
-          "the car drives": 280}
+ANGLES = {
+    "the dog runs": 0,
+    "music plays": 180,
+    "a dog runs": 30,
+    "a cat sits": 210,
+    "the cat sits": 100,
+    "the car drives": 280,
+}
 
 
 def test_sentence_set_is_pairs_first_then_background_once(tmp_path):
     data = load_evalrank(write_evalrank(tmp_path).parent)
-    assert data.sentences == ["the dog runs", "a dog runs", "the cat sits", "a cat sits", "music plays",
-                              "the car drives"]
+    assert data.sentences == [
+        "the dog runs",
+        "a dog runs",
+        "the cat sits",
+        "a cat sits",
+        "music plays",
+        "the car drives",
+    ]
     assert len(data.pairs) == 3
 
 
@@ -30,7 +42,9 @@ def test_ranks_by_hand(tmp_path, offset):
     result = score_evalrank(angle_vectors(ANGLES, offset), load_evalrank(write_evalrank(tmp_path).parent))
     scores = result.scores
     assert scores["mrr_corrected"] == pytest.approx(100 * (1 + 1 + 1 / 4) / 3, abs=1e-4)
-    assert scores["hits@1_corrected"] == pytest.approx(100 * 2 / 3) and scores["hits@3_corrected"] == pytest.approx(100 * 2 / 3)
+    assert scores["hits@1_corrected"] == pytest.approx(100 * 2 / 3) and scores["hits@3_corrected"] == pytest.approx(
+        100 * 2 / 3
+    )
     assert scores["hits@10_corrected"] == pytest.approx(100.0) and scores["mean_rank_corrected"] == pytest.approx(2.0)
     assert result.main_metric == "mrr" and {"mrr", "hits@1", "hits@3", "mean_rank"} <= set(scores)
 

@@ -12,8 +12,12 @@ from tests.angles import angle_vectors
 ANGLES = {"h1": 0, "h2": 30, "t1": 10, "t2": 20, "t3": 100, "t4": 85}
 # "turn" maps a head at 0 deg to 90 deg: (1, 0) + (-1, 1) = (0, 1)
 TABLE = RelationTable(["same", "turn"], np.asarray([[0.0, 0.0], [-1.0, 1.0]], np.float32), {"same": 1.0})
-TRIPLES = [Triple("h1", "same", "t2"), Triple("h1", "same", "t1"), Triple("h1", "turn", "t3"),
-           Triple("h2", "same", "t4")]
+TRIPLES = [
+    Triple("h1", "same", "t2"),
+    Triple("h1", "same", "t1"),
+    Triple("h1", "turn", "t3"),
+    Triple("h2", "same", "t4"),
+]
 
 
 def test_filtered_ranks_by_hand():
@@ -23,8 +27,9 @@ def test_filtered_ranks_by_hand():
     # (h2, same, t4): query 30 deg; t4 at 55 deg, t2 (10) and t1 (20) closer, t3 (70) not -> 3
     np.testing.assert_array_equal(tail_ranks(angle_vectors(ANGLES), TABLE, TRIPLES), [1, 1, 2, 3])
     # candidates of the triple's relation only: "turn" has one tail, t3 -> 1
-    np.testing.assert_array_equal(tail_ranks(angle_vectors(ANGLES), TABLE, TRIPLES, candidates="relation"),
-                                  [1, 1, 1, 3])
+    np.testing.assert_array_equal(
+        tail_ranks(angle_vectors(ANGLES), TABLE, TRIPLES, candidates="relation"), [1, 1, 1, 3]
+    )
 
 
 def test_metrics_per_relation_and_overall():

@@ -14,12 +14,34 @@ from sentlab.evaluation.results import EvalReport, RankingResult
 from tests.evaluation.test_sts import TableScorer
 
 # anchor "a" is in 5 pairs (one of them as sentence2), "b" in 3, "x" in 4 with equal gold scores
-PAIRS = [("a", "p1", 5.0), ("a", "p2", 4.0), ("p3", "a", 3.0), ("a", "p4", 1.0), ("a", "p5", 0.0),
-         ("b", "q1", 5.0), ("b", "q2", 2.0), ("b", "q3", 1.0),
-         ("x", "r1", 2.0), ("x", "r2", 2.0), ("x", "r3", 2.0), ("x", "r4", 2.0)]
-PREDICTED = {("a", "p1"): 0.9, ("a", "p2"): 0.5, ("p3", "a"): 0.7, ("a", "p4"): 0.2, ("a", "p5"): 0.1,
-             ("b", "q1"): 0.3, ("b", "q2"): 0.2, ("b", "q3"): 0.1,
-             ("x", "r1"): 0.1, ("x", "r2"): 0.2, ("x", "r3"): 0.3, ("x", "r4"): 0.4}
+PAIRS = [
+    ("a", "p1", 5.0),
+    ("a", "p2", 4.0),
+    ("p3", "a", 3.0),
+    ("a", "p4", 1.0),
+    ("a", "p5", 0.0),
+    ("b", "q1", 5.0),
+    ("b", "q2", 2.0),
+    ("b", "q3", 1.0),
+    ("x", "r1", 2.0),
+    ("x", "r2", 2.0),
+    ("x", "r3", 2.0),
+    ("x", "r4", 2.0),
+]
+PREDICTED = {
+    ("a", "p1"): 0.9,
+    ("a", "p2"): 0.5,
+    ("p3", "a"): 0.7,
+    ("a", "p4"): 0.2,
+    ("a", "p5"): 0.1,
+    ("b", "q1"): 0.3,
+    ("b", "q2"): 0.2,
+    ("b", "q3"): 0.1,
+    ("x", "r1"): 0.1,
+    ("x", "r2"): 0.2,
+    ("x", "r3"): 0.3,
+    ("x", "r4"): 0.4,
+}
 
 
 def sts_pairs():
@@ -55,8 +77,9 @@ def test_ranking_results_round_trip_through_json():
 def test_items_are_the_samples_and_give_both_headlines_back():
     from sentlab.evaluation.uncertainty import headline
 
-    pairs = STSPairs(*[list(x) for x in zip(*[p[:2] for p in PAIRS])], np.array([p[2] for p in PAIRS]),
-                     ["all"] * len(PAIRS))
+    pairs = STSPairs(
+        *[list(x) for x in zip(*[p[:2] for p in PAIRS])], np.array([p[2] for p in PAIRS]), ["all"] * len(PAIRS)
+    )
     pairs.scores[8] = 3.0  # "x" now has an order: two samples
     result = score_ranking(TableScorer(PREDICTED), pairs, items=True)
     assert result.n_samples == 2 and len(result.extra["items"]["values"]) == 2

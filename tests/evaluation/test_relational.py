@@ -14,8 +14,11 @@ class FixedModel:
         return np.asarray([EMBEDDINGS[s] for s in sentences], dtype=np.float32)
 
 
-TABLE = RelationTable(["entailment", "duplicate_question"], np.asarray([[0.0, 1.0], [-1.0, 0.0]], np.float32),
-                      {"entailment": 1.0, "duplicate_question": 0.5})
+TABLE = RelationTable(
+    ["entailment", "duplicate_question"],
+    np.asarray([[0.0, 1.0], [-1.0, 0.0]], np.float32),
+    {"entailment": 1.0, "duplicate_question": 0.5},
+)
 
 
 def test_relation_scores_by_hand():
@@ -51,8 +54,10 @@ def test_bad_weights_and_directions_are_one_line_errors():
         RelationalScorer(FixedModel(), TABLE, weights={"entailment": -1})
     with pytest.raises(ConfigError, match="unknown direction"):
         RelationalScorer(FixedModel(), TABLE, direction="both")
-    assert parse_relation_weights("entailment=1, duplicate_question=0.5") == {"entailment": 1.0,
-                                                                             "duplicate_question": 0.5}
+    assert parse_relation_weights("entailment=1, duplicate_question=0.5") == {
+        "entailment": 1.0,
+        "duplicate_question": 0.5,
+    }
     for bad in ("entailment", "entailment=x", "=1", ""):
         with pytest.raises(ConfigError, match="relation-weights"):
             parse_relation_weights(bad)

@@ -6,7 +6,7 @@ import pytest
 
 from sentlab.data.sts import STSPairs
 from sentlab.evaluation.geometry import alignment, uniformity
-from sentlab.evaluation.sts import similar_pairs_score, score_task
+from sentlab.evaluation.sts import score_task, similar_pairs_score
 
 
 class TableScorer:

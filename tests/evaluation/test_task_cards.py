@@ -1,4 +1,4 @@
-"""Task cards (issue 14): each kind by hand, and a built-in task re-expressed as a card gives the
+"""Task cards: each kind by hand, and a built-in task re-expressed as a card gives the
 built-in figure exactly."""
 
 import json
@@ -33,8 +33,9 @@ def card(tmp_path, text):
 def test_labelled_pairs_by_hand(tmp_path):
     (tmp_path / "pairs.tsv").write_text("a\tb\tlabel\nq\tx\t1\nq\ty\t0\nq\tz\t1\nq\tw\t0\n", encoding="utf-8")
     scorer = AngleScorer({"q": 0, "x": 10, "y": 20, "z": 30, "w": 40})  # scores fall x > y > z > w
-    result = score_task_card(scorer, card(tmp_path, "name: t\nkind: labelled-pairs\nfile: pairs.tsv\n"
-                                                   "columns: [a, b, label]\n"))
+    result = score_task_card(
+        scorer, card(tmp_path, "name: t\nkind: labelled-pairs\nfile: pairs.tsv\ncolumns: [a, b, label]\n")
+    )
     # ranked labels 1, 0, 1, 0: AP = (1 + 2/3) / 2; best F1: threshold at z -> P 2/3, R 1 -> 0.8, accuracy 3/4
     assert result.scores["ap"] == pytest.approx(100 * (1 + 2 / 3) / 2)
     assert result.scores["f1"] == pytest.approx(80.0) and result.scores["accuracy"] == pytest.approx(75.0)
@@ -43,12 +44,13 @@ def test_labelled_pairs_by_hand(tmp_path):
 
 
 def test_retrieval_by_hand_in_the_beir_layout(tmp_path):
-    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "title": "", "text": d}) + "\n"
-                                                   for d in ("d1", "d2", "d3")), encoding="utf-8")
-    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "q"}) + "\n"
-                                            + json.dumps({"_id": "q2", "text": "r"}) + "\n", encoding="utf-8")
-    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\nq1\td3\t1\n",
-                                        encoding="utf-8")
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": d, "title": "", "text": d}) + "\n" for d in ("d1", "d2", "d3")), encoding="utf-8"
+    )
+    (tmp_path / "queries.jsonl").write_text(
+        json.dumps({"_id": "q1", "text": "q"}) + "\n" + json.dumps({"_id": "q2", "text": "r"}) + "\n", encoding="utf-8"
+    )
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\nq1\td3\t1\n", encoding="utf-8")
     scorer = AngleScorer({"q": 0, "r": 90, "d1": 10, "d2": 20, "d3": 50})
     text = "name: r\nkind: retrieval\ncorpus: corpus.jsonl\nqrels: qrels.tsv\nqueries: queries.jsonl\nk: 2\n"
     result = score_task_card(scorer, card(tmp_path, text))
@@ -70,31 +72,39 @@ def test_scored_pairs_card_equals_the_builtin_stsb(tiny_backbone, data_dir, tmp_
     from sentlab.evaluation.sts import score_task
 
     pairs = load_sts_task("STS-B", data_dir)
-    rows = [json.dumps({"s1": a, "s2": b, "score": float(s)})
-            for a, b, s in zip(pairs.sentences1, pairs.sentences2, pairs.scores)]
+    rows = [
+        json.dumps({"s1": a, "s2": b, "score": float(s)})
+        for a, b, s in zip(pairs.sentences1, pairs.sentences2, pairs.scores)
+    ]
     (tmp_path / "stsb.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
     scorer = CosineScorer(build_encoder(str(tiny_backbone), "mean"))
-    result = score_task_card(scorer, card(tmp_path, "name: stsb\nkind: scored-pairs\nfile: stsb.jsonl\n"
-                                                   "columns: [s1, s2, score]\n"))
+    result = score_task_card(
+        scorer, card(tmp_path, "name: stsb\nkind: scored-pairs\nfile: stsb.jsonl\ncolumns: [s1, s2, score]\n")
+    )
     assert result.n == len(pairs.scores)
     assert result.main == pytest.approx(score_task(scorer, pairs).spearman, abs=1e-9)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("name: x\nkind: pairs\n", "kind"),
-    ("name: x\nkind: scored-pairs\nfile: p.tsv\ncolumns: [a, b]\n", r"needs \[text1, text2, score\]"),
-    ("name: x\nkind: retrieval\nqueries: q.jsonl\nqrels: r.tsv\n", "needs 'corpus'"),
-    ("name: x\nkind: retrieval\ncorpus: c.jsonl\nqueries: q.jsonl\nqrels: r.tsv\nextra: 1\n", "extra"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("name: x\nkind: pairs\n", "kind"),
+        ("name: x\nkind: scored-pairs\nfile: p.tsv\ncolumns: [a, b]\n", r"needs \[text1, text2, score\]"),
+        ("name: x\nkind: retrieval\nqueries: q.jsonl\nqrels: r.tsv\n", "needs 'corpus'"),
+        ("name: x\nkind: retrieval\ncorpus: c.jsonl\nqueries: q.jsonl\nqrels: r.tsv\nextra: 1\n", "extra"),
+    ],
+)
 def test_bad_cards_are_one_line_errors(tmp_path, text, message):
     with pytest.raises(DataError, match=message):
         score_task_card(AngleScorer({}), card(tmp_path, text))
 
 
 def test_reranking_by_hand(tmp_path):
-    rows = [{"query": "q", "positive": ["p1", "p2"], "negative": ["n1"]},
-            {"query": "r", "positive": ["p3"], "negative": ["n2", "n3"]},
-            {"query": "s", "positive": [], "negative": ["n1"]}]  # no positive: left out, counted
+    rows = [
+        {"query": "q", "positive": ["p1", "p2"], "negative": ["n1"]},
+        {"query": "r", "positive": ["p3"], "negative": ["n2", "n3"]},
+        {"query": "s", "positive": [], "negative": ["n1"]},
+    ]  # no positive: left out, counted
     (tmp_path / "rerank.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     scorer = AngleScorer({"q": 0, "r": 100, "s": 0, "p1": 10, "n1": 20, "p2": 30, "p3": 50, "n2": 90, "n3": 110})
     result = score_task_card(scorer, card(tmp_path, "name: rr\nkind: reranking\nfile: rerank.jsonl\n"))
@@ -111,23 +121,27 @@ def test_classification_on_frozen_embeddings(tmp_path):
     train = "text\tlabel\n" + "".join(f"a{i}\tyes\nb{i}\tno\n" for i in range(12))
     (tmp_path / "train.tsv").write_text(train, encoding="utf-8")
     (tmp_path / "test.tsv").write_text("text\tlabel\nta\tyes\ntb\tno\nwrong\tno\n", encoding="utf-8")
-    result = score_task_card(AngleScorer(angles), card(tmp_path, "name: c\nkind: classification\nfile: train.tsv\n"
-                                                                  "test: test.tsv\n"))
+    result = score_task_card(
+        AngleScorer(angles), card(tmp_path, "name: c\nkind: classification\nfile: train.tsv\ntest: test.tsv\n")
+    )
     # two well-separated clusters: every test sentence gets its cluster's label, "wrong" is near "yes"
     assert result.n == 3 and result.main == pytest.approx(200 / 3)
     assert result.extra["items"]["values"] == [1.0, 1.0, 0.0]
     (tmp_path / "bad.tsv").write_text("text\tlabel\nta\tmaybe\n", encoding="utf-8")
     with pytest.raises(DataError, match="labels not in train.tsv: maybe"):
-        score_task_card(AngleScorer(angles), card(tmp_path, "name: c\nkind: classification\nfile: train.tsv\n"
-                                                            "test: bad.tsv\n"))
+        score_task_card(
+            AngleScorer(angles), card(tmp_path, "name: c\nkind: classification\nfile: train.tsv\ntest: bad.tsv\n")
+        )
 
 
 def test_every_card_result_carries_an_interval(tmp_path):
-    (tmp_path / "pairs.tsv").write_text("a\tb\tscore\n" + "".join(f"q\tx{i}\t{i % 5}\n" for i in range(30)),
-                                        encoding="utf-8")
+    (tmp_path / "pairs.tsv").write_text(
+        "a\tb\tscore\n" + "".join(f"q\tx{i}\t{i % 5}\n" for i in range(30)), encoding="utf-8"
+    )
     scorer = AngleScorer({"q": 0} | {f"x{i}": 7 * i for i in range(30)})
-    result = score_task_card(scorer, card(tmp_path, "name: s\nkind: scored-pairs\nfile: pairs.tsv\n"
-                                                    "columns: [a, b, score]\n"))
+    result = score_task_card(
+        scorer, card(tmp_path, "name: s\nkind: scored-pairs\nfile: pairs.tsv\ncolumns: [a, b, score]\n")
+    )
     low, high = result.extra["ci95"]["spearman"]
     assert low <= result.main <= high and high - low > 0
 
@@ -146,8 +160,14 @@ def test_reranking_card_equals_the_builtin_askubuntu(tiny_backbone, tmp_path):
     from tests.fake_data import write_askubuntu
 
     queries = load_askubuntu(write_askubuntu(tmp_path))
-    rows = [{"query": q.query, "positive": [c for c, i in zip(q.candidates, q.candidate_ids) if i in q.relevant],
-             "negative": [c for c, i in zip(q.candidates, q.candidate_ids) if i not in q.relevant]} for q in queries]
+    rows = [
+        {
+            "query": q.query,
+            "positive": [c for c, i in zip(q.candidates, q.candidate_ids) if i in q.relevant],
+            "negative": [c for c, i in zip(q.candidates, q.candidate_ids) if i not in q.relevant],
+        }
+        for q in queries
+    ]
     (tmp_path / "rerank.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     scorer = CosineScorer(build_encoder(str(tiny_backbone), "mean"))
     result = score_task_card(scorer, card(tmp_path, "name: au\nkind: reranking\nfile: rerank.jsonl\n"))
@@ -164,22 +184,54 @@ PAIRS = "a\tb\tscore\nq\tx\t1\nq\ty\t0\nq\tz\t1\n"
 RETRIEVAL = "name: r\nkind: retrieval\ncorpus: c.jsonl\nqueries: q.jsonl\nqrels: r.tsv\n"
 
 
-@pytest.mark.parametrize("kind, files, extra, message", [
-    ("scored-pairs", {"p.tsv": PAIRS + "q\tw\tlots\n"}, "file: p.tsv\ncolumns: [a, b, score]\n",
-     r"p.tsv:5: score 'lots' is not a number"),
-    ("scored-pairs", {"p.tsv": PAIRS + "q\tw\t1\t2\n"}, "file: p.tsv\ncolumns: [a, b, score]\n",
-     r"p.tsv:5: row has 4 fields, the header 3"),
-    ("labelled-pairs", {"p.tsv": PAIRS.replace("\t0\n", "\t2\n")}, "file: p.tsv\ncolumns: [a, b, score]\n",
-     "must hold both labels 0 and 1"),
-    ("retrieval", {"r.tsv": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t1\n"}, "",
-     r"r.tsv: corpus id 'd9' is not in c.jsonl \(1 unknown id"),
-    ("retrieval", {"r.tsv": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq7\td2\t1\n"}, "",
-     r"r.tsv: query id 'q7' is not in q.jsonl"),
-    ("retrieval", {"r.tsv": "query-id\tcorpus-id\tscore\nq1\td1\tyes\n"}, "", r"r.tsv:2: score 'yes' is not a number"),
-    ("reranking", {"rr.jsonl": '{"query": "q", "positive": [1], "negative": ["n"]}\n'}, "file: rr.jsonl\n",
-     r"rr.jsonl:1: 'positive' must be a list of non-empty texts"),
-    ("classification", {"t.tsv": "text\tlabel\na\tyes\nb\tyes\n"}, "file: t.tsv\n", "needs at least two labels"),
-])
+@pytest.mark.parametrize(
+    "kind, files, extra, message",
+    [
+        (
+            "scored-pairs",
+            {"p.tsv": PAIRS + "q\tw\tlots\n"},
+            "file: p.tsv\ncolumns: [a, b, score]\n",
+            r"p.tsv:5: score 'lots' is not a number",
+        ),
+        (
+            "scored-pairs",
+            {"p.tsv": PAIRS + "q\tw\t1\t2\n"},
+            "file: p.tsv\ncolumns: [a, b, score]\n",
+            r"p.tsv:5: row has 4 fields, the header 3",
+        ),
+        (
+            "labelled-pairs",
+            {"p.tsv": PAIRS.replace("\t0\n", "\t2\n")},
+            "file: p.tsv\ncolumns: [a, b, score]\n",
+            "must hold both labels 0 and 1",
+        ),
+        (
+            "retrieval",
+            {"r.tsv": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t1\n"},
+            "",
+            r"r.tsv: corpus id 'd9' is not in c.jsonl \(1 unknown id",
+        ),
+        (
+            "retrieval",
+            {"r.tsv": "query-id\tcorpus-id\tscore\nq1\td1\t1\nq7\td2\t1\n"},
+            "",
+            r"r.tsv: query id 'q7' is not in q.jsonl",
+        ),
+        (
+            "retrieval",
+            {"r.tsv": "query-id\tcorpus-id\tscore\nq1\td1\tyes\n"},
+            "",
+            r"r.tsv:2: score 'yes' is not a number",
+        ),
+        (
+            "reranking",
+            {"rr.jsonl": '{"query": "q", "positive": [1], "negative": ["n"]}\n'},
+            "file: rr.jsonl\n",
+            r"rr.jsonl:1: 'positive' must be a list of non-empty texts",
+        ),
+        ("classification", {"t.tsv": "text\tlabel\na\tyes\nb\tyes\n"}, "file: t.tsv\n", "needs at least two labels"),
+    ],
+)
 def test_bad_input_of_every_card_kind_is_a_one_line_error(tmp_path, kind, files, extra, message):
     (tmp_path / "c.jsonl").write_text('{"_id": "d1", "text": "x"}\n{"_id": "d2", "text": "y"}\n', encoding="utf-8")
     (tmp_path / "q.jsonl").write_text('{"_id": "q1", "text": "q"}\n', encoding="utf-8")

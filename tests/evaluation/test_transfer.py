@@ -10,10 +10,17 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 
 from sentlab.data.transfer import load_transfer_task
-from sentlab.evaluation.features import cls_layer_average, feature_function
-from sentlab.evaluation.transfer import (C_GRID, C_GRID_KFOLD, dev_selected_accuracy, evaluate_transfer,
-                                         kfold_selected_accuracy, nested_cv_accuracy, pair_features)
 from sentlab.errors import SentlabError
+from sentlab.evaluation.features import cls_layer_average, feature_function
+from sentlab.evaluation.transfer import (
+    C_GRID,
+    C_GRID_KFOLD,
+    dev_selected_accuracy,
+    evaluate_transfer,
+    kfold_selected_accuracy,
+    nested_cv_accuracy,
+    pair_features,
+)
 from tests.fake_data import write_transfer
 
 
@@ -44,8 +51,10 @@ def naive_kfold(X_tr, y_tr, X_te, y_te, k):
     skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=1111)
     scores = []
     for reg in regs:
-        fold = [LogisticRegression(C=reg, random_state=1111).fit(X_tr[a], y_tr[a]).score(X_tr[b], y_tr[b])
-                for a, b in skf.split(X_tr, y_tr)]
+        fold = [
+            LogisticRegression(C=reg, random_state=1111).fit(X_tr[a], y_tr[a]).score(X_tr[b], y_tr[b])
+            for a, b in skf.split(X_tr, y_tr)
+        ]
         scores.append(round(100 * np.mean(fold), 2))
     optreg = regs[np.argmax(scores)]
     clf = LogisticRegression(C=optreg, random_state=1111).fit(X_tr, y_tr)
@@ -85,8 +94,10 @@ def test_kfold_selection_equals_sentevals_loops_multiclass():
 def test_dev_selection_picks_the_best_dev_c_and_reports_its_test_accuracy():
     X, y = noisy_data(n=200, seed=3)
     result = dev_selected_accuracy(X[:100], y[:100], X[100:150], y[100:150], X[150:], y[150:])
-    dev = [round(100 * LogisticRegression(C=c, random_state=1111).fit(X[:100], y[:100]).score(X[100:150], y[100:150]), 2)
-           for c in C_GRID]
+    dev = [
+        round(100 * LogisticRegression(C=c, random_state=1111).fit(X[:100], y[:100]).score(X[100:150], y[100:150]), 2)
+        for c in C_GRID
+    ]
     best = C_GRID[int(np.argmax(dev))]
     assert result["C"] == best and result["dev_accuracy"] == max(dev)
     clf = LogisticRegression(C=best, random_state=1111).fit(X[:100], y[:100])
@@ -123,8 +134,12 @@ def test_mrpc_paraphrases_are_found_from_pair_features(tmp_path):
         return np.array([[s.split().count(w) for w in vocab] for s in sentences], dtype=float)
 
     data = load_transfer_task("MRPC", tmp_path)
-    every = data.splits["train"].sentences + data.splits["train"].sentences2 + data.splits["test"].sentences + \
-        data.splits["test"].sentences2
+    every = (
+        data.splits["train"].sentences
+        + data.splits["train"].sentences2
+        + data.splits["test"].sentences
+        + data.splits["test"].sentences2
+    )
     vocab_rows = dict(zip(every, bag_of_words(every)))
     report = evaluate_transfer(lambda s: np.stack([vocab_rows[x] for x in s]), tmp_path, tasks=["MRPC"], kfold=3)
     assert report.tasks["MRPC"].scores["accuracy"] >= 90.0

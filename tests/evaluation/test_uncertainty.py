@@ -5,8 +5,15 @@ import pytest
 from scipy.stats import spearmanr
 
 from sentlab.errors import DataError
-from sentlab.evaluation.uncertainty import (bootstrap_interval, headline, mean_items, pair_items,
-                                            paired_difference, parts_items, seed_item_difference)
+from sentlab.evaluation.uncertainty import (
+    bootstrap_interval,
+    headline,
+    mean_items,
+    pair_items,
+    paired_difference,
+    parts_items,
+    seed_item_difference,
+)
 
 
 def test_mean_interval_equals_a_naive_loop_over_the_same_resamples():
@@ -56,8 +63,12 @@ def _two_parts(shift: float = 0.0) -> dict:
     """A headline over two tasks of different sizes and statistics (like the STS average)."""
     rng = np.random.default_rng(5)
     gold = rng.random(30)
-    return parts_items([pair_items("spearman", gold, gold + 0.5 * rng.random(30), "sts"),
-                        mean_items(rng.random(12) + shift, "queries")])
+    return parts_items(
+        [
+            pair_items("spearman", gold, gold + 0.5 * rng.random(30), "sts"),
+            mean_items(rng.random(12) + shift, "queries"),
+        ]
+    )
 
 
 def test_a_headline_over_parts_is_the_mean_of_the_parts_and_resamples_each_part_alone():

@@ -6,8 +6,16 @@ import numpy as np
 import pytest
 
 from sentlab.data.useb import load_askubuntu, load_cqadupstack, load_scidocs, load_twitterpara
-from sentlab.evaluation.useb import (evaluate_useb, ranked_precision_metrics, score_askubuntu, score_cqadupstack,
-                                     score_scidocs, score_twitterpara, top_k, trec_average_precision)
+from sentlab.evaluation.useb import (
+    evaluate_useb,
+    ranked_precision_metrics,
+    score_askubuntu,
+    score_cqadupstack,
+    score_scidocs,
+    score_twitterpara,
+    top_k,
+    trec_average_precision,
+)
 from tests.angles import angle_vectors
 from tests.fake_data import write_askubuntu, write_cqadupstack, write_scidocs, write_twitterpara
 
@@ -18,8 +26,16 @@ def test_ranked_precision_metrics_by_hand():
     assert (m["p@1"], m["p@5"], m["mrr"]) == (0.0, pytest.approx(2 / 5), 0.5)
 
 
-ASKU = {"the dog runs": 0, "a dog runs": 26, "the dog": 53, "a car drives": 60, "the cat sits": 127,
-        "the girl reads": 90, "music plays": 0, "a bird flies": 170}
+ASKU = {
+    "the dog runs": 0,
+    "a dog runs": 26,
+    "the dog": 53,
+    "a car drives": 60,
+    "the cat sits": 127,
+    "the girl reads": 90,
+    "music plays": 0,
+    "a bird flies": 170,
+}
 
 
 def test_askubuntu_by_hand(tmp_path):
@@ -34,8 +50,17 @@ def test_askubuntu_by_hand(tmp_path):
     assert result.scores["p@5"] == pytest.approx(100 * (2 / 5 + 1 / 5) / 2)
 
 
-CQA = {"the dog runs fast": 0, "the dog runs": 10, "a car drives": 90, "the car drives": 80, "a cat sits": 120,
-       "music plays": 140, "the boy plays": 0, "a boy plays ball": 20, "the bird flies": 40}
+CQA = {
+    "the dog runs fast": 0,
+    "the dog runs": 10,
+    "a car drives": 90,
+    "the car drives": 80,
+    "a cat sits": 120,
+    "music plays": 140,
+    "the boy plays": 0,
+    "a boy plays ball": 20,
+    "the bird flies": 40,
+}
 
 
 def test_cqadupstack_map_at_100_by_hand(tmp_path):
@@ -63,10 +88,22 @@ def test_blocked_top_k_equals_a_full_sort():
     assert all(len(set(row)) == 10 for row in index)
 
 
-TWITTER = {"the dog runs": 0, "the dog runs fast": 60, "a cat sits": 0, "the car drives": 30, "a boy reads": 0,
-           "a boy reads a book": 0, "the sky": 0, "the bird flies": 80, "the man plays": 0,
-           "the man plays guitar": 10, "the girl swims": 0, "a red car": 50, "the dog eats": 0,
-           "the dog eats food": 0}
+TWITTER = {
+    "the dog runs": 0,
+    "the dog runs fast": 60,
+    "a cat sits": 0,
+    "the car drives": 30,
+    "a boy reads": 0,
+    "a boy reads a book": 0,
+    "the sky": 0,
+    "the bird flies": 80,
+    "the man plays": 0,
+    "the man plays guitar": 10,
+    "the girl swims": 0,
+    "a red car": 50,
+    "the dog eats": 0,
+    "the dog eats food": 0,
+}
 
 
 def test_twitterpara_by_hand(tmp_path):
@@ -83,7 +120,8 @@ def test_twitterpara_by_hand(tmp_path):
 
 def test_trec_average_precision_by_hand():
     assert trec_average_precision([0.9, 0.5, 0.7], ["a", "b", "c"], {"a": 1, "b": 1, "x": 1}) == pytest.approx(
-        (1 / 1 + 2 / 3) / 3)  # the unretrieved relevant "x" counts in the denominator
+        (1 / 1 + 2 / 3) / 3
+    )  # the unretrieved relevant "x" counts in the denominator
     assert trec_average_precision([0.5, 0.5], ["a", "b"], {"a": 1}) == pytest.approx(0.5)  # tie: "b" ranks first
 
 
@@ -124,10 +162,12 @@ def test_items_give_every_headline_back(tmp_path):
     sets / relations as parts (CQADupStack, TwitterPara, SciDocs)."""
     from sentlab.evaluation.uncertainty import headline
 
-    cases = [(score_askubuntu, ASKU, load_askubuntu(write_askubuntu(tmp_path / "a")), "mean"),
-             (score_cqadupstack, CQA, load_cqadupstack(write_cqadupstack(tmp_path / "c")), "parts"),
-             (score_twitterpara, TWITTER, load_twitterpara(write_twitterpara(tmp_path / "t")), "parts"),
-             (score_scidocs, SCIDOCS, load_scidocs(write_scidocs(tmp_path / "s")), "parts")]
+    cases = [
+        (score_askubuntu, ASKU, load_askubuntu(write_askubuntu(tmp_path / "a")), "mean"),
+        (score_cqadupstack, CQA, load_cqadupstack(write_cqadupstack(tmp_path / "c")), "parts"),
+        (score_twitterpara, TWITTER, load_twitterpara(write_twitterpara(tmp_path / "t")), "parts"),
+        (score_scidocs, SCIDOCS, load_scidocs(write_scidocs(tmp_path / "s")), "parts"),
+    ]
     for score, angles, data, statistic in cases:
         result = score(angle_vectors(angles), data, items=True)
         assert result.extra["items"]["statistic"] == statistic

@@ -14,8 +14,12 @@ from tests.conftest import make_tiny_backbone
 from tests.half_precision_cases import cases, compare, tolerances
 
 MAX_CALIBRATION_SKIPS = 4  # dynamic loss scaling halves its 2^16 start until the gradients fit in fp16
-RUNS = [(case, dtype, mode) for case in cases() for dtype in ("bf16", "fp16")
-        for mode in (("engine", "autocast") if case.own_loss else ("engine",))]
+RUNS = [
+    (case, dtype, mode)
+    for case in cases()
+    for dtype in ("bf16", "fp16")
+    for mode in (("engine", "autocast") if case.own_loss else ("engine",))
+]
 
 
 @pytest.fixture(scope="module")

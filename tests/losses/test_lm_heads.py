@@ -27,13 +27,17 @@ def make_masked_lm(folder: Path) -> dict[str, torch.Tensor]:
         model.cls.predictions.bias.fill_(0.125)
         model.cls.predictions.transform.dense.weight.copy_(torch.linspace(-1, 1, 32 * 32).reshape(32, 32))
     model.save_pretrained(folder, safe_serialization=True)
-    return {"bias": model.cls.predictions.bias.detach().clone(),
-            "transform": model.cls.predictions.transform.dense.weight.detach().clone()}
+    return {
+        "bias": model.cls.predictions.bias.detach().clone(),
+        "transform": model.cls.predictions.transform.dense.weight.detach().clone(),
+    }
 
 
 def head_of(loss_head) -> dict[str, torch.Tensor]:
-    return {"bias": loss_head.cls.predictions.bias.detach(),
-            "transform": loss_head.cls.predictions.transform.dense.weight.detach()}
+    return {
+        "bias": loss_head.cls.predictions.bias.detach(),
+        "transform": loss_head.cls.predictions.transform.dense.weight.detach(),
+    }
 
 
 def test_a_local_checkpoint_supplies_its_mlm_head_and_tsdae_decoder_head(tmp_path):
@@ -88,8 +92,13 @@ def test_a_hub_name_loads_offline_from_the_hub_cache_with_its_head(tmp_path):
     (snapshot.parents[1] / "refs" / "main").write_text("0123abcd", encoding="utf-8")
     torch.save(expected, tmp_path / "expected.pt")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub"), "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-c", OFFLINE_SCRIPT, str(tmp_path / "expected.pt")], env=env,
-                            capture_output=True, text=True, cwd=ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", OFFLINE_SCRIPT, str(tmp_path / "expected.pt")],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "refused: sentlab-test/not-cached: not a local folder or alias, nor in the local hub cache" in result.stdout
     assert result.stdout.strip().endswith("ok")

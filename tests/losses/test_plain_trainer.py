@@ -21,8 +21,9 @@ SENTENCES = [" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(3 + i % 5))
 
 def sentence_model(folder, seed: int = 0) -> SentenceTransformer:
     transformer = Transformer(str(make_tiny_backbone(folder, seed=seed)), max_seq_length=24)
-    return SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean")],
-                               device="cpu")
+    return SentenceTransformer(
+        modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean")], device="cpu"
+    )
 
 
 def frozen_vectors(folder, sentences):
@@ -35,8 +36,9 @@ def build(name: str, model: SentenceTransformer, tmp_path):
         return losses.SimCSELoss(model), Dataset.from_dict({"sentence": SENTENCES}), model
     if name == "RankCSELoss":
         teacher = frozen_vectors(tmp_path / "teacher", SENTENCES)
-        loss = losses.RankCSELoss(losses.SimCSELoss(model), [teacher], [1.0], distillation="listnet",
-                                  tau_student=0.05, tau_teacher=0.025)
+        loss = losses.RankCSELoss(
+            losses.SimCSELoss(model), [teacher], [1.0], distillation="listnet", tau_student=0.05, tau_teacher=0.025
+        )
         return loss, losses.indexed_sentences(SENTENCES), model
     if name == "RankEncoderLoss":
         e1_train = frozen_vectors(tmp_path / "e1", SENTENCES)
@@ -67,8 +69,16 @@ LOSS_CLASSES = sorted(name for name in losses.__all__ if name.endswith("Loss"))
 
 
 def test_every_exported_loss_is_covered_and_has_an_example():
-    assert LOSS_CLASSES == ["CachedRSELoss", "FlowNLLLoss", "MLMLoss", "RSELoss", "RankCSELoss", "RankEncoderLoss",
-                            "SimCSELoss", "TSDAELoss"]
+    assert LOSS_CLASSES == [
+        "CachedRSELoss",
+        "FlowNLLLoss",
+        "MLMLoss",
+        "RSELoss",
+        "RankCSELoss",
+        "RankEncoderLoss",
+        "SimCSELoss",
+        "TSDAELoss",
+    ]
     for name in LOSS_CLASSES:
         assert "Example::" in (getattr(losses, name).__doc__ or ""), f"{name} has no docstring example"
 
@@ -81,8 +91,17 @@ def test_loss_trains_with_a_plain_sentence_transformers_trainer(name, tmp_path):
     before = [p.detach().clone() for p in trained.parameters() if p.requires_grad]
     assert before, "nothing to train"
     arguments = SentenceTransformerTrainingArguments(
-        output_dir=str(tmp_path / "out"), per_device_train_batch_size=8, max_steps=3, learning_rate=1e-2,
-        logging_steps=1, save_strategy="no", report_to="none", use_cpu=True, disable_tqdm=True, seed=0)
+        output_dir=str(tmp_path / "out"),
+        per_device_train_batch_size=8,
+        max_steps=3,
+        learning_rate=1e-2,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+    )
     trainer = SentenceTransformerTrainer(model=model, args=arguments, train_dataset=dataset, loss=loss)
     trainer.train()
     logged = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]

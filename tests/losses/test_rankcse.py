@@ -52,7 +52,12 @@ def test_plackett_luce_probabilities_sum_to_one_and_match_listmle():
     total = sum(plackett_luce(scores, perm, 0.5) for perm in itertools.permutations(range(3)))
     assert total == pytest.approx(1.0)
     # by hand for order (0, 2, 1), tau 0.5: e^1.8/(e^1.8+e^0.4+e^1.0) * e^1.0/(e^1.0+e^0.4) * 1
-    by_hand = math.exp(1.8) / (math.exp(1.8) + math.exp(0.4) + math.exp(1.0)) * math.exp(1.0) / (math.exp(1.0) + math.exp(0.4))
+    by_hand = (
+        math.exp(1.8)
+        / (math.exp(1.8) + math.exp(0.4) + math.exp(1.0))
+        * math.exp(1.0)
+        / (math.exp(1.0) + math.exp(0.4))
+    )
     assert plackett_luce(scores, (0, 2, 1), 0.5) == pytest.approx(by_hand)
     teacher = torch.tensor([[0.8, 0.1, 0.3]])  # teacher order: 0, 2, 1
     assert float(listmle_loss(torch.tensor([scores]), teacher, 0.5)) == pytest.approx(-math.log(by_hand))
@@ -63,10 +68,15 @@ def test_terms_match_naive_versions():
     s, s2, t = torch.rand(4, 4), torch.rand(4, 4), torch.rand(4, 4)
     assert float(js_consistency(s, s2, 0.05)) == pytest.approx(naive_js(s.tolist(), s2.tolist(), 0.05), rel=1e-5)
     assert float(js_consistency(s, s, 0.05)) == pytest.approx(0.0, abs=1e-6)
-    assert float(listnet_loss(s, t, 0.05, 0.025)) == pytest.approx(naive_listnet(s.tolist(), t.tolist(), 0.05, 0.025),
-                                                                  rel=1e-5)
-    expected = np.mean([-math.log(plackett_luce(s[i].tolist(), sorted(range(4), key=lambda j: -t[i, j].item()), 0.05))
-                        for i in range(4)])
+    assert float(listnet_loss(s, t, 0.05, 0.025)) == pytest.approx(
+        naive_listnet(s.tolist(), t.tolist(), 0.05, 0.025), rel=1e-5
+    )
+    expected = np.mean(
+        [
+            -math.log(plackett_luce(s[i].tolist(), sorted(range(4), key=lambda j: -t[i, j].item()), 0.05))
+            for i in range(4)
+        ]
+    )
     assert float(listmle_loss(s, t, 0.05)) == pytest.approx(expected, rel=1e-5)
 
 
@@ -76,8 +86,17 @@ def test_eq6_matches_the_sum_of_naive_terms(tiny_backbone_no_dropout, distillati
     model = build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
     rng = np.random.default_rng(0)
     teachers = [rng.standard_normal((5, 6)).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32)]
-    loss = RankCSELoss(SimCSELoss(model, temperature=0.05), teachers, [1 / 3, 2 / 3], beta=beta, gamma=gamma,
-                       distillation=distillation, tau_student=0.05, tau_teacher=0.025, use_infonce=use_infonce)
+    loss = RankCSELoss(
+        SimCSELoss(model, temperature=0.05),
+        teachers,
+        [1 / 3, 2 / 3],
+        beta=beta,
+        gamma=gamma,
+        distillation=distillation,
+        tau_student=0.05,
+        tau_teacher=0.025,
+        use_infonce=use_infonce,
+    )
     sentences = ["a man plays the guitar", "a dog runs", "the child reads a book", "a cat sits", "the sky"]
     labels = torch.tensor([2, 0, 4, 1, 3])
     value = loss([model.preprocess(sentences)], labels)
@@ -91,8 +110,10 @@ def test_eq6_matches_the_sum_of_naive_terms(tiny_backbone_no_dropout, distillati
     if gamma and distillation == "listnet":
         expected += gamma * naive_listnet(s, teacher, 0.05, 0.025)
     elif gamma:
-        expected += gamma * np.mean([-math.log(plackett_luce(s[i], sorted(range(5), key=lambda j: -teacher[i][j]), 0.05))
-                                     for i in range(5)])
+        expected += gamma * np.mean(
+            [-math.log(plackett_luce(s[i], sorted(range(5), key=lambda j: -teacher[i][j]), 0.05)) for i in range(5)]
+        )
     assert value.item() == pytest.approx(expected, rel=1e-4)
-    assert set(loss.last_components) == {n for n, on in (("infonce", use_infonce), ("consistency", beta),
-                                                          ("rank", gamma)) if on}
+    assert set(loss.last_components) == {
+        n for n, on in (("infonce", use_infonce), ("consistency", beta), ("rank", gamma)) if on
+    }

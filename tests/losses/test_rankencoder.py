@@ -49,8 +49,15 @@ def test_loss_matches_naive_version(tiny_backbone_no_dropout, combine, lam):
     e1_train = rng.standard_normal((5, 8)).astype(np.float32)
     e1_corpus = rng.standard_normal((40, 8)).astype(np.float32)
     normalize = lambda x: x / np.linalg.norm(x, axis=1, keepdims=True)  # noqa: E731
-    loss = RankEncoderLoss(SimCSELoss(model, temperature=0.05), normalize(e1_train), normalize(e1_corpus),
-                           lambda_train=lam, tau_lower=-0.2, tau_upper=0.9, combine=combine)
+    loss = RankEncoderLoss(
+        SimCSELoss(model, temperature=0.05),
+        normalize(e1_train),
+        normalize(e1_corpus),
+        lambda_train=lam,
+        tau_lower=-0.2,
+        tau_upper=0.9,
+        combine=combine,
+    )
     sentences = ["a man plays the guitar", "a dog runs", "the child reads a book", "a cat sits", "the sky"]
     features = model.preprocess(sentences)
     labels = torch.tensor([3, 0, 4, 1, 2])  # each sentence's row in e1_train

@@ -9,14 +9,16 @@ from sentlab.losses.rse import RSELoss
 
 def naive_eq2(heads, relation_vectors, relation_ids, tails, negatives, tau):
     """Eq. 2 by loops: for each i, -log of exp(cos(h_i + r_k, h_j)/tau) over every tail and negative."""
+
     def cos(x, y):
         return float(x @ y / (x.norm() * y.norm()))
 
     total = 0.0
     for i in range(len(heads)):
         anchor = heads[i] + relation_vectors[relation_ids[i]]
-        denominator = sum(math.exp(cos(anchor, tails[m]) / tau) + math.exp(cos(anchor, negatives[m]) / tau)
-                          for m in range(len(heads)))
+        denominator = sum(
+            math.exp(cos(anchor, tails[m]) / tau) + math.exp(cos(anchor, negatives[m]) / tau) for m in range(len(heads))
+        )
         total += -math.log(math.exp(cos(anchor, tails[i]) / tau) / denominator)
     return total / len(heads)
 
@@ -26,8 +28,11 @@ def test_rse_loss_matches_eq2_by_hand(tiny_backbone_no_dropout):
     loss = RSELoss(model, ["entailment", "duplicate_question"], temperature=0.05, gather_across_devices=False)
     with torch.no_grad():
         loss.relation_vectors.normal_(0, 1.0)  # large enough that the translation matters
-    heads, tails, negatives = (["a man plays", "the dog runs", "a girl reads"], ["a man plays music", "a dog runs",
-                               "the girl reads a book"], ["a woman sits", "the cat eats", "a boy swims"])
+    heads, tails, negatives = (
+        ["a man plays", "the dog runs", "a girl reads"],
+        ["a man plays music", "a dog runs", "the girl reads a book"],
+        ["a woman sits", "the cat eats", "a boy swims"],
+    )
     relation_ids = torch.tensor([0, 1, 1])
     features = [model.preprocess(x) for x in (heads, tails, negatives)]
     with torch.no_grad():
@@ -43,8 +48,10 @@ def test_rse_loss_matches_eq2_by_hand(tiny_backbone_no_dropout):
 
 
 def test_in_relation_negatives_same_relation_other_row_fresh_per_read():
-    triples = ([Triple(f"q{i}", "duplicate_question", f"d{i}") for i in range(6)]
-               + [Triple("p", "entailment", "e", "c"), Triple("p2", "entailment", "e2", "c2")])
+    triples = [Triple(f"q{i}", "duplicate_question", f"d{i}") for i in range(6)] + [
+        Triple("p", "entailment", "e", "c"),
+        Triple("p2", "entailment", "e2", "c2"),
+    ]
     dataset = triples_dataset(triples, ["entailment", "duplicate_question"], seed=0)
     draws = [dataset[i]["negative"] for _ in range(20) for i in range(6)]
     for k, negative in enumerate(draws):
@@ -82,10 +89,12 @@ def test_cached_loss_gives_the_same_loss_and_gradients_as_the_plain_one(tiny_bac
     tails = ["a man plays music", "a dog runs", "the girl reads a book", "cats are asleep", "a child in water"]
     negatives = ["a woman sits", "the cat eats", "a boy swims", "dogs bark", "a man reads"]
     labels = torch.tensor([0, 1, 1, 0, 1])
-    value, encoder, relation = _grads(model, plain, [model.preprocess(x) for x in (heads, tails, negatives)],
-                                      labels, scale=3.0)
-    value_c, encoder_c, relation_c = _grads(model, cached, [model.preprocess(x) for x in (heads, tails, negatives)],
-                                            labels, scale=3.0)
+    value, encoder, relation = _grads(
+        model, plain, [model.preprocess(x) for x in (heads, tails, negatives)], labels, scale=3.0
+    )
+    value_c, encoder_c, relation_c = _grads(
+        model, cached, [model.preprocess(x) for x in (heads, tails, negatives)], labels, scale=3.0
+    )
     assert math.isclose(value, value_c, rel_tol=1e-10)
     assert set(encoder) == set(encoder_c)
     for name, grad in encoder.items():

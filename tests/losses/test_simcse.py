@@ -8,6 +8,7 @@ from sentlab.losses.simcse import SimCSELoss, info_nce
 
 def naive_info_nce(anchors, positives, negatives=None, tau=0.05, hard_weight=0.0):
     """Eq. 1 written out with loops; hard negatives as in SimCSE's supervised objective."""
+
     def cos(u, v):
         return float(u @ v / (u.norm() * v.norm()))
 
@@ -26,8 +27,7 @@ def test_info_nce_matches_eq1_by_hand():
     a = torch.tensor([[1.0, 0.0], [0.6, 0.8]])
     p = torch.tensor([[2.0, 0.0], [0.0, 1.0]])
     tau = 0.5
-    expected = (-(2.0 - math.log(math.exp(2.0) + math.exp(0.0)))
-                - (1.6 - math.log(math.exp(1.2) + math.exp(1.6)))) / 2
+    expected = (-(2.0 - math.log(math.exp(2.0) + math.exp(0.0))) - (1.6 - math.log(math.exp(1.2) + math.exp(1.6)))) / 2
     assert info_nce(a, p, temperature=tau).item() == pytest.approx(expected, rel=1e-6)
 
 

@@ -73,6 +73,7 @@ def test_cross_attention_sees_only_the_sentence_vector(cls_model):
             output["token_embeddings"] = output["token_embeddings"].clone()
             output["token_embeddings"][:, position_slice] += 5.0
             return output
+
         return cls_model[0].register_forward_hook(hook)
 
     handle = perturb(slice(1, None))  # every encoder token state except [CLS] (= s)

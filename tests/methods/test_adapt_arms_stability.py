@@ -27,13 +27,23 @@ def awkward_text(path):
 @pytest.mark.parametrize("arm", sorted(ARMS))
 def test_each_adapt_arm_trains_on_awkward_text_without_a_non_finite_loss(arm, tiny_backbone, tmp_path):
     spec = ARMS[arm]
-    cfg = TrainConfig.model_validate({
-        "method": spec.method, "model": {"name": str(tiny_backbone), "max_seq_length": 64,
-                                         "pooler": "cls" if arm == "tsdae" else "mean"},
-        "data": {"train": str(awkward_text(tmp_path / "awkward.txt"))},
-        "train": {"output_dir": str(tmp_path / "run"), "batch_size": 8, "learning_rate": spec.learning_rate,
-                  "max_steps": 30, "logging_steps": 1, "progress_bar": False, "seed": 1},
-        "eval": {"dev_task": "none"}})
+    cfg = TrainConfig.model_validate(
+        {
+            "method": spec.method,
+            "model": {"name": str(tiny_backbone), "max_seq_length": 64, "pooler": "cls" if arm == "tsdae" else "mean"},
+            "data": {"train": str(awkward_text(tmp_path / "awkward.txt"))},
+            "train": {
+                "output_dir": str(tmp_path / "run"),
+                "batch_size": 8,
+                "learning_rate": spec.learning_rate,
+                "max_steps": 30,
+                "logging_steps": 1,
+                "progress_bar": False,
+                "seed": 1,
+            },
+            "eval": {"dev_task": "none"},
+        }
+    )
     paths = engine.train(cfg, evaluate=False)  # a NaN stops training with TrainingDivergedError
     losses = [r["loss"] for r in map(json.loads, paths.metrics.read_text().splitlines()) if "loss" in r]
     assert len(losses) == 30 and np.isfinite(losses).all()
@@ -42,10 +52,15 @@ def test_each_adapt_arm_trains_on_awkward_text_without_a_non_finite_loss(arm, ti
 def test_bert_flow_initialises_actnorm_from_many_vectors_not_the_first_batch(tiny_backbone, tmp_path):
     from sentlab.encoders.flow import GlowFlow
 
-    cfg = TrainConfig.model_validate({
-        "method": "bert-flow", "model": {"name": str(tiny_backbone), "pooler": "mean", "max_seq_length": 16},
-        "data": {"train": str(awkward_text(tmp_path / "awkward.txt"))},
-        "train": {"output_dir": str(tmp_path / "run"), "progress_bar": False}, "eval": {"dev_task": "none"}})
+    cfg = TrainConfig.model_validate(
+        {
+            "method": "bert-flow",
+            "model": {"name": str(tiny_backbone), "pooler": "mean", "max_seq_length": 16},
+            "data": {"train": str(awkward_text(tmp_path / "awkward.txt"))},
+            "train": {"output_dir": str(tmp_path / "run"), "progress_bar": False},
+            "eval": {"dev_task": "none"},
+        }
+    )
     method = engine.get_method("bert-flow")(cfg, engine.RunPaths(tmp_path / "run"))
     flow = method.build_model()[-1]
     assert isinstance(flow, GlowFlow)

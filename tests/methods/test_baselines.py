@@ -18,27 +18,40 @@ from tests.training.test_engine import PROBE, train_until_killed
 
 
 def method_config(method, backbone, corpus, out, pooler="mean", section=None, **train):
-    tree = {"method": method, "model": {"name": str(backbone), "pooler": pooler, "max_seq_length": 16},
-            "data": {"train": str(corpus)},
-            "train": {"output_dir": str(out), "batch_size": 8, "learning_rate": 5e-4, "logging_steps": 1,
-                      "progress_bar": False, **train},
-            "eval": {"dev_task": "none", "final_tasks": []}}
+    tree = {
+        "method": method,
+        "model": {"name": str(backbone), "pooler": pooler, "max_seq_length": 16},
+        "data": {"train": str(corpus)},
+        "train": {
+            "output_dir": str(out),
+            "batch_size": 8,
+            "learning_rate": 5e-4,
+            "logging_steps": 1,
+            "progress_bar": False,
+            **train,
+        },
+        "eval": {"dev_task": "none", "final_tasks": []},
+    }
     if section:
         tree.update(section)
     return TrainConfig.model_validate(tree)
 
 
-@pytest.mark.parametrize("method, pooler, section", [
-    ("tsdae", "cls", None),
-    ("tsdae", "max", {"tsdae": {"noise": "add", "ratio": 0.3, "tie": False}}),
-    ("ct", "mean", {"ct": {"lr_segments": None}}),
-    ("ct", "mean", {"ct": {"in_batch": True, "lr_segments": None}}),
-    ("mlm", "mean", None),
-    ("bert-flow", "mean", None),
-])
+@pytest.mark.parametrize(
+    "method, pooler, section",
+    [
+        ("tsdae", "cls", None),
+        ("tsdae", "max", {"tsdae": {"noise": "add", "ratio": 0.3, "tie": False}}),
+        ("ct", "mean", {"ct": {"lr_segments": None}}),
+        ("ct", "mean", {"ct": {"in_batch": True, "lr_segments": None}}),
+        ("mlm", "mean", None),
+        ("bert-flow", "mean", None),
+    ],
+)
 def test_method_trains_saves_and_reloads(method, pooler, section, tiny_backbone, corpus_file, tmp_path):
-    cfg = method_config(method, tiny_backbone, corpus_file, tmp_path / "run", pooler, section, max_steps=6,
-                        save_steps=3)
+    cfg = method_config(
+        method, tiny_backbone, corpus_file, tmp_path / "run", pooler, section, max_steps=6, save_steps=3
+    )
     before = engine.load_encoder(str(tiny_backbone), pooler=pooler).eval().encode(PROBE)
     paths = engine.train(cfg, evaluate=False)
     losses = [json.loads(line)["loss"] for line in paths.metrics.read_text().splitlines() if '"loss"' in line]
@@ -57,10 +70,13 @@ def test_method_trains_saves_and_reloads(method, pooler, section, tiny_backbone,
     assert (paths.checkpoints / "checkpoint-6" / LOSS_STATE_FILE).is_file() == has_loss_state
 
 
-def test_tsdae_resume_restores_the_decoder_and_matches_an_uninterrupted_run(tiny_backbone, corpus_file, tmp_path,
-                                                                            monkeypatch):
-    full = engine.train(method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "full", "cls", max_steps=8,
-                                      save_steps=4), evaluate=False)
+def test_tsdae_resume_restores_the_decoder_and_matches_an_uninterrupted_run(
+    tiny_backbone, corpus_file, tmp_path, monkeypatch
+):
+    full = engine.train(
+        method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "full", "cls", max_steps=8, save_steps=4),
+        evaluate=False,
+    )
     cfg = method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "crash", "cls", max_steps=8, save_steps=4)
     train_until_killed(cfg, 6, monkeypatch)
     resumed = engine.train(cfg, resume=True, evaluate=False)
@@ -102,8 +118,18 @@ def test_ct_uses_rmsprop_and_the_segmented_schedule_of_app_b(tiny_backbone, corp
         learning_rates[step] = trainer.lr_scheduler.get_last_lr()[0]
         trainer.optimizer.step()  # no gradients: a no-op, in the order torch expects
         trainer.lr_scheduler.step()
-    expected = {1: 1e-5, 500: 1e-5, 501: 8e-6, 1000: 8e-6, 1001: 6e-6, 1500: 6e-6, 1501: 4e-6, 2000: 4e-6,
-                2001: 2e-6, 2500: 2e-6}
+    expected = {
+        1: 1e-5,
+        500: 1e-5,
+        501: 8e-6,
+        1000: 8e-6,
+        1001: 6e-6,
+        1500: 6e-6,
+        1501: 4e-6,
+        2000: 4e-6,
+        2001: 2e-6,
+        2500: 2e-6,
+    }
     for step, lr in expected.items():
         assert learning_rates[step] == pytest.approx(lr, rel=1e-9), step
     params = {id(p) for group in trainer.optimizer.param_groups for p in group["params"]}
@@ -177,12 +203,21 @@ def test_supervised_stage_and_pipeline_chain(tiny_backbone, corpus_file, tmp_pat
 
     table = tmp_path / "pairs.tsv"
     lines = corpus_file.read_text().splitlines()
-    table.write_text("a\tb\tscore\n" + "".join(f"{x}\t{y}\t{i % 6}\n" for i, (x, y) in
-                                                  enumerate(zip(lines, lines[1:]))), encoding="utf-8")
+    table.write_text(
+        "a\tb\tscore\n" + "".join(f"{x}\t{y}\t{i % 6}\n" for i, (x, y) in enumerate(zip(lines, lines[1:]))),
+        encoding="utf-8",
+    )
     stage1 = tmp_path / "tsdae.yaml"
     stage1.write_text(method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "s1", "cls", max_steps=2).to_yaml())
-    sup = method_config("supervised", tiny_backbone, table, tmp_path / "s2", "cls", max_steps=2,
-                        section={"supervised": {"loss": "cosine-mse"}})
+    sup = method_config(
+        "supervised",
+        tiny_backbone,
+        table,
+        tmp_path / "s2",
+        "cls",
+        max_steps=2,
+        section={"supervised": {"loss": "cosine-mse"}},
+    )
     tree = sup.model_dump()
     tree["data"]["columns"] = ["a", "b", "score"]
     tree["model"]["pooler"] = None
@@ -204,7 +239,13 @@ def test_supervised_stage_and_pipeline_chain(tiny_backbone, corpus_file, tmp_pat
 def test_supervised_reads_snli_triplets(data_dir, tiny_backbone, tmp_path):
     from sentlab.methods.supervised import Supervised
 
-    cfg = method_config("supervised", tiny_backbone, data_dir / "senteval/downstream/SNLI", tmp_path / "r",
-                        section={"supervised": {"format": "snli", "split": "dev"}}, max_steps=1)
+    cfg = method_config(
+        "supervised",
+        tiny_backbone,
+        data_dir / "senteval/downstream/SNLI",
+        tmp_path / "r",
+        section={"supervised": {"format": "snli", "split": "dev"}},
+        max_steps=1,
+    )
     dataset = Supervised(cfg, engine.RunPaths(tmp_path / "r")).train_dataset()
     assert dataset.column_names == ["anchor", "positive", "negative"] and len(dataset) > 2500

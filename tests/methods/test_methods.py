@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -15,10 +14,10 @@ from torch import nn
 from sentlab.errors import ConfigError
 from sentlab.methods import METHODS, Method, get_method, register
 from sentlab.methods.base import _ADAPTER
+from sentlab.presets import PRESETS_DIR
 from sentlab.training import engine
 from sentlab.training.config import TrainConfig, load_config
 from tests.conftest import tiny_config
-from sentlab.presets import PRESETS_DIR
 
 PROBE = ["a man plays the guitar", "a dog runs in the park"]
 PRESETS = sorted(PRESETS_DIR.glob("*.yaml"))
@@ -33,19 +32,28 @@ def test_registry_names_every_method_and_every_preset_loads():
         get_method("nope")
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda t: t.update(method="nope"), "unknown method 'nope' \\(choose from .*simcse-unsup"),
-    (lambda t: t.pop("method"), "missing required key 'method'"),
-    (lambda t: t.update(rank={"base_encoder": "minilm", "corpus": "c.txt"}),
-     "the 'rank' section is only for method rankencoder, not simcse-unsup"),
-    (lambda t: t.update(method="rankcse"), "method rankcse needs a 'rankcse' section \\(rankcse.teachers\\)"),
-    (lambda t: t["model"].update(pooler="maxx"), "model.pooler"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda t: t.update(method="nope"), "unknown method 'nope' \\(choose from .*simcse-unsup"),
+        (lambda t: t.pop("method"), "missing required key 'method'"),
+        (
+            lambda t: t.update(rank={"base_encoder": "minilm", "corpus": "c.txt"}),
+            "the 'rank' section is only for method rankencoder, not simcse-unsup",
+        ),
+        (lambda t: t.update(method="rankcse"), "method rankcse needs a 'rankcse' section \\(rankcse.teachers\\)"),
+        (lambda t: t["model"].update(pooler="maxx"), "model.pooler"),
+    ],
+)
 def test_config_union_errors_are_one_line(tmp_path, edit, message):
     import yaml
 
-    tree = {"method": "simcse-unsup", "model": {"name": "minilm"}, "data": {"train": "c.txt"},
-            "train": {"output_dir": "runs/x"}}
+    tree = {
+        "method": "simcse-unsup",
+        "model": {"name": "minilm"},
+        "data": {"train": "c.txt"},
+        "train": {"output_dir": "runs/x"},
+    }
     edit(tree)
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(tree), encoding="utf-8")
@@ -119,19 +127,24 @@ def sup_config(backbone, table, out, **model):
 @pytest.fixture
 def nli_table(tmp_path):
     path = tmp_path / "nli.csv"
-    rows = ["sent0,sent1,hard_neg"] + [f"{a},{b},{c}" for a, b, c in [
-        ("a man plays the guitar", "a man plays music", "a woman eats food"),
-        ("the dog runs in the park", "a dog is running", "the cat sits"),
-        ("the girl reads a book", "a child reads", "the boy drives a car"),
-        ("a bird flies in the sky", "a bird is flying", "a fish swims")] * 4]
+    rows = ["sent0,sent1,hard_neg"] + [
+        f"{a},{b},{c}"
+        for a, b, c in [
+            ("a man plays the guitar", "a man plays music", "a woman eats food"),
+            ("the dog runs in the park", "a dog is running", "the cat sits"),
+            ("the girl reads a book", "a child reads", "the boy drives a car"),
+            ("a bird flies in the sky", "a bird is flying", "a fish swims"),
+        ]
+        * 4
+    ]
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     return path
 
 
-@pytest.mark.parametrize("mlp_only_train, modules", [(None, ["Transformer", "Pooling", "Dense"]),
-                                                     (True, ["Transformer", "Pooling"])])
-def test_supervised_simcse_keeps_its_mlp_as_a_dense_module(tiny_backbone, nli_table, tmp_path, mlp_only_train,
-                                                           modules):
+@pytest.mark.parametrize(
+    "mlp_only_train, modules", [(None, ["Transformer", "Pooling", "Dense"]), (True, ["Transformer", "Pooling"])]
+)
+def test_supervised_simcse_keeps_its_mlp_as_a_dense_module(tiny_backbone, nli_table, tmp_path, mlp_only_train, modules):
     cfg = sup_config(tiny_backbone, nli_table, tmp_path / "run", pooler="cls", mlp_only_train=mlp_only_train)
     paths = engine.train(cfg, evaluate=False)
     saved = [m["type"].rsplit(".", 1)[-1] for m in json.loads((paths.model / "modules.json").read_text())]
@@ -149,8 +162,7 @@ def test_supervised_simcse_keeps_its_mlp_as_a_dense_module(tiny_backbone, nli_ta
         assert np.abs(embeddings).max() < 1  # tanh's range
 
 
-def test_model_dropout_sets_the_backbone_dropout_of_the_trained_model(tiny_backbone_no_dropout, corpus_file,
-                                                                      tmp_path):
+def test_model_dropout_sets_the_backbone_dropout_of_the_trained_model(tiny_backbone_no_dropout, corpus_file, tmp_path):
     """``model.dropout`` gives a start saved without dropout (a raw LM so pre-trained) SimCSE's views back."""
     tree = tiny_config(tiny_backbone_no_dropout, corpus_file, tmp_path / "run").model_dump()
     default = get_method("simcse-unsup")(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / "run"))

@@ -37,17 +37,37 @@ def test_the_head_at_masked_positions_only_gives_transformers_masked_lm_loss(tin
 
 
 def rawlm_config(corpus, heldout, out, **train):
-    return TrainConfig.model_validate({
-        "method": "mlm",
-        "model": {"random_init": {"layers": 2, "hidden_size": 32, "heads": 2, "intermediate_size": 64,
-                                  "max_positions": 32, "tokenizer": "train", "vocab_size": 150},
-                  "pooler": "mean", "max_seq_length": 32},
-        "data": {"train": str(corpus)},
-        "mlm": {"save_head": True, "heldout": str(heldout), "heldout_limit": 20, "group_by_length": True},
-        "train": {"output_dir": str(out), "batch_size": 16, "learning_rate": 1e-3, "max_steps": 6, "eval_steps": 3,
-                  "logging_steps": 1, "progress_bar": False, **train},
-        "eval": {"dev_task": "none", "final_tasks": []},
-    })
+    return TrainConfig.model_validate(
+        {
+            "method": "mlm",
+            "model": {
+                "random_init": {
+                    "layers": 2,
+                    "hidden_size": 32,
+                    "heads": 2,
+                    "intermediate_size": 64,
+                    "max_positions": 32,
+                    "tokenizer": "train",
+                    "vocab_size": 150,
+                },
+                "pooler": "mean",
+                "max_seq_length": 32,
+            },
+            "data": {"train": str(corpus)},
+            "mlm": {"save_head": True, "heldout": str(heldout), "heldout_limit": 20, "group_by_length": True},
+            "train": {
+                "output_dir": str(out),
+                "batch_size": 16,
+                "learning_rate": 1e-3,
+                "max_steps": 6,
+                "eval_steps": 3,
+                "logging_steps": 1,
+                "progress_bar": False,
+                **train,
+            },
+            "eval": {"dev_task": "none", "final_tasks": []},
+        }
+    )
 
 
 def test_a_raw_lm_pretrains_from_random_weights_and_saves_a_masked_lm_checkpoint(corpus_file, tmp_path):
@@ -68,8 +88,12 @@ def test_a_raw_lm_pretrains_from_random_weights_and_saves_a_masked_lm_checkpoint
     np.testing.assert_array_equal(st.encode(PROBE), engine.load_encoder(paths.model).encode(PROBE))
     # the saved head is the trained one, not the random start's
     start = AutoModelForMaskedLM.from_pretrained(paths.root / "random_init")
-    assert not torch.equal(masked_lm.cls.predictions.transform.dense.weight, start.cls.predictions.transform.dense.weight)
-    assert torch.equal(masked_lm.bert.embeddings.word_embeddings.weight, st[0].auto_model.embeddings.word_embeddings.weight)
+    assert not torch.equal(
+        masked_lm.cls.predictions.transform.dense.weight, start.cls.predictions.transform.dense.weight
+    )
+    assert torch.equal(
+        masked_lm.bert.embeddings.word_embeddings.weight, st[0].auto_model.embeddings.word_embeddings.weight
+    )
 
 
 def test_model_needs_a_name_or_random_init(corpus_file, tmp_path):

@@ -14,15 +14,29 @@ from tests.training.test_engine import PROBE
 
 
 def rse_config(backbone, qqp, text, out, **train):
-    return TrainConfig.model_validate({
-        "method": "rse", "model": {"name": str(backbone), "pooler": "cls", "max_seq_length": 16},
-        "data": {"train": str(text)},
-        "rse": {"sources": [{"relation": "duplicate_question", "path": str(qqp), "format": "qqp"},
-                            {"relation": "same_sent", "path": str(text), "format": "text", "cap": 40}],
-                "weights": {"duplicate_question": 1.0}},
-        "train": {"output_dir": str(out), "batch_size": 8, "learning_rate": 5e-4, "logging_steps": 1,
-                  "progress_bar": False, **train},
-        "eval": {"dev_task": "none", "final_tasks": []}})
+    return TrainConfig.model_validate(
+        {
+            "method": "rse",
+            "model": {"name": str(backbone), "pooler": "cls", "max_seq_length": 16},
+            "data": {"train": str(text)},
+            "rse": {
+                "sources": [
+                    {"relation": "duplicate_question", "path": str(qqp), "format": "qqp"},
+                    {"relation": "same_sent", "path": str(text), "format": "text", "cap": 40},
+                ],
+                "weights": {"duplicate_question": 1.0},
+            },
+            "train": {
+                "output_dir": str(out),
+                "batch_size": 8,
+                "learning_rate": 5e-4,
+                "logging_steps": 1,
+                "progress_bar": False,
+                **train,
+            },
+            "eval": {"dev_task": "none", "final_tasks": []},
+        }
+    )
 
 
 @pytest.fixture
@@ -33,7 +47,9 @@ def qqp_file(corpus_file, tmp_path):
     return path
 
 
-def test_rse_trains_with_its_own_relation_lr_and_saves_a_loadable_folder(tiny_backbone, corpus_file, qqp_file, tmp_path):
+def test_rse_trains_with_its_own_relation_lr_and_saves_a_loadable_folder(
+    tiny_backbone, corpus_file, qqp_file, tmp_path
+):
     cfg = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=4)
     trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "run"))
     assert len(trainer.train_dataset) == 47 + 40  # 47 duplicates of 95 QQP rows, 40 of 96 plain sentences
@@ -71,11 +87,13 @@ def test_rse_needs_sources_and_known_weight_names(tiny_backbone, corpus_file, qq
 
 
 def test_dev_selection_uses_the_relational_score_and_saves_the_selected_relation_vectors(
-        tiny_backbone, corpus_file, qqp_file, data_dir, tmp_path):
+    tiny_backbone, corpus_file, qqp_file, data_dir, tmp_path
+):
     from safetensors.torch import load_file
 
-    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=6, eval_steps=2,
-                      learning_rate=5e-3).model_dump()
+    tree = rse_config(
+        tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=6, eval_steps=2, learning_rate=5e-3
+    ).model_dump()
     tree["data"]["data_dir"] = str(data_dir)
     tree["eval"] = {"dev_task": "STS-B", "dev_limit": 60, "final_tasks": []}
     tree["rse"]["relation_lr"] = 0.5  # the vectors move a lot between checkpoints
@@ -87,29 +105,37 @@ def test_dev_selection_uses_the_relational_score_and_saves_the_selected_relation
     evaluator = trainer.evaluator
     with torch.no_grad():
         trainer.loss.relation_vectors.normal_(0, 1.0)
-    table = RelationTable(trainer.loss.relations, trainer.loss.relation_vectors.detach().numpy(),
-                          {"duplicate_question": 1.0})
-    expected = spearmanr(evaluator.base.scores, RelationalScorer(trainer.model, table).score(
-        evaluator.base.sentences1, evaluator.base.sentences2))[0]
+    table = RelationTable(
+        trainer.loss.relations, trainer.loss.relation_vectors.detach().numpy(), {"duplicate_question": 1.0}
+    )
+    expected = spearmanr(
+        evaluator.base.scores,
+        RelationalScorer(trainer.model, table).score(evaluator.base.sentences1, evaluator.base.sentences2),
+    )[0]
     assert evaluator(trainer.model)["stsb-dev_spearman_cosine"] == pytest.approx(expected, abs=1e-12)
     paths = engine.train(cfg, evaluate=False)
-    state = json.loads(max(paths.checkpoints.glob("checkpoint-*/trainer_state.json"),
-                           key=lambda p: int(p.parent.name.split("-")[1])).read_text())
+    state = json.loads(
+        max(
+            paths.checkpoints.glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name.split("-")[1])
+        ).read_text()
+    )
     best = Path(state["best_model_checkpoint"])
     saved = RelationTable.load(paths.model, 32).vectors
     np.testing.assert_array_equal(saved, load_file(str(best / "loss_state.safetensors"))["relation_vectors"].numpy())
 
 
-def test_all_above_merges_the_sources_into_plain_pairs_and_saves_a_plain_model(tiny_backbone, corpus_file,
-                                                                                qqp_file, tmp_path):
+def test_all_above_merges_the_sources_into_plain_pairs_and_saves_a_plain_model(
+    tiny_backbone, corpus_file, qqp_file, tmp_path
+):
     tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2).model_dump()
     tree["rse"]["merge_relations"] = True
     cfg = TrainConfig.model_validate(tree)
     trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "probe"))
     assert trainer.train_dataset.column_names == ["head", "tail", "label"]  # no in-relation negatives
     assert set(trainer.train_dataset["label"]) == {0}
-    assert not list(trainer.loss.parameters()) or all(p is not trainer.loss.relation_vectors
-                                                     for p in trainer.loss.parameters())
+    assert not list(trainer.loss.parameters()) or all(
+        p is not trainer.loss.relation_vectors for p in trainer.loss.parameters()
+    )
     paths = engine.train(cfg, evaluate=False)
     assert not RelationTable.is_saved_in(paths.model)  # a plain sentence-transformers model, scored by cosine
     SentenceTransformer(str(paths.model)).encode(PROBE)
@@ -117,10 +143,12 @@ def test_all_above_merges_the_sources_into_plain_pairs_and_saves_a_plain_model(t
 
 def test_a_dev_task_card_is_scored_with_the_relational_mix(tiny_backbone, corpus_file, qqp_file, tmp_path):
     lines = corpus_file.read_text().splitlines()
-    (tmp_path / "dev.tsv").write_text("s1\ts2\tscore\n" + "".join(f"{lines[i]}\t{lines[i + 1]}\t{i % 5}\n"
-                                                                  for i in range(0, 40, 2)), encoding="utf-8")
-    (tmp_path / "dev.yaml").write_text("name: mine\nkind: scored-pairs\nfile: dev.tsv\ncolumns: [s1, s2, score]\n",
-                                       encoding="utf-8")
+    (tmp_path / "dev.tsv").write_text(
+        "s1\ts2\tscore\n" + "".join(f"{lines[i]}\t{lines[i + 1]}\t{i % 5}\n" for i in range(0, 40, 2)), encoding="utf-8"
+    )
+    (tmp_path / "dev.yaml").write_text(
+        "name: mine\nkind: scored-pairs\nfile: dev.tsv\ncolumns: [s1, s2, score]\n", encoding="utf-8"
+    )
     tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2).model_dump()
     tree["eval"] = {"dev_task": str(tmp_path / "dev.yaml"), "final_tasks": []}
     trainer = engine.build_trainer(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / "probe"))
@@ -128,11 +156,14 @@ def test_a_dev_task_card_is_scored_with_the_relational_mix(tiny_backbone, corpus
 
     with torch.no_grad():
         trainer.loss.relation_vectors.normal_(0, 1.0)
-    table = RelationTable(trainer.loss.relations, trainer.loss.relation_vectors.detach().numpy(),
-                          {"duplicate_question": 1.0})
+    table = RelationTable(
+        trainer.loss.relations, trainer.loss.relation_vectors.detach().numpy(), {"duplicate_question": 1.0}
+    )
     pairs = [line.split("\t") for line in (tmp_path / "dev.tsv").read_text().splitlines()[1:]]
-    expected = spearmanr([float(p[2]) for p in pairs],
-                         RelationalScorer(trainer.model, table).score([p[0] for p in pairs], [p[1] for p in pairs]))[0]
+    expected = spearmanr(
+        [float(p[2]) for p in pairs],
+        RelationalScorer(trainer.model, table).score([p[0] for p in pairs], [p[1] for p in pairs]),
+    )[0]
     # the same model scores the same pairs twice in one process: equal up to float64 rounding
     assert trainer.evaluator(trainer.model)["mine_spearman"] == pytest.approx(expected, abs=1e-12)
     assert trainer.args.metric_for_best_model == "eval_mine_spearman"
@@ -151,11 +182,15 @@ def test_dev_direction_max_scores_dev_as_the_released_code(tiny_backbone, corpus
         tree["rse"]["dev_direction"] = direction
         trainer = engine.build_trainer(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / direction))
         with torch.no_grad():
-            trainer.loss.relation_vectors.copy_(torch.linspace(-2, 2, trainer.loss.relation_vectors.numel())
-                                                .reshape(trainer.loss.relation_vectors.shape))
+            trainer.loss.relation_vectors.copy_(
+                torch.linspace(-2, 2, trainer.loss.relation_vectors.numel()).reshape(
+                    trainer.loss.relation_vectors.shape
+                )
+            )
         evaluator = trainer.evaluator
-        table = RelationTable(trainer.loss.relations, trainer.loss.relation_vectors.detach().numpy(),
-                              {"duplicate_question": 1.0})
+        table = RelationTable(
+            trainer.loss.relations, trainer.loss.relation_vectors.detach().numpy(), {"duplicate_question": 1.0}
+        )
         scorer = RelationalScorer(trainer.model, table)  # forward, checked by hand against both directions
         a, b = evaluator.base.sentences1, evaluator.base.sentences2
         forward, backward = scorer.score(a, b), scorer.score(b, a)

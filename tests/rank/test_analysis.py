@@ -31,8 +31,6 @@ def stsb_dir(tmp_path_factory):
     return root
 
 
-
-
 def test_top_k_neighbours_match_a_full_sort(encoder, index):
     queries = encoder.encode(["a man plays the guitar", "the dog runs"])
     unit = queries / np.linalg.norm(queries, axis=1, keepdims=True)

@@ -10,9 +10,14 @@ from sentlab.encoders.loading import build_encoder
 from sentlab.errors import DataError
 from sentlab.rank.index import CorpusIndex, StaleIndexError, corpus_sha256, encoder_fingerprint
 
-SENTENCES = ["a man plays the guitar", "a woman plays the piano", "the dog runs in the park",
-             "a child reads a book", "the cat sits on the car", "a bird flies in the sky"]
-
+SENTENCES = [
+    "a man plays the guitar",
+    "a woman plays the piano",
+    "the dog runs in the park",
+    "a child reads a book",
+    "the cat sits on the car",
+    "a bird flies in the sky",
+]
 
 
 def test_build_save_load_round_trip(encoder, tmp_path):

@@ -20,8 +20,6 @@ LEFT = ["a man plays the guitar", "a dog runs in the park", "the child reads a b
 RIGHT = ["a woman plays the piano", "the cat sits on the car", "a girl reads a book", "a bird flies in the sky"]
 
 
-
-
 @pytest.fixture
 def same_inputs(encoder, monkeypatch):
     """Make every scoring path rank identical similarity rows, and record them.
@@ -96,7 +94,9 @@ def test_rankencoder_folder_round_trip(encoder, index, tmp_path):
     np.testing.assert_array_equal(plain.encode(LEFT), encoder.encode(LEFT))
     loaded = RankEncoder.load(folder, device="cpu")
     assert loaded.lambda_inf == 0.2 and loaded.index.sentences == index.sentences
-    np.testing.assert_array_equal(loaded.scorer().score(LEFT, RIGHT), RankEncoder(encoder, index, 0.2).scorer().score(LEFT, RIGHT))
+    np.testing.assert_array_equal(
+        loaded.scorer().score(LEFT, RIGHT), RankEncoder(encoder, index, 0.2).scorer().score(LEFT, RIGHT)
+    )
 
 
 def test_rankencoder_folder_with_a_foreign_index_is_refused(encoder, index, tmp_path):

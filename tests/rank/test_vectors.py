@@ -7,7 +7,13 @@ import pytest
 import torch
 from scipy.stats import rankdata, spearmanr
 
-from sentlab.rank.vectors import _average_ranks_numpy, _average_ranks_torch, average_ranks, normalize_ranks, rank_vectors
+from sentlab.rank.vectors import (
+    _average_ranks_numpy,
+    _average_ranks_torch,
+    average_ranks,
+    normalize_ranks,
+    rank_vectors,
+)
 
 
 def test_average_ranks_hand_computed():

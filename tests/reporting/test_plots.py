@@ -10,8 +10,12 @@ import pytest
 from sentlab.cli import main
 from sentlab.errors import DataError
 from sentlab.evaluation.results import EvalReport
-from sentlab.reporting.plots import (alignment_uniformity_points, cosine_by_gold_bucket, plot_alignment_uniformity,
-                                     plot_cosine_buckets)
+from sentlab.reporting.plots import (
+    alignment_uniformity_points,
+    cosine_by_gold_bucket,
+    plot_alignment_uniformity,
+    plot_cosine_buckets,
+)
 from tests.evaluation.test_sts import TableScorer
 
 

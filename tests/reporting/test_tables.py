@@ -36,8 +36,13 @@ def test_tables_in_paper_column_order_with_average():
 
 
 def test_partial_useb_table_says_what_its_average_covers():
-    r = report("m", useb={"CQADupStack": (12.0, {"android": {"ap": 10.0}, "gaming": {"ap": 14.0}}),
-                          "TwitterPara": (70.0, {"TURL": {"ap": 80.0}, "PIT": {"ap": 60.0}})})
+    r = report(
+        "m",
+        useb={
+            "CQADupStack": (12.0, {"android": {"ap": 10.0}, "gaming": {"ap": 14.0}}),
+            "TwitterPara": (70.0, {"TURL": {"ap": 80.0}, "PIT": {"ap": 60.0}}),
+        },
+    )
     headers, rows, note = table_rows(TABLES[2], [r], ["m"])
     assert headers[-1] == "Avg*" and rows[0][-1] == pytest.approx(41.0)
     assert "CQADup., TwitterP." in note
@@ -53,8 +58,12 @@ def test_same_model_name_in_two_files_is_told_apart_and_charts_are_written(tmp_p
     written = plot_tables(reports, ["runs/a.json", "runs/b.json"], tmp_path)
     assert [p.name for p in written] == ["sts.png", "transfer.png"]
     values = json.loads((tmp_path / "transfer.json").read_text())["values"]
-    assert values == {"m (a)": {**{k if k != "SST2" else "SST-2": v for k, v in TRANSFER.items()},
-                                "Avg": pytest.approx(sum(TRANSFER.values()) / 7)}}
+    assert values == {
+        "m (a)": {
+            **{k if k != "SST2" else "SST-2": v for k, v in TRANSFER.items()},
+            "Avg": pytest.approx(sum(TRANSFER.values()) / 7),
+        }
+    }
 
 
 def test_task_cards_get_intervals_and_paired_differences_against_the_first_model(tmp_path):
@@ -62,8 +71,12 @@ def test_task_cards_get_intervals_and_paired_differences_against_the_first_model
 
     def card_report(model, values):
         items = mean_items(values, "same-queries")
-        result = MetricsResult("map@100", {"map@100": 100 * float(np.mean(values))}, n=len(values),
-                               extra={"items": items, "ci95": {"map@100": list(bootstrap_interval(items))}})
+        result = MetricsResult(
+            "map@100",
+            {"map@100": 100 * float(np.mean(values))},
+            n=len(values),
+            extra={"items": items, "ci95": {"map@100": list(bootstrap_interval(items))}},
+        )
         return EvalReport(model=model, tasks={"tickets": result}, settings={"task_cards": {"tickets": "cards"}})
 
     base = list(np.linspace(0.1, 0.5, 20))

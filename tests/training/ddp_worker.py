@@ -14,13 +14,18 @@ from tests.conftest import tiny_config
 
 backbone, corpus, out, batch_size = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 method = sys.argv[5] if len(sys.argv) > 5 else "simcse-unsup"
-cfg = tiny_config(backbone, corpus, out / "run", max_steps=1, batch_size=batch_size,
-                  learning_rate=1e-2, pooler="mean")
+cfg = tiny_config(backbone, corpus, out / "run", max_steps=1, batch_size=batch_size, learning_rate=1e-2, pooler="mean")
 if method == "rankencoder":  # E1 = the same tiny model, corpus = the training sentences; both loss terms count
     tree = cfg.model_dump()
     tree["method"] = "rankencoder"
-    tree["rank"] = {"base_encoder": str(backbone), "corpus": str(corpus), "tau_lower": None, "tau_upper": None,
-                    "lambda_train": 1.0, "combine": "weighted_sum"}
+    tree["rank"] = {
+        "base_encoder": str(backbone),
+        "corpus": str(corpus),
+        "tau_lower": None,
+        "tau_upper": None,
+        "lambda_train": 1.0,
+        "combine": "weighted_sum",
+    }
     cfg = TrainConfig.model_validate(tree)
 if method.startswith("rse"):  # two relations: paraphrase pairs (tab-separated) and the corpus as same_sent
     pairs = out / "pairs.tsv"
@@ -30,9 +35,13 @@ if method.startswith("rse"):  # two relations: paraphrase pairs (tab-separated) 
     tree = cfg.model_dump()
     tree["method"] = "rse"
     tree["model"]["pooler"] = "cls"
-    tree["rse"] = {"sources": [{"relation": "paraphrase", "path": str(pairs), "format": "paranmt", "cap": 4},
-                               {"relation": "same_sent", "path": str(corpus), "format": "text", "cap": 4}],
-                  "mini_batch_size": 3 if method == "rse-cached" else None}
+    tree["rse"] = {
+        "sources": [
+            {"relation": "paraphrase", "path": str(pairs), "format": "paranmt", "cap": 4},
+            {"relation": "same_sent", "path": str(corpus), "format": "text", "cap": 4},
+        ],
+        "mini_batch_size": 3 if method == "rse-cached" else None,
+    }
     cfg = TrainConfig.model_validate(tree)
 paths = engine.RunPaths(out / "run")
 trainer = engine.build_trainer(cfg, paths)
@@ -49,5 +58,6 @@ if method.startswith("rse"):  # the loss's own parameters: DDP does not sync the
     state["relation_vectors"] = trainer.loss.relation_vectors.detach().contiguous().cpu()
 save_file(state, str(out / f"rank{rank}.safetensors"))
 loss = next(r["loss"] for r in trainer.state.log_history if "loss" in r)
-(out / f"rank{rank}.json").write_text(json.dumps({"loss": loss, "world": world,
-                                                 "wrapper": type(trainer.model_wrapped).__name__}))
+(out / f"rank{rank}.json").write_text(
+    json.dumps({"loss": loss, "world": world, "wrapper": type(trainer.model_wrapped).__name__})
+)

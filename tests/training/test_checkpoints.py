@@ -15,15 +15,21 @@ from sentence_transformers import SentenceTransformer
 
 from sentlab.cli import main
 from sentlab.training import engine
-from sentlab.training.checkpoints import (COMPLETE_MARKER, checkpoint_problem, mark_complete,
-                                          newest_complete_checkpoint)
+from sentlab.training.checkpoints import COMPLETE_MARKER, checkpoint_problem, mark_complete, newest_complete_checkpoint
 from tests.conftest import the_error, tiny_config
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = ["a man plays the guitar", "the dog runs in the park", "a girl reads a book"]
 # (kill point inside the save of checkpoint-4, the checkpoint --resume must continue from)
-KILL_POINTS = [("weights-half", 2), ("before-optimizer", 2), ("optimizer-half", 2), ("trainer-state-half", 2),
-               ("before-marker", 2), ("marker-half", 2), ("after-marker", 4)]
+KILL_POINTS = [
+    ("weights-half", 2),
+    ("before-optimizer", 2),
+    ("optimizer-half", 2),
+    ("trainer-state-half", 2),
+    ("before-marker", 2),
+    ("marker-half", 2),
+    ("after-marker", 4),
+]
 
 
 def write_config(backbone, corpus, out: Path, config_path: Path) -> Path:
@@ -33,18 +39,25 @@ def write_config(backbone, corpus, out: Path, config_path: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_kill_9_inside_a_save_then_resume_gives_the_uninterrupted_weights(tiny_backbone, corpus_file, tmp_path,
-                                                                          capsys):
-    full = engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "full", max_steps=6, save_steps=2),
-                        evaluate=False)
+def test_kill_9_inside_a_save_then_resume_gives_the_uninterrupted_weights(tiny_backbone, corpus_file, tmp_path, capsys):
+    full = engine.train(
+        tiny_config(tiny_backbone, corpus_file, tmp_path / "full", max_steps=6, save_steps=2), evaluate=False
+    )
     expected = SentenceTransformer(str(full.model)).encode(PROBE)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     runs = {}
     for point, _ in KILL_POINTS:  # all killed runs at once: each is mostly interpreter start-up
         config = write_config(tiny_backbone, corpus_file, tmp_path / point, tmp_path / f"{point}.yaml")
-        runs[point] = (config, subprocess.Popen([sys.executable, "-m", "tests.training.crash_worker", str(config),
-                                                 point, "4"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                                stderr=subprocess.PIPE))
+        runs[point] = (
+            config,
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.training.crash_worker", str(config), point, "4"],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            ),
+        )
     for point, resumed_from in KILL_POINTS:
         config, process = runs[point]
         _, stderr = process.communicate(timeout=300)
@@ -69,8 +82,10 @@ def test_kill_9_inside_a_save_then_resume_gives_the_uninterrupted_weights(tiny_b
 
 
 def test_an_incomplete_or_damaged_checkpoint_is_named_and_skipped(tiny_backbone, corpus_file, tmp_path, capsys):
-    paths = engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=4, save_steps=2,
-                                     save_total_limit=None), evaluate=False)
+    paths = engine.train(
+        tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=4, save_steps=2, save_total_limit=None),
+        evaluate=False,
+    )
     first, second = paths.checkpoints / "checkpoint-2", paths.checkpoints / "checkpoint-4"
     assert checkpoint_problem(first) is None and checkpoint_problem(second) is None
 
@@ -103,14 +118,40 @@ def test_a_damaged_model_folder_is_one_line_naming_the_file(tiny_backbone, corpu
     paths = engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=1), evaluate=False)
     weights = next(paths.model.rglob("model.safetensors"))
     weights.write_bytes(weights.read_bytes()[:1000])
-    assert main(["encode", "--model", str(paths.model), "--input", str(corpus_file), "--output",
-                 str(tmp_path / "e.npy"), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "encode",
+                "--model",
+                str(paths.model),
+                "--input",
+                str(corpus_file),
+                "--output",
+                str(tmp_path / "e.npy"),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     assert f"{weights}: damaged weights file" in the_error(capsys.readouterr().err)
 
     pickled = tmp_path / "pickled"
     shutil.copytree(tiny_backbone, pickled)
     (pickled / "model.safetensors").unlink()
     (pickled / "pytorch_model.bin").write_bytes(b"\x80\x04 not really a pickle")
-    assert main(["encode", "--model", str(pickled), "--input", str(corpus_file), "--output",
-                 str(tmp_path / "e.npy"), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "encode",
+                "--model",
+                str(pickled),
+                "--input",
+                str(corpus_file),
+                "--output",
+                str(tmp_path / "e.npy"),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     assert "pytorch_model.bin: pickled weights, which sentlab does not load" in the_error(capsys.readouterr().err)

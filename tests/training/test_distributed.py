@@ -17,12 +17,29 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run(nproc, backbone, corpus, out, batch_size, method="simcse-unsup"):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={nproc}", "--master_port=29533",
-           str(ROOT / "tests" / "training" / "ddp_worker.py"), str(backbone), str(corpus), str(out), str(batch_size),
-           method]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc_per_node={nproc}",
+        "--master_port=29533",
+        str(ROOT / "tests" / "training" / "ddp_worker.py"),
+        str(backbone),
+        str(corpus),
+        str(out),
+        str(batch_size),
+        method,
+    ]
     if nproc == 1:
-        cmd = [sys.executable, str(ROOT / "tests" / "training" / "ddp_worker.py"), str(backbone), str(corpus),
-               str(out), str(batch_size), method]
+        cmd = [
+            sys.executable,
+            str(ROOT / "tests" / "training" / "ddp_worker.py"),
+            str(backbone),
+            str(corpus),
+            str(out),
+            str(batch_size),
+            method,
+        ]
     result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
 
@@ -31,9 +48,22 @@ def run(nproc, backbone, corpus, out, batch_size, method="simcse-unsup"):
 @pytest.mark.parametrize("method", ["simcse-unsup", "rankencoder", "rse", "rse-cached"])
 def test_two_processes_equal_one_process_on_the_global_batch(tiny_backbone_no_dropout, tmp_path, method):
     corpus = tmp_path / "eight.txt"
-    corpus.write_text("\n".join(["a man plays the guitar", "a dog runs in the park", "the girl reads a book",
-                                 "a cat sits on the car", "children swim in the water", "a bird flies in the sky",
-                                 "the woman eats food", "a boy drives a red car"]) + "\n", encoding="utf-8")
+    corpus.write_text(
+        "\n".join(
+            [
+                "a man plays the guitar",
+                "a dog runs in the park",
+                "the girl reads a book",
+                "a cat sits on the car",
+                "children swim in the water",
+                "a bird flies in the sky",
+                "the woman eats food",
+                "a boy drives a red car",
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     run(2, tiny_backbone_no_dropout, corpus, tmp_path / "ddp", batch_size=4, method=method)
     run(1, tiny_backbone_no_dropout, corpus, tmp_path / "single", batch_size=8, method=method)
     rank0, rank1 = (load_file(str(tmp_path / "ddp" / f"rank{r}.safetensors")) for r in (0, 1))

@@ -17,8 +17,9 @@ PROBE = ["a man plays the guitar", "the dog runs in the park", "a girl reads a b
 def test_train_end_to_end_writes_a_loadable_run(tiny_backbone, corpus_file, fake_sts_dir, tmp_path):
     # the tiny random start scores higher on the fake STS-B dev than any checkpoint: without
     # start_is_candidate the best checkpoint is kept (tests/training/test_start_settings.py: with it)
-    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", fake_sts_dir, max_steps=12, eval_steps=4,
-                      start_is_candidate=False)
+    cfg = tiny_config(
+        tiny_backbone, corpus_file, tmp_path / "run", fake_sts_dir, max_steps=12, eval_steps=4, start_is_candidate=False
+    )
     before = build_encoder(str(tiny_backbone), "cls").encode(PROBE)
     paths = engine.train(cfg, evaluate=False)
     for path in (paths.config, paths.metrics, paths.loss_plot, paths.model / "modules.json"):
@@ -61,8 +62,9 @@ def train_until_killed(cfg, step: int, monkeypatch) -> None:
 
 
 def test_resume_continues_and_matches_an_uninterrupted_run(tiny_backbone, corpus_file, tmp_path, monkeypatch):
-    full = engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "full", max_steps=8, save_steps=4),
-                        evaluate=False)
+    full = engine.train(
+        tiny_config(tiny_backbone, corpus_file, tmp_path / "full", max_steps=8, save_steps=4), evaluate=False
+    )
     cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "crash", max_steps=8, save_steps=4)
     train_until_killed(cfg, 6, monkeypatch)
     with pytest.raises(ConfigError, match="pass --resume"):
@@ -70,8 +72,9 @@ def test_resume_continues_and_matches_an_uninterrupted_run(tiny_backbone, corpus
     resumed = engine.train(cfg, resume=True, evaluate=False)
     state = json.loads((resumed.checkpoints / "checkpoint-8" / "trainer_state.json").read_text())
     assert state["global_step"] == 8
-    steps_logged = [json.loads(line)["step"] for line in resumed.metrics.read_text().splitlines()
-                    if "loss" in json.loads(line)]
+    steps_logged = [
+        json.loads(line)["step"] for line in resumed.metrics.read_text().splitlines() if "loss" in json.loads(line)
+    ]
     assert steps_logged == [1, 2, 3, 4, 5, 6, 7, 8]  # steps 5-6 were redone, and are logged once
     a = SentenceTransformer(str(full.model)).encode(PROBE)
     b = SentenceTransformer(str(resumed.model)).encode(PROBE)
@@ -80,8 +83,7 @@ def test_resume_continues_and_matches_an_uninterrupted_run(tiny_backbone, corpus
     np.testing.assert_allclose(a, b, atol=1e-5)
 
 
-def test_resume_under_other_settings_is_refused_unless_allowed_and_then_recorded(tiny_backbone, corpus_file,
-                                                                                 tmp_path):
+def test_resume_under_other_settings_is_refused_unless_allowed_and_then_recorded(tiny_backbone, corpus_file, tmp_path):
     engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "r", max_steps=4, save_steps=2), evaluate=False)
     longer = tiny_config(tiny_backbone, corpus_file, tmp_path / "r", max_steps=6, save_steps=2)
     with pytest.raises(ConfigError, match=r"did not start with \(train.max_steps: 4 -> 6\).*--allow-changed-settings"):
@@ -97,8 +99,9 @@ def test_resume_under_other_settings_is_refused_unless_allowed_and_then_recorded
     assert "settings changed at step 4 (train.max_steps: 4 -> 6)" in paths.log.read_text()
     # a run folder whose config.yaml is empty: one line, and --allow-changed-settings still continues
     paths.config.write_text("")
-    assert engine.changes_since_start(longer, paths) == ["config.yaml: empty or not a config, the run's own "
-                                                          "settings are unknown"]
+    assert engine.changes_since_start(longer, paths) == [
+        "config.yaml: empty or not a config, the run's own settings are unknown"
+    ]
 
 
 def test_resume_without_checkpoint_is_an_error(tiny_backbone, corpus_file, tmp_path):
@@ -128,8 +131,12 @@ def test_a_task_card_is_the_dev_task_and_picks_the_best_checkpoint(tiny_backbone
     records = [json.loads(line) for line in trainer_paths.metrics.read_text().splitlines()]
     dev = {r["step"]: r["eval_my-dev_spearman"] for r in records if "eval_my-dev_spearman" in r}
     assert sorted(dev) == [0, 2, 4, 6, 8]  # step 0: the start model, a candidate too
-    state = json.loads(max((tmp_path / "run" / "checkpoints").glob("checkpoint-*/trainer_state.json"),
-                           key=lambda p: int(p.parent.name.split("-")[1])).read_text())
+    state = json.loads(
+        max(
+            (tmp_path / "run" / "checkpoints").glob("checkpoint-*/trainer_state.json"),
+            key=lambda p: int(p.parent.name.split("-")[1]),
+        ).read_text()
+    )
     checkpoints = {step: value for step, value in dev.items() if step}
     assert state["best_metric"] == pytest.approx(max(checkpoints.values()))  # the card chose the best checkpoint
     selection = json.loads((tmp_path / "run" / "selection.json").read_text())
@@ -140,7 +147,8 @@ def test_a_task_card_is_the_dev_task_and_picks_the_best_checkpoint(tiny_backbone
 
 
 def test_wall_clock_budget_stops_training_with_a_checkpoint_and_counts_time_before_a_resume(
-        tiny_backbone, corpus_file, tmp_path):
+    tiny_backbone, corpus_file, tmp_path
+):
     from sentlab.training.callbacks import WallClockBudget
 
     cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=50, save_steps=100, max_minutes=1e-6)
@@ -167,8 +175,11 @@ def test_fewer_rows_than_a_batch_is_an_error_not_a_run_that_learns_nothing(tiny_
 
     one_line = tmp_path / "one.txt"
     one_line.write_text("the dog runs " * 2000 + "\n", encoding="utf-8")  # one huge line: one sentence
-    with pytest.raises(DataError, match=r"one.txt: 1 usable training row\(s\), fewer than one batch "
-                                        r"\(train.batch_size=8\)"):
+    with pytest.raises(
+        DataError,
+        match=r"one.txt: 1 usable training row\(s\), fewer than one batch "
+        r"\(train.batch_size=8\)",
+    ):
         engine.train(tiny_config(tiny_backbone, one_line, tmp_path / "run", max_steps=2), evaluate=False)
     assert not (tmp_path / "run").exists()  # nothing left behind
     with pytest.raises(ConfigError, match="train.batch_size=1: simcse-unsup needs at least 2 rows a batch"):
@@ -189,28 +200,49 @@ def test_the_run_log_says_what_happens_and_counts_truncated_texts(tiny_backbone,
         set_quiet(False)
     assert "reading the training data" not in capsys.readouterr().err  # libraries' bars aside
     log = paths.log.read_text("utf-8")
-    for expected in ("reading the training data", "96 training rows", "loading the model",
-                     "notice: 2 of 96 distinct training texts are longer than model.max_seq_length=16 tokens "
-                     "(the longest: 42) and are truncated to it", "model saved to"):
+    for expected in (
+        "reading the training data",
+        "96 training rows",
+        "loading the model",
+        "notice: 2 of 96 distinct training texts are longer than model.max_seq_length=16 tokens "
+        "(the longest: 42) and are truncated to it",
+        "model saved to",
+    ):
         assert expected in log, expected
 
 
-def test_sentlab_eval_after_training_encodes_nothing_again(tiny_backbone, corpus_file, data_dir, tmp_path,
-                                                          monkeypatch):
+def test_sentlab_eval_after_training_encodes_nothing_again(tiny_backbone, corpus_file, data_dir, tmp_path, monkeypatch):
     """Training's final STS evaluation leaves its embeddings in the on-disk cache, keyed by the saved
     model's weights, so the README's `sentlab eval` on the trained model reads them back."""
     from sentlab.cli import main
     from sentlab.evaluation import scoring
 
-    paths = engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", data_dir, max_steps=2,
-                                     eval_steps=2))
+    paths = engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", data_dir, max_steps=2, eval_steps=2))
     assert paths.results.is_file()
     encoded = []
     real = scoring.encode_by_length
-    monkeypatch.setattr(scoring, "encode_by_length", lambda model, texts, *a, **k: encoded.append(len(texts))
-                        or real(model, texts, *a, **k))
-    assert main(["eval", "--model", str(paths.model), "--tasks", "sts", "--data-dir", str(data_dir),
-                 "--output", str(tmp_path / "again.json"), "--quiet"]) == 0
+    monkeypatch.setattr(
+        scoring,
+        "encode_by_length",
+        lambda model, texts, *a, **k: encoded.append(len(texts)) or real(model, texts, *a, **k),
+    )
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(paths.model),
+                "--tasks",
+                "sts",
+                "--data-dir",
+                str(data_dir),
+                "--output",
+                str(tmp_path / "again.json"),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert sum(encoded) == 0, encoded
     before = json.loads(paths.results.read_text())["tasks"]["STS-B"]["spearman"]
     assert json.loads((tmp_path / "again.json").read_text())["tasks"]["STS-B"]["spearman"] == before
@@ -228,8 +260,9 @@ def test_a_finished_run_is_found_again_by_what_it_learnt_from(tiny_backbone, cor
     assert find_finished_run(elsewhere, runs) is None  # other training text
 
 
-def test_train_prints_the_start_models_scores_beside_the_trained_models(tiny_backbone, corpus_file, data_dir,
-                                                                        tmp_path, capfd):
+def test_train_prints_the_start_models_scores_beside_the_trained_models(
+    tiny_backbone, corpus_file, data_dir, tmp_path, capfd
+):
     """The terminal says whether training helped: the dev-task selection (start model against the best
     checkpoint) and the final STS table with the start model's row; no library progress bar of its own
     ("Computing widget examples") appears."""

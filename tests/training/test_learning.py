@@ -101,16 +101,34 @@ def average_precision(model, pairs, labels) -> float:
     return float(average_precision_score(labels, cosine))
 
 
-def gain_after_training(task, method: str, seed: int, cut_encoder_gradient: bool = False, steps: int = 30,
-                        learning_rate: float = 1e-3, pooler: str = "mean") -> float:
+def gain_after_training(
+    task,
+    method: str,
+    seed: int,
+    cut_encoder_gradient: bool = False,
+    steps: int = 30,
+    learning_rate: float = 1e-3,
+    pooler: str = "mean",
+) -> float:
     folder, backbone, pairs, labels = task
-    cfg = TrainConfig.model_validate({
-        "method": method, "model": {"name": str(backbone), "pooler": pooler, "max_seq_length": 16},
-        "data": {"train": str(folder / "train.txt")},
-        "train": {"output_dir": str(folder / f"{method}-{seed}-{cut_encoder_gradient}"), "batch_size": 32,
-                  "learning_rate": learning_rate, "max_steps": steps, "logging_steps": steps, "save_steps": 1000,
-                  "progress_bar": False, "seed": seed},
-        "eval": {"dev_task": "none", "final_tasks": []}})
+    cfg = TrainConfig.model_validate(
+        {
+            "method": method,
+            "model": {"name": str(backbone), "pooler": pooler, "max_seq_length": 16},
+            "data": {"train": str(folder / "train.txt")},
+            "train": {
+                "output_dir": str(folder / f"{method}-{seed}-{cut_encoder_gradient}"),
+                "batch_size": 32,
+                "learning_rate": learning_rate,
+                "max_steps": steps,
+                "logging_steps": steps,
+                "save_steps": 1000,
+                "progress_bar": False,
+                "seed": seed,
+            },
+            "eval": {"dev_task": "none", "final_tasks": []},
+        }
+    )
     paths = RunPaths(folder / cfg.train.output_dir)
     paths.root.mkdir(parents=True, exist_ok=True)
     trainer = engine.build_trainer(cfg, paths)

@@ -26,11 +26,18 @@ from tests.tiny_presets import CONFIGS, TOP_LEVEL_PRESETS, FakeData, TinyModels,
 GPU_PRESETS = [p for p in TOP_LEVEL_PRESETS if is_gpu_preset(p)]
 # one preset for every method and loss variant (RSE with and without Gradient Cache, both RankCSE losses)
 METHOD_PRESETS = {
-    "simcse-unsup": "simcse-unsup-bert-base", "simcse-sup": "simcse-sup-bert-base",
-    "rankencoder": "rankencoder-simcse-bert-base", "rankcse-listnet": "rankcse-listnet-bert-base",
-    "rankcse-listmle": "rankcse-listmle-roberta-base", "tsdae": "tsdae-bert-base", "ct": "ct-bert-base",
-    "mlm": "mlm-bert-base", "bert-flow": "bertflow-bert-base", "rse-gradient-cache": "rse-sts-bert-base",
-    "rse": "rse-minilm-cpu", "supervised": "nli-sts-supervised-bert-base",
+    "simcse-unsup": "simcse-unsup-bert-base",
+    "simcse-sup": "simcse-sup-bert-base",
+    "rankencoder": "rankencoder-simcse-bert-base",
+    "rankcse-listnet": "rankcse-listnet-bert-base",
+    "rankcse-listmle": "rankcse-listmle-roberta-base",
+    "tsdae": "tsdae-bert-base",
+    "ct": "ct-bert-base",
+    "mlm": "mlm-bert-base",
+    "bert-flow": "bertflow-bert-base",
+    "rse-gradient-cache": "rse-sts-bert-base",
+    "rse": "rse-minilm-cpu",
+    "supervised": "nli-sts-supervised-bert-base",
 }
 
 
@@ -78,7 +85,9 @@ def test_bf16_on_cpu_changes_every_methods_loss_and_reaches_every_network(varian
     np.testing.assert_allclose(b, a, rtol=0.05, atol=0.05)
 
     record = json.loads(bf16.precision.read_text())
-    assert record["requested"] == "bf16" and record["ran"] == "bf16 autocast on cpu" and record["loss_dtype"] == "float32"
+    assert (
+        record["requested"] == "bf16" and record["ran"] == "bf16 autocast on cpu" and record["loss_dtype"] == "float32"
+    )
     assert record["components"] and record["float32_unexpectedly"] == []
     for component, dtypes in record["components"].items():
         expected = ["float32"] if component in record["float32_on_purpose"] else ["bfloat16"]
@@ -87,8 +96,9 @@ def test_bf16_on_cpu_changes_every_methods_loss_and_reaches_every_network(varian
     plain = json.loads(fp32.precision.read_text())
     assert plain["ran"] == "fp32 on cpu" and all(d == ["float32"] for d in plain["components"].values())
     if variant in ("tsdae", "mlm", "ct"):  # the networks that live in the loss, outside the trainer's model
-        assert {"tsdae": "decoder (BertLMHeadModel)", "mlm": "head (BertForMaskedLM)",
-                "ct": "model1.0 (Transformer)"}[variant] in record["components"]
+        assert {"tsdae": "decoder (BertLMHeadModel)", "mlm": "head (BertForMaskedLM)", "ct": "model1.0 (Transformer)"}[
+            variant
+        ] in record["components"]
 
 
 @pytest.mark.slow
@@ -147,9 +157,15 @@ def test_every_value_the_error_lists_can_be_set(tiny_backbone, corpus_file, tmp_
         load_config(path, ["train.mixed_precision=yes"])  # true is not a precision
 
 
-@pytest.mark.parametrize("flags, expected", [
-    ("fpu sse avx2 avx512f avx512_bf16 avx512_fp16", True), ("fpu sse avx2 amx_bf16 amx_tile", True),
-    ("fpu sse avx2 avx512f avx512bw", False), ("fpu sse avx2", False)])
+@pytest.mark.parametrize(
+    "flags, expected",
+    [
+        ("fpu sse avx2 avx512f avx512_bf16 avx512_fp16", True),
+        ("fpu sse avx2 amx_bf16 amx_tile", True),
+        ("fpu sse avx2 avx512f avx512bw", False),
+        ("fpu sse avx2", False),
+    ],
+)
 def test_cpu_bf16_support_is_read_from_the_feature_flags(tmp_path, flags, expected):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(f"processor\t: 0\nmodel name\t: x\nflags\t\t: {flags}\n\nprocessor\t: 1\nflags\t\t: {flags}\n")
@@ -164,8 +180,11 @@ def test_networks_run_in_half_precision_inside_the_block_and_in_fp32_after():
 
         def __init__(self):
             super().__init__()
-            self.body = BertModel(BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
-                                             intermediate_size=8))
+            self.body = BertModel(
+                BertConfig(
+                    vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=1, intermediate_size=8
+                )
+            )
             self.head = nn.Sequential(nn.Linear(8, 3), nn.Tanh())
 
         def forward(self, ids):

@@ -25,8 +25,14 @@ def rankcse_config(student, teachers, corpus, out, rankcse=None, **train) -> Tra
 
 @pytest.mark.parametrize("distillation", ["listnet", "listmle"])
 def test_rankcse_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path, distillation):
-    cfg = rankcse_config(tiny_backbone, [tiny_backbone_no_dropout, tiny_backbone], corpus_file, tmp_path / "run",
-                         {"teacher_weights": [1 / 3, 2 / 3], "distillation": distillation}, max_steps=4)
+    cfg = rankcse_config(
+        tiny_backbone,
+        [tiny_backbone_no_dropout, tiny_backbone],
+        corpus_file,
+        tmp_path / "run",
+        {"teacher_weights": [1 / 3, 2 / 3], "distillation": distillation},
+        max_steps=4,
+    )
     paths = engine.train(cfg, evaluate=False)
     for k, backbone in enumerate([tiny_backbone_no_dropout, tiny_backbone]):
         vectors = np.load(paths.teacher_vectors / f"teacher{k}.npy")
@@ -45,8 +51,9 @@ def test_rankcse_config_is_validated(tiny_backbone, corpus_file, tmp_path):
     with pytest.raises(ValueError, match="one weight per teacher, summing to 1"):
         rankcse_config(tiny_backbone, [tiny_backbone], corpus_file, tmp_path, {"teacher_weights": [0.5]})
     with pytest.raises(ValueError, match="every term of Eq. 6 is switched off"):
-        rankcse_config(tiny_backbone, [tiny_backbone], corpus_file, tmp_path,
-                       {"use_infonce": False, "beta": 0, "gamma": 0})
+        rankcse_config(
+            tiny_backbone, [tiny_backbone], corpus_file, tmp_path, {"use_infonce": False, "beta": 0, "gamma": 0}
+        )
     tree = tiny_config(tiny_backbone, corpus_file, tmp_path).model_dump()
     tree["method"] = "rankcse"
     with pytest.raises(ValueError, match="needs a 'rankcse' section"):

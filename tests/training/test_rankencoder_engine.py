@@ -22,8 +22,14 @@ PROBE = ["a man plays the guitar", "a dog runs in the park"]
 def rank_config(e2, e1, corpus, out, data_dir=None, rank=None, **train) -> TrainConfig:
     tree = tiny_config(e2, corpus, out, data_dir, **train).model_dump()
     tree["method"] = "rankencoder"
-    tree["rank"] = {"base_encoder": str(e1), "corpus": str(corpus), "tau_lower": None, "tau_upper": None,
-                    "lambda_train": 1.0, **(rank or {})}
+    tree["rank"] = {
+        "base_encoder": str(e1),
+        "corpus": str(corpus),
+        "tau_lower": None,
+        "tau_upper": None,
+        "lambda_train": 1.0,
+        **(rank or {}),
+    }
     return TrainConfig.model_validate(tree)
 
 
@@ -34,8 +40,12 @@ def test_rankencoder_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, cor
     assert train_vectors.shape[0] == 96
     e1 = build_encoder(str(tiny_backbone_no_dropout), "cls")
     # other batch shapes than the run's (256 vs 3 rows, other padding): float32 rounding of O(1) values
-    np.testing.assert_allclose(train_vectors[:3], e1.encode(
-        corpus_file.read_text().splitlines()[:3], normalize_embeddings=True), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        train_vectors[:3],
+        e1.encode(corpus_file.read_text().splitlines()[:3], normalize_embeddings=True),
+        rtol=1e-5,
+        atol=1e-6,
+    )
     CorpusIndex.load(paths.base_index).check_encoder(e1)
     records = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
     assert len([r for r in records if "loss" in r]) == 6
@@ -50,14 +60,17 @@ def test_rankencoder_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, cor
 
 
 def test_resume_reuses_e1_vectors(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path):
-    cfg = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=4,
-                      save_steps=2)
+    cfg = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=4, save_steps=2)
     paths = engine.train(cfg, evaluate=False)
     stamps = paths.base_train_vectors.stat().st_mtime_ns, (paths.base_index / "vectors.npy").stat().st_mtime_ns
-    longer = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=6,
-                         save_steps=2)
+    longer = rank_config(
+        tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=6, save_steps=2
+    )
     engine.train(longer, resume=True, evaluate=False, allow_changed=True)  # a longer run of the same training
-    assert (paths.base_train_vectors.stat().st_mtime_ns, (paths.base_index / "vectors.npy").stat().st_mtime_ns) == stamps
+    assert (
+        paths.base_train_vectors.stat().st_mtime_ns,
+        (paths.base_index / "vectors.npy").stat().st_mtime_ns,
+    ) == stamps
     steps = [json.loads(line).get("step") for line in paths.metrics.read_text().splitlines()]
     assert max(s for s in steps if s) == 6
 
@@ -65,8 +78,14 @@ def test_resume_reuses_e1_vectors(tiny_backbone, tiny_backbone_no_dropout, corpu
 def test_prebuilt_index_of_another_encoder_is_refused(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path):
     other = build_encoder(str(make_tiny_backbone(tmp_path / "other", seed=3)), "cls")
     CorpusIndex.build(other, ["a dog", "a cat"], "other").save(tmp_path / "idx")
-    cfg = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=2,
-                      rank={"corpus": None, "index": str(tmp_path / "idx")})
+    cfg = rank_config(
+        tiny_backbone,
+        tiny_backbone_no_dropout,
+        corpus_file,
+        tmp_path / "run",
+        max_steps=2,
+        rank={"corpus": None, "index": str(tmp_path / "idx")},
+    )
     with pytest.raises(DataError, match="not the encoder in use"):
         engine.train(cfg, evaluate=False)
 

@@ -1,4 +1,4 @@
-"""Saved models keep the settings of the start model that training does not change (issue 24): the
+"""Saved models keep the settings of the start model that training does not change: the
 run's maximum sequence length, the pooling, and the start model's unit-length normalisation - for
 every registered method. The start model here is a sentence-transformers folder that normalises and
 reloads with 20 tokens; each run names a pooler (which rebuilds the pipeline from the backbone, where
@@ -25,8 +25,9 @@ PROBE = ["a man plays the guitar", "a dog runs in the park"]
 @pytest.fixture(scope="module")
 def normalizing_start(tiny_backbone, tmp_path_factory):
     transformer = Transformer(str(tiny_backbone), max_seq_length=20)
-    model = SentenceTransformer(modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean"),
-                                         Normalize()])
+    model = SentenceTransformer(
+        modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean"), Normalize()]
+    )
     folder = tmp_path_factory.mktemp("start") / "model"
     model.save(str(folder))
     return folder
@@ -37,36 +38,66 @@ def sections(method: str, tiny_backbone, corpus_file, tmp_path) -> tuple[str, di
     lines = corpus_file.read_text().splitlines()
     if method == "simcse-sup":
         table = tmp_path / "nli.csv"
-        table.write_text("sent0,sent1,hard_neg\n" + "".join(f"{a},{b},{c}\n" for a, b, c in zip(lines, lines[1:], lines[2:])))
+        table.write_text(
+            "sent0,sent1,hard_neg\n" + "".join(f"{a},{b},{c}\n" for a, b, c in zip(lines, lines[1:], lines[2:]))
+        )
         return str(table), {}
     if method == "supervised":
         table = tmp_path / "pairs.tsv"
-        table.write_text("sentence1\tsentence2\tscore\n" + "".join(f"{a}\t{b}\t{i % 6}\n" for i, (a, b) in
-                                                                     enumerate(zip(lines, lines[1:]))))
+        table.write_text(
+            "sentence1\tsentence2\tscore\n"
+            + "".join(f"{a}\t{b}\t{i % 6}\n" for i, (a, b) in enumerate(zip(lines, lines[1:])))
+        )
         return str(table), {"supervised": {"loss": "cosine-mse"}}
     if method == "rse":
         qqp = tmp_path / "qqp.tsv"
         qqp.write_text("".join(f"{i % 2}\t{a}\t{b}\t{i}\n" for i, (a, b) in enumerate(zip(lines, lines[1:]))))
-        return str(corpus_file), {"rse": {"sources": [{"relation": "duplicate_question", "path": str(qqp),
-                                                       "format": "qqp"}], "weights": {"duplicate_question": 1.0}}}
+        return str(corpus_file), {
+            "rse": {
+                "sources": [{"relation": "duplicate_question", "path": str(qqp), "format": "qqp"}],
+                "weights": {"duplicate_question": 1.0},
+            }
+        }
     if method == "rankcse":
         return str(corpus_file), {"rankcse": {"teachers": [str(tiny_backbone)]}}
     if method == "rankencoder":
-        return str(corpus_file), {"rank": {"base_encoder": str(tiny_backbone), "corpus": str(corpus_file),
-                                           "tau_lower": None, "tau_upper": None, "lambda_train": 1.0}}
+        return str(corpus_file), {
+            "rank": {
+                "base_encoder": str(tiny_backbone),
+                "corpus": str(corpus_file),
+                "tau_lower": None,
+                "tau_upper": None,
+                "lambda_train": 1.0,
+            }
+        }
     return str(corpus_file), {}
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
-def test_a_saved_model_keeps_the_start_models_length_pooling_and_normalisation(method, normalizing_start, tiny_backbone,
-                                                                             corpus_file, tmp_path):
+def test_a_saved_model_keeps_the_start_models_length_pooling_and_normalisation(
+    method, normalizing_start, tiny_backbone, corpus_file, tmp_path
+):
     train_file, own = sections(method, tiny_backbone, corpus_file, tmp_path)
-    cfg = TrainConfig.model_validate({
-        "method": method, "model": {"name": str(normalizing_start), "pooler": "mean", "max_seq_length": MAX_SEQ_LENGTH},
-        "data": {"train": train_file, **({"columns": ["sentence1", "sentence2", "score"]} if method == "supervised" else {})},
-        "train": {"output_dir": str(tmp_path / "run"), "batch_size": 8, "learning_rate": 5e-4, "max_steps": 2,
-                  "logging_steps": 1, "progress_bar": False},
-        "eval": {"dev_task": "none", "final_tasks": []}, **own})
+    cfg = TrainConfig.model_validate(
+        {
+            "method": method,
+            "model": {"name": str(normalizing_start), "pooler": "mean", "max_seq_length": MAX_SEQ_LENGTH},
+            "data": {
+                "train": train_file,
+                **({"columns": ["sentence1", "sentence2", "score"]} if method == "supervised" else {}),
+            },
+            "train": {
+                "output_dir": str(tmp_path / "run"),
+                "batch_size": 8,
+                "learning_rate": 5e-4,
+                "max_steps": 2,
+                "logging_steps": 1,
+                "progress_bar": False,
+            },
+            "eval": {"dev_task": "none", "final_tasks": []},
+            **own,
+        }
+    )
     paths = engine.train(cfg, evaluate=False)
     model = SentenceTransformer(str(paths.model), trust_remote_code=method == "bert-flow")
     assert model.max_seq_length == MAX_SEQ_LENGTH
@@ -82,17 +113,29 @@ def dev_card(corpus_file, tmp_path):
 
 
 def dev_selected_run(backbone, corpus_file, card, out) -> TrainConfig:
-    return TrainConfig.model_validate({
-        "method": "simcse-unsup", "model": {"name": str(backbone), "pooler": "mean", "max_seq_length": 16},
-        "data": {"train": str(corpus_file)},
-        "train": {"output_dir": str(out), "batch_size": 8, "learning_rate": 5e-4, "max_steps": 4, "eval_steps": 2,
-                  "logging_steps": 1, "progress_bar": False},
-        "eval": {"dev_task": str(card), "final_tasks": []}})
+    return TrainConfig.model_validate(
+        {
+            "method": "simcse-unsup",
+            "model": {"name": str(backbone), "pooler": "mean", "max_seq_length": 16},
+            "data": {"train": str(corpus_file)},
+            "train": {
+                "output_dir": str(out),
+                "batch_size": 8,
+                "learning_rate": 5e-4,
+                "max_steps": 4,
+                "eval_steps": 2,
+                "logging_steps": 1,
+                "progress_bar": False,
+            },
+            "eval": {"dev_task": str(card), "final_tasks": []},
+        }
+    )
 
 
 @pytest.mark.parametrize("start_wins", [True, False])
-def test_the_start_model_is_a_candidate_of_checkpoint_selection(start_wins, tiny_backbone, corpus_file, dev_card,
-                                                                 tmp_path):
+def test_the_start_model_is_a_candidate_of_checkpoint_selection(
+    start_wins, tiny_backbone, corpus_file, dev_card, tmp_path
+):
     """Constructed: the start model's recorded dev score is set above (or below) every checkpoint's, so
     step 0 must win (or lose) the selection; a first run records the real score of the start model."""
     from sentlab.evaluation.dev_tasks import score_dev_task

@@ -5,7 +5,6 @@ report, cache, data. Errors a user can fix (bad input, bad options) are printed 
 ``sentlab: error: ...``, with a non-zero exit code.
 """
 
-
 from __future__ import annotations
 
 import argparse
@@ -35,8 +34,24 @@ from sentlab.cli.common import Parser, quiet_libraries
 from sentlab.errors import SentlabError
 from sentlab.progress import say, set_quiet
 
-COMMANDS = (presets, train, pipeline, eval_command, adapt, encode, similarity, link_prediction, index, analyze, content_words,
-            corpus_size, plot, report, cache, data)
+COMMANDS = (
+    presets,
+    train,
+    pipeline,
+    eval_command,
+    adapt,
+    encode,
+    similarity,
+    link_prediction,
+    index,
+    analyze,
+    content_words,
+    corpus_size,
+    plot,
+    report,
+    cache,
+    data,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,4 +84,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sentlab: interrupted (resume a training run with --resume)", file=sys.stderr)
         return 130
-

@@ -28,13 +28,27 @@ def cmd_adapt(args: argparse.Namespace) -> int:
             raise DataError(f"{card}: task card not found")
     pooler = None if args.pooler == "none" else args.pooler
     max_seq_length = args.max_seq_length or start_model_max_length(args.model, pooler)
-    settings = AdaptSettings(text=str(text), text_sha256=file_sha256(text), model=args.model,
-                             pooler=pooler, max_seq_length=max_seq_length, batch_size=args.batch_size,
-                             budget={k: v for k, v in vars(budget).items()},
-                             dev_card=str(Path(args.dev_card).resolve()) if args.dev_card else None,
-                             general=args.general, data_dir=args.data_dir, eval_steps=args.eval_steps)
-    plan = AdaptPlan(settings, [str(Path(c).resolve()) for c in args.task_card], args.methods.split(","),
-                     args.seeds, Path(args.output), progress_bar=not args.quiet)
+    settings = AdaptSettings(
+        text=str(text),
+        text_sha256=file_sha256(text),
+        model=args.model,
+        pooler=pooler,
+        max_seq_length=max_seq_length,
+        batch_size=args.batch_size,
+        budget={k: v for k, v in vars(budget).items()},
+        dev_card=str(Path(args.dev_card).resolve()) if args.dev_card else None,
+        general=args.general,
+        data_dir=args.data_dir,
+        eval_steps=args.eval_steps,
+    )
+    plan = AdaptPlan(
+        settings,
+        [str(Path(c).resolve()) for c in args.task_card],
+        args.methods.split(","),
+        args.seeds,
+        Path(args.output),
+        progress_bar=not args.quiet,
+    )
     run_adapt(plan)
     print((plan.output / "report.md").read_text("utf-8"), end="")
     print(f"written {plan.output / 'report.md'}, {plan.output / 'report.json'}, {plan.output / 'adapt.png'}")
@@ -44,34 +58,66 @@ def cmd_adapt(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from sentlab.adapt import GENERAL_TASKS
 
-    p = sub.add_parser("adapt", help="adapt a model to your unlabelled text with every applicable method under one "
-                                     "budget, score each on your task card(s) and STS, and recommend one")
+    p = sub.add_parser(
+        "adapt",
+        help="adapt a model to your unlabelled text with every applicable method under one "
+        "budget, score each on your task card(s) and STS, and recommend one",
+    )
     p.add_argument("--text", required=True, help="unlabelled in-domain text, one sentence a line")
-    p.add_argument("--task-card", action="append", required=True, metavar="CARD.yaml",
-                   help="your task (test); the first one decides the recommendation; repeatable")
-    p.add_argument("--dev-card", default=None, metavar="CARD.yaml",
-                   help="a small labelled dev task: each arm keeps its best checkpoint on it (default: final model)")
+    p.add_argument(
+        "--task-card",
+        action="append",
+        required=True,
+        metavar="CARD.yaml",
+        help="your task (test); the first one decides the recommendation; repeatable",
+    )
+    p.add_argument(
+        "--dev-card",
+        default=None,
+        metavar="CARD.yaml",
+        help="a small labelled dev task: each arm keeps its best checkpoint on it (default: final model)",
+    )
     p.add_argument("--output", required=True, help="the adapt folder (rerun the command to resume)")
     p.add_argument("--model", default="minilm", help="the start model (alias, folder or hub name)")
     p.add_argument("--pooler", default="mean", help="pooling of every arm (default mean; 'none': as saved)")
-    p.add_argument("--methods", default="tsdae,ct,mlm,simcse,bert-flow",
-                   help="comma-separated arms (default: all of tsdae, ct, mlm, simcse, bert-flow); ARM@LR is that "
-                        "arm at another learning rate, its own row (e.g. bert-flow@1e-4)")
+    p.add_argument(
+        "--methods",
+        default="tsdae,ct,mlm,simcse,bert-flow",
+        help="comma-separated arms (default: all of tsdae, ct, mlm, simcse, bert-flow); ARM@LR is that "
+        "arm at another learning rate, its own row (e.g. bert-flow@1e-4)",
+    )
     budget = p.add_mutually_exclusive_group(required=True)
     budget.add_argument("--steps", type=positive_int, help="budget: optimizer steps per arm")
     budget.add_argument("--sentences", type=positive_int, help="budget: training sentences per arm")
     budget.add_argument("--minutes", type=float, help="budget: wall-clock minutes of training per arm")
     p.add_argument("--batch-size", type=positive_int, default=8, help="every arm's batch size (default 8, TSDAE's)")
-    p.add_argument("--max-seq-length", type=positive_int, default=None,
-                   help="truncate training and evaluation inputs to N tokens (default: the start model's own maximum)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44],
-                   help="training seeds of every arm (default 42 43 44; with one, training randomness is not measured "
-                        "and no margin is called beyond the noise)")
-    p.add_argument("--general", choices=tuple(GENERAL_TASKS), default="sts-b",
-                   help="the general task that shows what adapting traded: STS-B test (default), the seven STS "
-                        "tasks' average, or none")
-    p.add_argument("--eval-steps", type=positive_int, default=100,
-                   help="checkpoint (and dev-card evaluation) every N steps (default 100)")
+    p.add_argument(
+        "--max-seq-length",
+        type=positive_int,
+        default=None,
+        help="truncate training and evaluation inputs to N tokens (default: the start model's own maximum)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=[42, 43, 44],
+        help="training seeds of every arm (default 42 43 44; with one, training randomness is not measured "
+        "and no margin is called beyond the noise)",
+    )
+    p.add_argument(
+        "--general",
+        choices=tuple(GENERAL_TASKS),
+        default="sts-b",
+        help="the general task that shows what adapting traded: STS-B test (default), the seven STS "
+        "tasks' average, or none",
+    )
+    p.add_argument(
+        "--eval-steps",
+        type=positive_int,
+        default=100,
+        help="checkpoint (and dev-card evaluation) every N steps (default 100)",
+    )
     data_dir_arg(p)
     quiet_arg(p)
     p.set_defaults(func=cmd_adapt)

@@ -30,8 +30,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("analyze", help="RankEncoder's analyses: similar pairs, overlapping neighbours, "
-                                       "rank-vector geometry, 2-D map (JSON + PNG)")
+    p = sub.add_parser(
+        "analyze",
+        help="RankEncoder's analyses: similar pairs, overlapping neighbours, "
+        "rank-vector geometry, 2-D map (JSON + PNG)",
+    )
     model_args(p)
     p.add_argument("--index", default=None, help="corpus index of --model")
     p.add_argument("--retrained", default=None, help="a re-trained RankEncoder folder (E2) to add to Table 5")

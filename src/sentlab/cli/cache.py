@@ -9,27 +9,34 @@ def cmd_cache_info(args: argparse.Namespace) -> int:
     from sentlab.cache import cache_info
 
     info = cache_info()
-    print(f"cache folder: {info['root']} (embeddings capped at {info['max_bytes'] / 1e9:g} GB; "
-          "$SENTLAB_CACHE, $SENTLAB_CACHE_MAX_GB)")
+    print(
+        f"cache folder: {info['root']} (embeddings capped at {info['max_bytes'] / 1e9:g} GB; "
+        "$SENTLAB_CACHE, $SENTLAB_CACHE_MAX_GB)"
+    )
     print(f"embeddings: {info['embeddings']['entries']} entries, {info['embeddings']['bytes'] / 1e6:,.1f} MB")
-    print(f"exports: {info['exports']['entries']} models, {info['exports']['bytes'] / 1e6:,.1f} MB"
-          + "".join(f"\n  {setting}" for setting in info["exports"]["settings"]))
+    print(
+        f"exports: {info['exports']['entries']} models, {info['exports']['bytes'] / 1e6:,.1f} MB"
+        + "".join(f"\n  {setting}" for setting in info["exports"]["settings"])
+    )
     return 0
 
 
 def cmd_cache_clear(args: argparse.Namespace) -> int:
     from sentlab.cache import cache_clear, cache_root
 
-    parts = [p for p, chosen in (("embeddings", args.embeddings), ("exports", args.exports)) if chosen] or \
-        ["embeddings", "exports"]
+    parts = [p for p, chosen in (("embeddings", args.embeddings), ("exports", args.exports)) if chosen] or [
+        "embeddings",
+        "exports",
+    ]
     freed = cache_clear(what=parts)
     print(f"cleared {' and '.join(parts)} in {cache_root()} ({freed / 1e6:,.1f} MB)")
     return 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cache", help="the embedding cache and exported models ($SENTLAB_CACHE, "
-                                     "default ~/.cache/sentlab)")
+    p = sub.add_parser(
+        "cache", help="the embedding cache and exported models ($SENTLAB_CACHE, default ~/.cache/sentlab)"
+    )
     cache_sub = p.add_subparsers(dest="cache_command", required=True)
     c = cache_sub.add_parser("info", help="where the cache is, its size and cap, the exported models")
     c.set_defaults(func=cmd_cache_info)

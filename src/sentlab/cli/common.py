@@ -17,6 +17,7 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+
 def quiet_libraries() -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -28,33 +29,55 @@ def quiet_libraries() -> None:
 
 def model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="alias (minilm), local folder, or hub name")
-    parser.add_argument("--pooler", default=None, choices=("cls", "cls_before_pooler", "mean", "max",
-                                                           "first_last_avg", "prompt"), help="override the model's pooler")
-    parser.add_argument("--max-seq-length", type=positive_int, default=None,
-                        help="truncate inputs to N tokens (default: the model's own)")
-    parser.add_argument("--batch-size", type=positive_int, default=128, help="sentences encoded at a time "
-                                                                              "(default: 128)")
-    parser.add_argument("--device", type=device, default=None, help="cpu, cuda, cuda:1, mps (default: best "
-                                                                      "available)")
+    parser.add_argument(
+        "--pooler",
+        default=None,
+        choices=("cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt"),
+        help="override the model's pooler",
+    )
+    parser.add_argument(
+        "--max-seq-length",
+        type=positive_int,
+        default=None,
+        help="truncate inputs to N tokens (default: the model's own)",
+    )
+    parser.add_argument(
+        "--batch-size", type=positive_int, default=128, help="sentences encoded at a time (default: 128)"
+    )
+    parser.add_argument("--device", type=device, default=None, help="cpu, cuda, cuda:1, mps (default: best available)")
     quiet_arg(parser)
 
 
 def backend_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backend", choices=("torch", "onnx", "openvino"), default="torch",
-                        help="inference runtime: torch, onnx (onnxruntime; pip install 'sentlab[onnx]') or openvino "
-                             "(pip install 'sentlab[openvino]'); the export is made once and cached")
-    parser.add_argument("--precision", choices=("fp32", "tf32", "fp16", "bf16", "int8"), default="fp32",
-                        help="fp32 (IEEE float32 in every runtime and on every CPU); int8 (onnx / openvino: "
-                             "dynamic quantisation); bf16 (torch, or openvino on a CPU with BF16); fp16 / tf32 "
-                             "(torch, GPUs)")
-    parser.add_argument("--no-cache", action="store_true",
-                        help="do not read or write the embedding cache ($SENTLAB_CACHE, see `sentlab cache info`)")
+    parser.add_argument(
+        "--backend",
+        choices=("torch", "onnx", "openvino"),
+        default="torch",
+        help="inference runtime: torch, onnx (onnxruntime; pip install 'sentlab[onnx]') or openvino "
+        "(pip install 'sentlab[openvino]'); the export is made once and cached",
+    )
+    parser.add_argument(
+        "--precision",
+        choices=("fp32", "tf32", "fp16", "bf16", "int8"),
+        default="fp32",
+        help="fp32 (IEEE float32 in every runtime and on every CPU); int8 (onnx / openvino: "
+        "dynamic quantisation); bf16 (torch, or openvino on a CPU with BF16); fp16 / tf32 "
+        "(torch, GPUs)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="do not read or write the embedding cache ($SENTLAB_CACHE, see `sentlab cache info`)",
+    )
 
 
 def allow_changed_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--allow-changed-settings", action="store_true",
-                        help="resume a run under settings it did not start with (the old config is kept in the "
-                             "run folder as config.until-step-N.yaml)")
+    parser.add_argument(
+        "--allow-changed-settings",
+        action="store_true",
+        help="resume a run under settings it did not start with (the old config is kept in the "
+        "run folder as config.until-step-N.yaml)",
+    )
 
 
 def quiet_arg(parser: argparse.ArgumentParser) -> None:
@@ -68,13 +91,16 @@ def device(value: str) -> str:
     kind, _, number = value.partition(":")
     if kind == "cpu" and not number:
         return value
-    available = {"cuda": torch.cuda.device_count() if torch.cuda.is_available() else 0,
-                 "mps": int(torch.backends.mps.is_available())}
+    available = {
+        "cuda": torch.cuda.device_count() if torch.cuda.is_available() else 0,
+        "mps": int(torch.backends.mps.is_available()),
+    }
     if kind not in available:
         raise argparse.ArgumentTypeError(f"unknown device {value!r} (cpu, cuda, cuda:N, mps)")
     if not available[kind]:
-        raise argparse.ArgumentTypeError(f"device {value!r}: this torch has no {kind.upper()} device "
-                                         f"(torch {torch.__version__}); use --device cpu")
+        raise argparse.ArgumentTypeError(
+            f"device {value!r}: this torch has no {kind.upper()} device (torch {torch.__version__}); use --device cpu"
+        )
     if number and (not number.isdigit() or int(number) >= available[kind]):
         raise argparse.ArgumentTypeError(f"device {value!r}: only {available[kind]} {kind} device(s)")
     return value
@@ -99,22 +125,39 @@ def positive_int(value: str) -> int:
 
 
 def rank_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--index", default=None, help="corpus index of the model (sentlab index build): score "
-                                                      "with RankEncoder's Eq. 7")
-    parser.add_argument("--lambda-inf", type=float, default=None,
-                        help="Eq. 7 weight of the rank similarity: 1 = rank vectors alone (Eq. 2), 0 = cosine "
-                             "(default: the RankEncoder folder's value, else 0.1 as in the paper)")
+    parser.add_argument(
+        "--index", default=None, help="corpus index of the model (sentlab index build): score with RankEncoder's Eq. 7"
+    )
+    parser.add_argument(
+        "--lambda-inf",
+        type=float,
+        default=None,
+        help="Eq. 7 weight of the rank similarity: 1 = rank vectors alone (Eq. 2), 0 = cosine "
+        "(default: the RankEncoder folder's value, else 0.1 as in the paper)",
+    )
 
 
 def relation_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--relation", default=None, help="RSE model: score under this relation alone, or 'none' for "
-                                                         "the plain cosine (default: the folder's saved weights)")
-    parser.add_argument("--relation-weights", default=None, metavar="NAME=W,...",
-                        help="RSE model: a weighted mix of relations, e.g. entailment=1,duplicate_question=0.5 "
-                             "(normalised to sum to 1)")
-    parser.add_argument("--direction", choices=("forward", "max"), default="forward",
-                        help="RSE pair scores: forward = first sentence as the head (the paper), max = the larger "
-                             "of both directions (the released code's STS scoring); retrieval is always forward")
+    parser.add_argument(
+        "--relation",
+        default=None,
+        help="RSE model: score under this relation alone, or 'none' for "
+        "the plain cosine (default: the folder's saved weights)",
+    )
+    parser.add_argument(
+        "--relation-weights",
+        default=None,
+        metavar="NAME=W,...",
+        help="RSE model: a weighted mix of relations, e.g. entailment=1,duplicate_question=0.5 "
+        "(normalised to sum to 1)",
+    )
+    parser.add_argument(
+        "--direction",
+        choices=("forward", "max"),
+        default="forward",
+        help="RSE pair scores: forward = first sentence as the head (the paper), max = the larger "
+        "of both directions (the released code's STS scoring); retrieval is always forward",
+    )
 
 
 def relational_scorer(args: argparse.Namespace, encoder, source, name: str):
@@ -133,12 +176,15 @@ def relational_scorer(args: argparse.Namespace, encoder, source, name: str):
         return None
     if not RelationTable.is_saved_in(args.model):
         if relation is not None or spec is not None:
-            raise SentlabError(f"--relation / --relation-weights need an RSE model folder; {args.model} has no "
-                               "rse_relations.json")
+            raise SentlabError(
+                f"--relation / --relation-weights need an RSE model folder; {args.model} has no rse_relations.json"
+            )
         return None
     if getattr(args, "index", None) is not None:
-        raise SentlabError("--index (RankEncoder) and an RSE model's relational score do not combine; "
-                           "pass --relation none to score the encoder by cosine")
+        raise SentlabError(
+            "--index (RankEncoder) and an RSE model's relational score do not combine; "
+            "pass --relation none to score the encoder by cosine"
+        )
     table = RelationTable.load(args.model, encoder.get_embedding_dimension())
     weights = {relation: 1.0} if relation is not None else parse_relation_weights(spec) if spec else None
     scorer = RelationalScorer(source, table, weights, direction=args.direction, batch_size=args.batch_size)
@@ -232,5 +278,3 @@ def train_overrides(args: argparse.Namespace) -> list[str]:
     if args.quiet:
         overrides.append("train.progress_bar=false")
     return overrides
-
-

@@ -41,11 +41,17 @@ def cmd_content_words(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("content-words", help="TSDAE Sec. 7.2: which word of a relevant pair matters most "
-                                             "(JSON + PNG; POS distribution when spaCy is installed)")
+    p = sub.add_parser(
+        "content-words",
+        help="TSDAE Sec. 7.2: which word of a relevant pair matters most "
+        "(JSON + PNG; POS distribution when spaCy is installed)",
+    )
     model_args(p)
-    p.add_argument("--pairs", default="twitterpara", help="relevant pairs: twitterpara, sts-b (dev, score >= 4) or "
-                                                          "cqadupstack:<forum>")
+    p.add_argument(
+        "--pairs",
+        default="twitterpara",
+        help="relevant pairs: twitterpara, sts-b (dev, score >= 4) or cqadupstack:<forum>",
+    )
     p.add_argument("--limit", type=positive_int, default=2000, help="a seeded sample of this many pairs")
     p.add_argument("--output", required=True, help="folder for content_words.json and .png")
     data_dir_arg(p)

@@ -30,10 +30,16 @@ def cmd_data_download(args: argparse.Namespace) -> int:
     names = list(args.names)
     for preset in args.preset:
         needed = Preset.read(resolve_config(preset)).data
-        names += [name for name in needed if name in SOURCES and SOURCES[name].fetch is not None
-                  and not SOURCES[name].present(root)]
-        manual = [name for name in needed if name in SOURCES and SOURCES[name].fetch is None
-                  and not SOURCES[name].present(root)]
+        names += [
+            name
+            for name in needed
+            if name in SOURCES and SOURCES[name].fetch is not None and not SOURCES[name].present(root)
+        ]
+        manual = [
+            name
+            for name in needed
+            if name in SOURCES and SOURCES[name].fetch is None and not SOURCES[name].present(root)
+        ]
         for name in manual:
             print(f"{preset} also needs {name!r}, which sentlab cannot download: {SOURCES[name].how_to_get()}")
     if not names and not args.preset:
@@ -52,11 +58,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     d = data_sub.add_parser("list", help="every data set, whether it is in the data folder, and how to get it")
     data_dir_arg(d)
     d.set_defaults(func=cmd_data_list)
-    d = data_sub.add_parser("download", help="fetch data sets from their public source into the data folder "
-                                             "(needs internet): sts, wiki1m, wikipedia, nli-for-simcse")
+    d = data_sub.add_parser(
+        "download",
+        help="fetch data sets from their public source into the data folder "
+        "(needs internet): sts, wiki1m, wikipedia, nli-for-simcse",
+    )
     d.add_argument("names", nargs="*", metavar="NAME", help="data sets (see `sentlab data list`)")
-    d.add_argument("--preset", action="append", default=[], metavar="PRESET",
-                   help="also every downloadable data set this preset reads and the data folder lacks (repeatable)")
+    d.add_argument(
+        "--preset",
+        action="append",
+        default=[],
+        metavar="PRESET",
+        help="also every downloadable data set this preset reads and the data folder lacks (repeatable)",
+    )
     d.add_argument("--target", default=None, help="write here instead of the data folder")
     data_dir_arg(d)
     d.set_defaults(func=cmd_data_download)

@@ -21,8 +21,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
         raise DataError(f"{out}: output must end in .npy")
     model = load(args)
     say(f"encoding {len(sentences):,} sentences of {args.input}")
-    embeddings = embedding_cache(args, model).encode(sentences, batch_size=args.batch_size,
-                                                      show_progress_bar=bars())
+    embeddings = embedding_cache(args, model).encode(sentences, batch_size=args.batch_size, show_progress_bar=bars())
     if args.normalize:
         embeddings = embeddings / np.maximum(np.linalg.norm(embeddings, axis=1, keepdims=True), 1e-12)
     out.parent.mkdir(parents=True, exist_ok=True)

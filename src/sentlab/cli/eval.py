@@ -25,10 +25,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
     cards = [load_task_card(path) for path in args.task_card]
     families = parse_families(args.tasks) if args.tasks is not None else [] if cards else ["sts"]
     encoder, cache, scorer = build_scorer(args, args.model)
-    features = feature_function(args.features, encoder, batch_size=args.batch_size,
-                                encode=lambda sentences: cache.encode(list(sentences), batch_size=args.batch_size))
-    inputs = SuiteInputs(scorer, features, args.data_dir, kfold=args.kfold, pair_features=args.pair_features,
-                         n_jobs=args.jobs, device=encoder.device, items=args.items)
+    features = feature_function(
+        args.features,
+        encoder,
+        batch_size=args.batch_size,
+        encode=lambda sentences: cache.encode(list(sentences), batch_size=args.batch_size),
+    )
+    inputs = SuiteInputs(
+        scorer,
+        features,
+        args.data_dir,
+        kfold=args.kfold,
+        pair_features=args.pair_features,
+        n_jobs=args.jobs,
+        device=encoder.device,
+        items=args.items,
+    )
     report = EvalReport(model=scorer.name)
     if families:
         report = run_families(families, inputs, report)
@@ -36,24 +48,35 @@ def cmd_eval(args: argparse.Namespace) -> int:
         say(f"[task card] {card.name} ({card.kind})")
         report.tasks[card.name] = score_task_card(scorer, card, device=encoder.device)
         report.settings.setdefault("task_cards", {})[card.name] = str(card.folder)
-    report.settings.update({"pooler": args.pooler, "max_seq_length": encoder.max_seq_length,
-                            "backend": args.backend, "precision": args.precision,
-                            "data_dir": str(args.data_dir or ""), "tasks": families})
+    report.settings.update(
+        {
+            "pooler": args.pooler,
+            "max_seq_length": encoder.max_seq_length,
+            "backend": args.backend,
+            "precision": args.precision,
+            "data_dir": str(args.data_dir or ""),
+            "tasks": families,
+        }
+    )
     if "transfer" in families:
         report.settings.update({"features": args.features, "kfold": args.kfold, "pair_features": args.pair_features})
     if hasattr(scorer, "table"):
-        report.settings.update({"relation_weights": dict(zip(scorer.table.names, scorer.weights.tolist())),
-                                "direction": scorer.direction})
+        report.settings.update(
+            {"relation_weights": dict(zip(scorer.table.names, scorer.weights.tolist())), "direction": scorer.direction}
+        )
     if hasattr(scorer, "lambda_inf"):
-        report.settings.update({"lambda_inf": scorer.lambda_inf, "index": str(args.index or args.model),
-                                "corpus_size": len(scorer.index)})
+        report.settings.update(
+            {"lambda_inf": scorer.lambda_inf, "index": str(args.index or args.model), "corpus_size": len(scorer.index)}
+        )
     print(report.table())
     for card in cards:
         result = report.tasks[card.name]
         low_high = result.extra.get("ci95", {}).get(result.main_metric)
         if low_high:
-            print(f"{card.name}: {result.main_metric} {result.main:.2f}, 95% CI [{low_high[0]:.2f}, {low_high[1]:.2f}] "
-                  f"(bootstrap over its {result.n} items)")
+            print(
+                f"{card.name}: {result.main_metric} {result.main:.2f}, 95% CI [{low_high[0]:.2f}, {low_high[1]:.2f}] "
+                f"(bootstrap over its {result.n} items)"
+            )
     for task, reason in report.summary.get("skipped", {}).items():
         print(f"skipped {task}: {reason}")
     if args.output:
@@ -68,22 +91,42 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     backend_args(p)
     rank_args(p)
     relation_args(p)
-    p.add_argument("--tasks", default=None, help="comma-separated task families: sts, ranking, transfer, useb, "
-                                                 "evalrank, or all (tasks without data are skipped and listed); "
-                                                 "default sts, or none when --task-card is given")
-    p.add_argument("--task-card", action="append", default=[], metavar="CARD.yaml",
-                   help="your own task declared as data: scored-pairs, labelled-pairs, retrieval (BEIR layout), "
-                        "reranking or classification; repeatable (see sentlab.evaluation.task_cards)")
+    p.add_argument(
+        "--tasks",
+        default=None,
+        help="comma-separated task families: sts, ranking, transfer, useb, "
+        "evalrank, or all (tasks without data are skipped and listed); "
+        "default sts, or none when --task-card is given",
+    )
+    p.add_argument(
+        "--task-card",
+        action="append",
+        default=[],
+        metavar="CARD.yaml",
+        help="your own task declared as data: scored-pairs, labelled-pairs, retrieval (BEIR layout), "
+        "reranking or classification; repeatable (see sentlab.evaluation.task_cards)",
+    )
     p.add_argument("--output", default=None, help="write the results as JSON here")
-    p.add_argument("--items", action="store_true",
-                   help="keep in --output what each sts / ranking / useb headline is computed from (scored pairs, "
-                        "per-query values), for intervals and paired comparisons in sentlab report")
-    p.add_argument("--features", default="sentence", help="transfer-task features: sentence (the embedding) or "
-                                                          "cls-lastK, e.g. cls-last5 (RSE: mean [CLS] of the last 5 "
-                                                          "layers)")
+    p.add_argument(
+        "--items",
+        action="store_true",
+        help="keep in --output what each sts / ranking / useb headline is computed from (scored pairs, "
+        "per-query values), for intervals and paired comparisons in sentlab report",
+    )
+    p.add_argument(
+        "--features",
+        default="sentence",
+        help="transfer-task features: sentence (the embedding) or "
+        "cls-lastK, e.g. cls-last5 (RSE: mean [CLS] of the last 5 "
+        "layers)",
+    )
     p.add_argument("--kfold", type=positive_int, default=10, help="transfer-task folds (SentEval; papers use 10)")
-    p.add_argument("--pair-features", choices=("senteval", "full"), default="senteval",
-                   help="MRPC features: senteval = [|u-v|, u*v] (SentEval's mrpc.py), full = [u, v, |u-v|, u*v]")
+    p.add_argument(
+        "--pair-features",
+        choices=("senteval", "full"),
+        default="senteval",
+        help="MRPC features: senteval = [|u-v|, u*v] (SentEval's mrpc.py), full = [u, v, |u-v|, u*v]",
+    )
     p.add_argument("--jobs", type=int, default=None, help="parallel classifier fits (joblib; -1 = all cores)")
     data_dir_arg(p)
     p.set_defaults(func=cmd_eval)

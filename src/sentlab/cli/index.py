@@ -39,8 +39,15 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     if not devices or len(devices) == 1:  # one device: through the embedding cache (reused by later runs)
         cache = embedding_cache(args, model)
         encode = lambda texts: cache.encode(texts, batch_size=args.batch_size, show_progress_bar=bars())  # noqa: E731
-    index = CorpusIndex.build(model, sentences, args.model + setting_label(args), batch_size=args.batch_size,
-                              devices=devices, show_progress_bar=bars(), encode=encode)
+    index = CorpusIndex.build(
+        model,
+        sentences,
+        args.model + setting_label(args),
+        batch_size=args.batch_size,
+        devices=devices,
+        show_progress_bar=bars(),
+        encode=encode,
+    )
     index.extra.update({"corpus_file": str(args.corpus), "backend": args.backend, "precision": args.precision})
     index.save(args.output)
     print(f"index of {len(index)} sentences (dimension {index.dim}) written to {args.output}")
@@ -72,7 +79,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     i = index_sub.add_parser("pack", help="save an encoder + its index + lambda_inf as one RankEncoder folder")
     model_args(i)
     i.add_argument("--index", required=True, help="the encoder's corpus index (sentlab index build)")
-    i.add_argument("--lambda-inf", type=float, default=0.1, help="Eq. 7 weight stored with the folder (default: "
-                                                                  "0.1, the paper's)")
+    i.add_argument(
+        "--lambda-inf", type=float, default=0.1, help="Eq. 7 weight stored with the folder (default: 0.1, the paper's)"
+    )
     i.add_argument("--output", required=True, help="the RankEncoder folder to write")
     i.set_defaults(func=cmd_index_pack)

@@ -40,11 +40,19 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("pipeline", help="train several configs in a chain: each stage starts from the previous "
-                                        "stage's model (e.g. TSDAE on your text, then NLI+STS)")
+    p = sub.add_parser(
+        "pipeline",
+        help="train several configs in a chain: each stage starts from the previous "
+        "stage's model (e.g. TSDAE on your text, then NLI+STS)",
+    )
     p.add_argument("configs", nargs="+", metavar="CONFIG", help="presets or YAML training configs, in order")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a value in every stage's config (repeatable)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a value in every stage's config (repeatable)",
+    )
     p.add_argument("--no-eval", action="store_true", help="skip each stage's final STS evaluation")
     allow_changed_arg(p)
     data_dir_arg(p)

@@ -24,8 +24,10 @@ def cmd_plot_cosine_buckets(args: argparse.Namespace) -> int:
     from sentlab.evaluation.scoring import CosineScorer
     from sentlab.reporting.plots import cosine_by_gold_bucket, plot_cosine_buckets
 
-    distributions = [cosine_by_gold_bucket(CosineScorer(load_encoder(name, device=args.device), name=name),
-                                           args.data_dir) for name in args.model]
+    distributions = [
+        cosine_by_gold_bucket(CosineScorer(load_encoder(name, device=args.device), name=name), args.data_dir)
+        for name in args.model
+    ]
     path = plot_cosine_buckets(distributions, args.output)
     print(f"written {path} (+ .json)")
     return 0

@@ -12,8 +12,10 @@ def cmd_presets_list(args: argparse.Namespace) -> int:
     if args.hardware:
         presets = [p for p in presets if p.hardware == args.hardware]
     rows = [("name", "method", "start model", "hardware", "run on a GPU", "data", "paper")]
-    rows += [(p.name, p.method, p.model, p.hardware, "yes" if p.run_on_gpu else "no", ", ".join(p.data), p.paper)
-             for p in presets]
+    rows += [
+        (p.name, p.method, p.model, p.hardware, "yes" if p.run_on_gpu else "no", ", ".join(p.data), p.paper)
+        for p in presets
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     for row in rows:
         print("  ".join(f"{cell:<{width}}" for cell, width in zip(row, widths)) + "  " + row[-1])

@@ -24,8 +24,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="paper-style Markdown tables (STS, transfer, USEB, EvalRank) and bar charts "
-                                      "from results files")
+    p = sub.add_parser(
+        "report", help="paper-style Markdown tables (STS, transfer, USEB, EvalRank) and bar charts from results files"
+    )
     p.add_argument("results", nargs="+", help="results files of `sentlab eval --output` (one model each)")
     p.add_argument("--output", default=None, help="folder for report.md and the bar charts (PNG + JSON)")
     p.set_defaults(func=cmd_report)

@@ -33,8 +33,10 @@ def cmd_similarity(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("similarity", help="similarity of two sentences (cosine, Eq. 7 with an index, every relation's "
-                                          "score for an RSE model)")
+    p = sub.add_parser(
+        "similarity",
+        help="similarity of two sentences (cosine, Eq. 7 with an index, every relation's score for an RSE model)",
+    )
     model_args(p)
     backend_args(p)
     rank_args(p)

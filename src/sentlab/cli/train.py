@@ -32,8 +32,11 @@ def print_outcome(paths) -> None:
     if paths.selection.is_file():
         chosen = json.loads(paths.selection.read_text("utf-8"))
         best = chosen.get("best_checkpoint")
-        print(f"dev task ({chosen['metric']}): start model {chosen['start']:.4f}, best checkpoint "
-              + (f"{best:.4f}" if best is not None else "none") + f"; kept step {chosen['kept_step']}")
+        print(
+            f"dev task ({chosen['metric']}): start model {chosen['start']:.4f}, best checkpoint "
+            + (f"{best:.4f}" if best is not None else "none")
+            + f"; kept step {chosen['kept_step']}"
+        )
     start = [EvalReport.read(paths.start_results)] if paths.start_results.is_file() else []
     for results in (paths.results, paths.rank_results):  # cosine; Eq. 7 for RankEncoder runs
         if results.is_file():
@@ -43,10 +46,19 @@ def print_outcome(paths) -> None:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="train an encoder from a preset or a YAML config")
-    p.add_argument("config", metavar="CONFIG", help="a preset name (sentlab presets), e.g. simcse-unsup-minilm-cpu, "
-                                                    "or a YAML config file (sentlab presets show NAME > my.yaml)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config value, e.g. --set train.learning_rate=1e-5 (repeatable)")
+    p.add_argument(
+        "config",
+        metavar="CONFIG",
+        help="a preset name (sentlab presets), e.g. simcse-unsup-minilm-cpu, "
+        "or a YAML config file (sentlab presets show NAME > my.yaml)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set train.learning_rate=1e-5 (repeatable)",
+    )
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint of the run")
     p.add_argument("--no-eval", action="store_true", help="skip the final STS evaluation")
     allow_changed_arg(p)

@@ -19,8 +19,7 @@ from sentlab.errors import DataError
 HUB_SPLITS = {"test": "test", "dev": "validation", "train": "train"}
 
 
-def load_sts_from_hub(task_name: str, split: str = "test",
-                      load_dataset: Callable[..., Any] | None = None) -> STSPairs:
+def load_sts_from_hub(task_name: str, split: str = "test", load_dataset: Callable[..., Any] | None = None) -> STSPairs:
     """Read ``task_name`` (e.g. ``"STS12"``) from its hub copy (columns sentence1, sentence2, score)."""
     task = STS_TASKS[task_name]
     if task.hub_name is None:
@@ -59,10 +58,12 @@ def download_sts(target: str, load_dataset: Callable[..., Any] | None = None) ->
                 (folder / "STS.gs.all.txt").write_text("".join(f"{s}\n" for _, _, s in rows), "utf-8")
             elif task.layout == "stsb":
                 (folder / f"sts-{split}.csv").write_text(
-                    "".join(f"hub\thub\thub\t{i:04d}\t{s}\t{a}\t{b}\n" for i, (a, b, s) in enumerate(rows)), "utf-8")
+                    "".join(f"hub\thub\thub\t{i:04d}\t{s}\t{a}\t{b}\n" for i, (a, b, s) in enumerate(rows)), "utf-8"
+                )
             else:
                 body = "".join(f"{i}\t{a}\t{b}\t{s}\tNA\n" for i, (a, b, s) in enumerate(rows))
                 (folder / SICK_FILES[split]).write_text(
-                    "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n" + body, "utf-8")
+                    "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n" + body, "utf-8"
+                )
             written[f"{name}/{split}"] = len(rows)
     return written

@@ -23,8 +23,11 @@ def pair_by_premise(rows: Iterable[tuple[str, str, str]]) -> list[tuple[str, str
     by_premise: dict[str, dict[str, list[str]]] = {}
     for premise, hypothesis, label in rows:
         by_premise.setdefault(premise, {}).setdefault(label, []).append(hypothesis)
-    return [(premise, positive, negative) for premise, groups in by_premise.items()
-            for positive, negative in zip(groups.get("entailment", []), groups.get("contradiction", []))]
+    return [
+        (premise, positive, negative)
+        for premise, groups in by_premise.items()
+        for positive, negative in zip(groups.get("entailment", []), groups.get("contradiction", []))
+    ]
 
 
 def read_snli_triplets(folder: str | Path, split: str = "dev") -> list[tuple[str, str, str]]:
@@ -34,8 +37,10 @@ def read_snli_triplets(folder: str | Path, split: str = "dev") -> list[tuple[str
         raise DataError(f"{folder}: s1/s2/labels.{split} have {len(s1)}/{len(s2)}/{len(labels)} lines")
     for line_no, label in enumerate(labels, start=1):
         if label.strip() not in LABELS:
-            raise DataError(f"{folder / f'labels.{split}'}:{line_no}: unknown label {label.strip()!r} "
-                            f"(expected one of {', '.join(LABELS)})")
+            raise DataError(
+                f"{folder / f'labels.{split}'}:{line_no}: unknown label {label.strip()!r} "
+                f"(expected one of {', '.join(LABELS)})"
+            )
     rows = pair_by_premise((p.strip(), h.strip(), y.strip()) for p, h, y in zip(s1, s2, labels))
     if not rows:
         raise DataError(f"{folder}: no premise has both an entailment and a contradiction")

@@ -27,8 +27,14 @@ import numpy as np
 NOISE_TYPES = ("delete", "swap", "mask", "replace", "add")
 
 
-def add_noise(words: Sequence[str], kind: str, ratio: float, rng: np.random.Generator,
-              mask_token: str = "[MASK]", vocabulary: Sequence[str] = ()) -> list[str]:
+def add_noise(
+    words: Sequence[str],
+    kind: str,
+    ratio: float,
+    rng: np.random.Generator,
+    mask_token: str = "[MASK]",
+    vocabulary: Sequence[str] = (),
+) -> list[str]:
     """``words`` with noise of type ``kind`` applied to a ``ratio`` share of them (see module doc)."""
     if kind not in NOISE_TYPES:
         raise ValueError(f"unknown noise type {kind!r} (choose from {', '.join(NOISE_TYPES)})")
@@ -82,8 +88,7 @@ class NoisyPairs:
     the loss receives (noised, original) feature dicts in that order.
     """
 
-    def __init__(self, kind: str, ratio: float, seed: int, mask_token: str = "[MASK]",
-                 vocabulary: Sequence[str] = ()):
+    def __init__(self, kind: str, ratio: float, seed: int, mask_token: str = "[MASK]", vocabulary: Sequence[str] = ()):
         if kind not in NOISE_TYPES:
             raise ValueError(f"unknown noise type {kind!r} (choose from {', '.join(NOISE_TYPES)})")
         self.kind, self.ratio = kind, ratio

@@ -107,8 +107,10 @@ def read_table(
                     raise DataError(f"{path}:{first_line}: row has {fields} fields, the header {len(header)}")
                 row = _pick(record, columns, path, first_line)
                 if any("\n" in value for value in row):  # a quote that swallowed the next lines
-                    raise DataError(f"{path}:{first_line}: a field runs over lines {first_line}-{reader.line_num} "
-                                    "(unterminated quote?)")
+                    raise DataError(
+                        f"{path}:{first_line}: a field runs over lines {first_line}-{reader.line_num} "
+                        "(unterminated quote?)"
+                    )
                 rows.append(row)
                 first_line = reader.line_num + 1
                 if limit is not None and len(rows) >= limit:

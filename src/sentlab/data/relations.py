@@ -60,8 +60,9 @@ def _lines(path: str | Path, bad_bytes: str = "error") -> tuple[list[tuple[int, 
             if bad_bytes == "skip":
                 skipped += 1
                 continue
-            raise DataError(f"{path}:{number}: line is not valid UTF-8 (byte {err.start}); "
-                            "pass bad_bytes='skip' to drop such lines") from None
+            raise DataError(
+                f"{path}:{number}: line is not valid UTF-8 (byte {err.start}); pass bad_bytes='skip' to drop such lines"
+            ) from None
         out.append((number, text))
     if out and out[-1][1] == "":
         out.pop()
@@ -89,7 +90,9 @@ def read_entailment(source: str | Path, split: str = "train") -> list[Triple]:
                 record = json.loads(line)
                 labelled.append((record["sentence1"], record["sentence2"], record["gold_label"]))
             except (json.JSONDecodeError, KeyError, TypeError):
-                raise DataError(f"{source}:{number}: expected a JSON object with sentence1, sentence2, gold_label") from None
+                raise DataError(
+                    f"{source}:{number}: expected a JSON object with sentence1, sentence2, gold_label"
+                ) from None
         rows = pair_by_premise(labelled)
     return [Triple(p, "entailment", e, c) for p, e, c in rows]
 
@@ -142,8 +145,12 @@ def read_qnli(path: str | Path) -> list[Triple]:
     if not {"question", "sentence", "label"} <= set(header):
         raise DataError(f"{path}:1: expected a header with question, sentence, label")
     q, s, y = header.index("question"), header.index("sentence"), header.index("label")
-    return [Triple(f[q], "qa_entailment", f[s]) for n, line in lines[1:]
-            for f in [_fields(path, n, line, len(header))] if f[y].strip() == "entailment"]
+    return [
+        Triple(f[q], "qa_entailment", f[s])
+        for n, line in lines[1:]
+        for f in [_fields(path, n, line, len(header))]
+        if f[y].strip() == "entailment"
+    ]
 
 
 def read_same_sent(path: str | Path) -> list[Triple]:
@@ -175,7 +182,9 @@ def read_rse_json(path: str | Path) -> list[Triple]:
             raise DataError(f"{path}:{number}: expected an object with sentence1, sentence2, label")
         relation = str(record["label"]).replace("-", "_")
         if relation not in RELATIONS:
-            raise DataError(f"{path}:{number}: unknown relation {record['label']!r} (choose from {', '.join(RELATIONS)})")
+            raise DataError(
+                f"{path}:{number}: unknown relation {record['label']!r} (choose from {', '.join(RELATIONS)})"
+            )
         triples.append(Triple(record["sentence1"], relation, record["sentence2"]))
     return triples
 
@@ -227,10 +236,15 @@ class InRelationNegatives:
                 return tail
 
     def __call__(self, batch: dict[str, list]) -> dict[str, list]:
-        negatives = [n if n else self.draw(int(r), int(k))
-                     for n, r, k in zip(batch["negative"], batch["row"], batch["label"])]
-        return {"head": list(batch["head"]), "tail": list(batch["tail"]), "negative": negatives,
-                "label": list(batch["label"])}
+        negatives = [
+            n if n else self.draw(int(r), int(k)) for n, r, k in zip(batch["negative"], batch["row"], batch["label"])
+        ]
+        return {
+            "head": list(batch["head"]),
+            "tail": list(batch["tail"]),
+            "negative": negatives,
+            "label": list(batch["label"]),
+        }
 
 
 def triples_dataset(triples: Sequence[Triple], relations: Sequence[str], seed: int):
@@ -245,8 +259,14 @@ def triples_dataset(triples: Sequence[Triple], relations: Sequence[str], seed: i
     tails: dict[int, list[tuple[int, str]]] = {}
     for row, (t, k) in enumerate(zip(triples, labels)):
         tails.setdefault(k, []).append((row, t.tail))
-    dataset = Dataset.from_dict({"head": [t.head for t in triples], "tail": [t.tail for t in triples],
-                                 "negative": [t.negative or "" for t in triples], "label": labels,
-                                 "row": list(range(len(triples)))})
+    dataset = Dataset.from_dict(
+        {
+            "head": [t.head for t in triples],
+            "tail": [t.tail for t in triples],
+            "negative": [t.negative or "" for t in triples],
+            "label": labels,
+            "row": list(range(len(triples))),
+        }
+    )
     dataset.set_transform(InRelationNegatives(tails, seed))
     return dataset

@@ -115,42 +115,90 @@ def _fetch_sts(root: Path, hub: Hub) -> None:
 SOURCES: dict[str, DataSource] = {
     s.name: s
     for s in (
-        DataSource("sts", ("senteval/downstream/STS", "senteval/downstream/SICK"),
-                   "STS12-16, STS-B and SICK-R in SentEval's layout (the STS evaluation and STS-B dev selection)",
-                   "the datasets hub (mteb/sts12-sts ... mteb/sickr-sts); STS12-16 without subset labels",
-                   _fetch_sts),
-        DataSource("wiki1m", ("wikipedia/wiki1m_for_simcse.txt",),
-                   "SimCSE's one million Wikipedia sentences, one a line",
-                   f"hf://datasets/{SIMCSE_HUB_REPO}/wiki1m_for_simcse.txt", _fetch_simcse_file(
-                       "wiki1m_for_simcse.txt", "wikipedia/wiki1m_for_simcse.txt")),
-        DataSource("wikipedia", ("wikipedia/wiki_sentences.txt",),
-                   "English Wikipedia sentences, one a line, 5-60 words, deduplicated and shuffled (CPU presets)",
-                   "made from wiki1m by `sentlab data download wikipedia`", _fetch_wikipedia),
-        DataSource("nli-for-simcse", ("nli/nli_for_simcse.csv",),
-                   "SimCSE's NLI triplets (sent0, sent1, hard_neg) from SNLI + MNLI",
-                   f"hf://datasets/{SIMCSE_HUB_REPO}/nli_for_simcse.csv", _fetch_simcse_file(
-                       "nli_for_simcse.csv", "nli/nli_for_simcse.csv")),
-        DataSource("snli", ("senteval/downstream/SNLI",),
-                   "SNLI in SentEval's layout (s1.*, s2.*, labels.*)",
-                   "SentEval's data/downstream/get_transfer_data.bash"),
-        DataSource("transfer", ("senteval/downstream/MR", "senteval/downstream/CR", "senteval/downstream/SUBJ",
-                                "senteval/downstream/MPQA", "senteval/downstream/SST", "senteval/downstream/TREC",
-                                "senteval/downstream/MRPC"),
-                   "SentEval's seven transfer tasks", "SentEval's data/downstream/get_transfer_data.bash"),
-        DataSource("useb", ("useb/data-eval",), "USEB's TwitterPara and CQADupStack (titles)",
-                   "USEB's download script (github.com/UKPLab/useb)"),
-        DataSource("evalrank", ("evalrank",), "EvalRank's background sentences and positive pairs",
-                   "github.com/BinWang28/EvalRank"),
-        DataSource("qqp", ("relations/qqp",), "Quora Question Pairs dev / test (label, q1, q2, id)",
-                   "the GLUE QQP release (non-commercial terms)"),
-        DataSource("flickr8k", ("relations/flickr8k",), "Flickr8k captions and image splits",
-                   "the Flickr8k release (research-use terms)"),
-        DataSource("rse-train", ("rse",),
-                   "RSE's training relations: MNLI, QQP train, QNLI, ParaNMT, Flickr30k captions",
-                   "the RSE repository's data scripts (github.com/BinWang28/RSE)"),
-        DataSource("in-domain", ("in-domain/sentences.txt",),
-                   "your own unlabelled in-domain sentences, one a line (TSDAE, CT, MLM, BERT-flow presets)",
-                   "your own text (one sentence a line at that path, or --set data.train=YOUR_FILE.txt)"),
+        DataSource(
+            "sts",
+            ("senteval/downstream/STS", "senteval/downstream/SICK"),
+            "STS12-16, STS-B and SICK-R in SentEval's layout (the STS evaluation and STS-B dev selection)",
+            "the datasets hub (mteb/sts12-sts ... mteb/sickr-sts); STS12-16 without subset labels",
+            _fetch_sts,
+        ),
+        DataSource(
+            "wiki1m",
+            ("wikipedia/wiki1m_for_simcse.txt",),
+            "SimCSE's one million Wikipedia sentences, one a line",
+            f"hf://datasets/{SIMCSE_HUB_REPO}/wiki1m_for_simcse.txt",
+            _fetch_simcse_file("wiki1m_for_simcse.txt", "wikipedia/wiki1m_for_simcse.txt"),
+        ),
+        DataSource(
+            "wikipedia",
+            ("wikipedia/wiki_sentences.txt",),
+            "English Wikipedia sentences, one a line, 5-60 words, deduplicated and shuffled (CPU presets)",
+            "made from wiki1m by `sentlab data download wikipedia`",
+            _fetch_wikipedia,
+        ),
+        DataSource(
+            "nli-for-simcse",
+            ("nli/nli_for_simcse.csv",),
+            "SimCSE's NLI triplets (sent0, sent1, hard_neg) from SNLI + MNLI",
+            f"hf://datasets/{SIMCSE_HUB_REPO}/nli_for_simcse.csv",
+            _fetch_simcse_file("nli_for_simcse.csv", "nli/nli_for_simcse.csv"),
+        ),
+        DataSource(
+            "snli",
+            ("senteval/downstream/SNLI",),
+            "SNLI in SentEval's layout (s1.*, s2.*, labels.*)",
+            "SentEval's data/downstream/get_transfer_data.bash",
+        ),
+        DataSource(
+            "transfer",
+            (
+                "senteval/downstream/MR",
+                "senteval/downstream/CR",
+                "senteval/downstream/SUBJ",
+                "senteval/downstream/MPQA",
+                "senteval/downstream/SST",
+                "senteval/downstream/TREC",
+                "senteval/downstream/MRPC",
+            ),
+            "SentEval's seven transfer tasks",
+            "SentEval's data/downstream/get_transfer_data.bash",
+        ),
+        DataSource(
+            "useb",
+            ("useb/data-eval",),
+            "USEB's TwitterPara and CQADupStack (titles)",
+            "USEB's download script (github.com/UKPLab/useb)",
+        ),
+        DataSource(
+            "evalrank",
+            ("evalrank",),
+            "EvalRank's background sentences and positive pairs",
+            "github.com/BinWang28/EvalRank",
+        ),
+        DataSource(
+            "qqp",
+            ("relations/qqp",),
+            "Quora Question Pairs dev / test (label, q1, q2, id)",
+            "the GLUE QQP release (non-commercial terms)",
+        ),
+        DataSource(
+            "flickr8k",
+            ("relations/flickr8k",),
+            "Flickr8k captions and image splits",
+            "the Flickr8k release (research-use terms)",
+        ),
+        DataSource(
+            "rse-train",
+            ("rse",),
+            "RSE's training relations: MNLI, QQP train, QNLI, ParaNMT, Flickr30k captions",
+            "the RSE repository's data scripts (github.com/BinWang28/RSE)",
+        ),
+        DataSource(
+            "in-domain",
+            ("in-domain/sentences.txt",),
+            "your own unlabelled in-domain sentences, one a line (TSDAE, CT, MLM, BERT-flow presets)",
+            "your own text (one sentence a line at that path, or --set data.train=YOUR_FILE.txt)",
+        ),
     )
 }
 
@@ -177,8 +225,10 @@ def missing_data_message(path: Path, root: Path) -> str:
     where = f"--data-dir / $SENTLAB_DATA is {root}"
     if source is None:
         return f"{path}: not found in the data folder ({where})"
-    return (f"{path}: not found; it is part of {source.name!r} ({source.description}): {source.how_to_get()}, "
-            f"or point --data-dir / $SENTLAB_DATA at a folder that has it (now {root})")
+    return (
+        f"{path}: not found; it is part of {source.name!r} ({source.description}): {source.how_to_get()}, "
+        f"or point --data-dir / $SENTLAB_DATA at a folder that has it (now {root})"
+    )
 
 
 def download(name: str, root: Path, hub: Hub | None = None) -> DataSource:
@@ -194,5 +244,7 @@ def download(name: str, root: Path, hub: Hub | None = None) -> DataSource:
     except DataError:
         raise
     except Exception as err:  # network, auth, offline: one line for the user
-        raise DataError(f"{name}: download failed ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})") from None
+        raise DataError(
+            f"{name}: download failed ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+        ) from None
     return source

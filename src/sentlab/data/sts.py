@@ -38,16 +38,41 @@ class STSTask:
 STS_TASKS: dict[str, STSTask] = {
     t.name: t
     for t in (
-        STSTask("STS12", "senteval-sts", "senteval/downstream/STS/STS12-en-test",
-                ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"), "mteb/sts12-sts"),
-        STSTask("STS13", "senteval-sts", "senteval/downstream/STS/STS13-en-test",
-                ("FNWN", "headlines", "OnWN"), "mteb/sts13-sts"),
-        STSTask("STS14", "senteval-sts", "senteval/downstream/STS/STS14-en-test",
-                ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"), "mteb/sts14-sts"),
-        STSTask("STS15", "senteval-sts", "senteval/downstream/STS/STS15-en-test",
-                ("answers-forums", "answers-students", "belief", "headlines", "images"), "mteb/sts15-sts"),
-        STSTask("STS16", "senteval-sts", "senteval/downstream/STS/STS16-en-test",
-                ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"), "mteb/sts16-sts"),
+        STSTask(
+            "STS12",
+            "senteval-sts",
+            "senteval/downstream/STS/STS12-en-test",
+            ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
+            "mteb/sts12-sts",
+        ),
+        STSTask(
+            "STS13",
+            "senteval-sts",
+            "senteval/downstream/STS/STS13-en-test",
+            ("FNWN", "headlines", "OnWN"),
+            "mteb/sts13-sts",
+        ),
+        STSTask(
+            "STS14",
+            "senteval-sts",
+            "senteval/downstream/STS/STS14-en-test",
+            ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
+            "mteb/sts14-sts",
+        ),
+        STSTask(
+            "STS15",
+            "senteval-sts",
+            "senteval/downstream/STS/STS15-en-test",
+            ("answers-forums", "answers-students", "belief", "headlines", "images"),
+            "mteb/sts15-sts",
+        ),
+        STSTask(
+            "STS16",
+            "senteval-sts",
+            "senteval/downstream/STS/STS16-en-test",
+            ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
+            "mteb/sts16-sts",
+        ),
         STSTask("STS-B", "stsb", "senteval/downstream/STS/STSBenchmark", hub_name="mteb/stsbenchmark-sts"),
         STSTask("SICK-R", "sick", "senteval/downstream/SICK", hub_name="mteb/sickr-sts"),
     )
@@ -68,8 +93,9 @@ class STSPairs:
 
     def subset(self, name: str) -> STSPairs:
         idx = [i for i, s in enumerate(self.subset_ids) if s == name]
-        return STSPairs([self.sentences1[i] for i in idx], [self.sentences2[i] for i in idx],
-                        self.scores[idx], [name] * len(idx))
+        return STSPairs(
+            [self.sentences1[i] for i in idx], [self.sentences2[i] for i in idx], self.scores[idx], [name] * len(idx)
+        )
 
     @property
     def subset_names(self) -> list[str]:

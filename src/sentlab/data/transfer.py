@@ -58,12 +58,19 @@ TRANSFER_TASKS: dict[str, TransferTask] = {
         # SentEval labels objective sentences 1, subjective 0 (it passes them as "pos", "neg").
         TransferTask("SUBJ", "senteval/downstream/SUBJ", ("subj.objective", "subj.subjective"), "cv", "latin-1"),
         TransferTask("MPQA", "senteval/downstream/MPQA", ("mpqa.pos", "mpqa.neg"), "cv", "latin-1"),
-        TransferTask("SST2", "senteval/downstream/SST/binary",
-                     ("sentiment-train", "sentiment-dev", "sentiment-test"), "split"),
-        TransferTask("TREC", "senteval/downstream/TREC", ("train_5500.label", "TREC_10.label"), "train-test",
-                     "latin-1"),
-        TransferTask("MRPC", "senteval/downstream/MRPC", ("msr_paraphrase_train.txt", "msr_paraphrase_test.txt"),
-                     "train-test", pairs=True),
+        TransferTask(
+            "SST2", "senteval/downstream/SST/binary", ("sentiment-train", "sentiment-dev", "sentiment-test"), "split"
+        ),
+        TransferTask(
+            "TREC", "senteval/downstream/TREC", ("train_5500.label", "TREC_10.label"), "train-test", "latin-1"
+        ),
+        TransferTask(
+            "MRPC",
+            "senteval/downstream/MRPC",
+            ("msr_paraphrase_train.txt", "msr_paraphrase_test.txt"),
+            "train-test",
+            pairs=True,
+        ),
     )
 }
 
@@ -122,10 +129,10 @@ def _sorted(sentences: list[str], labels: list[int], sentences2: list[str] | Non
     if sentences2 is None:
         order = sorted(range(len(labels)), key=lambda i: (len(sentences[i].split()), labels[i]))
         return LabelledSplit([sentences[i] for i in order], np.asarray([labels[i] for i in order]))
-    order = sorted(range(len(labels)), key=lambda i: (len(sentences[i].split()), len(sentences2[i].split()),
-                                                      labels[i]))
-    return LabelledSplit([sentences[i] for i in order], np.asarray([labels[i] for i in order]),
-                         [sentences2[i] for i in order])
+    order = sorted(range(len(labels)), key=lambda i: (len(sentences[i].split()), len(sentences2[i].split()), labels[i]))
+    return LabelledSplit(
+        [sentences[i] for i in order], np.asarray([labels[i] for i in order]), [sentences2[i] for i in order]
+    )
 
 
 def _binary(task: TransferTask, files: list[Path]) -> TransferData:

@@ -30,10 +30,26 @@ from sentlab.paths import data_dir
 
 USEB_FOLDER = "useb/data-eval"
 USEB_TASKS = ("AskUbuntu", "CQADupStack", "TwitterPara", "SciDocs")
-TASK_FOLDERS = {"AskUbuntu": "askubuntu", "CQADupStack": "cqadupstack", "TwitterPara": "twitterpara",
-                "SciDocs": "scidocs"}
-CQADUPSTACK_FORUMS = ("android", "english", "gaming", "gis", "mathematica", "physics", "programmers", "stats",
-                      "tex", "unix", "webmasters", "wordpress")
+TASK_FOLDERS = {
+    "AskUbuntu": "askubuntu",
+    "CQADupStack": "cqadupstack",
+    "TwitterPara": "twitterpara",
+    "SciDocs": "scidocs",
+}
+CQADUPSTACK_FORUMS = (
+    "android",
+    "english",
+    "gaming",
+    "gis",
+    "mathematica",
+    "physics",
+    "programmers",
+    "stats",
+    "tex",
+    "unix",
+    "webmasters",
+    "wordpress",
+)
 _VOTES = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 
 
@@ -44,9 +60,11 @@ def task_folder(task: str, root: str | Path | None = None) -> Path:
 def missing_data(task: str, root: str | Path | None = None) -> str | None:
     """Why ``task`` cannot run here (``None`` when its files are present)."""
     folder = task_folder(task, root)
-    needed = {"AskUbuntu": ["text_tokenized.txt", "test.txt"], "TwitterPara": ["Twitter_URL_Corpus_test.txt",
-                                                                               "test.data"],
-              "SciDocs": ["data.json"]}.get(task)
+    needed = {
+        "AskUbuntu": ["text_tokenized.txt", "test.txt"],
+        "TwitterPara": ["Twitter_URL_Corpus_test.txt", "test.data"],
+        "SciDocs": ["data.json"],
+    }.get(task)
     if needed is None:  # CQADupStack: either layout
         if folder.is_dir() and (_cqadupstack_archives(folder) or (folder / "corpus.json").is_file()):
             return None
@@ -128,9 +146,11 @@ def load_cqadupstack(folder: str | Path, split: str = "test") -> dict[str, Retri
     if archives:
         for forum, data in _json(archives[0]).items():
             try:
-                forums[forum] = RetrievalForum({k: v.strip() for k, v in data["queries"].items()},
-                                               {k: v.strip() for k, v in data["corpus"].items()},
-                                               {k: set(v) for k, v in data["relevant_docs"].items()})
+                forums[forum] = RetrievalForum(
+                    {k: v.strip() for k, v in data["queries"].items()},
+                    {k: v.strip() for k, v in data["corpus"].items()},
+                    {k: set(v) for k, v in data["relevant_docs"].items()},
+                )
             except (KeyError, AttributeError, TypeError):
                 raise DataError(f"{archives[0]}: forum {forum!r} needs corpus, queries and relevant_docs") from None
     else:
@@ -142,8 +162,9 @@ def load_cqadupstack(folder: str | Path, split: str = "test") -> dict[str, Retri
             if titles is None or any(q not in titles for q in qrels):
                 raise DataError(f"{folder / 'corpus.json'}: forum {forum!r} lacks some of its queries")
             pool = {k: v.strip() for k, v in titles.items() if k not in qrels}  # never return the query itself
-            forums[forum] = RetrievalForum({q: titles[q].strip() for q in qrels}, pool,
-                                           {q: set(d) for q, d in qrels.items()})
+            forums[forum] = RetrievalForum(
+                {q: titles[q].strip() for q in qrels}, pool, {q: set(d) for q, d in qrels.items()}
+            )
     for forum, data in forums.items():
         missing = [q for q in data.queries if q not in data.relevant]
         if missing:
@@ -151,8 +172,10 @@ def load_cqadupstack(folder: str | Path, split: str = "test") -> dict[str, Retri
         if archives:  # USEB's archive: every judgement names a query and a pool document (checked: all 11 forums)
             unknown = next((d for docs in data.relevant.values() for d in docs if d not in data.corpus), None)
             if unknown is not None or any(q not in data.queries for q in data.relevant):
-                raise DataError(f"{archives[0]}: forum {forum!r} judges ids that are not among its queries / corpus "
-                                f"({unknown or 'a query'})")
+                raise DataError(
+                    f"{archives[0]}: forum {forum!r} judges ids that are not among its queries / corpus "
+                    f"({unknown or 'a query'})"
+                )
     return forums
 
 
@@ -232,6 +255,8 @@ def load_scidocs(folder: str | Path, split: str = "test") -> dict[str, list[Rele
             if not title(qid):
                 continue
             ids = [d for d in docs if title(d)]
-            queries.append(RelevanceQuery(title(qid), [title(d) for d in ids], ids, {d: int(r) for d, r in docs.items()}))
+            queries.append(
+                RelevanceQuery(title(qid), [title(d) for d in ids], ids, {d: int(r) for d, r in docs.items()})
+            )
         relations[relation] = queries
     return relations

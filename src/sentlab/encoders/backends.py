@@ -77,12 +77,14 @@ def check_backend(backend: str, precision: str, device: str | None = None) -> No
     if backend not in BACKENDS:
         raise ModelLoadError(f"unknown backend {backend!r} (choose from {', '.join(BACKENDS)})")
     if precision not in BACKENDS[backend]:
-        raise ModelLoadError(f"backend {backend!r} has no precision {precision!r} "
-                             f"(choose from {', '.join(BACKENDS[backend])})")
+        raise ModelLoadError(
+            f"backend {backend!r} has no precision {precision!r} (choose from {', '.join(BACKENDS[backend])})"
+        )
     kind = torch.device(device).type if device else None
     if backend != "torch" and kind not in (None, "cpu"):
-        raise ModelLoadError(f"backend {backend!r} runs on the CPU here; on {device} use --backend torch "
-                             "--precision fp16 or bf16")
+        raise ModelLoadError(
+            f"backend {backend!r} runs on the CPU here; on {device} use --backend torch --precision fp16 or bf16"
+        )
     if backend == "torch" and precision == "fp16" and kind in (None, "cpu") and not torch.cuda.is_available():
         raise ModelLoadError("fp16 needs a GPU (torch on the CPU has no fast fp16 kernels); use bf16 or fp32")
     if backend == "torch" and precision == "tf32" and (kind not in (None, "cuda") or not torch.cuda.is_available()):
@@ -97,9 +99,14 @@ def pin_float32_math(allow_tf32: bool = False) -> None:
     cuda_mode = "tf32" if allow_tf32 else "ieee"
     backends = torch.backends
     if hasattr(backends, "fp32_precision"):  # torch >= 2.9: the per-backend precision switches
-        for module, mode in ((backends.cuda.matmul, cuda_mode), (backends.cudnn.conv, cuda_mode),
-                             (backends.cudnn.rnn, cuda_mode), (backends.mkldnn.matmul, "ieee"),
-                             (backends.mkldnn.conv, "ieee"), (backends.mkldnn.rnn, "ieee")):
+        for module, mode in (
+            (backends.cuda.matmul, cuda_mode),
+            (backends.cudnn.conv, cuda_mode),
+            (backends.cudnn.rnn, cuda_mode),
+            (backends.mkldnn.matmul, "ieee"),
+            (backends.mkldnn.conv, "ieee"),
+            (backends.mkldnn.rnn, "ieee"),
+        ):
             module.fp32_precision = mode
     else:
         torch.set_float32_matmul_precision("high" if allow_tf32 else "highest")
@@ -113,8 +120,9 @@ def require_extra(backend: str) -> None:
         try:
             importlib.import_module(package)
         except ImportError:
-            raise ModelLoadError(f"backend {backend!r} needs the package {package!r}: "
-                                 f"pip install 'sentlab[{backend}]'") from None
+            raise ModelLoadError(
+                f"backend {backend!r} needs the package {package!r}: pip install 'sentlab[{backend}]'"
+            ) from None
 
 
 def label(backend: str, precision: str) -> str:
@@ -141,8 +149,13 @@ class ExportedTransformer(torch.nn.Module):
     def device(self) -> torch.device:
         return self._anchor.device
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                **kwargs) -> dict:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        token_type_ids: torch.Tensor | None = None,
+        **kwargs,
+    ) -> dict:
         given = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
         feeds = {}
         for name in self.input_names:
@@ -165,8 +178,9 @@ class _ExportWrapper(torch.nn.Module):
         self.hidden_states = hidden_states
 
     def forward(self, *tensors):
-        output = self.hf_model(**dict(zip(self.input_names, tensors)), return_dict=True,
-                               output_hidden_states=self.hidden_states)
+        output = self.hf_model(
+            **dict(zip(self.input_names, tensors)), return_dict=True, output_hidden_states=self.hidden_states
+        )
         if self.hidden_states:
             return (output.last_hidden_state, *output.hidden_states)
         return output.last_hidden_state
@@ -175,8 +189,10 @@ class _ExportWrapper(torch.nn.Module):
 def _transformer(model: SentenceTransformer) -> Transformer:
     first = model[0]
     if not isinstance(first, Transformer) or not hasattr(first, "model"):
-        raise ModelLoadError(f"backends other than torch need a model whose first module is a sentence-transformers "
-                             f"Transformer (got {type(first).__name__})")
+        raise ModelLoadError(
+            f"backends other than torch need a model whose first module is a sentence-transformers "
+            f"Transformer (got {type(first).__name__})"
+        )
     return first
 
 
@@ -238,19 +254,33 @@ def _export_onnx(model: SentenceTransformer, folder: Path) -> dict:
         try:
             with warnings.catch_warnings(), torch.no_grad():
                 warnings.simplefilter("ignore")  # tracer / deprecation chatter of the TorchScript exporter
-                torch.onnx.export(_ExportWrapper(hf_model, names, hidden), args, str(tmp / "model.onnx"),
-                                  input_names=names, output_names=outputs, dynamic_axes=axes, opset_version=OPSET,
-                                  dynamo=False)
+                torch.onnx.export(
+                    _ExportWrapper(hf_model, names, hidden),
+                    args,
+                    str(tmp / "model.onnx"),
+                    input_names=names,
+                    output_names=outputs,
+                    dynamic_axes=axes,
+                    opset_version=OPSET,
+                    dynamo=False,
+                )
         finally:
             hf_model.train(was_training)
-        return {"backend": "onnx", "precision": "fp32", "inputs": names, "outputs": outputs, "opset": OPSET,
-                "torch": torch.__version__}
+        return {
+            "backend": "onnx",
+            "precision": "fp32",
+            "inputs": names,
+            "outputs": outputs,
+            "opset": OPSET,
+            "torch": torch.__version__,
+        }
 
     return _build_atomically(folder, write)
 
 
-def export(model: SentenceTransformer, backend: str, precision: str, fingerprint: str,
-           root: Path | None = None) -> Path:
+def export(
+    model: SentenceTransformer, backend: str, precision: str, fingerprint: str, root: Path | None = None
+) -> Path:
     """The folder of ``model``'s export for ``backend`` / ``precision``; built once, then reused."""
     from sentlab.cache import exports_dir
 
@@ -266,6 +296,7 @@ def export(model: SentenceTransformer, backend: str, precision: str, fingerprint
         return folder
     source = json.loads((onnx_folder / EXPORT_META).read_text("utf-8"))
     if backend == "onnx":
+
         def write(tmp: Path) -> dict:
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -273,13 +304,22 @@ def export(model: SentenceTransformer, backend: str, precision: str, fingerprint
             level = root_logger.level
             root_logger.setLevel(logging.ERROR)  # its advice to pre-process logs on the root logger
             try:
-                quantize_dynamic(onnx_folder / "model.onnx", tmp / "model.onnx", weight_type=QuantType.QInt8,
-                                 per_channel=True, reduce_range=True)
+                quantize_dynamic(
+                    onnx_folder / "model.onnx",
+                    tmp / "model.onnx",
+                    weight_type=QuantType.QInt8,
+                    per_channel=True,
+                    reduce_range=True,
+                )
             finally:
                 root_logger.setLevel(level)
-            return {**source, "precision": "int8", "quantization": "onnxruntime quantize_dynamic QInt8 "
-                                                                   "per_channel reduce_range"}
+            return {
+                **source,
+                "precision": "int8",
+                "quantization": "onnxruntime quantize_dynamic QInt8 per_channel reduce_range",
+            }
     else:
+
         def write(tmp: Path) -> dict:
             import openvino as ov
 
@@ -292,8 +332,14 @@ def export(model: SentenceTransformer, backend: str, precision: str, fingerprint
                 with contextlib.redirect_stdout(sys.stderr):  # its tables and bars: never on stdout (JSON there)
                     ov_model = nncf.compress_weights(ov_model, mode=nncf.CompressWeightsMode.INT8_ASYM)
             ov.save_model(ov_model, str(tmp / "model.xml"), compress_to_fp16=False)
-            return {**source, "backend": "openvino", "precision": precision, "openvino": ov.__version__,
-                    **({"quantization": "nncf compress_weights INT8_ASYM"} if precision == "int8" else {})}
+            return {
+                **source,
+                "backend": "openvino",
+                "precision": precision,
+                "openvino": ov.__version__,
+                **({"quantization": "nncf compress_weights INT8_ASYM"} if precision == "int8" else {}),
+            }
+
     _build_atomically(folder, write)
     return folder
 
@@ -316,12 +362,15 @@ def check_openvino_precision(compiled, precision: str) -> None:
         import openvino as ov
 
         capabilities = ", ".join(ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
-        raise ModelLoadError(f"OpenVINO compiled the model in {actual}, not the {wanted} that {precision} needs "
-                             f"(this CPU's OpenVINO capabilities: {capabilities})")
+        raise ModelLoadError(
+            f"OpenVINO compiled the model in {actual}, not the {wanted} that {precision} needs "
+            f"(this CPU's OpenVINO capabilities: {capabilities})"
+        )
 
 
-def _runner(folder: Path, backend: str, threads: int | None,
-            precision: str = "fp32") -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+def _runner(
+    folder: Path, backend: str, threads: int | None, precision: str = "fp32"
+) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
     if backend == "onnx":
         import onnxruntime as ort
 
@@ -346,9 +395,14 @@ def _runner(folder: Path, backend: str, threads: int | None,
     return run
 
 
-def accelerate(model: SentenceTransformer, backend: str = "torch", precision: str = "fp32",
-               fingerprint: str | None = None, root: Path | None = None, threads: int | None = None
-               ) -> SentenceTransformer:
+def accelerate(
+    model: SentenceTransformer,
+    backend: str = "torch",
+    precision: str = "fp32",
+    fingerprint: str | None = None,
+    root: Path | None = None,
+    threads: int | None = None,
+) -> SentenceTransformer:
     """``model`` running on ``backend`` in ``precision`` (in place), for inference only.
 
     The model keeps a ``sentlab_inference`` dict (backend, precision, the fp32 model's fingerprint and
@@ -368,16 +422,24 @@ def accelerate(model: SentenceTransformer, backend: str = "torch", precision: st
         folder = export(model, backend, precision, base, root)
         meta = json.loads((folder / EXPORT_META).read_text("utf-8"))
         transformer = _transformer(model)
-        transformer.model = ExportedTransformer(_runner(folder, backend, threads, precision),
-                                                transformer.model.config, meta["inputs"])
+        transformer.model = ExportedTransformer(
+            _runner(folder, backend, threads, precision), transformer.model.config, meta["inputs"]
+        )
     model.eval()
-    model.sentlab_inference = {"backend": backend, "precision": precision, "fp32_fingerprint": base,
-                               "fingerprint": setting}
+    model.sentlab_inference = {
+        "backend": backend,
+        "precision": precision,
+        "fp32_fingerprint": base,
+        "fingerprint": setting,
+    }
     return model
 
 
 def inference_setting(model) -> dict:
     """Backend and precision a model runs with (torch fp32 unless :func:`accelerate` changed it)."""
     info = getattr(model, "sentlab_inference", None)
-    return {"backend": info["backend"], "precision": info["precision"]} if info else \
-        {"backend": "torch", "precision": "fp32"}
+    return (
+        {"backend": info["backend"], "precision": info["precision"]}
+        if info
+        else {"backend": "torch", "precision": "fp32"}
+    )

@@ -21,26 +21,42 @@ def token_lengths(model: SentenceTransformer, texts: Sequence[str]) -> np.ndarra
     tokenizer = getattr(model, "tokenizer", None)
     if tokenizer is None or not callable(tokenizer):
         return None
-    encoded = tokenizer(list(texts), add_special_tokens=True, truncation=True,
-                        max_length=model.max_seq_length or None)["input_ids"]
+    encoded = tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=model.max_seq_length or None)[
+        "input_ids"
+    ]
     return np.fromiter((len(ids) for ids in encoded), dtype=np.int64, count=len(texts))
 
 
-def encode_by_length(model: SentenceTransformer, texts: Sequence[str], batch_size: int = 128,
-                     show_progress_bar: bool = False, normalize_embeddings: bool = False) -> np.ndarray:
+def encode_by_length(
+    model: SentenceTransformer,
+    texts: Sequence[str],
+    batch_size: int = 128,
+    show_progress_bar: bool = False,
+    normalize_embeddings: bool = False,
+) -> np.ndarray:
     """``model.encode(texts)`` as float32 numpy, batched by token length (longest batches first)."""
     texts = list(texts)
     lengths = token_lengths(model, texts) if len(texts) > batch_size else None
     if lengths is None:
-        out = model.encode(texts, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=show_progress_bar,
-                           normalize_embeddings=normalize_embeddings)
+        out = model.encode(
+            texts,
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            show_progress_bar=show_progress_bar,
+            normalize_embeddings=normalize_embeddings,
+        )
         return np.asarray(out, dtype=np.float32)
     order = np.argsort(-lengths, kind="stable")
     result: np.ndarray | None = None
     for start in tqdm(range(0, len(texts), batch_size), desc="Batches", disable=not show_progress_bar):
-        rows = order[start:start + batch_size]
-        vectors = model.encode([texts[i] for i in rows], batch_size=len(rows), convert_to_numpy=True,
-                               show_progress_bar=False, normalize_embeddings=normalize_embeddings)
+        rows = order[start : start + batch_size]
+        vectors = model.encode(
+            [texts[i] for i in rows],
+            batch_size=len(rows),
+            convert_to_numpy=True,
+            show_progress_bar=False,
+            normalize_embeddings=normalize_embeddings,
+        )
         vectors = np.asarray(vectors, dtype=np.float32)
         if result is None:
             result = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)

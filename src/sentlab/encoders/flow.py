@@ -34,8 +34,9 @@ def glow(dimension: int, steps: int, hidden_channels: int, seed: int):
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(seed)  # the 1x1 convolutions start from a random rotation: same one on reload
     try:
-        blocks = [nf.flows.GlowBlock(dimension, hidden_channels, split_mode="channel", scale=True)
-                  for _ in range(steps)]
+        blocks = [
+            nf.flows.GlowBlock(dimension, hidden_channels, split_mode="channel", scale=True) for _ in range(steps)
+        ]
     finally:
         torch.random.set_rng_state(generator_state)
     base = nf.distributions.DiagGaussian((dimension, 1, 1), trainable=False)
@@ -51,8 +52,7 @@ class GlowFlow(ModuleWithWeights):
     0.4 %, on a sum of hundreds of nats. The flow is small (a few conv nets of 32 channels), so
     float32 costs little beside the encoder, which does run in half precision."""
 
-    runs_in_float32 = ("log-determinants and exponentiated LU factors need float32; the flow is small beside the "
-                       "encoder")
+    runs_in_float32 = "log-determinants and exponentiated LU factors need float32; the flow is small beside the encoder"
 
     config_keys: list[str] = ["embedding_dimension", "steps", "hidden_channels", "seed"]
 
@@ -61,7 +61,11 @@ class GlowFlow(ModuleWithWeights):
         if embedding_dimension % 2:
             raise ValueError(f"a Glow coupling splits the vector in halves; dimension {embedding_dimension} is odd")
         self.embedding_dimension, self.steps, self.hidden_channels, self.seed = (
-            embedding_dimension, steps, hidden_channels, seed)
+            embedding_dimension,
+            steps,
+            hidden_channels,
+            seed,
+        )
         self.flow = glow(embedding_dimension, steps, hidden_channels, seed)
 
     def initialise(self, u: torch.Tensor) -> None:

@@ -64,7 +64,9 @@ def resolve_model_path(name: str | Path) -> str:
         if not path.is_dir():
             raise ModelLoadError(f"{path}: a model must be a folder, not a file")
         return str(path)
-    looks_like_path = name.startswith((".", "/", "~")) or os.sep in name.strip("/").replace("/", "", 1) or name.count("/") > 1
+    looks_like_path = (
+        name.startswith((".", "/", "~")) or os.sep in name.strip("/").replace("/", "", 1) or name.count("/") > 1
+    )
     if looks_like_path or not HUB_NAME.match(name):
         raise ModelLoadError(f"{name}: model folder not found (and not an alias: {', '.join(MODEL_ALIASES)})")
     if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes") and not in_hub_cache(name):
@@ -96,8 +98,9 @@ def normalizes(name: str | Path) -> bool:
     """Whether the sentence-transformers model ``name`` ends its pipeline with a ``Normalize`` module
     (a plain transformers backbone does not)."""
     path = resolve_model_path(name)
-    return _is_sentence_transformer(path) and any(t.endswith(".Normalize") or t == "Normalize"
-                                                  for t in _module_types(path))
+    return _is_sentence_transformer(path) and any(
+        t.endswith(".Normalize") or t == "Normalize" for t in _module_types(path)
+    )
 
 
 def keep_start_settings(model: SentenceTransformer, start: str | None, max_seq_length: int) -> SentenceTransformer:
@@ -158,10 +161,13 @@ def build_encoder(
         if pooler == "prompt":
             from sentlab.encoders.prompt import MaskTokenPooling, PromptTransformer
 
-            transformer = PromptTransformer(path, template=prompt_template, max_seq_length=max_seq_length,
-                                            config_kwargs=config_kwargs)
-            modules = [transformer, MaskTokenPooling(transformer.get_embedding_dimension(),
-                                                     transformer.tokenizer.mask_token_id)]
+            transformer = PromptTransformer(
+                path, template=prompt_template, max_seq_length=max_seq_length, config_kwargs=config_kwargs
+            )
+            modules = [
+                transformer,
+                MaskTokenPooling(transformer.get_embedding_dimension(), transformer.tokenizer.mask_token_id),
+            ]
         else:
             transformer = Transformer(path, max_seq_length=max_seq_length, config_kwargs=config_kwargs)
             dim = transformer.get_embedding_dimension()
@@ -169,8 +175,12 @@ def build_encoder(
                 layers = transformer.auto_model.config.num_hidden_layers
                 weights = torch.zeros(layers)
                 weights[0] = weights[-1] = 1.0
-                layer_pooling = WeightedLayerPooling(dim, num_hidden_layers=layers, layer_start=1,
-                                                     layer_weights=torch.nn.Parameter(weights, requires_grad=False))
+                layer_pooling = WeightedLayerPooling(
+                    dim,
+                    num_hidden_layers=layers,
+                    layer_start=1,
+                    layer_weights=torch.nn.Parameter(weights, requires_grad=False),
+                )
                 modules = [transformer, layer_pooling, Pooling(dim, pooling_mode="mean")]
             else:
                 mode = pooler if pooler in ("mean", "max") else "cls"
@@ -196,8 +206,10 @@ def dropout_config_kwargs(name: str | Path, dropout: float) -> dict[str, float]:
     for keys in (("hidden_dropout_prob", "attention_probs_dropout_prob"), ("dropout", "attention_dropout")):
         if all(hasattr(config, key) for key in keys):
             return dict.fromkeys(keys, dropout)
-    raise ModelLoadError(f"{name}: its config ({config.model_type}) has no hidden / attention dropout settings, "
-                         f"so a dropout cannot be set")
+    raise ModelLoadError(
+        f"{name}: its config ({config.model_type}) has no hidden / attention dropout settings, "
+        f"so a dropout cannot be set"
+    )
 
 
 def load_encoder(

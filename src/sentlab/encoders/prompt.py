@@ -29,8 +29,9 @@ class PromptTransformer(Transformer):
 
     config_keys: list[str] = [*Transformer.config_keys, "template"]
 
-    def __init__(self, model_name_or_path: str, *, template: str = 'This sentence : "{sentence}" means [MASK] .',
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, model_name_or_path: str, *, template: str = 'This sentence : "{sentence}" means [MASK] .', **kwargs: Any
+    ) -> None:
         super().__init__(model_name_or_path, **kwargs)
         if template.count(SENTENCE_SLOT) != 1 or template.count(MASK_SLOT) != 1:
             raise ModelLoadError(f"prompt template must contain {SENTENCE_SLOT} and {MASK_SLOT} once: {template!r}")

@@ -37,8 +37,11 @@ class RandomInit(BaseModel):
     max_positions: int = Field(128, gt=1, description="position embeddings (the longest input it can read)")
     dropout: float = Field(0.1, ge=0, lt=1, description="hidden and attention dropout (BERT: 0.1)")
     seed: int = 0
-    tokenizer: str = Field("minilm", description="a model (alias, folder, hub name) whose vocabulary to use, or "
-                                                 "'train': a WordPiece vocabulary trained on data.train")
+    tokenizer: str = Field(
+        "minilm",
+        description="a model (alias, folder, hub name) whose vocabulary to use, or "
+        "'train': a WordPiece vocabulary trained on data.train",
+    )
     vocab_size: int = Field(8192, gt=100, description="tokenizer: train - the vocabulary size")
     lowercase: bool = Field(True, description="tokenizer: train - lower-case and strip accents, as uncased BERT")
 
@@ -49,8 +52,9 @@ class RandomInit(BaseModel):
         return self
 
 
-def build_random_masked_lm(spec: RandomInit, folder: Path, texts: list[str] | None = None,
-                           texts_sha256: str = "") -> Path:
+def build_random_masked_lm(
+    spec: RandomInit, folder: Path, texts: list[str] | None = None, texts_sha256: str = ""
+) -> Path:
     """Write (or reuse) ``folder``: a random BertForMaskedLM of ``spec`` and its tokenizer."""
     import torch
     from transformers import BertConfig, BertForMaskedLM
@@ -63,10 +67,17 @@ def build_random_masked_lm(spec: RandomInit, folder: Path, texts: list[str] | No
     folder.mkdir(parents=True)
     tokenizer = _tokenizer(spec, texts)
     torch.manual_seed(spec.seed)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=spec.hidden_size, num_hidden_layers=spec.layers,
-                        num_attention_heads=spec.heads, intermediate_size=spec.intermediate_size,
-                        max_position_embeddings=spec.max_positions, hidden_dropout_prob=spec.dropout,
-                        attention_probs_dropout_prob=spec.dropout, pad_token_id=tokenizer.pad_token_id)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=spec.hidden_size,
+        num_hidden_layers=spec.layers,
+        num_attention_heads=spec.heads,
+        intermediate_size=spec.intermediate_size,
+        max_position_embeddings=spec.max_positions,
+        hidden_dropout_prob=spec.dropout,
+        attention_probs_dropout_prob=spec.dropout,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     BertForMaskedLM(config).save_pretrained(folder, safe_serialization=True)
     tokenizer.model_max_length = spec.max_positions
     tokenizer.save_pretrained(folder)
@@ -100,15 +111,24 @@ def _tokenizer(spec: RandomInit, texts: list[str] | None):
     wordpiece.normalizer = normalizers.BertNormalizer(lowercase=spec.lowercase, strip_accents=spec.lowercase)
     wordpiece.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     wordpiece.decoder = decoders.WordPiece()
-    wordpiece.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=spec.vocab_size, special_tokens=special,
-                                                                   show_progress=False))
+    wordpiece.train_from_iterator(
+        texts, trainers.WordPieceTrainer(vocab_size=spec.vocab_size, special_tokens=special, show_progress=False)
+    )
     from tokenizers.processors import TemplateProcessing
 
     cls, sep = wordpiece.token_to_id("[CLS]"), wordpiece.token_to_id("[SEP]")
-    wordpiece.post_processor = TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-                                                  special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-    return BertTokenizerFast(tokenizer_object=wordpiece, unk_token="[UNK]", sep_token="[SEP]", pad_token="[PAD]",
-                             cls_token="[CLS]", mask_token="[MASK]", do_lower_case=spec.lowercase)
+    wordpiece.post_processor = TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    return BertTokenizerFast(
+        tokenizer_object=wordpiece,
+        unk_token="[UNK]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        mask_token="[MASK]",
+        do_lower_case=spec.lowercase,
+    )
 
 
 def _read(path: Path) -> object:

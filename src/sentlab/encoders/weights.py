@@ -34,8 +34,11 @@ def safetensors_problem(path: Path) -> str | None:
         return f"unreadable ({err.strerror or err})"
     except (ValueError, UnicodeDecodeError):
         return "its safetensors header is not valid JSON (damaged or partly written)"
-    ends = [entry["data_offsets"][1] for key, entry in header.items()
-            if key != "__metadata__" and isinstance(entry, dict) and "data_offsets" in entry]
+    ends = [
+        entry["data_offsets"][1]
+        for key, entry in header.items()
+        if key != "__metadata__" and isinstance(entry, dict) and "data_offsets" in entry
+    ]
     expected = 8 + header_length + max(ends, default=0)
     if size != expected:
         return f"{size:,} bytes where its header needs {expected:,} (damaged or partly written)"
@@ -55,5 +58,7 @@ def check_weight_files(folder: str | Path) -> None:
     for directory in [folder, *sorted(p for p in folder.rglob("*") if p.is_dir())]:
         pickled = [directory / name for name in PICKLED_WEIGHTS[:2] if (directory / name).is_file()]
         if pickled and not any(directory.glob("*.safetensors")):
-            raise ModelLoadError(f"{pickled[0]}: pickled weights, which sentlab does not load (unpickling can run "
-                                 "code); convert them to model.safetensors with a tool you trust")
+            raise ModelLoadError(
+                f"{pickled[0]}: pickled weights, which sentlab does not load (unpickling can run "
+                "code); convert them to model.safetensors with a tool you trust"
+            )

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import importlib
 
-_EXPORTS = {"EvalReport": "results", "TaskResult": "results", "CosineScorer": "scoring", "PairScorer": "scoring",
-            "evaluate_sts": "sts"}
+_EXPORTS = {
+    "EvalReport": "results",
+    "TaskResult": "results",
+    "CosineScorer": "scoring",
+    "PairScorer": "scoring",
+    "evaluate_sts": "sts",
+}
 __all__ = sorted(_EXPORTS)
 
 

@@ -64,8 +64,10 @@ def pos_tagger() -> tuple[Callable[[str, str], str] | None, str]:
 
         nlp = spacy.load(SPACY_MODEL)
     except (ImportError, OSError):
-        return None, (f"no POS tagger installed (pip install spacy && python -m spacy download {SPACY_MODEL}); "
-                      "words reported without their POS distribution")
+        return None, (
+            f"no POS tagger installed (pip install spacy && python -m spacy download {SPACY_MODEL}); "
+            "words reported without their POS distribution"
+        )
 
     def tag(sentence: str, word: str) -> str:
         doc = nlp(sentence)
@@ -89,13 +91,18 @@ def pos_class(tag: str, coarse: str) -> str:
     return tag if tag in ("IN", "DT", "CC", "CD", "SYM") else "OTHER"
 
 
-def content_words_report(encode: Callable[[list[str]], np.ndarray], pairs: Sequence[tuple[str, str]],
-                         model_name: str) -> dict[str, Any]:
+def content_words_report(
+    encode: Callable[[list[str]], np.ndarray], pairs: Sequence[tuple[str, str]], model_name: str
+) -> dict[str, Any]:
     found = most_relevant_words(encode, pairs)
     tag, note = pos_tagger()
-    report: dict[str, Any] = {"model": model_name, "n_pairs": len(pairs), "pos_note": note,
-                              "top_words": Counter(f["word"].lower() for f in found).most_common(30),
-                              "pairs": found}
+    report: dict[str, Any] = {
+        "model": model_name,
+        "n_pairs": len(pairs),
+        "pos_note": note,
+        "top_words": Counter(f["word"].lower() for f in found).most_common(30),
+        "pairs": found,
+    }
     if tag is not None:
         classes = Counter(tag(f["sentence"], f["word"]) for f in found)
         report["pos_distribution"] = {c: 100 * classes.get(c, 0) / len(found) for c in POS_CLASSES}

@@ -43,8 +43,9 @@ def score_dev_task(model: SentenceTransformer, task: str, data_dir: str | Path |
     raise ConfigError(f"unknown dev task {task!r} (choose from {', '.join(DEV_TASKS)})")
 
 
-def relevant_pairs(task: str, data_dir: str | Path | None = None, limit: int | None = None,
-                   seed: int = 0) -> list[tuple[str, str]]:
+def relevant_pairs(
+    task: str, data_dir: str | Path | None = None, limit: int | None = None, seed: int = 0
+) -> list[tuple[str, str]]:
     """Pairs labelled relevant: STS-B dev pairs scored >= 4, TwitterPara paraphrases, CQADupStack
     (query, duplicate) titles of one forum; a seeded sample of ``limit`` of them."""
     from sentlab.data.sts import load_sts_task

@@ -81,21 +81,22 @@ def load_evalrank(root: str | Path | None = None) -> EvalRankData:
     return EvalRankData(pairs, sentences)
 
 
-def pair_ranks(vectors: np.ndarray, pairs: np.ndarray, block: int = 256,
-               queries: np.ndarray | None = None) -> np.ndarray:
+def pair_ranks(
+    vectors: np.ndarray, pairs: np.ndarray, block: int = 256, queries: np.ndarray | None = None
+) -> np.ndarray:
     """Corrected ranks (see the module docstring) of each pair's partner from centred, unit ``vectors``
     (the first sentence's row taken from ``queries`` when given)."""
     table = np.asarray(vectors, dtype=np.float64)
     asking = table if queries is None else np.asarray(queries, dtype=np.float64)
     ranks = np.empty(len(pairs), dtype=np.int64)
     for start in range(0, len(pairs), block):
-        first, second = pairs[start:start + block, 0], pairs[start:start + block, 1]
+        first, second = pairs[start : start + block, 0], pairs[start : start + block, 1]
         sims = asking[first] @ table.T
         rows = np.arange(len(first))
         positive = sims[rows, second][:, None].copy()
         sims[rows, first] = -np.inf  # neither s1 nor s2 competes
         sims[rows, second] = -np.inf
-        ranks[start:start + block] = 1 + (sims > positive).sum(axis=1)
+        ranks[start : start + block] = 1 + (sims > positive).sum(axis=1)
     return ranks
 
 
@@ -108,7 +109,7 @@ def toolkit_ranks(vectors: np.ndarray, pairs: np.ndarray, queries: np.ndarray | 
     ranks = np.empty(len(pairs), dtype=np.int64)
     with threadpool_limits(limits=1):
         for k, (a, b) in enumerate(pairs):
-            s1, s2 = asking[a:a + 1], table[b:b + 1]
+            s1, s2 = asking[a : a + 1], table[b : b + 1]
             positive = np.dot(s1, s2.T).squeeze()
             background = np.dot(table, s1.T).squeeze()
             ranks[k] = max(1, int((background > positive).sum()))
@@ -135,15 +136,29 @@ def score_evalrank(vectors: VectorFn, data: EvalRankData, query_rows: VectorFn |
         queries[heads] = query_rows([data.sentences[i] for i in heads])
     toolkit, corrected = toolkit_ranks(table, pairs, queries), pair_ranks(table, pairs, queries=queries)
     scores = {**_rank_scores(toolkit), **_rank_scores(corrected, "_corrected")}
-    return MetricsResult("mrr", scores, n=len(data.pairs), extra={
-        "n_sentences": len(data.sentences), "centred": query_rows is None, "protocols": {
-            "toolkit": "the EvalRank toolkit's float32 computation (s2 may outrank its own pair by rounding)",
-            "corrected": "s1 and s2 excluded, float64 scores (mrr_corrected, hits@k_corrected, mean_rank_corrected)"},
-        "pairs_where_toolkit_differs": int((toolkit != corrected).sum())})
+    return MetricsResult(
+        "mrr",
+        scores,
+        n=len(data.pairs),
+        extra={
+            "n_sentences": len(data.sentences),
+            "centred": query_rows is None,
+            "protocols": {
+                "toolkit": "the EvalRank toolkit's float32 computation (s2 may outrank its own pair by rounding)",
+                "corrected": "s1 and s2 excluded, float64 scores (mrr_corrected, hits@k_corrected, mean_rank_corrected)",
+            },
+            "pairs_where_toolkit_differs": int((toolkit != corrected).sum()),
+        },
+    )
 
 
-def evaluate_evalrank(vectors: VectorFn, root: str | Path | None = None, report: EvalReport | None = None,
-                      model_name: str = "model", query_rows: VectorFn | None = None) -> EvalReport:
+def evaluate_evalrank(
+    vectors: VectorFn,
+    root: str | Path | None = None,
+    report: EvalReport | None = None,
+    model_name: str = "model",
+    query_rows: VectorFn | None = None,
+) -> EvalReport:
     report = report or EvalReport(model=model_name)
     report.tasks["EvalRank"] = score_evalrank(vectors, load_evalrank(root), query_rows)
     return report

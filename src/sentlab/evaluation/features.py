@@ -21,8 +21,9 @@ FeatureFn = Callable[[Sequence[str]], np.ndarray]  # sentences -> one feature ro
 _CLS_LAST = re.compile(r"cls-last(\d+)$")
 
 
-def cls_layer_average(encoder: SentenceTransformer, sentences: Sequence[str], last: int = 5,
-                      batch_size: int = 128) -> np.ndarray:
+def cls_layer_average(
+    encoder: SentenceTransformer, sentences: Sequence[str], last: int = 5, batch_size: int = 128
+) -> np.ndarray:
     """Mean of the [CLS] hidden states of the last ``last`` layers, float32 (n, hidden)."""
     transformer = encoder[0]
     model = transformer.auto_model
@@ -33,19 +34,25 @@ def cls_layer_average(encoder: SentenceTransformer, sentences: Sequence[str], la
     rows = np.zeros((len(sentences), model.config.hidden_size), dtype=np.float32)
     model.eval()
     for start in range(0, len(sentences), batch_size):
-        chunk = order[start:start + batch_size]
+        chunk = order[start : start + batch_size]
         features = encoder.tokenize([sentences[i] for i in chunk])
-        inputs = {k: v.to(encoder.device) for k, v in features.items()
-                  if k in ("input_ids", "attention_mask", "token_type_ids")}
+        inputs = {
+            k: v.to(encoder.device)
+            for k, v in features.items()
+            if k in ("input_ids", "attention_mask", "token_type_ids")
+        }
         with torch.inference_mode():
             hidden = model(**inputs, output_hidden_states=True, return_dict=True).hidden_states
         rows[chunk] = torch.stack([h[:, 0] for h in hidden[-last:]]).mean(0).float().cpu().numpy()
     return rows
 
 
-def feature_function(kind: str, encoder: SentenceTransformer,
-                     encode: Callable[[Sequence[str]], np.ndarray] | None = None,
-                     batch_size: int = 128) -> FeatureFn:
+def feature_function(
+    kind: str,
+    encoder: SentenceTransformer,
+    encode: Callable[[Sequence[str]], np.ndarray] | None = None,
+    batch_size: int = 128,
+) -> FeatureFn:
     """The feature extractor named ``kind``; ``encode`` (default: ``encoder.encode``) gives
     ``sentence`` features, so a shared embedding cache can serve them."""
     if kind == "sentence":

@@ -31,8 +31,13 @@ CANDIDATES = ("split", "relation")
 HITS_AT = (1, 3, 10)
 
 
-def tail_ranks(encode: Callable[[Sequence[str]], np.ndarray], table: RelationTable, triples: Sequence[Triple],
-               candidates: str = "split", block: int = 512) -> np.ndarray:
+def tail_ranks(
+    encode: Callable[[Sequence[str]], np.ndarray],
+    table: RelationTable,
+    triples: Sequence[Triple],
+    candidates: str = "split",
+    block: int = 512,
+) -> np.ndarray:
     """The filtered rank of each triple's true tail (see the module docstring)."""
     if candidates not in CANDIDATES:
         raise DataError(f"unknown candidate set {candidates!r} (choose from {', '.join(CANDIDATES)})")
@@ -40,8 +45,10 @@ def tail_ranks(encode: Callable[[Sequence[str]], np.ndarray], table: RelationTab
         raise DataError("no held-out triples to rank")
     unknown = sorted({t.relation for t in triples} - set(table.names))
     if unknown:
-        raise DataError(f"held-out relation(s) {', '.join(unknown)} have no relation vector "
-                        f"(the model has {', '.join(table.names)})")
+        raise DataError(
+            f"held-out relation(s) {', '.join(unknown)} have no relation vector "
+            f"(the model has {', '.join(table.names)})"
+        )
     tails = list(dict.fromkeys(t.tail for t in triples))
     column = {s: i for i, s in enumerate(tails)}
     heads = list(dict.fromkeys(t.head for t in triples))
@@ -57,9 +64,10 @@ def tail_ranks(encode: Callable[[Sequence[str]], np.ndarray], table: RelationTab
     relation_row = {name: k for k, name in enumerate(table.names)}
     ranks = np.empty(len(triples), dtype=np.int64)
     for start in range(0, len(triples), block):
-        part = triples[start:start + block]
-        queries = unit_rows(head_rows[[row_of[t.head] for t in part]] + vectors[[relation_row[t.relation] for t in part]],
-                            np.float64)
+        part = triples[start : start + block]
+        queries = unit_rows(
+            head_rows[[row_of[t.head] for t in part]] + vectors[[relation_row[t.relation] for t in part]], np.float64
+        )
         scores = queries @ tail_rows.T
         for i, t in enumerate(part):
             true = scores[i, column[t.tail]]
@@ -81,8 +89,12 @@ def rank_metrics(ranks: np.ndarray) -> dict[str, float]:
     return out
 
 
-def link_prediction(encode: Callable[[Sequence[str]], np.ndarray], table: RelationTable, triples: Sequence[Triple],
-                    candidates: str = "split") -> dict[str, dict[str, float]]:
+def link_prediction(
+    encode: Callable[[Sequence[str]], np.ndarray],
+    table: RelationTable,
+    triples: Sequence[Triple],
+    candidates: str = "split",
+) -> dict[str, dict[str, float]]:
     """Table 7: metrics per relation (in the order relations first appear) and over ``all`` triples."""
     ranks = tail_ranks(encode, table, triples, candidates)
     relation_of = np.asarray([t.relation for t in triples])

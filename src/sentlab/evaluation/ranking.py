@@ -49,9 +49,13 @@ def score_ranking(scorer: PairScorer, pairs: STSPairs, split: str = "test", item
         kcc.append(kendalltau(predicted[rows], gold).statistic)
         ndcg.append(ndcg_score(gold[None, :], predicted[rows][None, :]))
         anchors.append([int(r) for r in rows])
-    result = RankingResult(kcc=float(np.nanmean(kcc) * 100) if kcc else float("nan"),
-                           ndcg=float(np.mean(ndcg) * 100) if ndcg else float("nan"),
-                           n_samples=len(kcc), n_skipped_constant_gold=skipped, split=split)
+    result = RankingResult(
+        kcc=float(np.nanmean(kcc) * 100) if kcc else float("nan"),
+        ndcg=float(np.mean(ndcg) * 100) if ndcg else float("nan"),
+        n_samples=len(kcc),
+        n_skipped_constant_gold=skipped,
+        split=split,
+    )
     if items:
         key = items_key([*anchors, *zip(pairs.sentences1, pairs.sentences2)])
         result.extra["items"] = mean_items(kcc, key)
@@ -59,9 +63,13 @@ def score_ranking(scorer: PairScorer, pairs: STSPairs, split: str = "test", item
     return result
 
 
-def evaluate_ranking(scorer: PairScorer, data_dir: str | Path | None = None,
-                     tasks: Iterable[str] = tuple(STS_TASKS), report: EvalReport | None = None,
-                     items: bool = False) -> EvalReport:
+def evaluate_ranking(
+    scorer: PairScorer,
+    data_dir: str | Path | None = None,
+    tasks: Iterable[str] = tuple(STS_TASKS),
+    report: EvalReport | None = None,
+    items: bool = False,
+) -> EvalReport:
     report = report or EvalReport(model=scorer.name)
     results = []
     for name in tasks:

@@ -57,8 +57,10 @@ class RelationTable:
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise ConfigError(f"{folder}: no readable RSE relation table ({str(err).splitlines()[0]})") from None
         if vectors.ndim != 2 or vectors.shape != (len(names), dimension or vectors.shape[1]):
-            raise ConfigError(f"{folder}: relation table is {tuple(vectors.shape)}, the encoder needs "
-                              f"({len(names)}, {dimension or 'any'})")
+            raise ConfigError(
+                f"{folder}: relation table is {tuple(vectors.shape)}, the encoder needs "
+                f"({len(names)}, {dimension or 'any'})"
+            )
         return cls(names, vectors.astype(np.float32), weights)
 
     @classmethod
@@ -70,8 +72,9 @@ class RelationTable:
         from safetensors.numpy import save_file
 
         folder = Path(folder)
-        save_file({"relation_vectors": np.ascontiguousarray(self.vectors, dtype=np.float32)},
-                  str(folder / RELATION_VECTORS))
+        save_file(
+            {"relation_vectors": np.ascontiguousarray(self.vectors, dtype=np.float32)}, str(folder / RELATION_VECTORS)
+        )
         text = json.dumps({"relations": self.names, "weights": self.weights}, indent=1) + "\n"
         (folder / RELATION_TABLE).write_text(text, encoding="utf-8")
 
@@ -119,8 +122,15 @@ class RelationalScorer(CosineScorer):
     (anything with ``encode``); ``weights`` default to the table's saved ones.
     """
 
-    def __init__(self, model, table: RelationTable, weights: Mapping[str, float] | None = None,
-                 direction: str = "forward", batch_size: int = 128, name: str = "rse"):
+    def __init__(
+        self,
+        model,
+        table: RelationTable,
+        weights: Mapping[str, float] | None = None,
+        direction: str = "forward",
+        batch_size: int = 128,
+        name: str = "rse",
+    ):
         if direction not in DIRECTIONS:
             raise ConfigError(f"unknown direction {direction!r} (choose from {', '.join(DIRECTIONS)})")
         super().__init__(model, batch_size=batch_size, name=name)
@@ -141,8 +151,9 @@ class RelationalScorer(CosineScorer):
         embeddings, index = encode_unique(self.model, [*sentences1, *sentences2], self.batch_size)
         h1 = embeddings[[index[s] for s in sentences1]].astype(np.float64)
         h2 = unit_rows(embeddings[[index[s] for s in sentences2]], np.float64)
-        return np.stack([(unit_rows(h1 + r, np.float64) * h2).sum(axis=1)
-                         for r in self.table.vectors.astype(np.float64)], axis=1)
+        return np.stack(
+            [(unit_rows(h1 + r, np.float64) * h2).sum(axis=1) for r in self.table.vectors.astype(np.float64)], axis=1
+        )
 
     def score(self, sentences1: Sequence[str], sentences2: Sequence[str]) -> np.ndarray:
         forward = self.relation_scores(sentences1, sentences2) @ self.weights

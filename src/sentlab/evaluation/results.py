@@ -99,8 +99,7 @@ class EvalReport:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalReport:
         tasks = {name: result_from_dict(result) for name, result in data.get("tasks", {}).items()}
-        return cls(model=data["model"], tasks=tasks, summary=data.get("summary", {}),
-                   settings=data.get("settings", {}))
+        return cls(model=data["model"], tasks=tasks, summary=data.get("summary", {}), settings=data.get("settings", {}))
 
     @classmethod
     def read(cls, path: str | Path) -> EvalReport:

@@ -28,12 +28,12 @@ class PairScorer(Protocol):
     def score(self, sentences1: Sequence[str], sentences2: Sequence[str]) -> np.ndarray: ...
 
 
-def encode_unique(model: SentenceTransformer, sentences: Sequence[str], batch_size: int = 128,
-                  show_progress_bar: bool = False) -> tuple[np.ndarray, dict[str, int]]:
+def encode_unique(
+    model: SentenceTransformer, sentences: Sequence[str], batch_size: int = 128, show_progress_bar: bool = False
+) -> tuple[np.ndarray, dict[str, int]]:
     """Embeddings of the distinct sentences (float32, not normalised) and each sentence's row."""
     unique = list(dict.fromkeys(sentences))
-    embeddings = model.encode(unique, batch_size=batch_size, convert_to_numpy=True,
-                              show_progress_bar=show_progress_bar)
+    embeddings = model.encode(unique, batch_size=batch_size, convert_to_numpy=True, show_progress_bar=show_progress_bar)
     return np.asarray(embeddings, dtype=np.float32), {s: i for i, s in enumerate(unique)}
 
 
@@ -49,8 +49,9 @@ def cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 class CosineScorer:
     """Cosine similarity of the model's embeddings; each distinct sentence is encoded once."""
 
-    def __init__(self, model: SentenceTransformer, batch_size: int = 128, name: str = "model",
-                 show_progress_bar: bool = False):
+    def __init__(
+        self, model: SentenceTransformer, batch_size: int = 128, name: str = "model", show_progress_bar: bool = False
+    ):
         self.model = model
         self.batch_size = batch_size
         self.name = name
@@ -61,8 +62,9 @@ class CosineScorer:
         return embeddings[[index[s] for s in sentences]]
 
     def score(self, sentences1: Sequence[str], sentences2: Sequence[str]) -> np.ndarray:
-        embeddings, index = encode_unique(self.model, [*sentences1, *sentences2], self.batch_size,
-                                          self.show_progress_bar)
+        embeddings, index = encode_unique(
+            self.model, [*sentences1, *sentences2], self.batch_size, self.show_progress_bar
+        )
         return cosine_rows(embeddings[[index[s] for s in sentences1]], embeddings[[index[s] for s in sentences2]])
 
 
@@ -73,10 +75,14 @@ def embedding_setting(model: SentenceTransformer) -> dict:
 
     info = getattr(model, "sentlab_inference", None) or {}
     fingerprint = encoder_fingerprint(model)
-    return {"fp32_fingerprint": info.get("fp32_fingerprint", fingerprint), "fingerprint": fingerprint,
-            "modules": [f"{type(m).__module__}.{type(m).__qualname__}" for m in model.children()],
-            "pooling": [m.get_config_dict() for m in list(model.children())[1:] if hasattr(m, "get_config_dict")],
-            "max_seq_length": model.max_seq_length, **inference_setting(model)}
+    return {
+        "fp32_fingerprint": info.get("fp32_fingerprint", fingerprint),
+        "fingerprint": fingerprint,
+        "modules": [f"{type(m).__module__}.{type(m).__qualname__}" for m in model.children()],
+        "pooling": [m.get_config_dict() for m in list(model.children())[1:] if hasattr(m, "get_config_dict")],
+        "max_seq_length": model.max_seq_length,
+        **inference_setting(model),
+    }
 
 
 class EmbeddingCache:
@@ -94,8 +100,13 @@ class EmbeddingCache:
     (:func:`sentlab.encoders.batching.encode_by_length`).
     """
 
-    def __init__(self, model: SentenceTransformer, max_rows: int = 200_000, store: EmbeddingStore | None = None,
-                 min_store_rows: int = 32):
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        max_rows: int = 200_000,
+        store: EmbeddingStore | None = None,
+        min_store_rows: int = 32,
+    ):
         self.model = model
         self.device = model.device
         self.max_seq_length = model.max_seq_length
@@ -120,13 +131,17 @@ class EmbeddingCache:
         self._rows.update(list(new.items())[:room])
         return new
 
-    def encode(self, sentences: Sequence[str], batch_size: int = 128, show_progress_bar: bool = False,
-               **kwargs) -> np.ndarray:
+    def encode(
+        self, sentences: Sequence[str], batch_size: int = 128, show_progress_bar: bool = False, **kwargs
+    ) -> np.ndarray:
         if not sentences:
             return np.zeros((0, 0), np.float32)
         unique = list(dict.fromkeys(sentences))
-        key = self.store.key(self.setting, unique) if self.store is not None and len(unique) >= self.min_store_rows \
+        key = (
+            self.store.key(self.setting, unique)
+            if self.store is not None and len(unique) >= self.min_store_rows
             else None
+        )
         matrix = self.store.get(key, len(unique)) if key is not None else None
         if matrix is None:
             new = self._encode_missing(unique, batch_size, show_progress_bar)

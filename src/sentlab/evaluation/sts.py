@@ -43,8 +43,9 @@ def score_task(scorer: PairScorer, pairs: STSPairs, split: str = "test", items: 
     spearman, pearson = correlations(predicted, pairs.scores)
     result = TaskResult(spearman=spearman, pearson=pearson, n_pairs=len(pairs), split=split)
     if items:
-        result.extra["items"] = pair_items("spearman", pairs.scores, predicted,
-                                           items_key(zip(pairs.sentences1, pairs.sentences2)))
+        result.extra["items"] = pair_items(
+            "spearman", pairs.scores, predicted, items_key(zip(pairs.sentences1, pairs.sentences2))
+        )
     names = pairs.subset_names
     if len(names) > 1:
         ids = np.asarray(pairs.subset_ids)
@@ -58,13 +59,18 @@ def score_task(scorer: PairScorer, pairs: STSPairs, split: str = "test", items: 
     return result
 
 
-def similar_pairs_score(scorer: PairScorer, pairs: STSPairs,
-                        band: tuple[float, float] = SIMILAR_PAIRS_RANGE) -> TaskResult:
+def similar_pairs_score(
+    scorer: PairScorer, pairs: STSPairs, band: tuple[float, float] = SIMILAR_PAIRS_RANGE
+) -> TaskResult:
     """Spearman on the pairs whose gold score / 5 lies in ``band`` (RankEncoder Sec. 5.4)."""
     scaled = pairs.scores / 5.0
     idx = np.flatnonzero((scaled >= band[0]) & (scaled <= band[1]))
-    subset = STSPairs([pairs.sentences1[i] for i in idx], [pairs.sentences2[i] for i in idx],
-                      pairs.scores[idx], ["similar"] * len(idx))
+    subset = STSPairs(
+        [pairs.sentences1[i] for i in idx],
+        [pairs.sentences2[i] for i in idx],
+        pairs.scores[idx],
+        ["similar"] * len(idx),
+    )
     result = score_task(scorer, subset)
     result.extra["gold_range_0_1"] = list(band)
     return result
@@ -75,8 +81,12 @@ def alignment_uniformity(scorer: PairScorer, dev: STSPairs) -> dict[str, float]:
     emb1 = scorer.encode([dev.sentences1[i] for i in positive])
     emb2 = scorer.encode([dev.sentences2[i] for i in positive])
     everything = scorer.encode(list(dict.fromkeys(dev.sentences1 + dev.sentences2)))
-    return {"alignment": alignment(emb1, emb2), "uniformity": uniformity(everything),
-            "n_positive_pairs": int(len(positive)), "n_sentences": int(len(everything))}
+    return {
+        "alignment": alignment(emb1, emb2),
+        "uniformity": uniformity(everything),
+        "n_positive_pairs": int(len(positive)),
+        "n_sentences": int(len(everything)),
+    }
 
 
 def evaluate_sts(

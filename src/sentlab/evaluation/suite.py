@@ -49,8 +49,9 @@ def parse_families(spec: str) -> list[str]:
         return list(FAMILIES)
     unknown = [t for t in names if t not in FAMILIES]
     if unknown or not names:
-        raise SentlabError(f"unknown task family {unknown[0] if unknown else spec!r} "
-                           f"(available: {', '.join(FAMILIES)}, all)")
+        raise SentlabError(
+            f"unknown task family {unknown[0] if unknown else spec!r} (available: {', '.join(FAMILIES)}, all)"
+        )
     return list(dict.fromkeys(names))
 
 
@@ -94,7 +95,8 @@ def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalRepor
         tasks = [t for t in FAMILIES[family] if t not in missing]
         if missing:
             report.summary.setdefault("skipped", {}).update(
-                {(f"{t}-ranking" if family == "ranking" else t): reason for t, reason in missing.items()})
+                {(f"{t}-ranking" if family == "ranking" else t): reason for t, reason in missing.items()}
+            )
         if not tasks:
             if len(families) == 1:
                 raise DataError(f"no data for task family {family!r}: {next(iter(missing.values()))}")
@@ -102,22 +104,38 @@ def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalRepor
         start = time.perf_counter()
         say(f"[{family}] {len(tasks)} task(s): {', '.join(tasks)}")
         if family == "sts":
-            evaluate_sts(inputs.scorer, root, tasks=tasks, report=report,
-                         extras="STS-B" in tasks, items=inputs.items)
+            evaluate_sts(inputs.scorer, root, tasks=tasks, report=report, extras="STS-B" in tasks, items=inputs.items)
         elif family == "ranking":
             evaluate_ranking(inputs.scorer, root, tasks=tasks, report=report, items=inputs.items)
         elif family == "transfer":
-            evaluate_transfer(inputs.features, root, tasks=tasks, report=report, kfold=inputs.kfold,
-                              pair_kind=inputs.pair_features, n_jobs=inputs.n_jobs)
+            evaluate_transfer(
+                inputs.features,
+                root,
+                tasks=tasks,
+                report=report,
+                kfold=inputs.kfold,
+                pair_kind=inputs.pair_features,
+                n_jobs=inputs.n_jobs,
+            )
         elif family == "useb":
-            evaluate_useb(inputs.scorer.encode, root, tasks=tasks, report=report, device=inputs.device,
-                          query_rows=getattr(inputs.scorer, "query_rows", None), items=inputs.items)
+            evaluate_useb(
+                inputs.scorer.encode,
+                root,
+                tasks=tasks,
+                report=report,
+                device=inputs.device,
+                query_rows=getattr(inputs.scorer, "query_rows", None),
+                items=inputs.items,
+            )
         else:
-            evaluate_evalrank(inputs.scorer.encode, root, report=report,
-                              query_rows=getattr(inputs.scorer, "query_rows", None))
+            evaluate_evalrank(
+                inputs.scorer.encode, root, report=report, query_rows=getattr(inputs.scorer, "query_rows", None)
+            )
         report.settings.setdefault("seconds", {})[family] = round(time.perf_counter() - start, 1)
     if not report.tasks:
         skipped = report.summary.get("skipped", {})
-        raise DataError(f"no task has data (checked {', '.join(families)}; e.g. {next(iter(skipped.values()), '')}); "
-                        "set --data-dir or SENTLAB_DATA")
+        raise DataError(
+            f"no task has data (checked {', '.join(families)}; e.g. {next(iter(skipped.values()), '')}); "
+            "set --data-dir or SENTLAB_DATA"
+        )
     return report

@@ -68,21 +68,30 @@ class TaskCard(BaseModel):
 
     name: str = Field(min_length=1)
     kind: Literal["scored-pairs", "labelled-pairs", "retrieval", "reranking", "classification"]
-    file: str | None = Field(None, description="pairs, re-ranking, classification (training part): a .tsv / "
-                                               ".csv (with a header) or .jsonl file")
+    file: str | None = Field(
+        None,
+        description="pairs, re-ranking, classification (training part): a .tsv / .csv (with a header) or .jsonl file",
+    )
     test: str | None = Field(None, description="classification: the held-out sentences")
-    columns: list[str] = Field(default_factory=list, description="pairs: [text1, text2, score or label]; "
-                                                                  "classification: [text, label]")
+    columns: list[str] = Field(
+        default_factory=list, description="pairs: [text1, text2, score or label]; classification: [text, label]"
+    )
     corpus: str | None = None
     queries: str | None = None
     qrels: str | None = None
     k: int = Field(100, gt=0, description="retrieval: cut-off of MAP@k and Recall@k")
-    map: Literal["trec", "useb"] = Field("trec", description="retrieval AP@k divided by the query's relevant "
-                                                            "documents (trec, as BEIR / MTEB) or by its hits in "
-                                                            "the top k (useb, as USEB's CQADupStack)")
-    unknown_ids: Literal["error", "skip"] = Field("error", description="retrieval: qrels that name a query or "
-                                                  "document id absent from queries / corpus stop with an error "
-                                                  "(error), or are left out and counted in the result (skip)")
+    map: Literal["trec", "useb"] = Field(
+        "trec",
+        description="retrieval AP@k divided by the query's relevant "
+        "documents (trec, as BEIR / MTEB) or by its hits in "
+        "the top k (useb, as USEB's CQADupStack)",
+    )
+    unknown_ids: Literal["error", "skip"] = Field(
+        "error",
+        description="retrieval: qrels that name a query or "
+        "document id absent from queries / corpus stop with an error "
+        "(error), or are left out and counted in the result (skip)",
+    )
     folder: Path = Field(Path("."), exclude=True)
 
     def path(self, name: str) -> Path:
@@ -111,8 +120,12 @@ def load_task_card(path: str | Path) -> TaskCard:
         raise DataError(f"{path}: {where}: {first['msg']}") from None
     if card.kind in DEFAULT_COLUMNS and not card.columns:
         card.columns = list(DEFAULT_COLUMNS[card.kind])
-    wanted = {"scored-pairs": "[text1, text2, score]", "labelled-pairs": "[text1, text2, label]",
-              "reranking": "[query, positive, negative]", "classification": "[text, label]"}.get(card.kind)
+    wanted = {
+        "scored-pairs": "[text1, text2, score]",
+        "labelled-pairs": "[text1, text2, label]",
+        "reranking": "[query, positive, negative]",
+        "classification": "[text, label]",
+    }.get(card.kind)
     if wanted and len(card.columns) != wanted.count(",") + 1:
         raise DataError(f"{path}: columns: kind {card.kind} needs {wanted}")
     return card
@@ -135,10 +148,12 @@ def score_pairs(scorer, sentences1: Sequence[str], sentences2: Sequence[str], go
 
     gold = np.asarray(gold, dtype=np.float64)
     predicted = np.asarray(scorer.score(list(sentences1), list(sentences2)), dtype=np.float64)
-    return MetricsResult("spearman", {"spearman": 100 * float(spearmanr(gold, predicted)[0]),
-                                      "pearson": 100 * float(pearsonr(gold, predicted)[0])}, n=len(gold),
-                         extra={"items": pair_items("spearman", gold, predicted,
-                                                    items_key(zip(sentences1, sentences2)))})
+    return MetricsResult(
+        "spearman",
+        {"spearman": 100 * float(spearmanr(gold, predicted)[0]), "pearson": 100 * float(pearsonr(gold, predicted)[0])},
+        n=len(gold),
+        extra={"items": pair_items("spearman", gold, predicted, items_key(zip(sentences1, sentences2)))},
+    )
 
 
 def score_scored_pairs(scorer, card: TaskCard) -> MetricsResult:
@@ -175,10 +190,12 @@ def score_labelled_pairs(scorer, card: TaskCard) -> MetricsResult:
         raise DataError(f"{path}: column {card.columns[2]!r} must hold both labels 0 and 1")
     scores = np.asarray(scorer.score([r[0] for r in rows], [r[1] for r in rows]), dtype=np.float64)
     f1, accuracy, threshold = best_threshold_f1(labels, scores)
-    return MetricsResult("ap", {"ap": 100 * float(average_precision_score(labels, scores)), "f1": 100 * f1,
-                                "accuracy": 100 * accuracy}, n=len(rows),
-                         extra={"f1_threshold": threshold,
-                                "items": pair_items("ap", labels, scores, items_key(r[:2] for r in rows))})
+    return MetricsResult(
+        "ap",
+        {"ap": 100 * float(average_precision_score(labels, scores)), "f1": 100 * f1, "accuracy": 100 * accuracy},
+        n=len(rows),
+        extra={"f1_threshold": threshold, "items": pair_items("ap", labels, scores, items_key(r[:2] for r in rows))},
+    )
 
 
 def _jsonl_texts(path: Path, with_title: bool) -> dict[str, str]:
@@ -210,8 +227,9 @@ def read_qrels(path: Path) -> dict[str, set[str]]:
     return dict(relevant)
 
 
-def known_judgements(relevant: dict[str, set[str]], queries: dict[str, str], corpus: dict[str, str],
-                     card: TaskCard) -> tuple[dict[str, set[str]], int]:
+def known_judgements(
+    relevant: dict[str, set[str]], queries: dict[str, str], corpus: dict[str, str], card: TaskCard
+) -> tuple[dict[str, set[str]], int]:
     """The relevance judgements whose query and document exist, and how many were left out; with
     ``unknown_ids: error`` (the default) any unknown id is an error naming it: a judgement that can
     never be met would score 0 silently."""
@@ -220,11 +238,16 @@ def known_judgements(relevant: dict[str, set[str]], queries: dict[str, str], cor
     if not unknown_queries and not unknown_docs:
         return relevant, 0
     if card.unknown_ids == "error":
-        what = (f"query id {unknown_queries[0]!r} is not in {card.path('queries').name}" if unknown_queries else
-                f"corpus id {unknown_docs[0]!r} is not in {card.path('corpus').name}")
+        what = (
+            f"query id {unknown_queries[0]!r} is not in {card.path('queries').name}"
+            if unknown_queries
+            else f"corpus id {unknown_docs[0]!r} is not in {card.path('corpus').name}"
+        )
         count = len(unknown_queries) + len(unknown_docs)
-        raise DataError(f"{card.path('qrels')}: {what} ({count} unknown id(s); fix the ids, or set "
-                        "'unknown_ids: skip' in the card to leave them out and count them)")
+        raise DataError(
+            f"{card.path('qrels')}: {what} ({count} unknown id(s); fix the ids, or set "
+            "'unknown_ids: skip' in the card to leave them out and count them)"
+        )
     kept = {q: {d for d in docs if d in corpus} for q, docs in relevant.items() if q in queries}
     left_out = sum(len(docs) for docs in relevant.values()) - sum(len(docs) for docs in kept.values())
     return kept, left_out
@@ -241,9 +264,12 @@ def ranking_metrics(hits: Sequence[bool], n_relevant: int, k: int, map_kind: str
     gains = hits[:10] / np.log2(np.arange(2, min(10, len(hits)) + 2))
     ideal = (1 / np.log2(np.arange(2, min(10, n_relevant) + 2))).sum()
     first = np.flatnonzero(hits[:10])
-    return {f"map@{k}": ap, "ndcg@10": float(gains.sum() / ideal) if ideal else 0.0,
-            "mrr@10": float(1 / (first[0] + 1)) if len(first) else 0.0,
-            f"recall@{k}": float(top.sum() / n_relevant) if n_relevant else 0.0}
+    return {
+        f"map@{k}": ap,
+        "ndcg@10": float(gains.sum() / ideal) if ideal else 0.0,
+        "mrr@10": float(1 / (first[0] + 1)) if len(first) else 0.0,
+        f"recall@{k}": float(top.sum() / n_relevant) if n_relevant else 0.0,
+    }
 
 
 def score_retrieval(scorer, card: TaskCard, device="cpu") -> MetricsResult:
@@ -259,14 +285,23 @@ def score_retrieval(scorer, card: TaskCard, device="cpu") -> MetricsResult:
     docs = unit_rows(scorer.encode([corpus[d] for d in doc_ids]))
     rows = query_matrix(scorer.encode, [queries[q] for q in asked], getattr(scorer, "query_rows", None))
     _, index = top_k(rows, docs, max(card.k, 10), device=device)
-    per_query = [ranking_metrics([doc_ids[j] in relevant[q] for j in index[i]], len(relevant[q]), card.k, card.map)
-                 for i, q in enumerate(asked)]
+    per_query = [
+        ranking_metrics([doc_ids[j] in relevant[q] for j in index[i]], len(relevant[q]), card.k, card.map)
+        for i, q in enumerate(asked)
+    ]
     scores = {name: 100 * float(np.mean([m[name] for m in per_query])) for name in per_query[0]}
     key = items_key([q, sorted(relevant[q])] for q in asked)
-    return MetricsResult(f"map@{card.k}", scores, n=len(asked),
-                         extra={"corpus": len(doc_ids), "queries_without_judgements": len(queries) - len(asked),
-                                "judgements_with_unknown_ids": left_out,
-                                "items": mean_items((m[f"map@{card.k}"] for m in per_query), key)})
+    return MetricsResult(
+        f"map@{card.k}",
+        scores,
+        n=len(asked),
+        extra={
+            "corpus": len(doc_ids),
+            "queries_without_judgements": len(queries) - len(asked),
+            "judgements_with_unknown_ids": left_out,
+            "items": mean_items((m[f"map@{card.k}"] for m in per_query), key),
+        },
+    )
 
 
 def _text_list(value, path: Path, number: int, field: str) -> list[str]:
@@ -290,8 +325,10 @@ def score_reranking(scorer, card: TaskCard) -> MetricsResult:
             row = json.loads(line)
             query = row[query_field]
         except (ValueError, KeyError, TypeError):
-            raise DataError(f"{path}:{number}: expected a JSON object with {query_field!r}, {positive_field!r} "
-                            f"and {negative_field!r}") from None
+            raise DataError(
+                f"{path}:{number}: expected a JSON object with {query_field!r}, {positive_field!r} "
+                f"and {negative_field!r}"
+            ) from None
         if not isinstance(query, str) or not query.strip():
             raise DataError(f"{path}:{number}: {query_field!r} must be a non-empty text")
         positives = _text_list(row.get(positive_field, []), path, number, positive_field)
@@ -307,17 +344,19 @@ def score_reranking(scorer, card: TaskCard) -> MetricsResult:
     scores = np.asarray(scorer.score(queries, candidates), dtype=np.float64)  # one call: each text encoded once
     ap, reciprocal_rank, start = [], [], 0
     for _, pos, neg in samples:
-        chunk = scores[start:start + len(pos) + len(neg)]
+        chunk = scores[start : start + len(pos) + len(neg)]
         start += len(chunk)
         ranked = np.argsort(-chunk, kind="stable") < len(pos)  # the positives come first in each chunk
         metrics = ranked_precision_metrics(ranked)  # USEB's AskUbuntu metrics: AP over all candidates
         ap.append(metrics["map"])
         reciprocal_rank.append(metrics["mrr"] if metrics["mrr"] >= 0.1 else 0.0)  # MRR@10: first hit in the top 10
     key = items_key([q, pos, neg] for q, pos, neg in samples)
-    return MetricsResult("map", {"map": 100 * float(np.mean(ap)),
-                                 "mrr@10": 100 * float(np.mean(reciprocal_rank))},
-                         n=len(samples), extra={"queries_without_both_labels": skipped,
-                                                "items": mean_items(ap, key)})
+    return MetricsResult(
+        "map",
+        {"map": 100 * float(np.mean(ap)), "mrr@10": 100 * float(np.mean(reciprocal_rank))},
+        n=len(samples),
+        extra={"queries_without_both_labels": skipped, "items": mean_items(ap, key)},
+    )
 
 
 def _labelled_sentences(path: Path, columns: list[str]) -> tuple[list[str], np.ndarray, list[str]]:
@@ -340,22 +379,36 @@ def score_classification(scorer, card: TaskCard, kfold: int = 10, n_jobs: int | 
     embed = lambda sentences: np.asarray(scorer.encode(sentences), dtype=np.float64)  # noqa: E731
     if card.test is None:
         scores = nested_cv_accuracy(embed(texts), labels, kfold, n_jobs=n_jobs)
-        return MetricsResult("accuracy", {"accuracy": scores["accuracy"]}, n=len(texts),
-                             extra={"protocol": "nested-cv", "kfold": kfold, "C": scores["C"]})
+        return MetricsResult(
+            "accuracy",
+            {"accuracy": scores["accuracy"]},
+            n=len(texts),
+            extra={"protocol": "nested-cv", "kfold": kfold, "C": scores["C"]},
+        )
     test_path = card.path("test")
     test_texts, test_raw, test_names = _labelled_sentences(test_path, card.columns)
     unknown = sorted(set(test_names) - set(names))
     if unknown:
         raise DataError(f"{test_path}: labels not in {path.name}: {', '.join(unknown[:5])}")
     test_labels = np.asarray([names.index(test_names[i]) for i in test_raw])
-    scores, predicted = kfold_selected_accuracy(embed(texts), labels, embed(test_texts), test_labels, kfold,
-                                                n_jobs=n_jobs)
+    scores, predicted = kfold_selected_accuracy(
+        embed(texts), labels, embed(test_texts), test_labels, kfold, n_jobs=n_jobs
+    )
     correct = (predicted == test_labels).astype(np.float64)
-    return MetricsResult("accuracy", {"accuracy": 100 * float(correct.mean()),
-                                      "f1_macro": 100 * float(f1_score(test_labels, predicted, average="macro"))},
-                         n=len(test_texts), extra={"protocol": "kfold-selected", "kfold": kfold, "C": scores["C"],
-                                                   "items": mean_items(correct, items_key(zip(test_texts,
-                                                                                              test_labels.tolist())))})
+    return MetricsResult(
+        "accuracy",
+        {
+            "accuracy": 100 * float(correct.mean()),
+            "f1_macro": 100 * float(f1_score(test_labels, predicted, average="macro")),
+        },
+        n=len(test_texts),
+        extra={
+            "protocol": "kfold-selected",
+            "kfold": kfold,
+            "C": scores["C"],
+            "items": mean_items(correct, items_key(zip(test_texts, test_labels.tolist()))),
+        },
+    )
 
 
 def score_task_card(scorer, card: TaskCard, device="cpu", interval: bool = True) -> MetricsResult:
@@ -404,8 +457,13 @@ class TaskCardEvaluator(SentenceEvaluator):
 
     @property
     def main_metric(self) -> str:
-        return {"scored-pairs": "spearman", "labelled-pairs": "ap", "retrieval": f"map@{self.card.k}",
-                "reranking": "map", "classification": "accuracy"}[self.card.kind]
+        return {
+            "scored-pairs": "spearman",
+            "labelled-pairs": "ap",
+            "retrieval": f"map@{self.card.k}",
+            "reranking": "map",
+            "classification": "accuracy",
+        }[self.card.kind]
 
     def __call__(self, model, output_path=None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
         result = score_task_card(self.scorer_factory(model), self.card, device=model.device, interval=False)

@@ -51,8 +51,9 @@ def _fit(C: float, X: np.ndarray, y: np.ndarray, seed: int) -> tuple[LogisticReg
     return clf, any(issubclass(w.category, ConvergenceWarning) for w in caught)
 
 
-def _fit_score(C: float, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray,
-               seed: int) -> tuple[float, bool]:
+def _fit_score(
+    C: float, X: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray, seed: int
+) -> tuple[float, bool]:
     clf, capped = _fit(C, X[train], y[train], seed)
     return float(clf.score(X[test], y[test])), capped
 
@@ -80,15 +81,23 @@ def _select(mean_scores: Sequence[float]) -> tuple[int, float]:
     return best, rounded[best]
 
 
-def nested_cv_accuracy(X: np.ndarray, y: np.ndarray, kfold: int = KFOLD, seed: int = SEED,
-                       grid: Sequence[float] = C_GRID, n_jobs: int | None = None) -> dict[str, float]:
+def nested_cv_accuracy(
+    X: np.ndarray,
+    y: np.ndarray,
+    kfold: int = KFOLD,
+    seed: int = SEED,
+    grid: Sequence[float] = C_GRID,
+    n_jobs: int | None = None,
+) -> dict[str, float]:
     """SentEval's InnerKFoldClassifier: ``{"accuracy", "dev_accuracy", ...}`` (x 100)."""
     outer = list(StratifiedKFold(kfold, shuffle=True, random_state=seed).split(X, y))
     inner_cv = StratifiedKFold(kfold, shuffle=True, random_state=seed)
-    jobs = [delayed(_fit_score)(C, X, y, train[inner_train], train[inner_test], seed)
-            for train, _ in outer
-            for inner_train, inner_test in inner_cv.split(np.zeros(len(train)), y[train])  # folds need y only
-            for C in grid]
+    jobs = [
+        delayed(_fit_score)(C, X, y, train[inner_train], train[inner_test], seed)
+        for train, _ in outer
+        for inner_train, inner_test in inner_cv.split(np.zeros(len(train)), y[train])  # folds need y only
+        for C in grid
+    ]
     counter = _Counter()
     scores = np.reshape(counter.add(Parallel(n_jobs=n_jobs)(jobs)), (len(outer), kfold, len(grid)))
     chosen, dev = [], []
@@ -96,39 +105,77 @@ def nested_cv_accuracy(X: np.ndarray, y: np.ndarray, kfold: int = KFOLD, seed: i
         best, score = _select(per_fold)
         chosen.append(grid[best])
         dev.append(score)
-    test = counter.add(Parallel(n_jobs=n_jobs)(delayed(_fit_score)(C, X, y, train, held_out, seed)
-                                               for C, (train, held_out) in zip(chosen, outer)))
-    return {"accuracy": round(float(np.mean([round(100 * s, 2) for s in test])), 2),
-            "dev_accuracy": round(float(np.mean(dev)), 2), "C": chosen, "n_fits": counter.fits,
-            "n_fits_at_iteration_cap": counter.capped}
+    test = counter.add(
+        Parallel(n_jobs=n_jobs)(
+            delayed(_fit_score)(C, X, y, train, held_out, seed) for C, (train, held_out) in zip(chosen, outer)
+        )
+    )
+    return {
+        "accuracy": round(float(np.mean([round(100 * s, 2) for s in test])), 2),
+        "dev_accuracy": round(float(np.mean(dev)), 2),
+        "C": chosen,
+        "n_fits": counter.fits,
+        "n_fits_at_iteration_cap": counter.capped,
+    }
 
 
-def kfold_selected_accuracy(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray,
-                            kfold: int = KFOLD, seed: int = SEED, grid: Sequence[float] = C_GRID_KFOLD,
-                            n_jobs: int | None = None) -> tuple[dict[str, float], np.ndarray]:
+def kfold_selected_accuracy(
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    X_test: np.ndarray,
+    y_test: np.ndarray,
+    kfold: int = KFOLD,
+    seed: int = SEED,
+    grid: Sequence[float] = C_GRID_KFOLD,
+    n_jobs: int | None = None,
+) -> tuple[dict[str, float], np.ndarray]:
     """SentEval's KFoldClassifier: C by k-fold CV on train, refit on train, score test."""
     folds = list(StratifiedKFold(kfold, shuffle=True, random_state=seed).split(X_train, y_train))
     counter = _Counter()
-    scores = counter.add(Parallel(n_jobs=n_jobs)(delayed(_fit_score)(C, X_train, y_train, tr, te, seed)
-                                                 for C in grid for tr, te in folds))
+    scores = counter.add(
+        Parallel(n_jobs=n_jobs)(
+            delayed(_fit_score)(C, X_train, y_train, tr, te, seed) for C in grid for tr, te in folds
+        )
+    )
     best, dev = _select(np.reshape(scores, (len(grid), len(folds))).mean(axis=1))
     C = grid[best]
     clf, capped = _fit(C, X_train, y_train, seed)
     counter.add([(0.0, capped)])
     predicted = clf.predict(X_test)
-    return ({"accuracy": round(100 * float(np.mean(predicted == y_test)), 2), "dev_accuracy": dev, "C": C,
-             "n_fits": counter.fits, "n_fits_at_iteration_cap": counter.capped}, predicted)
+    return (
+        {
+            "accuracy": round(100 * float(np.mean(predicted == y_test)), 2),
+            "dev_accuracy": dev,
+            "C": C,
+            "n_fits": counter.fits,
+            "n_fits_at_iteration_cap": counter.capped,
+        },
+        predicted,
+    )
 
 
-def dev_selected_accuracy(X_train: np.ndarray, y_train: np.ndarray, X_dev: np.ndarray, y_dev: np.ndarray,
-                          X_test: np.ndarray, y_test: np.ndarray, seed: int = SEED,
-                          grid: Sequence[float] = C_GRID, n_jobs: int | None = None) -> dict[str, float]:
+def dev_selected_accuracy(
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    X_dev: np.ndarray,
+    y_dev: np.ndarray,
+    X_test: np.ndarray,
+    y_test: np.ndarray,
+    seed: int = SEED,
+    grid: Sequence[float] = C_GRID,
+    n_jobs: int | None = None,
+) -> dict[str, float]:
     """SentEval's SplitClassifier: C by dev accuracy, then the test accuracy of that classifier."""
     fitted = Parallel(n_jobs=n_jobs)(delayed(_fit)(C, X_train, y_train, seed) for C in grid)
     best, dev = _select([clf.score(X_dev, y_dev) for clf, _ in fitted])
     clf = fitted[best][0]  # lbfgs is deterministic: refitting with the chosen C gives the same model
-    return {"accuracy": round(100 * float(clf.score(X_test, y_test)), 2), "dev_accuracy": dev, "C": grid[best],
-            "n_fits": len(fitted), "n_fits_at_iteration_cap": sum(capped for _, capped in fitted)}
+    return {
+        "accuracy": round(100 * float(clf.score(X_test, y_test)), 2),
+        "dev_accuracy": dev,
+        "C": grid[best],
+        "n_fits": len(fitted),
+        "n_fits_at_iteration_cap": sum(capped for _, capped in fitted),
+    }
 
 
 def pair_features(u: np.ndarray, v: np.ndarray, kind: str = "senteval") -> np.ndarray:
@@ -139,8 +186,14 @@ def pair_features(u: np.ndarray, v: np.ndarray, kind: str = "senteval") -> np.nd
     raise DataError(f"unknown pair features {kind!r} (available: {', '.join(PAIR_FEATURES)})")
 
 
-def score_transfer(data: TransferData, features: FeatureFn, kfold: int = KFOLD, seed: int = SEED,
-                   pair_kind: str = "senteval", n_jobs: int | None = None) -> MetricsResult:
+def score_transfer(
+    data: TransferData,
+    features: FeatureFn,
+    kfold: int = KFOLD,
+    seed: int = SEED,
+    pair_kind: str = "senteval",
+    n_jobs: int | None = None,
+) -> MetricsResult:
     """Accuracy (and MRPC's F1) of one task, x 100."""
     task = data.task
     embed = lambda split: np.asarray(features(split.sentences), dtype=np.float64)  # noqa: E731
@@ -150,8 +203,9 @@ def score_transfer(data: TransferData, features: FeatureFn, kfold: int = KFOLD, 
         n = len(split)
     elif task.protocol == "split":
         tr, dv, te = (data.splits[k] for k in ("train", "dev", "test"))
-        scores = dev_selected_accuracy(embed(tr), tr.labels, embed(dv), dv.labels, embed(te), te.labels, seed,
-                                       n_jobs=n_jobs)
+        scores = dev_selected_accuracy(
+            embed(tr), tr.labels, embed(dv), dv.labels, embed(te), te.labels, seed, n_jobs=n_jobs
+        )
         n = len(te)
     else:
         tr, te = data.splits["train"], data.splits["test"]
@@ -171,16 +225,21 @@ def score_transfer(data: TransferData, features: FeatureFn, kfold: int = KFOLD, 
     return MetricsResult(main_metric="accuracy", scores=scores, n=n, extra=extra)
 
 
-def evaluate_transfer(features: FeatureFn, data_dir: str | Path | None = None,
-                      tasks: Iterable[str] = tuple(TRANSFER_TASKS), report: EvalReport | None = None,
-                      kfold: int = KFOLD, pair_kind: str = "senteval", n_jobs: int | None = None,
-                      model_name: str = "model") -> EvalReport:
+def evaluate_transfer(
+    features: FeatureFn,
+    data_dir: str | Path | None = None,
+    tasks: Iterable[str] = tuple(TRANSFER_TASKS),
+    report: EvalReport | None = None,
+    kfold: int = KFOLD,
+    pair_kind: str = "senteval",
+    n_jobs: int | None = None,
+    model_name: str = "model",
+) -> EvalReport:
     """Run the transfer tasks; ``transfer_avg`` is the mean accuracy when all seven ran."""
     report = report or EvalReport(model=model_name)
     accuracies = []
     for name in tasks:
-        result = score_transfer(load_transfer_task(name, data_dir), features, kfold, pair_kind=pair_kind,
-                                n_jobs=n_jobs)
+        result = score_transfer(load_transfer_task(name, data_dir), features, kfold, pair_kind=pair_kind, n_jobs=n_jobs)
         report.tasks[name] = result
         accuracies.append(result.scores["accuracy"])
     if len(accuracies) == len(TRANSFER_TASKS):

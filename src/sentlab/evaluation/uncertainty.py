@@ -57,8 +57,12 @@ def mean_items(values: Iterable[float], key: str) -> dict[str, Any]:
 
 
 def pair_items(statistic: str, gold: Iterable[float], predicted: Iterable[float], key: str) -> dict[str, Any]:
-    return {"statistic": statistic, "gold": [float(v) for v in gold], "predicted": [float(v) for v in predicted],
-            "key": key}
+    return {
+        "statistic": statistic,
+        "gold": [float(v) for v in gold],
+        "predicted": [float(v) for v in predicted],
+        "key": key,
+    }
 
 
 def parts_items(parts: Iterable[dict[str, Any]]) -> dict[str, Any]:
@@ -139,8 +143,9 @@ def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def bootstrap_interval(items: dict[str, Any], resamples: int = RESAMPLES, level: float = LEVEL,
-                       seed: int = SEED) -> tuple[float, float]:
+def bootstrap_interval(
+    items: dict[str, Any], resamples: int = RESAMPLES, level: float = LEVEL, seed: int = SEED
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the headline (x 100)."""
     return _interval(_resampled(items, _draw(items, resamples, np.random.default_rng(seed))), level)
 
@@ -164,12 +169,12 @@ class Difference:
 
     def describe(self) -> str:
         verdict = "inside the noise" if self.inside_noise else "beyond the noise"
-        return (f"{self.difference:+.2f} ({100 * self.level:.0f}% CI [{self.low:+.2f}, {self.high:+.2f}], "
-                f"{verdict})")
+        return f"{self.difference:+.2f} ({100 * self.level:.0f}% CI [{self.low:+.2f}, {self.high:+.2f}], {verdict})"
 
 
-def paired_difference(a: dict[str, Any], b: dict[str, Any], resamples: int = RESAMPLES, level: float = LEVEL,
-                      seed: int = SEED) -> Difference:
+def paired_difference(
+    a: dict[str, Any], b: dict[str, Any], resamples: int = RESAMPLES, level: float = LEVEL, seed: int = SEED
+) -> Difference:
     """Headline of ``a`` minus headline of ``b``, both scored on the same items, with the percentile
     interval of the difference over shared resamples."""
     _check_same_items([a, b])
@@ -187,8 +192,9 @@ def subset_items(items: dict[str, Any], indices: Iterable[int]) -> dict[str, Any
     key = items_key([items.get("key"), chosen])
     if items.get("statistic") == "mean":
         return mean_items([items["values"][i] for i in chosen], key)
-    return pair_items(items["statistic"], [items["gold"][i] for i in chosen],
-                      [items["predicted"][i] for i in chosen], key)
+    return pair_items(
+        items["statistic"], [items["gold"][i] for i in chosen], [items["predicted"][i] for i in chosen], key
+    )
 
 
 def item_count(items: dict[str, Any]) -> int:
@@ -245,12 +251,17 @@ class SeedItemDifference:
         return float(np.std(self.per_seed, ddof=1)) if len(self.per_seed) > 1 else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "beyond_noise": self.beyond_noise, "training_measured": self.training_measured,
-                "seed_sd": self.seed_sd}
+        return {
+            **asdict(self),
+            "beyond_noise": self.beyond_noise,
+            "training_measured": self.training_measured,
+            "seed_sd": self.seed_sd,
+        }
 
 
-def seed_item_difference(a: list[dict[str, Any]], b: list[dict[str, Any]], resamples: int = RESAMPLES,
-                         level: float = LEVEL, seed: int = SEED) -> SeedItemDifference:
+def seed_item_difference(
+    a: list[dict[str, Any]], b: list[dict[str, Any]], resamples: int = RESAMPLES, level: float = LEVEL, seed: int = SEED
+) -> SeedItemDifference:
     """``a`` minus ``b``, each given as one item set per training seed (``b`` may be a single, untrained
     start model), with the multi-bootstrap of Sellam et al. (2022, "The MultiBERTs", Sec. 3): every
     resample draws the test items with replacement (the same draw for every model and seed: paired)
@@ -276,6 +287,16 @@ def seed_item_difference(a: list[dict[str, Any]], b: list[dict[str, Any]], resam
     low, high = _interval(combined, level)
     item_low, item_high = _interval(items_only, level)
     seed_low, seed_high = _interval(seeds_only, level)
-    return SeedItemDifference(float(full_a.mean() - full_b.mean()), low, high,
-                              [float(x - full_b.mean()) for x in full_a], item_low, item_high, seed_low, seed_high,
-                              len(a), resamples, level)
+    return SeedItemDifference(
+        float(full_a.mean() - full_b.mean()),
+        low,
+        high,
+        [float(x - full_b.mean()) for x in full_a],
+        item_low,
+        item_high,
+        seed_low,
+        seed_high,
+        len(a),
+        resamples,
+        level,
+    )

@@ -69,14 +69,16 @@ def query_matrix(vectors: VectorFn, texts: Sequence[str], query_rows: VectorFn |
     return unit_rows(vectors(texts)) if query_rows is None else np.asarray(query_rows(texts), dtype=np.float32)
 
 
-def _encode_unique(vectors: VectorFn, texts: Iterable[str], query_rows: VectorFn | None = None
-                   ) -> dict[str, np.ndarray]:
+def _encode_unique(
+    vectors: VectorFn, texts: Iterable[str], query_rows: VectorFn | None = None
+) -> dict[str, np.ndarray]:
     unique = list(dict.fromkeys(texts))
     return dict(zip(unique, query_matrix(vectors, unique, query_rows))) if unique else {}
 
 
-def _query_side(vectors: VectorFn, texts: Iterable[str], rows: dict[str, np.ndarray],
-                query_rows: VectorFn | None) -> dict[str, np.ndarray]:
+def _query_side(
+    vectors: VectorFn, texts: Iterable[str], rows: dict[str, np.ndarray], query_rows: VectorFn | None
+) -> dict[str, np.ndarray]:
     return rows if query_rows is None else _encode_unique(vectors, texts, query_rows)
 
 
@@ -84,12 +86,17 @@ def ranked_precision_metrics(relevant_in_order: Sequence[bool]) -> dict[str, flo
     """AP, P@1, P@5 and reciprocal rank of one ranked candidate list (USEB's AskUbuntu metrics)."""
     hits = np.asarray(relevant_in_order, dtype=bool)
     precision_at = np.cumsum(hits) / np.arange(1, len(hits) + 1)
-    return {"map": float(precision_at[hits].mean()), "p@1": float(precision_at[0]),
-            "p@5": float(precision_at[min(4, len(hits) - 1)]), "mrr": float(1.0 / (np.argmax(hits) + 1))}
+    return {
+        "map": float(precision_at[hits].mean()),
+        "p@1": float(precision_at[0]),
+        "p@5": float(precision_at[min(4, len(hits) - 1)]),
+        "mrr": float(1.0 / (np.argmax(hits) + 1)),
+    }
 
 
-def score_askubuntu(vectors: VectorFn, queries: list[RerankQuery], query_rows: VectorFn | None = None,
-                    items: bool = False) -> MetricsResult:
+def score_askubuntu(
+    vectors: VectorFn, queries: list[RerankQuery], query_rows: VectorFn | None = None, items: bool = False
+) -> MetricsResult:
     kept = [q for q in queries if q.relevant & set(q.candidate_ids)]
     rows = _encode_unique(vectors, [t for q in kept for t in (q.query, *q.candidates)])
     asked = _query_side(vectors, [q.query for q in kept], rows, query_rows)
@@ -105,14 +112,15 @@ def score_askubuntu(vectors: VectorFn, queries: list[RerankQuery], query_rows: V
     return MetricsResult("map", scores, n=len(kept), extra=extra)
 
 
-def top_k(queries: np.ndarray, pool: np.ndarray, k: int, block: int = 1024,
-          device: str | torch.device = "cpu") -> tuple[np.ndarray, np.ndarray]:
+def top_k(
+    queries: np.ndarray, pool: np.ndarray, k: int, block: int = 1024, device: str | torch.device = "cpu"
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-``k`` inner products of each query row against the pool (scores, indices)."""
     pool_t = torch.as_tensor(pool, device=device)
     k = min(k, len(pool))
     scores, indices = [], []
     for start in range(0, len(queries), block):
-        sims = torch.as_tensor(queries[start:start + block], device=device) @ pool_t.T
+        sims = torch.as_tensor(queries[start : start + block], device=device) @ pool_t.T
         top = torch.topk(sims, k, dim=1)
         scores.append(top.values.cpu().numpy())
         indices.append(top.indices.cpu().numpy())
@@ -124,9 +132,14 @@ def map_at_k(top_scores: np.ndarray, top_hits: np.ndarray) -> float:
     return float(average_precision_score(top_hits, top_scores)) if top_hits.any() else 0.0
 
 
-def score_cqadupstack(vectors: VectorFn, forums: dict[str, RetrievalForum], k: int = MAP_CUTOFF,
-                      device: str | torch.device = "cpu", query_rows: VectorFn | None = None,
-                      items: bool = False) -> MetricsResult:
+def score_cqadupstack(
+    vectors: VectorFn,
+    forums: dict[str, RetrievalForum],
+    k: int = MAP_CUTOFF,
+    device: str | torch.device = "cpu",
+    query_rows: VectorFn | None = None,
+    items: bool = False,
+) -> MetricsResult:
     parts, per_forum = {}, []
     for name, forum in forums.items():
         query_ids, pool_ids = list(forum.queries), list(forum.corpus)
@@ -144,12 +157,14 @@ def score_cqadupstack(vectors: VectorFn, forums: dict[str, RetrievalForum], k: i
     extra: dict = {"forums": sorted(forums)}
     if items:
         extra["items"] = parts_items(per_forum)
-    return MetricsResult("map@100", {"map@100": main}, n=sum(p["n_queries"] for p in parts.values()),
-                         parts=parts, extra=extra)
+    return MetricsResult(
+        "map@100", {"map@100": main}, n=sum(p["n_queries"] for p in parts.values()), parts=parts, extra=extra
+    )
 
 
-def score_twitterpara(vectors: VectorFn, sets: dict[str, ParaphrasePairs], query_rows: VectorFn | None = None,
-                      items: bool = False) -> MetricsResult:
+def score_twitterpara(
+    vectors: VectorFn, sets: dict[str, ParaphrasePairs], query_rows: VectorFn | None = None, items: bool = False
+) -> MetricsResult:
     parts, per_set = {}, []
     for name, pairs in sets.items():
         rows = _encode_unique(vectors, [*pairs.sentences1, *pairs.sentences2])
@@ -157,17 +172,33 @@ def score_twitterpara(vectors: VectorFn, sets: dict[str, ParaphrasePairs], query
         cosine = np.asarray([float(first[a] @ rows[b]) for a, b in zip(pairs.sentences1, pairs.sentences2)])
         labels = np.asarray(pairs.labels)
         decided = labels >= 0
-        parts[name] = {"ap": 100 * float(average_precision_score(labels[decided], cosine[decided])),
-                       "spearman": 100 * float(spearmanr(pairs.scores, cosine)[0]),
-                       "n_pairs": int(decided.sum()), "n_undecided": int((~decided).sum())}
+        parts[name] = {
+            "ap": 100 * float(average_precision_score(labels[decided], cosine[decided])),
+            "spearman": 100 * float(spearmanr(pairs.scores, cosine)[0]),
+            "n_pairs": int(decided.sum()),
+            "n_undecided": int((~decided).sum()),
+        }
         if items:
             kept = np.flatnonzero(decided)
-            per_set.append(pair_items("ap", labels[decided], cosine[decided],
-                                      items_key([name, *((pairs.sentences1[i], pairs.sentences2[i]) for i in kept)])))
-    scores = {"ap": float(np.mean([p["ap"] for p in parts.values()])),
-              "spearman": float(np.mean([p["spearman"] for p in parts.values()]))}
-    return MetricsResult("ap", scores, n=sum(p["n_pairs"] for p in parts.values()), parts=parts,
-                         extra={"items": parts_items(per_set)} if items else {})
+            per_set.append(
+                pair_items(
+                    "ap",
+                    labels[decided],
+                    cosine[decided],
+                    items_key([name, *((pairs.sentences1[i], pairs.sentences2[i]) for i in kept)]),
+                )
+            )
+    scores = {
+        "ap": float(np.mean([p["ap"] for p in parts.values()])),
+        "spearman": float(np.mean([p["spearman"] for p in parts.values()])),
+    }
+    return MetricsResult(
+        "ap",
+        scores,
+        n=sum(p["n_pairs"] for p in parts.values()),
+        parts=parts,
+        extra={"items": parts_items(per_set)} if items else {},
+    )
 
 
 def trec_average_precision(scores: Sequence[float], doc_ids: Sequence[str], qrels: dict[str, int]) -> float:
@@ -185,25 +216,41 @@ def trec_average_precision(scores: Sequence[float], doc_ids: Sequence[str], qrel
     return total / n_relevant
 
 
-def score_scidocs(vectors: VectorFn, relations: dict[str, list[RelevanceQuery]],
-                  query_rows: VectorFn | None = None, items: bool = False) -> MetricsResult:
+def score_scidocs(
+    vectors: VectorFn,
+    relations: dict[str, list[RelevanceQuery]],
+    query_rows: VectorFn | None = None,
+    items: bool = False,
+) -> MetricsResult:
     rows = _encode_unique(vectors, [t for qs in relations.values() for q in qs for t in (q.query, *q.candidates)])
     asked = _query_side(vectors, [q.query for qs in relations.values() for q in qs], rows, query_rows)
     parts, per_relation = {}, []
     for name, queries in relations.items():
-        aps = [trec_average_precision([float(rows[c] @ asked[q.query]) for c in q.candidates], q.candidate_ids,
-                                      q.qrels) for q in queries]
+        aps = [
+            trec_average_precision([float(rows[c] @ asked[q.query]) for c in q.candidates], q.candidate_ids, q.qrels)
+            for q in queries
+        ]
         parts[name] = {"map": 100 * float(np.mean(aps)), "n_queries": len(queries)}
         if items:
             per_relation.append(mean_items(aps, items_key([name, *(q.query for q in queries)])))
     main = float(np.mean([p["map"] for p in parts.values()]))
-    return MetricsResult("map", {"map": main}, n=sum(p["n_queries"] for p in parts.values()), parts=parts,
-                         extra={"items": parts_items(per_relation)} if items else {})
+    return MetricsResult(
+        "map",
+        {"map": main},
+        n=sum(p["n_queries"] for p in parts.values()),
+        parts=parts,
+        extra={"items": parts_items(per_relation)} if items else {},
+    )
 
 
-def run_useb_task(name: str, vectors: VectorFn, data_dir: str | Path | None = None,
-                  device: str | torch.device = "cpu", query_rows: VectorFn | None = None,
-                  items: bool = False) -> MetricsResult:
+def run_useb_task(
+    name: str,
+    vectors: VectorFn,
+    data_dir: str | Path | None = None,
+    device: str | torch.device = "cpu",
+    query_rows: VectorFn | None = None,
+    items: bool = False,
+) -> MetricsResult:
     folder = task_folder(name, data_dir)
     if name == "AskUbuntu":
         return score_askubuntu(vectors, load_askubuntu(folder), query_rows, items=items)
@@ -214,9 +261,16 @@ def run_useb_task(name: str, vectors: VectorFn, data_dir: str | Path | None = No
     return score_scidocs(vectors, load_scidocs(folder), query_rows, items=items)
 
 
-def evaluate_useb(vectors: VectorFn, data_dir: str | Path | None = None, tasks: Iterable[str] = USEB_TASKS,
-                  report: EvalReport | None = None, device: str | torch.device = "cpu",
-                  model_name: str = "model", query_rows: VectorFn | None = None, items: bool = False) -> EvalReport:
+def evaluate_useb(
+    vectors: VectorFn,
+    data_dir: str | Path | None = None,
+    tasks: Iterable[str] = USEB_TASKS,
+    report: EvalReport | None = None,
+    device: str | torch.device = "cpu",
+    model_name: str = "model",
+    query_rows: VectorFn | None = None,
+    items: bool = False,
+) -> EvalReport:
     """Run the USEB tasks whose data is present; the others go to ``summary["skipped"]`` with the
     reason. ``useb_avg`` (the TSDAE table's average) needs all four."""
     report = report or EvalReport(model=model_name)

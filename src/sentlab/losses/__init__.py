@@ -40,8 +40,9 @@ def indexed_sentences(sentences: Sequence[str]) -> Dataset:
     return Dataset.from_dict({"sentence": list(sentences), "label": list(range(len(sentences)))})
 
 
-def noisy_pairs(sentences: Sequence[str], noise: str = "delete", ratio: float = 0.6, seed: int = 0,
-                mask_token: str = "[MASK]") -> Dataset:
+def noisy_pairs(
+    sentences: Sequence[str], noise: str = "delete", ratio: float = 0.6, seed: int = 0, mask_token: str = "[MASK]"
+) -> Dataset:
     """TSDAE's inputs: ``(noisy, sentence)`` rows, the noise drawn afresh each time a row is read
     (:class:`sentlab.data.noise.NoisyPairs`; TSDAE App. A: deletion at 0.6 is best)."""
     from sentlab.data.noise import NoisyPairs, corpus_vocabulary
@@ -52,5 +53,16 @@ def noisy_pairs(sentences: Sequence[str], noise: str = "delete", ratio: float = 
     return dataset
 
 
-__all__ = ["CachedRSELoss", "FlowNLLLoss", "MLMLoss", "RSELoss", "RankCSELoss", "RankEncoderLoss", "SimCSELoss",
-           "TSDAELoss", "indexed_sentences", "info_nce", "noisy_pairs"]
+__all__ = [
+    "CachedRSELoss",
+    "FlowNLLLoss",
+    "MLMLoss",
+    "RSELoss",
+    "RankCSELoss",
+    "RankEncoderLoss",
+    "SimCSELoss",
+    "TSDAELoss",
+    "indexed_sentences",
+    "info_nce",
+    "noisy_pairs",
+]

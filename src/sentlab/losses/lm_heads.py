@@ -20,8 +20,13 @@ from sentlab.errors import ConfigError
 from sentlab.progress import say
 
 
-def head_model(encoder: PreTrainedModel, auto_class: type, config: PretrainedConfig | None = None,
-               source: str | None = None, role: str = "decoder") -> PreTrainedModel:
+def head_model(
+    encoder: PreTrainedModel,
+    auto_class: type,
+    config: PretrainedConfig | None = None,
+    source: str | None = None,
+    role: str = "decoder",
+) -> PreTrainedModel:
     """A model of ``auto_class`` (e.g. ``AutoModelForCausalLM``) for ``encoder``'s architecture.
 
     ``source`` (a folder or hub name) supplies its weights; by default the checkpoint the encoder was
@@ -44,8 +49,10 @@ def head_model(encoder: PreTrainedModel, auto_class: type, config: PretrainedCon
                 return _from_checkpoint(auto_class, own, config, role)
             except OSError:  # no weights there: the architecture's initialisation
                 pass
-        say(f"notice: {own or type(encoder).__name__} has no weights for the {role}; it starts from random "
-            "initialisation")
+        say(
+            f"notice: {own or type(encoder).__name__} has no weights for the {role}; it starts from random "
+            "initialisation"
+        )
         return auto_class.from_config(config)
     except ValueError:
         raise ConfigError(
@@ -72,8 +79,10 @@ def _from_checkpoint(auto_class: type, source: str, config: PretrainedConfig, ro
         hf_logging.set_verbosity(verbosity)
     missing = [key for key in info.get("missing_keys", []) if "crossattention" not in key]
     if missing:
-        say(f"notice: {source} has no weights for {len(missing)} tensor(s) of the {role} (e.g. {sorted(missing)[0]}); "
-            "they start from random initialisation")
+        say(
+            f"notice: {source} has no weights for {len(missing)} tensor(s) of the {role} (e.g. {sorted(missing)[0]}); "
+            "they start from random initialisation"
+        )
     return model
 
 
@@ -89,14 +98,18 @@ def share_body(encoder: nn.Module, body: nn.Module, tie: bool) -> int:
         if target is None or not isinstance(getattr(target, attr, None), nn.Parameter):
             continue
         if getattr(target, attr).shape != param.shape:
-            raise ConfigError(f"{name}: encoder and head disagree on the shape ({tuple(param.shape)} vs "
-                              f"{tuple(getattr(target, attr).shape)})")
+            raise ConfigError(
+                f"{name}: encoder and head disagree on the shape ({tuple(param.shape)} vs "
+                f"{tuple(getattr(target, attr).shape)})"
+            )
         if tie:
             setattr(target, attr, param)
         else:
             getattr(target, attr).data.copy_(param.data)
         count += 1
     if count == 0:
-        raise ConfigError(f"{type(encoder).__name__} and {type(body).__name__} share no parameter names; "
-                          "are they the same architecture?")
+        raise ConfigError(
+            f"{type(encoder).__name__} and {type(body).__name__} share no parameter names; "
+            "are they the same architecture?"
+        )
     return count

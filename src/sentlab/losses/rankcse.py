@@ -55,8 +55,9 @@ def _drop_diagonal(matrix: Tensor) -> Tensor:
 
 
 @in_float32
-def listnet_loss(student: Tensor, teacher: Tensor, tau_student: float, tau_teacher: float,
-                 exclude_positive: bool = True) -> Tensor:
+def listnet_loss(
+    student: Tensor, teacher: Tensor, tau_student: float, tau_teacher: float, exclude_positive: bool = True
+) -> Tensor:
     """Eq. 4 (mean over rows); ``exclude_positive`` drops column j = i from both lists (footnote 1)."""
     if exclude_positive:
         student, teacher = _drop_diagonal(student), _drop_diagonal(teacher)
@@ -98,14 +99,26 @@ class RankCSELoss(nn.Module):
                            distillation="listnet", tau_student=0.05, tau_teacher=0.025)
     """
 
-    def __init__(self, base_loss: SimCSELoss, teacher_vectors: Sequence[np.ndarray | Tensor],
-                 teacher_weights: Sequence[float] | None = None, beta: float = 1.0, gamma: float = 1.0,
-                 distillation: Literal["listnet", "listmle"] = "listnet", tau_student: float = 0.05,
-                 tau_teacher: float = 0.05, use_infonce: bool = True):
+    def __init__(
+        self,
+        base_loss: SimCSELoss,
+        teacher_vectors: Sequence[np.ndarray | Tensor],
+        teacher_weights: Sequence[float] | None = None,
+        beta: float = 1.0,
+        gamma: float = 1.0,
+        distillation: Literal["listnet", "listmle"] = "listnet",
+        tau_student: float = 0.05,
+        tau_teacher: float = 0.05,
+        use_infonce: bool = True,
+    ):
         super().__init__()
         if distillation not in ("listnet", "listmle"):
             raise ValueError(f"distillation must be 'listnet' or 'listmle', not {distillation!r}")
-        weights = list(teacher_weights) if teacher_weights is not None else [1.0 / len(teacher_vectors)] * len(teacher_vectors)
+        weights = (
+            list(teacher_weights)
+            if teacher_weights is not None
+            else [1.0 / len(teacher_vectors)] * len(teacher_vectors)
+        )
         if len(weights) != len(teacher_vectors):
             raise ValueError("one weight per teacher")
         if gamma and not teacher_vectors:
@@ -154,11 +167,19 @@ class RankCSELoss(nn.Module):
         return torch.stack(list(terms.values())).sum()
 
     def get_config_dict(self) -> dict[str, object]:
-        return {"teacher_weights": self.teacher_weights, "beta": self.beta, "gamma": self.gamma,
-                "distillation": self.distillation, "tau_student": self.tau_student, "tau_teacher": self.tau_teacher,
-                "use_infonce": self.use_infonce}
+        return {
+            "teacher_weights": self.teacher_weights,
+            "beta": self.beta,
+            "gamma": self.gamma,
+            "distillation": self.distillation,
+            "tau_student": self.tau_student,
+            "tau_teacher": self.tau_teacher,
+            "use_infonce": self.use_infonce,
+        }
 
     @property
     def citation(self) -> str:
-        return ("Liu, Xu, Wang, Ye, Zhao. RankCSE: Unsupervised Sentence Representations Learning via "
-                "Learning to Rank. ACL 2023.")
+        return (
+            "Liu, Xu, Wang, Ye, Zhao. RankCSE: Unsupervised Sentence Representations Learning via "
+            "Learning to Rank. ACL 2023."
+        )

@@ -36,8 +36,13 @@ from sentlab.rank.vectors import rank_vectors
 
 
 @in_float32
-def rank_regression_loss(cos: Tensor, targets: Tensor, tau_lower: float | None = None, tau_upper: float | None = None,
-                         pair_count: Tensor | None = None) -> Tensor:
+def rank_regression_loss(
+    cos: Tensor,
+    targets: Tensor,
+    tau_lower: float | None = None,
+    tau_upper: float | None = None,
+    pair_count: Tensor | None = None,
+) -> Tensor:
     """Eq. 6 (Eq. 4 when both bounds are None): squared error of ``cos`` against ``targets``, averaged
     over the pairs whose target lies in [tau_lower, tau_upper]; 0 when no pair does.
 
@@ -78,9 +83,16 @@ class RankEncoderLoss(nn.Module):
         loss = RankEncoderLoss(base, train_vectors_e1, index_e1.vectors)
     """
 
-    def __init__(self, base_loss: SimCSELoss, base_vectors: np.ndarray | Tensor, corpus_vectors: np.ndarray | Tensor,
-                 lambda_train: float = 0.05, tau_lower: float | None = 0.5, tau_upper: float | None = 0.8,
-                 combine: Literal["hinge", "weighted_sum"] = "hinge"):
+    def __init__(
+        self,
+        base_loss: SimCSELoss,
+        base_vectors: np.ndarray | Tensor,
+        corpus_vectors: np.ndarray | Tensor,
+        lambda_train: float = 0.05,
+        tau_lower: float | None = 0.5,
+        tau_upper: float | None = 0.8,
+        combine: Literal["hinge", "weighted_sum"] = "hinge",
+    ):
         super().__init__()
         if combine not in ("hinge", "weighted_sum"):
             raise ValueError(f"combine must be 'hinge' or 'weighted_sum', not {combine!r}")
@@ -113,8 +125,11 @@ class RankEncoderLoss(nn.Module):
         embeddings = self.base_loss.embed(sentence_features)
         l_cl = self.base_loss.contrastive(embeddings)
         view1, view2 = embeddings[0], embeddings[1]
-        distributed = (self.base_loss.gather_across_devices and torch.distributed.is_available()
-                       and torch.distributed.is_initialized())
+        distributed = (
+            self.base_loss.gather_across_devices
+            and torch.distributed.is_available()
+            and torch.distributed.is_initialized()
+        )
         world = torch.distributed.get_world_size() if distributed else 1
         rows_all, view2_all = labels, view2
         if distributed:
@@ -124,7 +139,7 @@ class RankEncoderLoss(nn.Module):
         with torch.no_grad(), float32_region(view1.device.type):
             u_all = self.base_rank_vectors(rows_all, view1.device)
             offset = get_rank() * view1.size(0) if distributed else 0
-            targets = u_all[offset:offset + view1.size(0)] @ u_all.T
+            targets = u_all[offset : offset + view1.size(0)] @ u_all.T
             if distributed:
                 count = pair_mask(targets, self.tau_lower, self.tau_upper).sum().to(torch.float32)
                 torch.distributed.all_reduce(count)
@@ -142,10 +157,17 @@ class RankEncoderLoss(nn.Module):
         return weighted_rank if self.lambda_train * l_r_total > l_cl_mean else l_cl
 
     def get_config_dict(self) -> dict[str, object]:
-        return {"lambda_train": self.lambda_train, "tau_lower": self.tau_lower, "tau_upper": self.tau_upper,
-                "combine": self.combine, "base_loss": type(self.base_loss).__name__}
+        return {
+            "lambda_train": self.lambda_train,
+            "tau_lower": self.tau_lower,
+            "tau_upper": self.tau_upper,
+            "combine": self.combine,
+            "base_loss": type(self.base_loss).__name__,
+        }
 
     @property
     def citation(self) -> str:
-        return ("Seonwoo, Wang, Zhang, Liu, Wang, Ye, Yan, Oh. Ranking-Enhanced Unsupervised Sentence "
-                "Representation Learning. ACL 2023.")
+        return (
+            "Seonwoo, Wang, Zhang, Liu, Wang, Ye, Yan, Oh. Ranking-Enhanced Unsupervised Sentence "
+            "Representation Learning. ACL 2023."
+        )

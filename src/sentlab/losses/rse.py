@@ -75,8 +75,15 @@ class RSELoss(nn.Module):
         trainer = SentenceTransformerTrainer(model=model, train_dataset=rows, loss=loss)
     """
 
-    def __init__(self, model: SentenceTransformer, relations: Sequence[str], temperature: float = 0.05,
-                 gather_across_devices: bool = True, init_std: float = 0.02, learn_relations: bool = True):
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        relations: Sequence[str],
+        temperature: float = 0.05,
+        gather_across_devices: bool = True,
+        init_std: float = 0.02,
+        learn_relations: bool = True,
+    ):
         super().__init__()
         self.model = model
         self.relations = list(relations)
@@ -97,8 +104,9 @@ class RSELoss(nn.Module):
     def relational_nce(self, embeddings: Sequence[Tensor], labels: Tensor, vectors: Tensor | None = None) -> Tensor:
         heads, tails = embeddings[0], embeddings[1]
         negatives = embeddings[2] if len(embeddings) > 2 else None
-        return info_nce(self.anchors(heads, labels, vectors), tails, negatives, self.temperature,
-                        gather=self.gather_across_devices)
+        return info_nce(
+            self.anchors(heads, labels, vectors), tails, negatives, self.temperature, gather=self.gather_across_devices
+        )
 
     def forward(self, sentence_features: list[dict[str, Tensor]], labels: Tensor) -> Tensor:
         embeddings = embed_columns(self.model, list(sentence_features), separate_first=False)
@@ -117,15 +125,23 @@ class CachedRSELoss(CachedLossMixin, RSELoss):
         trainer = SentenceTransformerTrainer(model=model, train_dataset=rows, loss=loss)
     """
 
-    def __init__(self, model: SentenceTransformer, relations: Sequence[str], temperature: float = 0.05,
-                 gather_across_devices: bool = True, init_std: float = 0.02, learn_relations: bool = True,
-                 mini_batch_size: int = 32):
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        relations: Sequence[str],
+        temperature: float = 0.05,
+        gather_across_devices: bool = True,
+        init_std: float = 0.02,
+        learn_relations: bool = True,
+        mini_batch_size: int = 32,
+    ):
         super().__init__(model, relations, temperature, gather_across_devices, init_std, learn_relations)
         self.mini_batch_size = mini_batch_size
         self._relation_grad: Tensor | None = None
 
-    def calculate_loss(self, reps: list[list[Tensor]], labels: Tensor | None = None, *,
-                       with_backward: bool = False) -> Tensor:
+    def calculate_loss(
+        self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False
+    ) -> Tensor:
         learn = isinstance(self.relation_vectors, nn.Parameter)
         vectors = self.relation_vectors.detach().requires_grad_(learn and with_backward)
         loss = self.relational_nce([torch.cat(column) for column in reps], labels, vectors)

@@ -36,8 +36,14 @@ def cosine_matrix(a: Tensor, b: Tensor) -> Tensor:
 
 
 @in_float32
-def info_nce(anchors: Tensor, positives: Tensor, negatives: Tensor | None = None, temperature: float = 0.05,
-             hard_negative_weight: float = 0.0, gather: bool = True) -> Tensor:
+def info_nce(
+    anchors: Tensor,
+    positives: Tensor,
+    negatives: Tensor | None = None,
+    temperature: float = 0.05,
+    hard_negative_weight: float = 0.0,
+    gather: bool = True,
+) -> Tensor:
     """Mean InfoNCE of local ``anchors`` against (gathered) ``positives`` [+ ``negatives``], in float32."""
     batch = anchors.size(0)
     offset = 0
@@ -78,8 +84,13 @@ class SimCSELoss(nn.Module):
         trainer = SentenceTransformerTrainer(model=model, train_dataset=sentences, loss=loss)
     """
 
-    def __init__(self, model: SentenceTransformer, temperature: float = 0.05, hard_negative_weight: float = 0.0,
-                 gather_across_devices: bool = True):
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        temperature: float = 0.05,
+        hard_negative_weight: float = 0.0,
+        gather_across_devices: bool = True,
+    ):
         super().__init__()
         if temperature <= 0:
             raise ValueError("temperature must be positive")
@@ -101,12 +112,21 @@ class SimCSELoss(nn.Module):
     def contrastive(self, embeddings: list[Tensor]) -> Tensor:
         """Eq. 1 on the embeddings of :meth:`embed`."""
         negatives = embeddings[2] if len(embeddings) > 2 else None
-        return info_nce(embeddings[0], embeddings[1], negatives, self.temperature, self.hard_negative_weight,
-                        self.gather_across_devices)
+        return info_nce(
+            embeddings[0],
+            embeddings[1],
+            negatives,
+            self.temperature,
+            self.hard_negative_weight,
+            self.gather_across_devices,
+        )
 
     def get_config_dict(self) -> dict[str, float | bool]:
-        return {"temperature": self.temperature, "hard_negative_weight": self.hard_negative_weight,
-                "gather_across_devices": self.gather_across_devices}
+        return {
+            "temperature": self.temperature,
+            "hard_negative_weight": self.hard_negative_weight,
+            "gather_across_devices": self.gather_across_devices,
+        }
 
     @property
     def citation(self) -> str:

@@ -70,8 +70,9 @@ class TSDAELoss(nn.Module):
         trainer = SentenceTransformerTrainer(model=model, train_dataset=train_dataset, loss=loss)
     """
 
-    def __init__(self, model: SentenceTransformer, tie: bool = True, decoder: str | None = None,
-                 reduction: str = "sentence-sum"):
+    def __init__(
+        self, model: SentenceTransformer, tie: bool = True, decoder: str | None = None, reduction: str = "sentence-sum"
+    ):
         super().__init__()
         if reduction not in REDUCTIONS:
             raise ConfigError(f"unknown TSDAE reduction {reduction!r} (choose from {', '.join(REDUCTIONS)})")
@@ -86,17 +87,23 @@ class TSDAELoss(nn.Module):
         try:
             self.decoder = head_model(encoder_hf, AutoModelForCausalLM, config, source=decoder)
         except ConfigError as err:
-            raise ConfigError(f"{err}; use tsdae.tie: false with tsdae.decoder: <a checkpoint that has a causal-LM "
-                              f"class and hidden size {encoder_hf.config.hidden_size}, e.g. bert-base-uncased>") from None
+            raise ConfigError(
+                f"{err}; use tsdae.tie: false with tsdae.decoder: <a checkpoint that has a causal-LM "
+                f"class and hidden size {encoder_hf.config.hidden_size}, e.g. bert-base-uncased>"
+            ) from None
         if self.decoder.config.hidden_size != model.get_embedding_dimension():
-            raise ConfigError(f"decoder hidden size {self.decoder.config.hidden_size} differs from the sentence "
-                              f"embedding size {model.get_embedding_dimension()}")
+            raise ConfigError(
+                f"decoder hidden size {self.decoder.config.hidden_size} differs from the sentence "
+                f"embedding size {model.get_embedding_dimension()}"
+            )
         if decoder is None:
             share_body(encoder_hf, self.decoder.base_model, tie=tie)
             self.decoder.tie_weights()
         self.encoder_tokenizer = model.tokenizer
         self.decoder_tokenizer = AutoTokenizer.from_pretrained(decoder) if decoder else model.tokenizer
-        self.retokenize = decoder is not None and self.decoder_tokenizer.get_vocab() != self.encoder_tokenizer.get_vocab()
+        self.retokenize = (
+            decoder is not None and self.decoder_tokenizer.get_vocab() != self.encoder_tokenizer.get_vocab()
+        )
         self.last_components: dict[str, Tensor] = {}
 
     def decoder_targets(self, original: dict[str, Tensor]) -> tuple[Tensor, Tensor]:
@@ -104,17 +111,22 @@ class TSDAELoss(nn.Module):
         if not self.retokenize:
             return original["input_ids"], original["attention_mask"]
         texts = self.encoder_tokenizer.batch_decode(original["input_ids"], skip_special_tokens=True)
-        out = self.decoder_tokenizer(texts, padding=True, truncation=True, return_tensors="pt",
-                                     max_length=original["input_ids"].shape[1])
+        out = self.decoder_tokenizer(
+            texts, padding=True, truncation=True, return_tensors="pt", max_length=original["input_ids"].shape[1]
+        )
         return out["input_ids"].to(original["input_ids"].device), out["attention_mask"].to(original["input_ids"].device)
 
     def token_nll(self, s: Tensor, ids: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """-log P(x_t | s) for t = 2..l of each sentence (zero on padding), and the target mask."""
         inputs, input_mask = ids[:, :-1], mask[:, :-1]
         targets, target_mask = ids[:, 1:], mask[:, 1:]
-        logits = self.decoder(input_ids=inputs, attention_mask=input_mask, encoder_hidden_states=s[:, None],
-                              encoder_attention_mask=torch.ones_like(s[:, :1], dtype=input_mask.dtype),
-                              use_cache=False).logits
+        logits = self.decoder(
+            input_ids=inputs,
+            attention_mask=input_mask,
+            encoder_hidden_states=s[:, None],
+            encoder_attention_mask=torch.ones_like(s[:, :1], dtype=input_mask.dtype),
+            use_cache=False,
+        ).logits
         nll = F.cross_entropy(logits.transpose(1, 2).float(), targets, reduction="none")
         return nll * target_mask, target_mask
 

@@ -93,8 +93,9 @@ class Method:
         start = str(self.random_init_folder()) if m.random_init is not None else m.name
         config_kwargs = None if m.dropout is None else dropout_config_kwargs(start, m.dropout)
         if m.random_init is not None:
-            model = build_encoder(start, m.pooler or "mean", prompt_template=m.prompt_template,
-                                  config_kwargs=config_kwargs)
+            model = build_encoder(
+                start, m.pooler or "mean", prompt_template=m.prompt_template, config_kwargs=config_kwargs
+            )
         elif m.pooler is None:
             model = load_encoder(start, config_kwargs=config_kwargs)
         else:
@@ -116,16 +117,18 @@ class Method:
         from sentlab.encoders.random_init import build_random_masked_lm
 
         texts = read_train_sentences(self.cfg) if init.tokenizer == "train" else None
-        return build_random_masked_lm(init, self.paths.root / "random_init", texts,
-                                      corpus_sha256(texts) if texts else "")
+        return build_random_masked_lm(
+            init, self.paths.root / "random_init", texts, corpus_sha256(texts) if texts else ""
+        )
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         raise NotImplementedError
 
     def simcse_loss(self, model: SentenceTransformer) -> SimCSELoss:
         """SimCSE's InfoNCE with the ``loss`` section's settings (the base objective of several methods)."""
-        return SimCSELoss(model, temperature=self.cfg.loss.temperature,
-                          hard_negative_weight=self.cfg.loss.hard_negative_weight)
+        return SimCSELoss(
+            model, temperature=self.cfg.loss.temperature, hard_negative_weight=self.cfg.loss.hard_negative_weight
+        )
 
     def learning_rate_mapping(self) -> dict[str, float]:
         """Extra parameter groups: parameter-name regex -> learning rate (none by default)."""
@@ -212,6 +215,7 @@ def config_adapter() -> TypeAdapter:
 
 # -- helpers shared by methods ------------------------------------------------------------------
 
+
 def read_train_sentences(cfg: TrainConfig, first: int | None = None) -> list[str]:
     """The training sentences of a one-column method: a text file, or one column of a table file;
     with ``first``, only the first N of them are read (within ``data.limit``)."""
@@ -226,8 +230,9 @@ def read_train_sentences(cfg: TrainConfig, first: int | None = None) -> list[str
     return read_sentences(path, limit=limit)
 
 
-def frozen_vectors(encoder: SentenceTransformer, fingerprint: str, sentences: list[str], path: Path,
-                   batch_size: int, progress: bool) -> np.ndarray:
+def frozen_vectors(
+    encoder: SentenceTransformer, fingerprint: str, sentences: list[str], path: Path, batch_size: int, progress: bool
+) -> np.ndarray:
     """L2-normalised vectors of ``sentences`` by a frozen ``encoder``, cached at ``path`` (.npy + .json
     provenance) and reused when made by the same encoder from the same text (so --resume skips them).
 
@@ -239,8 +244,13 @@ def frozen_vectors(encoder: SentenceTransformer, fingerprint: str, sentences: li
     if not (path.is_file() and meta_path.is_file() and _read_json(meta_path) == provenance):
         path.parent.mkdir(parents=True, exist_ok=True)
         meta_path.unlink(missing_ok=True)
-        vectors = encoder.encode(sentences, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
-                                 show_progress_bar=progress)
+        vectors = encoder.encode(
+            sentences,
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=progress,
+        )
         partial = path.with_name(path.stem + ".partial.npy")
         np.save(partial, np.asarray(vectors, dtype=np.float32))
         os.replace(partial, path)

@@ -30,8 +30,12 @@ from sentlab.training.config import TrainConfig, _Section
 class FlowSection(_Section):
     steps: int = Field(6, gt=0, description="Glow blocks (BERT-flow: 2 levels x depth 3)")
     hidden_channels: int = Field(32, gt=0, description="width of each coupling's conv net (BERT-flow: 32)")
-    init_sentences: int = Field(1024, ge=0, description="initialise ActNorm from the vectors of the first N training "
-                                                        "sentences (0: from the first batch, as normflows does)")
+    init_sentences: int = Field(
+        1024,
+        ge=0,
+        description="initialise ActNorm from the vectors of the first N training "
+        "sentences (0: from the first batch, as normflows does)",
+    )
 
 
 class BertFlowConfig(TrainConfig):
@@ -62,8 +66,9 @@ class BertFlow(Method):
         flow = GlowFlow(model.get_embedding_dimension(), f.steps, f.hidden_channels, seed=self.cfg.train.seed)
         if f.init_sentences:
             sentences = read_train_sentences(self.cfg, first=f.init_sentences)
-            flow.initialise(model.encode(sentences, batch_size=64, convert_to_tensor=True,
-                                         show_progress_bar=False).cpu())
+            flow.initialise(
+                model.encode(sentences, batch_size=64, convert_to_tensor=True, show_progress_bar=False).cpu()
+            )
         model.append(flow)
         return model
 

@@ -52,7 +52,8 @@ class CTSection(_Section):
     lr_segments: list[list[float | None]] | None = Field(
         default_factory=lambda: [list(s) for s in PAPER_SEGMENTS],
         description="[last step of the segment (null: to the end), learning rate] pairs; null: train.learning_rate "
-                    "with the trainer's schedule")
+        "with the trainer's schedule",
+    )
 
     @field_validator("lr_segments")
     @classmethod

@@ -44,17 +44,26 @@ from sentlab.training.config import TrainConfig, _Section
 
 class MLMSection(_Section):
     probability: float = Field(0.15, gt=0, lt=1, description="share of tokens chosen for prediction (BERT: 0.15)")
-    save_head: bool = Field(False, description="save the final model with its masked-LM head, in transformers' "
-                                               "layout (a raw LM that later methods start from)")
-    heldout: str | None = Field(None, description="held-out sentences (one a line): MLM loss and masked-token "
-                                                  "accuracy at every evaluation")
-    heldout_lines: int | None = Field(None, gt=0, description="hold out the first N lines of data.train instead: "
-                                                              "never trained on (training reads the lines after "
-                                                              "them), scored at every evaluation")
+    save_head: bool = Field(
+        False,
+        description="save the final model with its masked-LM head, in transformers' "
+        "layout (a raw LM that later methods start from)",
+    )
+    heldout: str | None = Field(
+        None, description="held-out sentences (one a line): MLM loss and masked-token accuracy at every evaluation"
+    )
+    heldout_lines: int | None = Field(
+        None,
+        gt=0,
+        description="hold out the first N lines of data.train instead: "
+        "never trained on (training reads the lines after "
+        "them), scored at every evaluation",
+    )
     heldout_limit: int | None = Field(2000, gt=0, description="use the first N held-out sentences")
     heldout_seed: int = Field(0, description="the held-out mask (the same at every evaluation)")
-    group_by_length: bool = Field(False, description="batches of similar length (less padding; "
-                                                     "sentlab.training.samplers), for pre-training")
+    group_by_length: bool = Field(
+        False, description="batches of similar length (less padding; sentlab.training.samplers), for pre-training"
+    )
 
 
 class MLMConfig(TrainConfig):
@@ -72,8 +81,7 @@ class HeldoutMLMEvaluator(SentenceEvaluator):
 
     name = "heldout-mlm"
 
-    def __init__(self, loss: MLMLoss, sentences: list[str], max_seq_length: int, seed: int = 0,
-                 batch_size: int = 64):
+    def __init__(self, loss: MLMLoss, sentences: list[str], max_seq_length: int, seed: int = 0, batch_size: int = 64):
         super().__init__()
         self.loss, self.batch_size = loss, batch_size
         self.primary_metric = "accuracy"
@@ -83,8 +91,13 @@ class HeldoutMLMEvaluator(SentenceEvaluator):
             self.batches = []
             tokenizer = loss.encoder.tokenizer
             for start in range(0, len(sentences), batch_size):
-                encoded = tokenizer(sentences[start:start + batch_size], padding=True, truncation=True,
-                                    max_length=max_seq_length, return_tensors="pt")
+                encoded = tokenizer(
+                    sentences[start : start + batch_size],
+                    padding=True,
+                    truncation=True,
+                    max_length=max_seq_length,
+                    return_tensors="pt",
+                )
                 inputs, targets = loss.masking.torch_mask_tokens(encoded["input_ids"].clone())
                 self.batches.append((inputs, encoded["attention_mask"], targets))
         finally:
@@ -101,8 +114,9 @@ class HeldoutMLMEvaluator(SentenceEvaluator):
                 total_loss += float(loss) * int(count)
                 correct, chosen = correct + int(hits), chosen + int(count)
         self.loss.train(was_training)
-        metrics = self.prefix_name_to_metrics({"loss": total_loss / max(chosen, 1),
-                                               "accuracy": correct / max(chosen, 1)}, self.name)
+        metrics = self.prefix_name_to_metrics(
+            {"loss": total_loss / max(chosen, 1), "accuracy": correct / max(chosen, 1)}, self.name
+        )
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
         return metrics
 
@@ -124,8 +138,9 @@ class MLM(Method):
         """The training sentences, after the held-out lines when ``mlm.heldout_lines`` sets some apart."""
         skip = self.cfg.mlm.heldout_lines or 0
         limit = self.cfg.data.limit
-        cfg = self.cfg.model_copy(update={"data": self.cfg.data.model_copy(
-            update={"limit": skip + limit if limit is not None else None})})
+        cfg = self.cfg.model_copy(
+            update={"data": self.cfg.data.model_copy(update={"limit": skip + limit if limit is not None else None})}
+        )
         sentences = read_train_sentences(cfg)[skip:]
         if not sentences:
             raise ConfigError(f"{self.cfg.data.train}: nothing left to train on after the {skip} held-out lines")
@@ -137,8 +152,9 @@ class MLM(Method):
             raise ConfigError("mlm.heldout and mlm.heldout_lines both name held-out sentences; keep one")
         if m.heldout_lines:  # only the lines it needs, not the whole training file again
             count = min(m.heldout_lines, m.heldout_limit or m.heldout_lines)
-            return read_train_sentences(self.cfg.model_copy(update={"data": self.cfg.data.model_copy(
-                update={"limit": count})}))
+            return read_train_sentences(
+                self.cfg.model_copy(update={"data": self.cfg.data.model_copy(update={"limit": count})})
+            )
         return read_sentences(m.heldout, limit=m.heldout_limit) if m.heldout else None
 
     def training_arguments(self) -> dict[str, object]:

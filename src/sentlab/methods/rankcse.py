@@ -68,13 +68,27 @@ class RankCSEMethod(Method):
         self.teacher_vectors = []
         for k, name in enumerate(self.cfg.rankcse.teachers):
             teacher = load_encoder(name)
-            self.teacher_vectors.append(frozen_vectors(
-                teacher, encoder_fingerprint(teacher), dataset["sentence"],
-                self.paths.teacher_vectors / f"teacher{k}.npy", self.cfg.rankcse.encode_batch_size,
-                self.cfg.train.progress_bar))
+            self.teacher_vectors.append(
+                frozen_vectors(
+                    teacher,
+                    encoder_fingerprint(teacher),
+                    dataset["sentence"],
+                    self.paths.teacher_vectors / f"teacher{k}.npy",
+                    self.cfg.rankcse.encode_batch_size,
+                    self.cfg.train.progress_bar,
+                )
+            )
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         r = self.cfg.rankcse
-        return RankCSELoss(self.simcse_loss(model), self.teacher_vectors, r.teacher_weights, beta=r.beta,
-                           gamma=r.gamma, distillation=r.distillation, tau_student=r.tau_student,
-                           tau_teacher=r.tau_teacher, use_infonce=r.use_infonce)
+        return RankCSELoss(
+            self.simcse_loss(model),
+            self.teacher_vectors,
+            r.teacher_weights,
+            beta=r.beta,
+            gamma=r.gamma,
+            distillation=r.distillation,
+            tau_student=r.tau_student,
+            tau_teacher=r.tau_teacher,
+            use_infonce=r.use_infonce,
+        )

@@ -66,8 +66,11 @@ class RankEncoderConfig(TrainConfig):
 class RankEncoderMethod(Method):
     name = "rankencoder"
     config_class = RankEncoderConfig
-    run_files = {"base_index": "base_index", "base_train_vectors": "base_train_vectors.npy",
-                 "rank_results": "results-rankencoder.json"}
+    run_files = {
+        "base_index": "base_index",
+        "base_train_vectors": "base_train_vectors.npy",
+        "rank_results": "results-rankencoder.json",
+    }
 
     def train_dataset(self) -> Dataset:
         sentences = read_train_sentences(self.cfg)
@@ -88,24 +91,36 @@ class RankEncoderMethod(Method):
                 index.check_encoder(e1, fingerprint)
                 index.check_corpus(corpus)
             except DataError:
-                index = CorpusIndex.build(e1, corpus, r.base_encoder, batch_size=r.encode_batch_size,
-                                          show_progress_bar=progress)
+                index = CorpusIndex.build(
+                    e1, corpus, r.base_encoder, batch_size=r.encode_batch_size, show_progress_bar=progress
+                )
                 index.save(self.paths.base_index)
         self.index = index
-        self.train_vectors = frozen_vectors(e1, fingerprint, dataset["sentence"], self.paths.base_train_vectors,
-                                            r.encode_batch_size, progress)
+        self.train_vectors = frozen_vectors(
+            e1, fingerprint, dataset["sentence"], self.paths.base_train_vectors, r.encode_batch_size, progress
+        )
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         r = self.cfg.rank
-        return RankEncoderLoss(self.simcse_loss(model), self.train_vectors, self.index.vectors,
-                               lambda_train=r.lambda_train, tau_lower=r.tau_lower, tau_upper=r.tau_upper,
-                               combine=r.combine)
+        return RankEncoderLoss(
+            self.simcse_loss(model),
+            self.train_vectors,
+            self.index.vectors,
+            lambda_train=r.lambda_train,
+            tau_lower=r.tau_lower,
+            tau_upper=r.tau_upper,
+            combine=r.combine,
+        )
 
     def save(self, model: SentenceTransformer) -> None:
         """A RankEncoder folder: Eq. 7 needs E2's own rank vectors, so E2 indexes E1's corpus."""
-        index = CorpusIndex.build(model, self.index.sentences, str(self.paths.model),
-                                  batch_size=self.cfg.rank.encode_batch_size,
-                                  show_progress_bar=self.cfg.train.progress_bar)
+        index = CorpusIndex.build(
+            model,
+            self.index.sentences,
+            str(self.paths.model),
+            batch_size=self.cfg.rank.encode_batch_size,
+            show_progress_bar=self.cfg.train.progress_bar,
+        )
         self.rank_encoder = RankEncoder(model, index, self.cfg.rank.lambda_inf)
         self.rank_encoder.save(self.paths.model)
 
@@ -115,8 +130,9 @@ class RankEncoderMethod(Method):
 
         reports = super().evaluate_encoded(cache)
         lambda_inf = self.cfg.rank.lambda_inf
-        scorer = RankScorer(cache, self.rank_encoder.index, lambda_inf,
-                            name=f"{self.paths.model} (Eq. 7, lambda_inf={lambda_inf:g})")
+        scorer = RankScorer(
+            cache, self.rank_encoder.index, lambda_inf, name=f"{self.paths.model} (Eq. 7, lambda_inf={lambda_inf:g})"
+        )
         report = evaluate_sts(scorer, self.cfg.data.data_dir)
         report.settings.update({"config": self.cfg.model_dump(), "lambda_inf": lambda_inf})
         reports[self.paths.rank_results] = report

@@ -55,14 +55,18 @@ class RelationSource(_Section):
 class RSESection(_Section):
     sources: list[RelationSource] = Field(min_length=1)
     relation_lr: float = Field(1e-2, gt=0, description="learning rate of the relation vectors (App. D)")
-    weights: dict[str, float] = Field(default_factory=dict, description="default scoring weights saved with the "
-                                                                       "model (e.g. entailment 1.0, duplicate_question 0.5)")
+    weights: dict[str, float] = Field(
+        default_factory=dict,
+        description="default scoring weights saved with the model (e.g. entailment 1.0, duplicate_question 0.5)",
+    )
     mini_batch_size: int | None = Field(None, gt=0, description="Gradient Cache: embed this many rows at a time")
     merge_relations: bool = Field(False, description="the All-Above baseline: plain positive pairs, no relations")
     dev_direction: Literal["forward", "max"] = Field(
-        "forward", description="checkpoint selection on the dev task: forward = f(s1, s2, r) with the first "
-                               "sentence as the head (the paper's definition, Sec. 3); max = the larger of both "
-                               "directions, as the released code scores STS-B dev")
+        "forward",
+        description="checkpoint selection on the dev task: forward = f(s1, s2, r) with the first "
+        "sentence as the head (the paper's definition, Sec. 3); max = the larger of both "
+        "directions, as the released code scores STS-B dev",
+    )
 
 
 class RSEData(DataSection):
@@ -109,8 +113,9 @@ def read_sources(sources: list[RelationSource], seed: int, cap: int | None = Non
     return triples
 
 
-def read_sources_file(path: str | Path, cap: int | None, seed: int,
-                      data_folder: str | Path | None = None) -> list[rel.Triple]:
+def read_sources_file(
+    path: str | Path, cap: int | None, seed: int, data_folder: str | Path | None = None
+) -> list[rel.Triple]:
     """Held-out triples from a YAML ``sources:`` list (the keys of ``rse.sources``; a file, or a packaged
     one by name, e.g. ``link-prediction/rse-heldout``), each source capped to a seeded random sample
     of ``cap`` triples (App. B samples 2,000 per relation). ``$SENTLAB_DATA/`` paths are read from
@@ -169,8 +174,9 @@ class RSE(Method):
         say("relational triples: " + ", ".join(f"{name} {counts.get(name, 0):,}" for name in self.relations()))
         if self.cfg.rse.merge_relations:
             say("All-Above baseline: the sources merged into plain positive pairs")
-            return Dataset.from_dict({"head": [t.head for t in triples], "tail": [t.tail for t in triples],
-                                      "label": [0] * len(triples)})
+            return Dataset.from_dict(
+                {"head": [t.head for t in triples], "tail": [t.tail for t in triples], "label": [0] * len(triples)}
+            )
         return rel.triples_dataset(triples, self.relations(), self.cfg.train.seed)
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
@@ -197,10 +203,16 @@ class RSE(Method):
             from sentlab.evaluation.relational import RelationalScorer
 
             weights, direction = self.default_weights(), self.cfg.rse.dev_direction
-            return evaluator.scored_by(lambda model: RelationalScorer(model, RelationTable(
-                loss.relations, loss.relation_vectors.detach().float().cpu().numpy(), weights), direction=direction))
-        return RelationalDevEvaluator(evaluator, loss, weights=self.default_weights(),
-                                      direction=self.cfg.rse.dev_direction)
+            return evaluator.scored_by(
+                lambda model: RelationalScorer(
+                    model,
+                    RelationTable(loss.relations, loss.relation_vectors.detach().float().cpu().numpy(), weights),
+                    direction=direction,
+                )
+            )
+        return RelationalDevEvaluator(
+            evaluator, loss, weights=self.default_weights(), direction=self.cfg.rse.dev_direction
+        )
 
     def save(self, model: SentenceTransformer) -> None:
         super().save(model)
@@ -230,10 +242,12 @@ class RelationalDevEvaluator(SentenceEvaluator):
         from sentlab.evaluation.relational import RelationalScorer
 
         vectors = self.loss.relation_vectors.detach().float().cpu().numpy()
-        scorer = RelationalScorer(model, RelationTable(self.loss.relations, vectors, self.weights),
-                                  direction=self.direction)
+        scorer = RelationalScorer(
+            model, RelationTable(self.loss.relations, vectors, self.weights), direction=self.direction
+        )
         predicted = scorer.score(self.base.sentences1, self.base.sentences2)
-        metrics = self.prefix_name_to_metrics({"spearman_cosine": float(spearmanr(self.base.scores, predicted)[0])},
-                                              self.name)
+        metrics = self.prefix_name_to_metrics(
+            {"spearman_cosine": float(spearmanr(self.base.scores, predicted)[0])}, self.name
+        )
         self.store_metrics_in_model_card_data(model, metrics, epoch, steps)
         return metrics

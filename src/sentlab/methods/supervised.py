@@ -67,21 +67,29 @@ class Supervised(Method):
             if scored:
                 raise ConfigError("supervised.format snli gives triplets; use supervised.loss: mnrl")
             rows = read_snli_triplets(data.train, s.split)[: data.limit]
-            return Dataset.from_dict({"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows],
-                                      "negative": [r[2] for r in rows]})
+            return Dataset.from_dict(
+                {"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows], "negative": [r[2] for r in rows]}
+            )
         if s.format == "stsb":
             if not scored:
                 raise ConfigError("supervised.format stsb gives scored pairs; use supervised.loss cosine-mse or cosent")
             path = Path(data.train)
             pairs = read_stsb(path.parent, path.stem.removeprefix("sts-"))
             n = data.limit or len(pairs.scores)
-            return Dataset.from_dict({"sentence1": pairs.sentences1[:n], "sentence2": pairs.sentences2[:n],
-                                      "score": [float(x) / s.score_max for x in pairs.scores[:n]]})
+            return Dataset.from_dict(
+                {
+                    "sentence1": pairs.sentences1[:n],
+                    "sentence2": pairs.sentences2[:n],
+                    "score": [float(x) / s.score_max for x in pairs.scores[:n]],
+                }
+            )
         columns = data.columns
         if scored and len(columns) != 3:
             raise ConfigError(f"data.columns: scored pairs need [text1, text2, score], got {columns}")
         if not scored and len(columns) not in (2, 3):
-            raise ConfigError(f"data.columns: mnrl needs [anchor, positive] or [anchor, positive, negative], got {columns}")
+            raise ConfigError(
+                f"data.columns: mnrl needs [anchor, positive] or [anchor, positive, negative], got {columns}"
+            )
         rows = read_table(data.train, columns, limit=data.limit)
         if not scored:
             names = ["anchor", "positive", "negative"][: len(columns)]
@@ -90,8 +98,9 @@ class Supervised(Method):
             scores = [float(row[2]) / s.score_max for row in rows]
         except ValueError as err:
             raise DataError(f"{data.train}: score column {columns[2]!r} is not a number ({err})") from None
-        return Dataset.from_dict({"sentence1": [r[0] for r in rows], "sentence2": [r[1] for r in rows],
-                                  "score": scores})
+        return Dataset.from_dict(
+            {"sentence1": [r[0] for r in rows], "sentence2": [r[1] for r in rows], "score": scores}
+        )
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         s = self.cfg.supervised

@@ -33,11 +33,13 @@ class TSDAESection(_Section):
     noise: Literal["delete", "swap", "mask", "replace", "add"] = "delete"
     ratio: float = Field(0.6, ge=0, lt=1, description="share of words the noise selects (Table 6)")
     tie: bool = Field(True, description="decoder shares the encoder's weights (App. A)")
-    decoder: str | None = Field(None, description="untied decoder checkpoint (with tie: false); default: a copy of "
-                                                  "the encoder")
+    decoder: str | None = Field(
+        None, description="untied decoder checkpoint (with tie: false); default: a copy of the encoder"
+    )
     reduction: Literal["sentence-sum", "token-mean"] = Field(
-        "sentence-sum", description="J_SDAE's sum over a sentence's tokens (paper) or the authors' code's mean over "
-                                    "the batch's tokens")
+        "sentence-sum",
+        description="J_SDAE's sum over a sentence's tokens (paper) or the authors' code's mean over the batch's tokens",
+    )
 
 
 class TSDAEConfig(TrainConfig):

@@ -50,10 +50,17 @@ class Preset:
         if evaluation.get("dev_task", "STS-B") == "STS-B" or "sts" in evaluation.get("final_tasks", ["sts"]):
             data.append("sts")  # STS-B dev selection, the final STS evaluation
         model = tree["model"].get("name") or "random init"
-        return cls(name=path.relative_to(PRESETS_DIR).with_suffix("").as_posix(), path=path, method=tree["method"],
-                   model=str(model), summary=about.get("summary", ""), paper=about.get("paper", ""),
-                   hardware=about.get("hardware", ""), run_on_gpu=bool(about.get("run_on_gpu", False)),
-                   data=tuple(dict.fromkeys(data)))
+        return cls(
+            name=path.relative_to(PRESETS_DIR).with_suffix("").as_posix(),
+            path=path,
+            method=tree["method"],
+            model=str(model),
+            summary=about.get("summary", ""),
+            paper=about.get("paper", ""),
+            hardware=about.get("hardware", ""),
+            run_on_gpu=bool(about.get("run_on_gpu", False)),
+            data=tuple(dict.fromkeys(data)),
+        )
 
 
 def preset_files() -> list[Path]:
@@ -87,5 +94,6 @@ def resolve_config(name_or_path: str | Path) -> Path:
         packaged = packaged_file(str(name_or_path).removeprefix("configs/"))
     if packaged is not None:
         return packaged
-    raise ConfigError(f"{name_or_path}: no such config file and no preset of that name "
-                      "(`sentlab presets` lists the presets)")
+    raise ConfigError(
+        f"{name_or_path}: no such config file and no preset of that name (`sentlab presets` lists the presets)"
+    )

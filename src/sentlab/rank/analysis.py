@@ -65,14 +65,20 @@ def top_k_neighbours(queries: np.ndarray, index: CorpusIndex, k: int = 100) -> n
     return ids
 
 
-def overlapping_neighbours(encoder: EmbeddingCache, index: CorpusIndex, pairs: STSPairs, k: int = 100,
-                           bins: tuple[float, ...] = COSINE_BINS, min_pairs: int = 10) -> dict[str, Any]:
+def overlapping_neighbours(
+    encoder: EmbeddingCache,
+    index: CorpusIndex,
+    pairs: STSPairs,
+    k: int = 100,
+    bins: tuple[float, ...] = COSINE_BINS,
+    min_pairs: int = 10,
+) -> dict[str, Any]:
     a = encoder.encode(pairs.sentences1)
     b = encoder.encode(pairs.sentences2)
     cos = cosine_rows(a, b)
     ranked = RankScorer(encoder, index, 1.0).score(pairs.sentences1, pairs.sentences2)
     neighbours = top_k_neighbours(np.concatenate([a, b]), index, k)  # one search index, one search
-    neighbours_a, neighbours_b = neighbours[: len(a)], neighbours[len(a):]
+    neighbours_a, neighbours_b = neighbours[: len(a)], neighbours[len(a) :]
     overlap = np.array([len(np.intersect1d(x, y)) for x, y in zip(neighbours_a, neighbours_b)])
     groups = []
     for low, high in zip(bins[:-1], bins[1:]):
@@ -85,8 +91,14 @@ def overlapping_neighbours(encoder: EmbeddingCache, index: CorpusIndex, pairs: S
             rank, _ = correlations(ranked[mask], pairs.scores[mask])
             group.update({"spearman_E": base, "spearman_RankEncoder_E": rank, "gain": rank - base})
         groups.append(group)
-    return {"analysis": "overlapping_neighbours", "k": k, "split": "STS-B test", "corpus_size": len(index),
-            "min_pairs_for_spearman": min_pairs, "groups": groups}
+    return {
+        "analysis": "overlapping_neighbours",
+        "k": k,
+        "split": "STS-B test",
+        "corpus_size": len(index),
+        "min_pairs_for_spearman": min_pairs,
+        "groups": groups,
+    }
 
 
 def rank_geometry(encoder: EmbeddingCache, index: CorpusIndex, dev: STSPairs) -> dict[str, Any]:
@@ -95,8 +107,9 @@ def rank_geometry(encoder: EmbeddingCache, index: CorpusIndex, dev: STSPairs) ->
     return {"analysis": "rank_geometry", "split": "STS-B dev", "E": base, "RankEncoder_E": rank}
 
 
-def vector_map(encoder: EmbeddingCache, index: CorpusIndex, pairs: STSPairs, n: int = 1000,
-               seed: int = 0) -> dict[str, Any]:
+def vector_map(
+    encoder: EmbeddingCache, index: CorpusIndex, pairs: STSPairs, n: int = 1000, seed: int = 0
+) -> dict[str, Any]:
     from sklearn.manifold import MDS
 
     sentences = list(dict.fromkeys(pairs.sentences1 + pairs.sentences2))
@@ -110,15 +123,32 @@ def vector_map(encoder: EmbeddingCache, index: CorpusIndex, pairs: STSPairs, n: 
     for name, distances in spaces.items():
         distances = np.clip((distances + distances.T) / 2, 0, None)
         np.fill_diagonal(distances, 0)
-        mds = MDS(n_components=2, metric="precomputed", metric_mds=True, init="random", random_state=seed,
-                  n_init=1, max_iter=300, normalized_stress="auto")
+        mds = MDS(
+            n_components=2,
+            metric="precomputed",
+            metric_mds=True,
+            init="random",
+            random_state=seed,
+            n_init=1,
+            max_iter=300,
+            normalized_stress="auto",
+        )
         coords = mds.fit_transform(distances)
         upper = distances[np.triu_indices(len(distances), 1)]
-        layout[name] = {"coordinates": coords.round(5).tolist(), "stress": float(mds.stress_),
-                        "mean_distance": float(upper.mean()),
-                        "mean_nearest_neighbour_distance": float(np.sort(distances, axis=1)[:, 1].mean())}
-    return {"analysis": "vector_map", "n_sentences": len(sample), "seed": seed, "layout": "metric MDS",
-            "sentences": sample, "spaces": layout}
+        layout[name] = {
+            "coordinates": coords.round(5).tolist(),
+            "stress": float(mds.stress_),
+            "mean_distance": float(upper.mean()),
+            "mean_nearest_neighbour_distance": float(np.sort(distances, axis=1)[:, 1].mean()),
+        }
+    return {
+        "analysis": "vector_map",
+        "n_sentences": len(sample),
+        "seed": seed,
+        "layout": "metric MDS",
+        "sentences": sample,
+        "spaces": layout,
+    }
 
 
 def plot_overlap(result: dict[str, Any], path: Path) -> None:
@@ -162,14 +192,23 @@ def plot_map(result: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
-def analyze(encoder_model, index: CorpusIndex, out_dir: str | Path, data_dir: str | Path | None = None,
-            retrained: RankEncoder | None = None, name: str = "E") -> dict[str, Path]:
+def analyze(
+    encoder_model,
+    index: CorpusIndex,
+    out_dir: str | Path,
+    data_dir: str | Path | None = None,
+    retrained: RankEncoder | None = None,
+    name: str = "E",
+) -> dict[str, Path]:
     """Run all four analyses for encoder E with its index; write JSON and PNG files into ``out_dir``."""
     out_dir = Path(out_dir)
     encoder = EmbeddingCache(encoder_model)
     test = load_sts_task("STS-B", data_dir, split="test")
     dev = load_sts_task("STS-B", data_dir, split="dev")
-    variants: dict[str, PairScorer] = {name: CosineScorer(encoder), f"RankEncoder_{name}": RankScorer(encoder, index, 1.0)}
+    variants: dict[str, PairScorer] = {
+        name: CosineScorer(encoder),
+        f"RankEncoder_{name}": RankScorer(encoder, index, 1.0),
+    }
     if retrained is not None:
         cache2 = EmbeddingCache(retrained.encoder)
         variants[f"RankEncoder_{name}-retrain"] = CosineScorer(cache2)

@@ -92,9 +92,16 @@ class CorpusIndex:
         return int(self.vectors.shape[1])
 
     @classmethod
-    def build(cls, model: SentenceTransformer, sentences: Sequence[str], encoder_name: str, batch_size: int = 128,
-              devices: Sequence[str] | None = None, show_progress_bar: bool = False,
-              encode: Callable[[list[str]], np.ndarray] | None = None) -> CorpusIndex:
+    def build(
+        cls,
+        model: SentenceTransformer,
+        sentences: Sequence[str],
+        encoder_name: str,
+        batch_size: int = 128,
+        devices: Sequence[str] | None = None,
+        show_progress_bar: bool = False,
+        encode: Callable[[list[str]], np.ndarray] | None = None,
+    ) -> CorpusIndex:
         """Encode ``sentences`` with ``model`` (or with ``encode``, e.g. an embedding cache's, whose
         rows are then L2-normalised); with several ``devices``, shard over processes."""
         sentences = list(sentences)
@@ -105,19 +112,35 @@ class CorpusIndex:
             vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         else:
             device: Any = list(devices) if devices and len(devices) > 1 else (devices[0] if devices else None)
-            vectors = model.encode(sentences, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
-                                   show_progress_bar=show_progress_bar, device=device)
-        return cls(sentences, np.ascontiguousarray(vectors, dtype=np.float32), encoder_name,
-                   encoder_fingerprint(model), corpus_sha256(sentences))
+            vectors = model.encode(
+                sentences,
+                batch_size=batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=show_progress_bar,
+                device=device,
+            )
+        return cls(
+            sentences,
+            np.ascontiguousarray(vectors, dtype=np.float32),
+            encoder_name,
+            encoder_fingerprint(model),
+            corpus_sha256(sentences),
+        )
 
     def save(self, folder: str | Path) -> Path:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         np.save(folder / INDEX_FILES["vectors"], np.asarray(self.vectors, dtype=np.float32))
         (folder / INDEX_FILES["sentences"]).write_text("".join(s + "\n" for s in self.sentences), encoding="utf-8")
-        meta = {"format_version": FORMAT_VERSION, "encoder": {"name": self.encoder_name,
-                                                              "fingerprint": self.encoder_fingerprint},
-                "corpus_sha256": self.corpus_sha256, "n_sentences": len(self), "dim": self.dim, **self.extra}
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "encoder": {"name": self.encoder_name, "fingerprint": self.encoder_fingerprint},
+            "corpus_sha256": self.corpus_sha256,
+            "n_sentences": len(self),
+            "dim": self.dim,
+            **self.extra,
+        }
         (folder / INDEX_FILES["meta"]).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         return folder
 
@@ -127,8 +150,9 @@ class CorpusIndex:
         paths = {key: folder / name for key, name in INDEX_FILES.items()}
         for path in paths.values():
             if not path.is_file():
-                raise DataError(f"{folder}: not a sentlab index ({path.name} missing; build one with "
-                                "`sentlab index build`)")
+                raise DataError(
+                    f"{folder}: not a sentlab index ({path.name} missing; build one with `sentlab index build`)"
+                )
         try:
             meta = json.loads(paths["meta"].read_text("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
@@ -137,27 +161,40 @@ class CorpusIndex:
             raise DataError(f"{paths['meta']}: unsupported index format {meta.get('format_version')!r}")
         sentences = read_sentences(paths["sentences"])
         if corpus_sha256(sentences) != meta["corpus_sha256"]:
-            raise StaleIndexError(f"{paths['sentences']}: corpus differs from the one the index was built from "
-                                  "(hash mismatch); rebuild the index")
+            raise StaleIndexError(
+                f"{paths['sentences']}: corpus differs from the one the index was built from "
+                "(hash mismatch); rebuild the index"
+            )
         vectors = np.load(paths["vectors"], mmap_mode="c" if mmap else None, allow_pickle=False)
         if vectors.ndim != 2 or vectors.shape != (len(sentences), meta["dim"]) or vectors.dtype != np.float32:
-            raise DataError(f"{paths['vectors']}: expected float32 ({len(sentences)}, {meta['dim']}), "
-                            f"got {vectors.dtype} {vectors.shape}")
+            raise DataError(
+                f"{paths['vectors']}: expected float32 ({len(sentences)}, {meta['dim']}), "
+                f"got {vectors.dtype} {vectors.shape}"
+            )
         known = {"format_version", "encoder", "corpus_sha256", "n_sentences", "dim"}
-        return cls(sentences, vectors, meta["encoder"]["name"], meta["encoder"]["fingerprint"],
-                   meta["corpus_sha256"], {k: v for k, v in meta.items() if k not in known})
+        return cls(
+            sentences,
+            vectors,
+            meta["encoder"]["name"],
+            meta["encoder"]["fingerprint"],
+            meta["corpus_sha256"],
+            {k: v for k, v in meta.items() if k not in known},
+        )
 
     def check_encoder(self, model: SentenceTransformer, fingerprint: str | None = None) -> None:
         """Refuse an index built by another encoder than ``model``."""
         if (fingerprint or encoder_fingerprint(model)) != self.encoder_fingerprint:
             raise StaleIndexError(
                 f"index was built with encoder {self.encoder_name!r} (fingerprint {self.encoder_fingerprint[:12]}), "
-                "which is not the encoder in use; rebuild it with `sentlab index build`")
+                "which is not the encoder in use; rebuild it with `sentlab index build`"
+            )
 
     def check_corpus(self, sentences: Sequence[str]) -> None:
         if corpus_sha256(sentences) != self.corpus_sha256:
-            raise StaleIndexError(f"index corpus differs from the given corpus ({len(self)} indexed sentences, "
-                                  f"{len(sentences)} given); rebuild the index")
+            raise StaleIndexError(
+                f"index corpus differs from the given corpus ({len(self)} indexed sentences, "
+                f"{len(sentences)} given); rebuild the index"
+            )
 
     def tensor(self, device: str | torch.device = "cpu") -> torch.Tensor:
         """The vectors as a float32 tensor on ``device`` (cached; on CPU it shares the memory map)."""
@@ -165,4 +202,3 @@ class CorpusIndex:
         if key not in self._tensors:
             self._tensors[key] = torch.from_numpy(self.vectors).to(device)
         return self._tensors[key]
-

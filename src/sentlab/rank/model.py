@@ -52,9 +52,16 @@ class RankScorer:
     (with ``lambda_inf = 1``: the rank vectors of Table 2).
     """
 
-    def __init__(self, encoder: SentenceTransformer, index: CorpusIndex, lambda_inf: float = DEFAULT_LAMBDA_INF,
-                 batch_size: int = 128, name: str = "rankencoder", pair_chunk: int = 256,
-                 show_progress_bar: bool = False):
+    def __init__(
+        self,
+        encoder: SentenceTransformer,
+        index: CorpusIndex,
+        lambda_inf: float = DEFAULT_LAMBDA_INF,
+        batch_size: int = 128,
+        name: str = "rankencoder",
+        pair_chunk: int = 256,
+        show_progress_bar: bool = False,
+    ):
         self.encoder = encoder
         self.index = index
         self.lambda_inf = check_lambda(lambda_inf)
@@ -86,20 +93,22 @@ class RankScorer:
         """z_a . z_b for the pairs (rows1[k], rows2[k]) of ``embeddings``, a chunk of pairs at a time."""
         scores = np.empty(len(rows1), dtype=np.float64)
         for start in range(0, len(rows1), self.pair_chunk):
-            a, b = rows1[start:start + self.pair_chunk], rows2[start:start + self.pair_chunk]
+            a, b = rows1[start : start + self.pair_chunk], rows2[start : start + self.pair_chunk]
             needed, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
             z = self.rank_vectors(embeddings[needed])
-            za, zb = z[torch.as_tensor(inverse[: len(a)])], z[torch.as_tensor(inverse[len(a):])]
-            scores[start:start + len(a)] = (za * zb).sum(dim=1).double().cpu().numpy()
+            za, zb = z[torch.as_tensor(inverse[: len(a)])], z[torch.as_tensor(inverse[len(a) :])]
+            scores[start : start + len(a)] = (za * zb).sum(dim=1).double().cpu().numpy()
         return scores
 
-    def similarity_parts(self, sentences1: Sequence[str], sentences2: Sequence[str],
-                         with_rank: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
+    def similarity_parts(
+        self, sentences1: Sequence[str], sentences2: Sequence[str], with_rank: bool = True
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         """Eq. 7's two terms for the pairs: cos(E(x_i), E(x_j)) and z_i . z_j (None without ``with_rank``)."""
         if len(sentences1) != len(sentences2):
             raise ValueError("score() needs two lists of equal length")
-        embeddings, row = encode_unique(self.encoder, [*sentences1, *sentences2], self.batch_size,
-                                        self.show_progress_bar)
+        embeddings, row = encode_unique(
+            self.encoder, [*sentences1, *sentences2], self.batch_size, self.show_progress_bar
+        )
         rows1 = np.asarray([row[s] for s in sentences1])
         rows2 = np.asarray([row[s] for s in sentences2])
         cosine = cosine_rows(embeddings[rows1], embeddings[rows2])
@@ -138,8 +147,9 @@ class RankEncoder:
         folder = Path(folder)
         self.encoder.save(str(folder))
         self.index.save(folder / RANKENCODER_INDEX_DIR)
-        (folder / RANKENCODER_CONFIG).write_text(json.dumps({"lambda_inf": self.lambda_inf}, indent=2) + "\n",
-                                                 encoding="utf-8")
+        (folder / RANKENCODER_CONFIG).write_text(
+            json.dumps({"lambda_inf": self.lambda_inf}, indent=2) + "\n", encoding="utf-8"
+        )
         return folder
 
     @staticmethod
@@ -147,7 +157,9 @@ class RankEncoder:
         return Path(folder, RANKENCODER_CONFIG).is_file()
 
     @classmethod
-    def load(cls, folder: str | Path, device: str | None = None, encoder: SentenceTransformer | None = None) -> RankEncoder:
+    def load(
+        cls, folder: str | Path, device: str | None = None, encoder: SentenceTransformer | None = None
+    ) -> RankEncoder:
         from sentlab.encoders.loading import load_encoder
 
         folder = Path(folder)
@@ -157,7 +169,7 @@ class RankEncoder:
             config = json.loads((folder / RANKENCODER_CONFIG).read_text("utf-8"))
             lambda_inf = float(config["lambda_inf"])
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
-            raise DataError(f"{folder / RANKENCODER_CONFIG}: expected {{\"lambda_inf\": <number>}}") from None
+            raise DataError(f'{folder / RANKENCODER_CONFIG}: expected {{"lambda_inf": <number>}}') from None
         encoder = encoder or load_encoder(folder, device=device)
         index = CorpusIndex.load(folder / RANKENCODER_INDEX_DIR)
         index.check_encoder(encoder)

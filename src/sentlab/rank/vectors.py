@@ -125,4 +125,3 @@ def rank_vectors(queries: Tensor, corpus: Tensor, normalized: bool = False) -> T
     if similarities.device.type == "cpu":
         return torch.from_numpy(_average_ranks_numpy(similarities.numpy(), normalize=True))
     return normalize_ranks(_average_ranks_torch(similarities))
-

@@ -52,13 +52,17 @@ def margin(results: dict[str, dict[int, EvalReport]], a: str, b: str, task: str)
 
 def describe_margin(m: dict[str, Any]) -> str:
     if not m["training_measured"]:
-        return (f"{m['difference']:+.2f} (95% CI over the items [{m['low']:+.2f}, {m['high']:+.2f}]; one seed, so "
-                f"training randomness is not measured: run {MORE_SEEDS} before trusting it)")
+        return (
+            f"{m['difference']:+.2f} (95% CI over the items [{m['low']:+.2f}, {m['high']:+.2f}]; one seed, so "
+            f"training randomness is not measured: run {MORE_SEEDS} before trusting it)"
+        )
     verdict = "beyond the noise" if m["beyond_noise"] else "inside the noise"
     per_seed = ", ".join(f"{d:+.2f}" for d in m["per_seed"])
-    return (f"{m['difference']:+.2f} mean over {m['seeds']} seeds (95% CI over seeds and items "
-            f"[{m['low']:+.2f}, {m['high']:+.2f}]; items alone [{m['item_low']:+.2f}, {m['item_high']:+.2f}], "
-            f"seeds alone [{m['seed_low']:+.2f}, {m['seed_high']:+.2f}]; per seed {per_seed}; {verdict})")
+    return (
+        f"{m['difference']:+.2f} mean over {m['seeds']} seeds (95% CI over seeds and items "
+        f"[{m['low']:+.2f}, {m['high']:+.2f}]; items alone [{m['item_low']:+.2f}, {m['item_high']:+.2f}], "
+        f"seeds alone [{m['seed_low']:+.2f}, {m['seed_high']:+.2f}]; per seed {per_seed}; {verdict})"
+    )
 
 
 def add_split(results: dict[str, dict[int, EvalReport]], task: str, seed: int = SPLIT_SEED) -> tuple[str, str]:
@@ -73,8 +77,9 @@ def add_split(results: dict[str, dict[int, EvalReport]], task: str, seed: int = 
             items = result.extra["items"]
             for name, indices in zip((choose, confirm), split_indices(item_count(items), seed)):
                 subset = subset_items(items, indices)
-                report.tasks[name] = MetricsResult(result.main_metric, {result.main_metric: headline(subset)},
-                                                   n=len(indices), extra={"items": subset})
+                report.tasks[name] = MetricsResult(
+                    result.main_metric, {result.main_metric: headline(subset)}, n=len(indices), extra={"items": subset}
+                )
     return choose, confirm
 
 
@@ -88,8 +93,12 @@ def summarise(results: dict[str, dict[int, EvalReport]], tasks: list[str]) -> di
             if not found:
                 continue
             values = [r.main for r in found]
-            cell: dict[str, Any] = {"metric": found[0].main_metric, "mean": float(np.mean(values)),
-                                    "seeds": len(values), "n": found[0].n}
+            cell: dict[str, Any] = {
+                "metric": found[0].main_metric,
+                "mean": float(np.mean(values)),
+                "seeds": len(values),
+                "n": found[0].n,
+            }
             if len(values) > 1:
                 cell["sd"] = float(np.std(values, ddof=1))
             elif "ci95" in found[0].extra:
@@ -109,19 +118,33 @@ def _cell(cell: dict[str, Any] | None) -> str:
     return f"{cell['mean']:.2f}"
 
 
-def recommend(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, EvalReport]], choose: str,
-              confirm: str, general: list[str], primary: str = "", chose_on: str = "", confirmed_on: str = ""
-              ) -> tuple[str, dict[str, Any]]:
+def recommend(
+    rows: dict[str, dict[str, Any]],
+    results: dict[str, dict[int, EvalReport]],
+    choose: str,
+    confirm: str,
+    general: list[str],
+    primary: str = "",
+    chose_on: str = "",
+    confirmed_on: str = "",
+) -> tuple[str, dict[str, Any]]:
     """The one-line recommendation: the best row on ``choose`` (the start model is a candidate), and
     its margin over the start model on ``confirm``, items that took no part in the choice."""
     ranked = sorted((r for r in rows if choose in rows[r]), key=lambda r: -rows[r][choose]["mean"])
     metric = rows[ranked[0]][choose]["metric"] if ranked else ""
     primary = primary or confirm
-    facts: dict[str, Any] = {"choosing_task": choose, "confirming_task": confirm, "metric": metric,
-                             "ranking_on_choosing": ranked}
+    facts: dict[str, Any] = {
+        "choosing_task": choose,
+        "confirming_task": confirm,
+        "metric": metric,
+        "ranking_on_choosing": ranked,
+    }
     arms = [r for r in ranked if r != "start"]
     if not arms or "start" not in ranked:
-        return f"Only the start model was evaluated on {choose}." if ranked else f"No row was scored on {choose}.", facts
+        return (
+            f"Only the start model was evaluated on {choose}." if ranked else f"No row was scored on {choose}.",
+            facts,
+        )
     chosen = ranked[0]
     candidate = arms[0]  # the arm the choice is about: the chosen one, or the best arm when the start won
     facts.update(chosen=chosen, best_arm=candidate)
@@ -130,8 +153,10 @@ def recommend(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, Eval
     where = f" (chosen on {chose_on}; confirmed on {confirmed_on})" if chose_on else ""
     if versus_start is None:
         return f"{confirm} keeps no items; no margin can be given.", facts
-    score = (f"{rows[candidate][confirm]['mean']:.2f} vs {rows['start'][confirm]['mean']:.2f} for the start model "
-             f"on the confirming items")
+    score = (
+        f"{rows[candidate][confirm]['mean']:.2f} vs {rows['start'][confirm]['mean']:.2f} for the start model "
+        f"on the confirming items"
+    )
     trade = ""
     for task in general:
         traded = margin(results, candidate, "start", task)
@@ -140,26 +165,40 @@ def recommend(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, Eval
             trade += f" On {task} {candidate} moves {describe_margin(traded)} against the start model."
     confirmed = versus_start["beyond_noise"] and versus_start["difference"] > 0
     if chosen == "start":
-        line = (f"Keep the start model for {primary}{where}: it scored best on the choosing items; the best arm there, "
-                f"{candidate}, scores {score}, {describe_margin(versus_start)}.")
+        line = (
+            f"Keep the start model for {primary}{where}: it scored best on the choosing items; the best arm there, "
+            f"{candidate}, scores {score}, {describe_margin(versus_start)}."
+        )
     elif confirmed:
         line = f"Use {candidate} for {primary}{where}: {metric} {score}, {describe_margin(versus_start)}."
     elif not versus_start["training_measured"]:
-        line = (f"Not decided for {primary}{where}: {candidate} scored best on the choosing items; on the confirming items {metric} "
-                f"{score}, {describe_margin(versus_start)}.")
+        line = (
+            f"Not decided for {primary}{where}: {candidate} scored best on the choosing items; on the confirming items {metric} "
+            f"{score}, {describe_margin(versus_start)}."
+        )
     elif versus_start["beyond_noise"]:
-        line = (f"Keep the start model for {primary}{where}: {candidate}, best on the choosing items, is below it on "
-                f"the confirming items: {score}, {describe_margin(versus_start)}.")
+        line = (
+            f"Keep the start model for {primary}{where}: {candidate}, best on the choosing items, is below it on "
+            f"the confirming items: {score}, {describe_margin(versus_start)}."
+        )
     else:
-        line = (f"Keep the start model for {primary}{where}: {candidate}, best on the choosing items, does not beat it "
-                f"beyond the noise on the confirming items: {score}, {describe_margin(versus_start)}.")
-    facts["decision"] = "use" if confirmed and chosen != "start" else "not decided" if (
-        chosen != "start" and not versus_start["training_measured"]) else "keep the start model"
+        line = (
+            f"Keep the start model for {primary}{where}: {candidate}, best on the choosing items, does not beat it "
+            f"beyond the noise on the confirming items: {score}, {describe_margin(versus_start)}."
+        )
+    facts["decision"] = (
+        "use"
+        if confirmed and chosen != "start"
+        else "not decided"
+        if (chosen != "start" and not versus_start["training_measured"])
+        else "keep the start model"
+    )
     return line + trade, facts
 
 
-def other_tasks(rows: dict[str, dict[str, Any]], results: dict[str, dict[int, EvalReport]], tasks: list[str],
-                best_arm: str | None) -> list[str]:
+def other_tasks(
+    rows: dict[str, dict[str, Any]], results: dict[str, dict[int, EvalReport]], tasks: list[str], best_arm: str | None
+) -> list[str]:
     """For each card after the first: which row is best there, and the primary task's best arm
     against the start model there."""
     lines = []
@@ -185,8 +224,10 @@ def diverged_line(diverged: dict[str, dict[str, Any]], arms: list[str]) -> str:
     for arm, info in diverged.items():
         method = arm.partition("@")[0]
         retried = [a for a in arms if a != arm and a.partition("@")[0] == method and a not in diverged]
-        told.append(f"{arm} diverged at step {info['diverged']['step']} with seed {info['seed']} (its loss became "
-                    f"NaN or infinite{'; retried as ' + ', '.join(retried) if retried else ''})")
+        told.append(
+            f"{arm} diverged at step {info['diverged']['step']} with seed {info['seed']} (its loss became "
+            f"NaN or infinite{'; retried as ' + ', '.join(retried) if retried else ''})"
+        )
         if not retried:
             retry.append(f"{method}@{arm_spec(arm).learning_rate / 10:.0e}")
     line = f"Not ranked: {'; '.join(told)}."
@@ -239,14 +280,18 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
     else:
         choose, confirm = add_split(results, primary)
         columns = [choose, confirm, *cards, *general]
-        chose_on = (f"{start.tasks[choose].n} of {primary}'s {start.tasks[primary].n} items, a split with seed "
-                    f"{SPLIT_SEED}")
+        chose_on = (
+            f"{start.tasks[choose].n} of {primary}'s {start.tasks[primary].n} items, a split with seed {SPLIT_SEED}"
+        )
         confirmed_on = f"the other {start.tasks[confirm].n}"
     rows = summarise(results, columns)
     deltas = {row: margin(results, row, "start", confirm) for row in results if row != "start"}
     line, facts = recommend(rows, results, choose, confirm, general, primary, chose_on, confirmed_on)
-    diverged = {arm: next(info for info in per_seed.values() if "diverged" in info)
-                for arm, per_seed in training.items() if any("diverged" in info for info in per_seed.values())}
+    diverged = {
+        arm: next(info for info in per_seed.values() if "diverged" in info)
+        for arm, per_seed in training.items()
+        if any("diverged" in info for info in per_seed.values())
+    }
     if diverged:
         line += " " + diverged_line(diverged, list(training))
         facts["diverged"] = {arm: {"seed": info["seed"], **info["diverged"]} for arm, info in diverged.items()}
@@ -259,50 +304,91 @@ def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict
         kept = sorted({info.get("kept_step") for info in per_seed.values()} - {None})
         if kept and kept != [rows[row]["steps"]]:
             rows[row]["kept_steps"] = kept
-    headers = ["model", "steps", "train s", *(f"{t} ({rows['start'][t]['metric']})" if t in rows["start"] else t
-                                             for t in columns), f"Δ {confirm} vs start"]
+    headers = [
+        "model",
+        "steps",
+        "train s",
+        *(f"{t} ({rows['start'][t]['metric']})" if t in rows["start"] else t for t in columns),
+        f"Δ {confirm} vs start",
+    ]
     table = ["| " + " | ".join(headers) + " |", "|" + "|".join(["---"] + ["---:"] * (len(headers) - 1)) + "|"]
     for row, cells in rows.items():
         delta = deltas.get(row)
-        steps = f"{cells.get('steps', 0):.0f}" + (f" (kept {', '.join(map(str, cells['kept_steps']))})"
-                                                  if "kept_steps" in cells else "")
+        steps = f"{cells.get('steps', 0):.0f}" + (
+            f" (kept {', '.join(map(str, cells['kept_steps']))})" if "kept_steps" in cells else ""
+        )
         if "diverged" in cells:
             delta_cell = f"diverged at step {cells['diverged']['step']} (seed {cells['diverged']['seed']}): not ranked"
         else:
             delta_cell = describe_margin(delta) if delta else "-"
-        table.append("| " + " | ".join([row, steps, f"{cells.get('train_seconds', 0):.0f}",
-                                        *(_cell(cells.get(t)) for t in columns), delta_cell]) + " |")
+        table.append(
+            "| "
+            + " | ".join(
+                [
+                    row,
+                    steps,
+                    f"{cells.get('train_seconds', 0):.0f}",
+                    *(_cell(cells.get(t)) for t in columns),
+                    delta_cell,
+                ]
+            )
+            + " |"
+        )
     s = plan.settings
     seeds = ", ".join(map(str, plan.seeds))
     runs = [info for per_seed in training.values() for info in per_seed.values()]
-    eval_seconds = sum(v for per_seed in results.values() for report in per_seed.values()
-                       for k, v in report.settings.items() if k.startswith("eval_seconds_"))
-    intro = (f"Start model {s.model} (pooling {s.pooler or 'as saved'}), adapted on {s.text} with "
-             f"{Budget(**s.budget).describe()} per arm and seed, batch {s.batch_size}, seeds {seeds}; "
-             f"dev card: {s.dev_card or 'none (final models kept)'}. Cost: {len(plan.arms)} arms x "
-             f"{len(plan.seeds)} seeds = {len(runs)} training runs"
-             f"{' (no more seeds of an arm after it diverged)' if diverged else ''}, "
-             f"{sum(i['steps'] for i in runs):,} steps, "
-             f"{sum(i['train_seconds'] for i in runs):,.0f} s of training and {eval_seconds:,.0f} s of evaluation.")
-    choice = (f"Chosen on {chose_on}; confirmed on {confirmed_on}: the margins below and in the recommendation "
-              f"come from items that took no part in the choice.")
-    noise = ("Cells: the start model's score [95% bootstrap CI over the items] (one evaluation); the arms' mean "
-             "± sd over seeds (or, with one seed, the item interval). Δ: the arm minus the start model on the "
-             "confirming items, mean over seeds, with the multi-bootstrap interval over seeds and items together "
-             "and each source's interval alone." + ("" if len(plan.seeds) > 1 else
-                                                    f" One seed: training randomness is not measured ({MORE_SEEDS})."))
+    eval_seconds = sum(
+        v
+        for per_seed in results.values()
+        for report in per_seed.values()
+        for k, v in report.settings.items()
+        if k.startswith("eval_seconds_")
+    )
+    intro = (
+        f"Start model {s.model} (pooling {s.pooler or 'as saved'}), adapted on {s.text} with "
+        f"{Budget(**s.budget).describe()} per arm and seed, batch {s.batch_size}, seeds {seeds}; "
+        f"dev card: {s.dev_card or 'none (final models kept)'}. Cost: {len(plan.arms)} arms x "
+        f"{len(plan.seeds)} seeds = {len(runs)} training runs"
+        f"{' (no more seeds of an arm after it diverged)' if diverged else ''}, "
+        f"{sum(i['steps'] for i in runs):,} steps, "
+        f"{sum(i['train_seconds'] for i in runs):,.0f} s of training and {eval_seconds:,.0f} s of evaluation."
+    )
+    choice = (
+        f"Chosen on {chose_on}; confirmed on {confirmed_on}: the margins below and in the recommendation "
+        f"come from items that took no part in the choice."
+    )
+    noise = (
+        "Cells: the start model's score [95% bootstrap CI over the items] (one evaluation); the arms' mean "
+        "± sd over seeds (or, with one seed, the item interval). Δ: the arm minus the start model on the "
+        "confirming items, mean over seeds, with the multi-bootstrap interval over seeds and items together "
+        "and each source's interval alone."
+        + ("" if len(plan.seeds) > 1 else f" One seed: training randomness is not measured ({MORE_SEEDS}).")
+    )
     sections = ["# sentlab adapt", intro, choice, "\n".join(table), noise, f"**Recommendation.** {line}"]
-    others = other_tasks(rows, results, cards[1:], facts.get("chosen") if facts.get("chosen") != "start" else
-                         facts.get("best_arm"))
+    others = other_tasks(
+        rows, results, cards[1:], facts.get("chosen") if facts.get("chosen") != "start" else facts.get("best_arm")
+    )
     if others:
         sections.append("## Does the choice hold on the other tasks?\n\n" + "\n".join(others))
         facts["other_tasks"] = others
     markdown = "\n\n".join(sections) + "\n"
     write_text_atomic(plan.output / "report.md", markdown)
-    plot({r: {t: c for t, c in cells.items() if t in columns} for r, cells in rows.items() if r not in diverged},
-         columns, plan.output / "adapt.png")
-    summary = {"settings": asdict(s), "cards": cards, "general": general, "seeds": plan.seeds, "rows": rows,
-               "choosing_task": choose, "confirming_task": confirm, "margins_vs_start": deltas,
-               "recommendation": line, "facts": facts}
+    plot(
+        {r: {t: c for t, c in cells.items() if t in columns} for r, cells in rows.items() if r not in diverged},
+        columns,
+        plan.output / "adapt.png",
+    )
+    summary = {
+        "settings": asdict(s),
+        "cards": cards,
+        "general": general,
+        "seeds": plan.seeds,
+        "rows": rows,
+        "choosing_task": choose,
+        "confirming_task": confirm,
+        "margins_vs_start": deltas,
+        "recommendation": line,
+        "facts": facts,
+    }
     write_json(plan.output / "report.json", summary)
     return summary

@@ -49,14 +49,18 @@ class Claim:
 
 def task_items(report: dict, task: str) -> dict:
     """The items behind ``task``'s headline in a results file written with ``--items``."""
-    names = {"sts_avg": list(STS_TASKS), "ranking_kcc_avg": [f"{t}-ranking" for t in STS_TASKS],
-             "domain": ["CQADupStack", "TwitterPara"]}.get(task, [task])
+    names = {
+        "sts_avg": list(STS_TASKS),
+        "ranking_kcc_avg": [f"{t}-ranking" for t in STS_TASKS],
+        "domain": ["CQADupStack", "TwitterPara"],
+    }.get(task, [task])
     found = []
     for name in names:
         items = report.get("tasks", {}).get(name, {}).get("extra", {}).get("items")
         if items is None:
-            raise DataError(f"{report.get('model', 'a results file')}: no items for {name} (score it with "
-                            "sentlab eval --items)")
+            raise DataError(
+                f"{report.get('model', 'a results file')}: no items for {name} (score it with sentlab eval --items)"
+            )
         found.append(items)
     return parts_items(found) if task in MEASURES else found[0]
 
@@ -73,23 +77,37 @@ def compare(claim: Claim, better: Sequence[dict[str, Any]], worse: Sequence[dict
     a = [task_items(r, claim.task) for r in better]
     b = [task_items(r, claim.task) for r in worse]
     difference = seed_item_difference(a, b)
-    rounded = {k: (round(v, 2) if isinstance(v, float) else [round(x, 2) for x in v] if k == "per_seed" else v)
-               for k, v in difference.to_dict().items()}
-    return {"claim": claim.id, "source": claim.source, "statement": claim.statement, "verdict": verdict(difference),
-            "better_mean": round(sum(headline(i) for i in a) / len(a), 2),
-            "worse_mean": round(sum(headline(i) for i in b) / len(b), 2), "paper_margin": claim.paper, **rounded}
+    rounded = {
+        k: (round(v, 2) if isinstance(v, float) else [round(x, 2) for x in v] if k == "per_seed" else v)
+        for k, v in difference.to_dict().items()
+    }
+    return {
+        "claim": claim.id,
+        "source": claim.source,
+        "statement": claim.statement,
+        "verdict": verdict(difference),
+        "better_mean": round(sum(headline(i) for i in a) / len(a), 2),
+        "worse_mean": round(sum(headline(i) for i in b) / len(b), 2),
+        "paper_margin": claim.paper,
+        **rounded,
+    }
 
 
 def claims_table(rows: list[dict[str, Any]]) -> str:
     """The judged claims (:func:`compare`) as a Markdown table."""
-    table = ["| claim | source | comparison | mean | vs | margin [seeds x items] [items] [seeds] | per seed | paper "
-             "| verdict |", "|---|---|---|---:|---:|---|---|---:|---|"]
+    table = [
+        "| claim | source | comparison | mean | vs | margin [seeds x items] [items] [seeds] | per seed | paper "
+        "| verdict |",
+        "|---|---|---|---:|---:|---|---|---:|---|",
+    ]
     for r in rows:
         paper = "" if r["paper_margin"] is None else format(r["paper_margin"], "+.2f")
-        table.append(f"| {r['claim']} | {r['source']} | {r['statement']} | {r['better_mean']:.2f} | "
-                     f"{r['worse_mean']:.2f} | {r['difference']:+.2f} [{r['low']:+.2f}, {r['high']:+.2f}] "
-                     f"[{r['item_low']:+.2f}, {r['item_high']:+.2f}] [{r['seed_low']:+.2f}, {r['seed_high']:+.2f}] | "
-                     f"{', '.join(f'{d:+.2f}' for d in r['per_seed'])} | {paper} | {r['verdict']} |")
+        table.append(
+            f"| {r['claim']} | {r['source']} | {r['statement']} | {r['better_mean']:.2f} | "
+            f"{r['worse_mean']:.2f} | {r['difference']:+.2f} [{r['low']:+.2f}, {r['high']:+.2f}] "
+            f"[{r['item_low']:+.2f}, {r['item_high']:+.2f}] [{r['seed_low']:+.2f}, {r['seed_high']:+.2f}] | "
+            f"{', '.join(f'{d:+.2f}' for d in r['per_seed'])} | {paper} | {r['verdict']} |"
+        )
     return "\n".join(table)
 
 
@@ -98,8 +116,7 @@ def write_claims(output: Path, rows: list[dict[str, Any]], extra: dict[str, Any]
     ``claims.png`` (each margin with its interval over seeds and items; x: the paper's margin)."""
     output.mkdir(parents=True, exist_ok=True)
     (output / "claims.json").write_text(json.dumps({"claims": rows, **extra}, indent=1) + "\n", encoding="utf-8")
-    (output / "claims.md").write_text("\n\n".join(["# Claims", claims_table(rows), *sections]) + "\n",
-                                      encoding="utf-8")
+    (output / "claims.md").write_text("\n\n".join(["# Claims", claims_table(rows), *sections]) + "\n", encoding="utf-8")
     if not rows:
         return
     import matplotlib
@@ -110,8 +127,13 @@ def write_claims(output: Path, rows: list[dict[str, Any]], extra: dict[str, Any]
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.2))
     for y, r in enumerate(rows):
         colour = {"holds": "tab:green", "does not hold": "tab:red"}.get(r["verdict"], "tab:grey")
-        ax.errorbar(r["difference"], y, xerr=[[r["difference"] - r["low"]], [r["high"] - r["difference"]]],
-                    fmt="o", color=colour)
+        ax.errorbar(
+            r["difference"],
+            y,
+            xerr=[[r["difference"] - r["low"]], [r["high"] - r["difference"]]],
+            fmt="o",
+            color=colour,
+        )
         if r["paper_margin"] is not None:
             ax.plot(r["paper_margin"], y, "x", color="black")
     ax.axvline(0, color="black", linewidth=0.8)
@@ -120,5 +142,3 @@ def write_claims(output: Path, rows: list[dict[str, Any]], extra: dict[str, Any]
     fig.tight_layout()
     fig.savefig(output / "claims.png", dpi=120)
     plt.close(fig)
-
-

@@ -37,9 +37,15 @@ def alignment_uniformity_points(results_files: list[str | Path]) -> list[dict[st
         report = EvalReport.read(path)
         if "alignment" not in report.summary or "uniformity" not in report.summary:
             raise DataError(f"{path}: has no alignment / uniformity (run `sentlab eval --tasks sts`)")
-        points.append({"model": report.model, "alignment": report.summary["alignment"],
-                       "uniformity": report.summary["uniformity"], "sts_avg": report.summary.get("sts_avg"),
-                       "file": str(path)})
+        points.append(
+            {
+                "model": report.model,
+                "alignment": report.summary["alignment"],
+                "uniformity": report.summary["uniformity"],
+                "sts_avg": report.summary.get("sts_avg"),
+                "file": str(path),
+            }
+        )
     return points
 
 
@@ -52,8 +58,9 @@ def plot_alignment_uniformity(points: list[dict[str, Any]], out_dir: str | Path)
     for point in points:
         ax.scatter(point["uniformity"], point["alignment"], s=40)
         label = point["model"] + (f" ({point['sts_avg']:.2f})" if point.get("sts_avg") is not None else "")
-        ax.annotate(label, (point["uniformity"], point["alignment"]), textcoords="offset points", xytext=(4, 4),
-                    fontsize=8)
+        ax.annotate(
+            label, (point["uniformity"], point["alignment"]), textcoords="offset points", xytext=(4, 4), fontsize=8
+        )
     ax.set_xlabel("uniformity (lower is better)")
     ax.set_ylabel("alignment (lower is better)")
     ax.set_title("Alignment and uniformity, STS-B dev")
@@ -71,9 +78,15 @@ def cosine_by_gold_bucket(scorer: PairScorer, data_dir: str | Path | None = None
     for low, high in GOLD_BUCKETS:
         mask = (dev.scores >= low) & ((dev.scores < high) if high < 5 else (dev.scores <= high))
         values = cos[mask]
-        buckets.append({"gold_range": [low, high], "n_pairs": int(mask.sum()), "cosines": values.round(5).tolist(),
-                        "mean": float(values.mean()) if len(values) else None,
-                        "quartiles": np.quantile(values, [0.25, 0.5, 0.75]).tolist() if len(values) else None})
+        buckets.append(
+            {
+                "gold_range": [low, high],
+                "n_pairs": int(mask.sum()),
+                "cosines": values.round(5).tolist(),
+                "mean": float(values.mean()) if len(values) else None,
+                "quartiles": np.quantile(values, [0.25, 0.5, 0.75]).tolist() if len(values) else None,
+            }
+        )
     return {"model": scorer.name, "split": "STS-B dev", "buckets": buckets}
 
 
@@ -86,8 +99,9 @@ def plot_cosine_buckets(distributions: list[dict[str, Any]], out_dir: str | Path
     for ax, dist in zip(axes[0], distributions):
         data = [b["cosines"] or [np.nan] for b in dist["buckets"]]
         ax.boxplot(data, orientation="horizontal", showfliers=False)
-        ax.set_yticks(range(1, len(data) + 1), [f"{b['gold_range'][0]:.0f}-{b['gold_range'][1]:.0f}"
-                                                for b in dist["buckets"]])
+        ax.set_yticks(
+            range(1, len(data) + 1), [f"{b['gold_range'][0]:.0f}-{b['gold_range'][1]:.0f}" for b in dist["buckets"]]
+        )
         ax.set_xlabel("cosine similarity")
         ax.set_title(dist["model"], fontsize=9)
     axes[0][0].set_ylabel("gold score bucket")
@@ -98,8 +112,9 @@ def plot_cosine_buckets(distributions: list[dict[str, Any]], out_dir: str | Path
     return path
 
 
-def plot_relation_similarity(names: list[str], similarity: np.ndarray, out_dir: str | Path,
-                             title: str = "RSE relation vectors") -> Path:
+def plot_relation_similarity(
+    names: list[str], similarity: np.ndarray, out_dir: str | Path, title: str = "RSE relation vectors"
+) -> Path:
     """RSE Fig. 4: cosine similarity between the relation vectors, as a heatmap (+ the matrix as JSON)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -112,8 +127,15 @@ def plot_relation_similarity(names: list[str], similarity: np.ndarray, out_dir: 
     ax.set_yticks(range(len(names)), names, fontsize=8)
     for i in range(len(names)):
         for j in range(len(names)):
-            ax.text(j, i, f"{similarity[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                    color="white" if similarity[i, j] < 0.5 else "black")
+            ax.text(
+                j,
+                i,
+                f"{similarity[i, j]:.2f}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if similarity[i, j] < 0.5 else "black",
+            )
     fig.colorbar(image, ax=ax, fraction=0.046)
     ax.set_title(title, fontsize=9)
     fig.tight_layout()
@@ -123,8 +145,9 @@ def plot_relation_similarity(names: list[str], similarity: np.ndarray, out_dir: 
     return path
 
 
-def plot_scores_by_relation(scores: dict[str, dict[str, float]], out_dir: str | Path,
-                            title: str = "USEB under each relational score") -> Path:
+def plot_scores_by_relation(
+    scores: dict[str, dict[str, float]], out_dir: str | Path, title: str = "USEB under each relational score"
+) -> Path:
     """RSE Fig. 5: one group of bars per task, one bar per relational score (+ the scores as JSON).
     ``scores``: {scoring name: {task: score}}."""
     out_dir = Path(out_dir)

@@ -40,6 +40,7 @@ def _sts(task: str) -> Getter:
     def get(report: EvalReport) -> float | None:
         result = report.tasks.get(task)
         return result.spearman if isinstance(result, TaskResult) else None
+
     return get
 
 
@@ -49,6 +50,7 @@ def _metric(task: str, metric: str | None = None) -> Getter:
         if not isinstance(result, MetricsResult):
             return None
         return result.scores.get(metric or result.main_metric)
+
     return get
 
 
@@ -62,12 +64,20 @@ class Table:
 TABLES = (
     Table("STS (Spearman x 100)", tuple((t, _sts(t)) for t in STS_TASKS)),
     Table("Transfer (accuracy)", tuple(((t if t != "SST2" else "SST-2"), _metric(t)) for t in TRANSFER_TASKS)),
-    Table("USEB", tuple((label, _metric(t)) for label, t in zip(("AskU.", "CQADup.", "TwitterP.", "SciDocs"),
-                                                                USEB_TASKS))),
-    Table("EvalRank", (("MRR", _metric("EvalRank", "mrr")), ("Hits@1", _metric("EvalRank", "hits@1")),
-                       ("Hits@3", _metric("EvalRank", "hits@3")),
-                       ("MRR (corrected)", _metric("EvalRank", "mrr_corrected")),
-                       ("Hits@1 (corrected)", _metric("EvalRank", "hits@1_corrected"))), average=False),
+    Table(
+        "USEB", tuple((label, _metric(t)) for label, t in zip(("AskU.", "CQADup.", "TwitterP.", "SciDocs"), USEB_TASKS))
+    ),
+    Table(
+        "EvalRank",
+        (
+            ("MRR", _metric("EvalRank", "mrr")),
+            ("Hits@1", _metric("EvalRank", "hits@1")),
+            ("Hits@3", _metric("EvalRank", "hits@3")),
+            ("MRR (corrected)", _metric("EvalRank", "mrr_corrected")),
+            ("Hits@1 (corrected)", _metric("EvalRank", "hits@1_corrected")),
+        ),
+        average=False,
+    ),
 )
 
 
@@ -80,8 +90,9 @@ def _unique_names(reports: list[EvalReport], files: list[str]) -> list[str]:
     return [f"{n} ({Path(f).stem})" if names.count(n) > 1 else n for n, f in zip(names, files)]
 
 
-def table_rows(table: Table, reports: list[EvalReport], names: list[str]) -> tuple[list[str], list[list[float | None]],
-                                                                                     str | None]:
+def table_rows(
+    table: Table, reports: list[EvalReport], names: list[str]
+) -> tuple[list[str], list[list[float | None]], str | None]:
     """(headers, numeric rows, note) of one table; rows with no value at all are dropped."""
     headers = [label for label, _ in table.columns]
     rows: list[list[float | None]] = []
@@ -151,11 +162,17 @@ def _card_sections(table: Table, reports: list[EvalReport], names: list[str]) ->
                 cells.append(None)
                 continue
             low_high = result.extra.get("ci95", {}).get(result.main_metric)
-            cells.append(f"{result.main:.2f}" + (f" [{low_high[0]:.2f}, {low_high[1]:.2f}]" if low_high else "")
-                         + f" ({result.main_metric})")
+            cells.append(
+                f"{result.main:.2f}"
+                + (f" [{low_high[0]:.2f}, {low_high[1]:.2f}]" if low_high else "")
+                + f" ({result.main_metric})"
+            )
         rows.append([name, *cells])
-    out = [f"## {table.title}\n\n" + _markdown(["model", *cards], rows)
-           + "\n\nCells: headline [95% bootstrap CI over the card's items]."]
+    out = [
+        f"## {table.title}\n\n"
+        + _markdown(["model", *cards], rows)
+        + "\n\nCells: headline [95% bootstrap CI over the card's items]."
+    ]
     if len(reports) > 1:
         differences = []
         for report, name in zip(reports[1:], names[1:]):
@@ -165,8 +182,10 @@ def _card_sections(table: Table, reports: list[EvalReport], names: list[str]) ->
                 same = all(items) and items[0]["key"] == items[1]["key"]
                 cells.append(paired_difference(items[0], items[1]).describe() if same else "- (not the same items)")
             differences.append([name, *cells])
-        out.append(f"### Against {names[0]} (paired bootstrap over the same items)\n\n"
-                   + _markdown(["model", *cards], differences))
+        out.append(
+            f"### Against {names[0]} (paired bootstrap over the same items)\n\n"
+            + _markdown(["model", *cards], differences)
+        )
     return out
 
 
@@ -181,11 +200,15 @@ def render_markdown(reports: list[EvalReport], files: list[str]) -> str:
         if rows:
             sections.append(f"## {table.title}\n\n" + _markdown(headers, rows) + (f"\n\n{note}" if note else ""))
     sections += _detail_tables(reports, names)
-    skipped = {(name, task): reason for report, name in zip(reports, names)
-               for task, reason in report.summary.get("skipped", {}).items()}
+    skipped = {
+        (name, task): reason
+        for report, name in zip(reports, names)
+        for task, reason in report.summary.get("skipped", {}).items()
+    }
     if skipped:
-        sections.append("## Skipped\n\n" + "\n".join(f"- {name}: {task} ({reason})"
-                                                      for (name, task), reason in skipped.items()))
+        sections.append(
+            "## Skipped\n\n" + "\n".join(f"- {name}: {task} ({reason})" for (name, task), reason in skipped.items())
+        )
     return "\n\n".join(sections) + "\n"
 
 
@@ -208,8 +231,9 @@ def plot_tables(reports: list[EvalReport], files: list[str], out_dir: str | Path
         columns = headers[1:]
         data = {row[0]: dict(zip(columns, row[1:])) for row in rows}
         slug = _slug(table.title)
-        (out_dir / f"{slug}.json").write_text(json.dumps({"table": table.title, "values": data}, indent=2) + "\n",
-                                              encoding="utf-8")
+        (out_dir / f"{slug}.json").write_text(
+            json.dumps({"table": table.title, "values": data}, indent=2) + "\n", encoding="utf-8"
+        )
         plt = pyplot()
         fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(columns) * max(1, len(rows)) ** 0.5), 4))
         width = 0.8 / len(rows)

@@ -32,7 +32,8 @@ class StopOnNonFiniteLoss(TrainerCallback):
         if loss is not None and not math.isfinite(loss):
             raise TrainingDivergedError(
                 f"training loss became {loss} at step {state.global_step}; lower the learning rate or "
-                "use fp32/bf16 (the run folder keeps the loss log and the last checkpoint)", step=state.global_step
+                "use fp32/bf16 (the run folder keeps the loss log and the last checkpoint)",
+                step=state.global_step,
             )
 
 
@@ -125,8 +126,10 @@ def load_loss_state(loss: nn.Module, model: nn.Module, checkpoint: Path) -> None
         return
     path = Path(checkpoint) / LOSS_STATE_FILE
     if not path.is_file():
-        raise ConfigError(f"{checkpoint}: checkpoint has no {LOSS_STATE_FILE} (the run was killed while saving it); "
-                          "delete this checkpoint folder to resume from the one before")
+        raise ConfigError(
+            f"{checkpoint}: checkpoint has no {LOSS_STATE_FILE} (the run was killed while saving it); "
+            "delete this checkpoint folder to resume from the one before"
+        )
     from safetensors.torch import load_file
 
     saved = load_file(str(path))

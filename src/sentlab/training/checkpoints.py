@@ -42,8 +42,11 @@ def checkpoint_folders(folder: Path) -> list[Path]:
 
 def mark_complete(checkpoint: Path, step: int) -> None:
     """Record every file of ``checkpoint`` with its size, atomically, as its last file."""
-    files = {str(p.relative_to(checkpoint)): p.stat().st_size for p in sorted(checkpoint.rglob("*"))
-             if p.is_file() and p.name != COMPLETE_MARKER and not p.name.endswith(".partial")}
+    files = {
+        str(p.relative_to(checkpoint)): p.stat().st_size
+        for p in sorted(checkpoint.rglob("*"))
+        if p.is_file() and p.name != COMPLETE_MARKER and not p.name.endswith(".partial")
+    }
     partial = checkpoint / (COMPLETE_MARKER + ".partial")
     with partial.open("w", encoding="utf-8") as f:
         json.dump({"step": step, "files": files}, f, indent=1)
@@ -97,5 +100,9 @@ class MarkCheckpointComplete(TrainerCallback):
         if not checkpoint.is_dir():
             return
         mark_complete(checkpoint, state.global_step)
-        rotate_checkpoints(output_dir=args.output_dir, save_total_limit=self.save_total_limit,
-                           best_model_checkpoint=state.best_model_checkpoint, use_mtime=False)
+        rotate_checkpoints(
+            output_dir=args.output_dir,
+            save_total_limit=self.save_total_limit,
+            best_model_checkpoint=state.best_model_checkpoint,
+            use_mtime=False,
+        )

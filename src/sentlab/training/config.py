@@ -34,36 +34,52 @@ class _Section(BaseModel):
 
 
 class ModelSection(_Section):
-    name: str = Field("", description="backbone or sentence-transformers model: alias, local folder, or hub name "
-                                      "(not with random_init)")
-    random_init: RandomInit | None = Field(None, description="start from a randomly initialised BERT of this "
-                                                             "architecture and vocabulary instead of model.name "
-                                                             "(sentlab.encoders.random_init)")
+    name: str = Field(
+        "",
+        description="backbone or sentence-transformers model: alias, local folder, or hub name (not with random_init)",
+    )
+    random_init: RandomInit | None = Field(
+        None,
+        description="start from a randomly initialised BERT of this "
+        "architecture and vocabulary instead of model.name "
+        "(sentlab.encoders.random_init)",
+    )
     pooler: Literal["cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt"] | None = None
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE
     max_seq_length: int = Field(32, gt=0)
-    num_layers: int | None = Field(None, gt=0, description="keep only the first N transformer layers "
-                                                           "(a smaller student, e.g. for distillation)")
-    dropout: float | None = Field(None, ge=0, lt=1, description="the backbone's hidden and attention dropout while "
-                                  "training and in the saved model (default: the start model's own; a raw LM "
-                                  "pre-trained without dropout needs SimCSE's 0.1 back)")
-    mlp_only_train: bool | None = Field(None, description="with pooler cls: SimCSE's MLP (Linear + tanh) in "
-                                        "training only (true), or kept at inference as a sentence-transformers "
-                                        "Dense module (false); default: the method's (see sentlab.methods)")
+    num_layers: int | None = Field(
+        None, gt=0, description="keep only the first N transformer layers (a smaller student, e.g. for distillation)"
+    )
+    dropout: float | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description="the backbone's hidden and attention dropout while "
+        "training and in the saved model (default: the start model's own; a raw LM "
+        "pre-trained without dropout needs SimCSE's 0.1 back)",
+    )
+    mlp_only_train: bool | None = Field(
+        None,
+        description="with pooler cls: SimCSE's MLP (Linear + tanh) in "
+        "training only (true), or kept at inference as a sentence-transformers "
+        "Dense module (false); default: the method's (see sentlab.methods)",
+    )
 
     @model_validator(mode="after")
     def _one_start(self) -> ModelSection:
         if bool(self.name) == (self.random_init is not None):
-            raise ValueError("give model.name (a model to start from) or model.random_init (random weights), "
-                             "one of the two")
+            raise ValueError(
+                "give model.name (a model to start from) or model.random_init (random weights), one of the two"
+            )
         return self
 
     @property
     def label(self) -> str:
         """How progress lines name the start model."""
         init = self.random_init
-        return self.name or (f"random BERT {init.layers}x{init.hidden_size}, vocabulary {init.tokenizer}"
-                             if init else "")
+        return self.name or (
+            f"random BERT {init.layers}x{init.hidden_size}, vocabulary {init.tokenizer}" if init else ""
+        )
 
 
 class DataSection(_Section):
@@ -85,22 +101,31 @@ class TrainSection(_Section):
     learning_rate: float = Field(3e-5, gt=0)
     epochs: float = Field(1.0, gt=0)
     max_steps: int = Field(-1, description="stop after this many steps, at least 1 (-1: run the epochs)")
-    max_minutes: float | None = Field(None, gt=0, description="stop after this many minutes of training "
-                                                              "(checked after each step; minutes before a "
-                                                              "--resume count)")
+    max_minutes: float | None = Field(
+        None,
+        gt=0,
+        description="stop after this many minutes of training "
+        "(checked after each step; minutes before a "
+        "--resume count)",
+    )
     warmup_ratio: float = Field(0.0, ge=0, lt=1)
     weight_decay: float = Field(0.0, ge=0)
     eval_steps: int = Field(125, gt=0, description="evaluate on the dev task every N steps")
     save_steps: int | None = Field(None, gt=0, description="checkpoint every N steps (default: eval_steps)")
     save_total_limit: int | None = Field(2, gt=0)
     keep_best: bool = Field(True, description="reload the checkpoint with the best dev score at the end")
-    start_is_candidate: bool = Field(True, description="with keep_best: score the start model on the dev task "
-                                                       "before training and keep it (step 0) when no checkpoint "
-                                                       "beats it")
+    start_is_candidate: bool = Field(
+        True,
+        description="with keep_best: score the start model on the dev task "
+        "before training and keep it (step 0) when no checkpoint "
+        "beats it",
+    )
     logging_steps: int = Field(10, gt=0)
     mixed_precision: Literal["no", "fp16", "bf16"] = Field(
-        "no", description="no (fp32), fp16 (GPU, with loss scaling) or bf16 (GPU, or a CPU with AVX-512 BF16 / AMX); "
-                          "what ran is read back into RUN/precision.json (sentlab.precision)")
+        "no",
+        description="no (fp32), fp16 (GPU, with loss scaling) or bf16 (GPU, or a CPU with AVX-512 BF16 / AMX); "
+        "what ran is read back into RUN/precision.json (sentlab.precision)",
+    )
 
     @field_validator("mixed_precision", mode="before")
     @classmethod
@@ -114,21 +139,31 @@ class TrainSection(_Section):
             return value
         raise ValueError(f"must be at least 1, or -1 to run train.epochs (got {value})")
 
-    tf32: bool = Field(False, description="let float32 matmuls run as TF32 on Ampere or newer GPUs; off, "
-                                          "fp32 is IEEE float32 on every device (CPUs included)")
+    tf32: bool = Field(
+        False,
+        description="let float32 matmuls run as TF32 on Ampere or newer GPUs; off, "
+        "fp32 is IEEE float32 on every device (CPUs included)",
+    )
     seed: int = 42
     dataloader_workers: int = Field(0, ge=0)
     progress_bar: bool = True
 
 
 class EvalSection(_Section):
-    dev_task: str = Field("STS-B", description="checkpoint selection: STS-B (its dev split), none, or a task "
-                                               "card (.yaml / .yml: your own dev set, sentlab.evaluation.task_cards)")
-    dev_limit: int | None = Field(None, gt=0, description="use only the first N dev pairs (quick runs; STS-B "
-                                                          "dev's first 500 are all captions)")
+    dev_task: str = Field(
+        "STS-B",
+        description="checkpoint selection: STS-B (its dev split), none, or a task "
+        "card (.yaml / .yml: your own dev set, sentlab.evaluation.task_cards)",
+    )
+    dev_limit: int | None = Field(
+        None, gt=0, description="use only the first N dev pairs (quick runs; STS-B dev's first 500 are all captions)"
+    )
     final_tasks: list[Literal["sts"]] = Field(default_factory=lambda: ["sts"])
-    compare_start: bool = Field(True, description="also score the start model on the final tasks "
-                                                  "(RUN/start_results.json), shown beside the trained model's")
+    compare_start: bool = Field(
+        True,
+        description="also score the start model on the final tasks "
+        "(RUN/start_results.json), shown beside the trained model's",
+    )
 
     @field_validator("dev_task")
     @classmethod
@@ -243,8 +278,9 @@ def merge_sections(tree: dict[str, Any], updates: Mapping[str, Any]) -> dict[str
     return merged
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None,
-                updates: Mapping[str, Any] | None = None) -> TrainConfig:
+def load_config(
+    path: str | Path, overrides: list[str] | None = None, updates: Mapping[str, Any] | None = None
+) -> TrainConfig:
     """Read a YAML config (a file, or a packaged preset by name), apply ``key=value`` overrides, put the
     data folder in place of ``$SENTLAB_DATA/`` and validate; errors are one line, and name the
     ``--set`` option when the key came from one, else the file. ``updates`` (nested sections, e.g.
@@ -271,9 +307,14 @@ def load_config(path: str | Path, overrides: list[str] | None = None,
         return cfg
     except ValidationError as err:
         where, message = validation_message(err, tree)
-        option = next((f"--set {key}={value}" for key, value in reversed(pairs)
-                       if where and (key == where or key.startswith(where + ".") or where.startswith(key + "."))),
-                      None)
+        option = next(
+            (
+                f"--set {key}={value}"
+                for key, value in reversed(pairs)
+                if where and (key == where or key.startswith(where + ".") or where.startswith(key + "."))
+            ),
+            None,
+        )
         raise ConfigError(f"{option or path}: {message}") from None
 
 

@@ -13,12 +13,19 @@ from pathlib import Path
 from sentlab.evaluation.dev_tasks import score_dev_task
 from sentlab.progress import say
 
-PAPER_SIZES = tuple(2 ** k for k in range(7, 17))  # 128 ... 65,536
+PAPER_SIZES = tuple(2**k for k in range(7, 17))  # 128 ... 65,536
 
 
-def corpus_size_curve(config: str | Path, sizes: list[int] | None, task: str, output: str | Path, epochs: float = 10,
-                      max_steps: int = 100_000, overrides: list[str] | None = None,
-                      data_dir: str | None = None) -> dict:
+def corpus_size_curve(
+    config: str | Path,
+    sizes: list[int] | None,
+    task: str,
+    output: str | Path,
+    epochs: float = 10,
+    max_steps: int = 100_000,
+    overrides: list[str] | None = None,
+    data_dir: str | None = None,
+) -> dict:
     from sentlab.encoders import load_encoder
     from sentlab.training.config import load_config
     from sentlab.training.engine import train
@@ -30,8 +37,16 @@ def corpus_size_curve(config: str | Path, sizes: list[int] | None, task: str, ou
     for size in sizes or PAPER_SIZES:
         steps = min(max_steps, math.ceil(epochs * size / base.train.batch_size))
         run = output / f"n{size}"
-        cfg = load_config(config, [*(overrides or []), f"data.limit={size}", f"train.max_steps={steps}",
-                                   f"train.output_dir={run}", "eval.dev_task=none"])
+        cfg = load_config(
+            config,
+            [
+                *(overrides or []),
+                f"data.limit={size}",
+                f"train.max_steps={steps}",
+                f"train.output_dir={run}",
+                "eval.dev_task=none",
+            ],
+        )
         say(f"[corpus size] {size} sentences, {steps} steps")
         if not (run / "model" / "modules.json").is_file():  # a size trained by an earlier call is reused
             train(cfg, evaluate=False)
@@ -48,8 +63,9 @@ def plot_curve(result: dict, path: Path) -> None:
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot([p["sentences"] for p in result["points"]], [p["score"] for p in result["points"]], "o-",
-            label=result["method"])
+    ax.plot(
+        [p["sentences"] for p in result["points"]], [p["score"] for p in result["points"]], "o-", label=result["method"]
+    )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("training sentences")
     ax.set_ylabel(result["task"])

@@ -98,9 +98,15 @@ def build_dev_evaluator(cfg: TrainConfig):
         return TaskCardEvaluator(load_task_card(cfg.eval.dev_card))
     dev = load_sts_task(cfg.eval.dev_task, cfg.data.data_dir, split="dev")
     n = cfg.eval.dev_limit or len(dev)
-    return EmbeddingSimilarityEvaluator(dev.sentences1[:n], dev.sentences2[:n], list(dev.scores[:n] / 5.0),
-                                        main_similarity="cosine", name=DEV_EVALUATOR_NAME, batch_size=128,
-                                        similarity_fn_names=["cosine"])
+    return EmbeddingSimilarityEvaluator(
+        dev.sentences1[:n],
+        dev.sentences2[:n],
+        list(dev.scores[:n] / 5.0),
+        main_similarity="cosine",
+        name=DEV_EVALUATOR_NAME,
+        batch_size=128,
+        similarity_fn_names=["cosine"],
+    )
 
 
 def dev_metric(evaluator) -> str | None:
@@ -112,14 +118,20 @@ def dev_metric(evaluator) -> str | None:
     return f"eval_{evaluator.name}_{main}" if main else DEV_METRIC
 
 
-def training_arguments(cfg: TrainConfig, paths: RunPaths, has_dev: bool,
-                       learning_rate_mapping: dict[str, float] | None = None,
-                       method_arguments: dict[str, object] | None = None,
-                       metric: str | None = DEV_METRIC) -> SentenceTransformerTrainingArguments:
+def training_arguments(
+    cfg: TrainConfig,
+    paths: RunPaths,
+    has_dev: bool,
+    learning_rate_mapping: dict[str, float] | None = None,
+    method_arguments: dict[str, object] | None = None,
+    metric: str | None = DEV_METRIC,
+) -> SentenceTransformerTrainingArguments:
     t = cfg.train
     if has_dev and t.keep_best and t.save_steps is not None and t.save_steps % t.eval_steps:
-        raise ConfigError(f"train.save_steps ({t.save_steps}) must be a multiple of train.eval_steps ({t.eval_steps}) "
-                          "to keep the best checkpoint; change one, or set train.keep_best: false")
+        raise ConfigError(
+            f"train.save_steps ({t.save_steps}) must be a multiple of train.eval_steps ({t.eval_steps}) "
+            "to keep the best checkpoint; change one, or set train.keep_best: false"
+        )
     arguments = dict(
         output_dir=str(paths.checkpoints),
         per_device_train_batch_size=t.batch_size,
@@ -182,8 +194,9 @@ class SentlabTrainer(SentenceTransformerTrainer):
         with PrecisionProbe(self.loss) as probe:
             result = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         loss = result[0] if isinstance(result, tuple) else result
-        self.precision_record = probe.record(self.sentlab_precision, loss,
-                                             grad_scaler=getattr(self.accelerator, "scaler", None) is not None)
+        self.precision_record = probe.record(
+            self.sentlab_precision, loss, grad_scaler=getattr(self.accelerator, "scaler", None) is not None
+        )
         if self.is_world_process_zero():
             say(summary(self.precision_record))
             if self.precision_file is not None:
@@ -192,8 +205,11 @@ class SentlabTrainer(SentenceTransformerTrainer):
 
     def log(self, logs: dict[str, float], *args, **kwargs) -> None:
         if self.eval_dataset is None:
-            logs = {k: v for k, v in logs.items()
-                    if not (k.startswith("eval_") and k.endswith(("_samples_per_second", "_steps_per_second")))}
+            logs = {
+                k: v
+                for k, v in logs.items()
+                if not (k.startswith("eval_") and k.endswith(("_samples_per_second", "_steps_per_second")))
+            }
         super().log(logs, *args, **kwargs)
 
     def create_scheduler(self, num_training_steps: int, optimizer=None):
@@ -224,8 +240,9 @@ def quiet_widget_examples():
         model_card.tqdm = original
 
 
-def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer | None = None,
-                  method: Method | None = None) -> SentenceTransformerTrainer:
+def build_trainer(
+    cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer | None = None, method: Method | None = None
+) -> SentenceTransformerTrainer:
     """The trainer for ``cfg``; the method (built from the config unless given) supplies data, frozen
     inputs, model, loss and parameter groups, and stays reachable as ``trainer.sentlab_method``."""
     method = method or get_method(cfg.method)(cfg, paths)
@@ -235,9 +252,14 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     say(f"{len(train_dataset):,} training rows ({', '.join(train_dataset.column_names)})")
     evaluator = build_dev_evaluator(cfg)
     metric = dev_metric(evaluator) or method.own_dev_metric()
-    args = training_arguments(cfg, paths, has_dev=metric is not None,
-                              learning_rate_mapping=method.learning_rate_mapping(),
-                              method_arguments=method.training_arguments(), metric=metric)
+    args = training_arguments(
+        cfg,
+        paths,
+        has_dev=metric is not None,
+        learning_rate_mapping=method.learning_rate_mapping(),
+        method_arguments=method.training_arguments(),
+        metric=metric,
+    )
     with args.main_process_first(desc="frozen inputs"):  # the other processes then reuse the saved files
         method.random_init_folder()
         method.prepare(train_dataset)
@@ -251,10 +273,18 @@ def build_trainer(cfg: TrainConfig, paths: RunPaths, model: SentenceTransformer 
     evaluator = method.dev_evaluator(evaluator, loss)
     with quiet_widget_examples():
         trainer = SentlabTrainer(
-            model=model, args=args, train_dataset=train_dataset, loss=loss, evaluator=evaluator,
-            data_collator=collator, callbacks=[LossComponentsLog(loss), MetricsLog(paths.metrics),
-                                               StopOnNonFiniteLoss(),  # NaN logged, then stop
-                                               LossStateCheckpoint(loss, model)],
+            model=model,
+            args=args,
+            train_dataset=train_dataset,
+            loss=loss,
+            evaluator=evaluator,
+            data_collator=collator,
+            callbacks=[
+                LossComponentsLog(loss),
+                MetricsLog(paths.metrics),
+                StopOnNonFiniteLoss(),  # NaN logged, then stop
+                LossStateCheckpoint(loss, model),
+            ],
         )
     if cfg.train.max_minutes is not None:
         trainer.add_callback(WallClockBudget(cfg.train.max_minutes))
@@ -285,11 +315,15 @@ def train(cfg: TrainConfig, resume: bool = False, evaluate: bool = True, allow_c
     if resume and not checkpoint_folders(paths.checkpoints):
         raise ConfigError(f"{paths.checkpoints}: --resume given but the run has no checkpoint yet")
     if not resume and checkpoint_folders(paths.checkpoints):
-        raise ConfigError(f"{paths.root}: run folder already has checkpoints; pass --resume or choose another train.output_dir")
+        raise ConfigError(
+            f"{paths.root}: run folder already has checkpoints; pass --resume or choose another train.output_dir"
+        )
     changes = changes_since_start(cfg, paths) if resume else []
     if changes and not allow_changed:
-        raise ConfigError(f"{paths.root}: --resume with settings the run did not start with ({'; '.join(changes)}); "
-                          f"give the run's own settings, or pass --allow-changed-settings to continue under these")
+        raise ConfigError(
+            f"{paths.root}: --resume with settings the run did not start with ({'; '.join(changes)}); "
+            f"give the run's own settings, or pass --allow-changed-settings to continue under these"
+        )
     created = not paths.root.exists()
     paths.root.mkdir(parents=True, exist_ok=True)
     with run_log(paths.log):
@@ -327,8 +361,11 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
     say(f"training {cfg.method} into {paths.root}" + (f" from {Path(checkpoint).name}" if checkpoint else ""))
     try:
         trainer = build_trainer(cfg, paths)
-        start = StartCandidate(trainer, paths) if trainer.args.load_best_model_at_end and \
-            cfg.train.start_is_candidate else None
+        start = (
+            StartCandidate(trainer, paths)
+            if trainer.args.load_best_model_at_end and cfg.train.start_is_candidate
+            else None
+        )
         if checkpoint is not None:
             load_loss_state(trainer.loss, trainer.model, Path(checkpoint))
         with networks_in_half_precision(trainer.loss, trainer.sentlab_precision):
@@ -354,7 +391,8 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         if evaluate and "sts" in cfg.eval.final_tasks:
             say("final evaluation (STS)")
             training_precision = trainer.precision_record or (
-                json.loads(paths.precision.read_text("utf-8")) if paths.precision.is_file() else None)
+                json.loads(paths.precision.read_text("utf-8")) if paths.precision.is_file() else None
+            )
             for results_path, report in method.evaluate(final).items():
                 report.settings["training_precision"] = training_precision
                 report.settings["evaluation_precision"] = "fp32"
@@ -374,8 +412,13 @@ def evaluate_start_model(cfg: TrainConfig, paths: RunPaths, device) -> None:
     from sentlab.evaluation.scoring import EmbeddingCache
 
     say(f"final evaluation of the start model {cfg.model.name} (STS), for comparison")
-    start = load_encoder(cfg.model.name, pooler=cfg.model.pooler, max_seq_length=cfg.model.max_seq_length,
-                         device=str(device), prompt_template=cfg.model.prompt_template).eval()
+    start = load_encoder(
+        cfg.model.name,
+        pooler=cfg.model.pooler,
+        max_seq_length=cfg.model.max_seq_length,
+        device=str(device),
+        prompt_template=cfg.model.prompt_template,
+    ).eval()
     cache = EmbeddingCache(start, store=EmbeddingStore.default())
     report = evaluate_sts(CosineScorer(cache, name=f"start model ({cfg.model.name})"), cfg.data.data_dir)
     report.settings["evaluation_precision"] = "fp32"
@@ -394,8 +437,11 @@ class StartCandidate:
         self.trainer, self.paths = trainer, paths
         self.metric = trainer.args.metric_for_best_model
         self.model_state = {k: v.detach().to("cpu", copy=True) for k, v in trainer.model.state_dict().items()}
-        self.loss_state = {k: v.detach().to("cpu", copy=True) for k, v in trainer.loss.state_dict().items()
-                           if not k.startswith("model.")}
+        self.loss_state = {
+            k: v.detach().to("cpu", copy=True)
+            for k, v in trainer.loss.state_dict().items()
+            if not k.startswith("model.")
+        }
         recorded = json.loads(paths.start_dev.read_text("utf-8")) if paths.start_dev.is_file() else {}
         if recorded.get("metric") != self.metric:
             say(f"scoring the start model on the dev task ({self.metric})")
@@ -411,11 +457,15 @@ class StartCandidate:
         if best is None or self.value > best:
             self.trainer.model.load_state_dict(self.model_state)
             self.trainer.loss.load_state_dict(self.loss_state, strict=False)
-            say(f"the start model scores {self.value:.4g} on {self.metric}, higher than every checkpoint "
-                f"(best {best if best is not None else 'none'}): kept step 0, the start model")
+            say(
+                f"the start model scores {self.value:.4g} on {self.metric}, higher than every checkpoint "
+                f"(best {best if best is not None else 'none'}): kept step 0, the start model"
+            )
             kept = 0
-        write_json(self.paths.selection, {"metric": self.metric, "start": self.value, "best_checkpoint": best,
-                                          "kept_step": kept})
+        write_json(
+            self.paths.selection,
+            {"metric": self.metric, "start": self.value, "best_checkpoint": best, "kept_step": kept},
+        )
         return kept
 
 
@@ -440,11 +490,15 @@ def check_enough_rows(cfg: TrainConfig, method: Method, rows: int) -> None:
     of one sentence)."""
     batch = cfg.train.batch_size
     if batch < method.min_batch_size:
-        raise ConfigError(f"train.batch_size={batch}: {method.name} needs at least {method.min_batch_size} rows a batch "
-                          "(the other rows of the batch are its negatives)")
+        raise ConfigError(
+            f"train.batch_size={batch}: {method.name} needs at least {method.min_batch_size} rows a batch "
+            "(the other rows of the batch are its negatives)"
+        )
     if rows < batch:
-        raise DataError(f"{cfg.data.train}: {rows:,} usable training row(s), fewer than one batch "
-                        f"(train.batch_size={batch}); add text or lower train.batch_size")
+        raise DataError(
+            f"{cfg.data.train}: {rows:,} usable training row(s), fewer than one batch "
+            f"(train.batch_size={batch}); add text or lower train.batch_size"
+        )
 
 
 def report_truncation(model: SentenceTransformer, dataset, max_seq_length: int) -> int:
@@ -455,18 +509,25 @@ def report_truncation(model: SentenceTransformer, dataset, max_seq_length: int) 
     if tokenizer is None or not columns:
         return 0
     # the stored columns, before any on-the-fly transform (RSE draws its negatives in one)
-    texts = list(dict.fromkeys(text for column in columns for text in dataset.data.column(column).to_pylist()
-                               if text))
+    texts = list(dict.fromkeys(text for column in columns for text in dataset.data.column(column).to_pylist() if text))
     longest, truncated = 0, 0
     for start in range(0, len(texts), 10_000):
-        encoded = tokenizer(texts[start:start + 10_000], add_special_tokens=True, truncation=False, verbose=False,
-                            return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+        encoded = tokenizer(
+            texts[start : start + 10_000],
+            add_special_tokens=True,
+            truncation=False,
+            verbose=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )["input_ids"]
         lengths = [len(ids) for ids in encoded]
         longest = max(longest, *lengths)
         truncated += sum(length > max_seq_length for length in lengths)
     if truncated:
-        say(f"notice: {truncated:,} of {len(texts):,} distinct training texts are longer than model.max_seq_length="
-            f"{max_seq_length} tokens (the longest: {longest:,}) and are truncated to it")
+        say(
+            f"notice: {truncated:,} of {len(texts):,} distinct training texts are longer than model.max_seq_length="
+            f"{max_seq_length} tokens (the longest: {longest:,}) and are truncated to it"
+        )
     return truncated
 
 

@@ -12,14 +12,26 @@ from typing import Any
 
 from sentlab.paths import write_text_atomic
 
-RUN_FILES: dict[str, str] = {"config": "config.yaml", "checkpoints": "checkpoints", "metrics": "metrics.jsonl",
-                             "model": "model", "results": "results.json", "loss_plot": "loss.png",
-                             "log": "run.log", "fingerprint": "fingerprint.json", "start_dev": "start_dev.json",
-                             "selection": "selection.json", "precision": "precision.json",
-                             "start_results": "start_results.json"}
+RUN_FILES: dict[str, str] = {
+    "config": "config.yaml",
+    "checkpoints": "checkpoints",
+    "metrics": "metrics.jsonl",
+    "model": "model",
+    "results": "results.json",
+    "loss_plot": "loss.png",
+    "log": "run.log",
+    "fingerprint": "fingerprint.json",
+    "start_dev": "start_dev.json",
+    "selection": "selection.json",
+    "precision": "precision.json",
+    "start_results": "start_results.json",
+}
 # settings that change where a run is written or how it reports, not what it learns
-NOT_LEARNED = {"train": ("output_dir", "progress_bar", "logging_steps"), "data": ("data_dir",),
-               "eval": ("compare_start",)}
+NOT_LEARNED = {
+    "train": ("output_dir", "progress_bar", "logging_steps"),
+    "data": ("data_dir",),
+    "eval": ("compare_start",),
+}
 
 
 @dataclass(frozen=True)
@@ -81,8 +93,10 @@ def run_fingerprint(cfg) -> dict[str, str]:
 
     tree = learned_settings(cfg.model_dump())
     train = Path(cfg.data.train) if cfg.data.train else None
-    return {"config_sha256": hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest(),
-            "train_sha256": file_sha256(train) if train is not None and train.is_file() else ""}
+    return {
+        "config_sha256": hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest(),
+        "train_sha256": file_sha256(train) if train is not None and train.is_file() else "",
+    }
 
 
 def find_finished_run(cfg, root: Path) -> Path | None:
@@ -111,6 +125,8 @@ def require_finished_run(config: str | Path) -> Path:
     runs = Path(cfg.train.output_dir).parent
     found = find_finished_run(cfg, runs)
     if found is None:
-        raise ConfigError(f"no finished run of {config} under {runs}/: train it with `sentlab train {config}` "
-                          "(resumable with --resume), or pass the model folder")
+        raise ConfigError(
+            f"no finished run of {config} under {runs}/: train it with `sentlab train {config}` "
+            "(resumable with --resume), or pass the model folder"
+        )
     return found

@@ -18,10 +18,17 @@ CHUNK_BATCHES = 50
 
 
 class LengthGroupedBatchSampler(DefaultBatchSampler):
-    def __init__(self, dataset, batch_size: int, drop_last: bool, valid_label_columns=None, generator=None,
-                 seed: int = 0) -> None:
-        super().__init__(dataset, batch_size=batch_size, drop_last=drop_last, valid_label_columns=valid_label_columns,
-                         generator=generator, seed=seed)
+    def __init__(
+        self, dataset, batch_size: int, drop_last: bool, valid_label_columns=None, generator=None, seed: int = 0
+    ) -> None:
+        super().__init__(
+            dataset,
+            batch_size=batch_size,
+            drop_last=drop_last,
+            valid_label_columns=valid_label_columns,
+            generator=generator,
+            seed=seed,
+        )
         column = next(c for c, f in dataset.features.items() if getattr(f, "dtype", None) in ("string", "large_string"))
         self.lengths = [len(text) for text in dataset.data.column(column).to_pylist()]
 
@@ -32,8 +39,8 @@ class LengthGroupedBatchSampler(DefaultBatchSampler):
         chunk = self.batch_size * CHUNK_BATCHES
         batches = []
         for start in range(0, len(order), chunk):
-            rows = sorted(order[start:start + chunk], key=self.lengths.__getitem__)
-            batches += [rows[i:i + self.batch_size] for i in range(0, len(rows), self.batch_size)]
+            rows = sorted(order[start : start + chunk], key=self.lengths.__getitem__)
+            batches += [rows[i : i + self.batch_size] for i in range(0, len(rows), self.batch_size)]
         if self.drop_last:
             batches = [b for b in batches if len(b) == self.batch_size]
         return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]

@@ -1,0 +1,90 @@
+"""The documentation is checked like code: the site builds strictly (a broken link, anchor or API
+reference fails), every Python snippet runs, and every ``sentlab`` command in a shell snippet parses
+with the real parser. Shell snippets are not run here (they need the full data, a GPU or your own
+text): each says so on its first line (``# needs: ...``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sentlab.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
+SKETCH = "# sketch"  # a Python block that shows a shape to fill in (names left undefined), not run
+
+
+def blocks(language: str) -> list[tuple[str, str]]:
+    found = []
+    for page in PAGES:
+        for number, match in enumerate(FENCE.finditer(page.read_text("utf-8"))):
+            if match.group(1) == language:
+                found.append((f"{page.relative_to(ROOT)}#{number}", match.group(2)))
+    return found
+
+
+PYTHON = [(name, code) for name, code in blocks("python") if not code.startswith(SKETCH)]
+SHELL = blocks("bash")
+
+
+def test_the_site_builds_strictly(tmp_path):
+    pytest.importorskip("mkdocs")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    cli = (tmp_path / "reference" / "cli" / "index.html").read_text("utf-8")
+    assert "sentlab presets show" in cli and "--max-seq-length" in cli  # generated from the parsers
+    presets = (tmp_path / "guides" / "presets" / "index.html").read_text("utf-8")
+    assert "rse-useb-bert-base" in presets and "wiki1m" in presets
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, code", PYTHON, ids=[name for name, _ in PYTHON])
+def test_python_snippet_runs(name, code, tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "SENTLAB_CACHE": str(tmp_path / "cache")}
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert result.returncode == 0, f"{name}:\n{result.stderr[-3000:]}"
+
+
+def sentlab_commands(code: str) -> list[list[str]]:
+    """The ``sentlab`` command lines of a shell block (continuations joined, comments, redirections and
+    environment assignments dropped), as argument lists."""
+    commands = []
+    for line in code.replace("\\\n", " ").splitlines():
+        line = line.split(" #")[0].split("#")[0] if line.lstrip().startswith("#") else line.split("  #")[0]
+        for part in re.split(r"&&|;|\|", line):
+            words = shlex.split(part.split(">")[0])
+            while words and re.fullmatch(r"\w+=\S*", words[0]):
+                words = words[1:]
+            if words and words[0] == "sentlab":
+                commands.append(words[1:])
+    return commands
+
+
+@pytest.mark.parametrize("name, code", SHELL, ids=[name for name, _ in SHELL])
+def test_shell_snippet_is_marked_and_its_commands_parse(name, code):
+    first = code.splitlines()[0]
+    assert first.startswith("# needs: "), f"{name}: a shell block says what it needs on its first line"
+    for argv in sentlab_commands(code):
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit as stop:
+            assert stop.code == 0, f"{name}: `sentlab {' '.join(argv)}` does not parse"
+
+
+def test_snippets_were_found():
+    assert len(PYTHON) >= 2 and len(SHELL) >= 15
+    assert sum(len(sentlab_commands(code)) for _, code in SHELL) >= 40

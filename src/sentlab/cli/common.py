@@ -71,6 +71,16 @@ def backend_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def set_arg(parser: argparse.ArgumentParser, what: str = "a config value") -> None:
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"override {what}, e.g. --set train.learning_rate=1e-5 (repeatable)",
+    )
+
+
 def allow_changed_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--allow-changed-settings",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sentlab.cli.common import data_dir_arg, positive_int, quiet_arg, train_overrides
+from sentlab.cli.common import data_dir_arg, positive_int, quiet_arg, set_arg, train_overrides
 
 
 def cmd_corpus_size(args: argparse.Namespace) -> int:
@@ -45,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--epochs", type=float, default=10.0, help="epochs over each corpus (the paper: 10)")
     p.add_argument("--max-steps", type=positive_int, default=100_000, help="step cap (the paper: 100k)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override (repeatable)")
+    set_arg(p)
     p.add_argument("--output", required=True)
     data_dir_arg(p)
     quiet_arg(p)

@@ -9,6 +9,7 @@ from sentlab.cli.common import (
     allow_changed_arg,
     data_dir_arg,
     quiet_arg,
+    set_arg,
     train_overrides,
 )
 from sentlab.progress import say
@@ -46,13 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "stage's model (e.g. TSDAE on your text, then NLI+STS)",
     )
     p.add_argument("configs", nargs="+", metavar="CONFIG", help="presets or YAML training configs, in order")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a value in every stage's config (repeatable)",
-    )
+    set_arg(p, "a value in every stage's config")
     p.add_argument("--no-eval", action="store_true", help="skip each stage's final STS evaluation")
     allow_changed_arg(p)
     data_dir_arg(p)

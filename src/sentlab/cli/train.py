@@ -8,6 +8,7 @@ from sentlab.cli.common import (
     allow_changed_arg,
     data_dir_arg,
     quiet_arg,
+    set_arg,
     train_overrides,
 )
 
@@ -52,13 +53,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="a preset name (sentlab presets), e.g. simcse-unsup-minilm-cpu, "
         "or a YAML config file (sentlab presets show NAME > my.yaml)",
     )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config value, e.g. --set train.learning_rate=1e-5 (repeatable)",
-    )
+    set_arg(p)
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint of the run")
     p.add_argument("--no-eval", action="store_true", help="skip the final STS evaluation")
     allow_changed_arg(p)

@@ -3,9 +3,12 @@ downloads against a local stand-in of the hub, and an installed wheel used from 
 
 from __future__ import annotations
 
+import hashlib
+import http.server
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -67,28 +70,65 @@ def test_missing_data_names_its_set_and_how_to_get_it(tmp_path, monkeypatch, cap
     assert not (tmp_path / "runs").exists()  # nothing written before the check
 
 
-class LocalHub:
-    """A stand-in of the hub: files from a local folder, datasets from a dict; records what was asked."""
+class HubRequests(http.server.BaseHTTPRequestHandler):
+    """A local HTTP stand-in of the hub's file endpoint (``/datasets/REPO/resolve/REVISION/FILE``, the
+    headers ``hf_hub_download`` reads), serving the files of ``self.server.folder``; with
+    ``self.server.fail`` every request is a 404 (a 5xx would be retried with back-off for tens of seconds)."""
 
-    def __init__(self, files: Path, datasets: dict | None = None, fail: bool = False):
-        self.files, self.datasets, self.fail, self.asked = files, datasets or {}, fail, []
+    def _answer(self) -> bytes:
+        self.server.asked.append(self.path)
+        path = self.server.folder / self.path.split("/resolve/", 1)[-1].split("/", 1)[-1]
+        if self.server.fail or not path.is_file():
+            self.send_response(404)
+            self.end_headers()
+            return b""
+        data = path.read_bytes()
+        self.send_response(200)
+        self.send_header("X-Repo-Commit", "0" * 40)
+        self.send_header("ETag", f'"{hashlib.sha1(data).hexdigest()}"')
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        return data
 
-    def file(self, repo_id: str, filename: str) -> Path:
-        self.asked.append((repo_id, filename))
-        if self.fail:
-            raise ConnectionError("no network")
-        return self.files / filename
+    def do_HEAD(self):
+        self._answer()
 
-    def dataset(self, name: str, split: str):
-        self.asked.append((name, split))
-        if self.fail:
-            raise ConnectionError("no network")
-        n = {"train": 3, "validation": 2, "test": 4}[split]
-        return {
-            "sentence1": [f"s{i}" for i in range(n)],
-            "sentence2": [f"t{i}" for i in range(n)],
-            "score": [float(i) for i in range(n)],
-        }
+    def do_GET(self):
+        self.wfile.write(self._answer())
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def local_hub(tmp_path, hub_files, monkeypatch):
+    """sentlab's real ``Hub`` pointed at a local HTTP server that serves ``hub_files``; the STS sets
+    (``datasets.load_dataset``) come from a fake split function. Returns the server."""
+    import huggingface_hub.constants
+
+    import sentlab.data.sources as sources
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), HubRequests)
+    server.folder, server.fail, server.asked = hub_files, False, []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)  # the tests run offline
+
+    class LocalHub(sources.Hub):
+        def dataset(self, name: str, split: str):
+            server.asked.append(f"{name}:{split}")
+            if server.fail:
+                raise ConnectionError("no network")
+            n = {"train": 3, "validation": 2, "test": 4}[split]
+            return {
+                "sentence1": [f"s{i}" for i in range(n)],
+                "sentence2": [f"t{i}" for i in range(n)],
+                "score": [float(i) for i in range(n)],
+            }
+
+    endpoint = f"http://127.0.0.1:{server.server_port}"
+    monkeypatch.setattr(sources, "Hub", lambda: LocalHub(endpoint=endpoint, cache_dir=tmp_path / "hf-cache"))
+    yield server
+    server.shutdown()
 
 
 @pytest.fixture
@@ -108,18 +148,14 @@ def hub_files(tmp_path) -> Path:
     return folder
 
 
-def test_data_download_fetches_a_presets_data_from_the_hub(tmp_path, hub_files, monkeypatch, capsys):
-    import sentlab.data.sources as sources
-
-    hub = LocalHub(hub_files)
-    monkeypatch.setattr(sources, "Hub", lambda: hub)
+def test_data_download_fetches_a_presets_data_from_the_hub(tmp_path, hub_files, local_hub, capsys):
     data = tmp_path / "data"
     assert main(["data", "download", "--preset", "simcse-unsup-minilm-cpu", "--data-dir", str(data)]) == 0
     text = (data / "wikipedia/wiki_sentences.txt").read_text("utf-8").splitlines()
     assert sorted(text) == sorted(wikipedia_sentences((hub_files / "wiki1m_for_simcse.txt").read_text().splitlines()))
     assert sorted(text) == ["a b c d e f g", "one two three four five", "six seven eight nine ten eleven"]
     assert (data / "senteval/downstream/STS/STSBenchmark/sts-dev.csv").is_file()
-    assert ("princeton-nlp/datasets-for-simcse", "wiki1m_for_simcse.txt") in hub.asked
+    assert "/datasets/princeton-nlp/datasets-for-simcse/resolve/main/wiki1m_for_simcse.txt" in local_hub.asked
     assert not list(data.rglob("*.part")) and not list(data.glob(".sts-download-*"))
     load_config("simcse-unsup-minilm-cpu", [f"data.data_dir={data}"]).require_data()
     capsys.readouterr()
@@ -128,15 +164,15 @@ def test_data_download_fetches_a_presets_data_from_the_hub(tmp_path, hub_files, 
     assert "wikipedia       present" in listing and "wiki1m          present" in listing
 
 
-def test_failed_download_leaves_nothing_that_reads_as_complete(tmp_path, hub_files, monkeypatch, capsys):
-    import sentlab.data.sources as sources
-
-    monkeypatch.setattr(sources, "Hub", lambda: LocalHub(hub_files, fail=True))
+def test_failed_download_leaves_nothing_that_reads_as_complete(tmp_path, local_hub, capsys):
+    local_hub.fail = True
     data = tmp_path / "data"
     assert main(["data", "download", "sts", "wiki1m", "--data-dir", str(data)]) == 2
     assert "mteb/sts12-sts: could not load from the hub (ConnectionError: no network)" in the_error(
         capsys.readouterr().err
     )
+    assert main(["data", "download", "wiki1m", "--data-dir", str(data)]) == 2
+    assert "wiki1m: download failed (" in the_error(capsys.readouterr().err)
     assert not [p for p in data.rglob("*") if p.is_file()]
     assert main(["data", "download", "snli", "--data-dir", str(data)]) == 2
     assert "sentlab cannot download it" in the_error(capsys.readouterr().err)

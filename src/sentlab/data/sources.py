@@ -6,7 +6,7 @@ A preset names its files as ``$SENTLAB_DATA/<path>``; the data folder is ``--dat
 absent, :func:`missing_data_message` says which set it belongs to and how to get it.
 
 Downloads go through :class:`Hub`, a thin wrapper over ``huggingface_hub.hf_hub_download`` and
-``datasets.load_dataset``; tests pass a local stand-in. Every file is written to a temporary name and
+``datasets.load_dataset``; the tests run its file downloads against a local HTTP stand-in of the hub. Every file is written to a temporary name and
 renamed into place, so an interrupted download never leaves a file that reads as complete.
 """
 
@@ -26,12 +26,25 @@ SIMCSE_HUB_REPO = "princeton-nlp/datasets-for-simcse"  # SimCSE's data/download_
 
 
 class Hub:
-    """Access to the public hub: one file of a dataset repository, or a split of a dataset."""
+    """Access to the public hub: one file of a dataset repository, or a split of a dataset.
+    ``endpoint`` (default: ``$HF_ENDPOINT``, else huggingface.co) and ``cache_dir`` go to
+    ``hf_hub_download``."""
+
+    def __init__(self, endpoint: str | None = None, cache_dir: str | Path | None = None):
+        self.endpoint, self.cache_dir = endpoint, cache_dir
 
     def file(self, repo_id: str, filename: str) -> Path:
         from huggingface_hub import hf_hub_download
 
-        return Path(hf_hub_download(repo_id=repo_id, filename=filename, repo_type="dataset"))
+        return Path(
+            hf_hub_download(
+                repo_id=repo_id,
+                filename=filename,
+                repo_type="dataset",
+                endpoint=self.endpoint,
+                cache_dir=self.cache_dir,
+            )
+        )
 
     def dataset(self, name: str, split: str) -> Any:
         from datasets import load_dataset

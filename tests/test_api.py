@@ -84,3 +84,23 @@ def test_train_by_preset_name_with_overrides(tiny_backbone, corpus_file, tmp_pat
     )
     assert run.config.about is not None and run.config.about.hardware == "cpu"
     assert (run.model_path / "modules.json").is_file()
+
+
+def test_load_scores_a_rankencoder_folder_with_eq7(trained, tmp_path):
+    """A RankEncoder folder is scored with its own lambda_inf and index (Eq. 7), as RankScorer does."""
+    from sentlab.rank.index import CorpusIndex
+    from sentlab.rank.model import RankEncoder
+
+    run, corpus, _ = trained
+    encoder = SentenceTransformer(str(run.model_path), device="cpu")
+    index = CorpusIndex.build(encoder, corpus.read_text().splitlines()[:40], "tiny")
+    folder = RankEncoder(encoder, index, 0.5).save(tmp_path / "rank")
+    loaded = sentlab.load(folder)
+    assert loaded.kind == "rankencoder" and "lambda_inf=0.5" in loaded.scorer.name
+    pair = (["a b c"], ["c d e"])
+    expected = RankEncoder(encoder, index, 0.5).scorer().score(*pair)[0]
+    # the same vectors through two scorer objects: float32 sums in the same order, 1e-6 covers any
+    # difference in batching (values are cosines in [-1, 1])
+    assert loaded.similarity(*pair)[0] == pytest.approx(float(expected), abs=1e-6)
+    plain = sentlab.load(run.model_path).similarity(*pair)[0]
+    assert loaded.similarity(*pair)[0] != pytest.approx(plain, abs=1e-6)  # Eq. 7 is not the cosine

@@ -68,7 +68,7 @@ def test_evaluate_scores_task_cards_and_returns_the_typed_report(trained, tmp_pa
 
 def test_evaluate_without_data_is_a_one_line_error(trained, tmp_path):
     run, _, _ = trained
-    with pytest.raises(sentlab.SentlabError, match="no data for task family 'sts'"):
+    with pytest.raises(sentlab.SentlabError, match=r"no data for task family 'sts'.*--data-dir.*sentlab data list"):
         sentlab.evaluate(run.model_path, tasks=["sts"], data_dir=tmp_path / "empty")
 
 

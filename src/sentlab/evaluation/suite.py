@@ -99,7 +99,11 @@ def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalRepor
             )
         if not tasks:
             if len(families) == 1:
-                raise DataError(f"no data for task family {family!r}: {next(iter(missing.values()))}")
+                raise DataError(
+                    f"no data for task family {family!r}: {next(iter(missing.values()))} (the data folder is "
+                    f"{data_dir(root)}: --data-dir, else $SENTLAB_DATA; `sentlab data list` shows what is there "
+                    "and how to get the rest)"
+                )
             continue
         start = time.perf_counter()
         say(f"[{family}] {len(tasks)} task(s): {', '.join(tasks)}")
@@ -136,6 +140,6 @@ def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalRepor
         skipped = report.summary.get("skipped", {})
         raise DataError(
             f"no task has data (checked {', '.join(families)}; e.g. {next(iter(skipped.values()), '')}); "
-            "set --data-dir or SENTLAB_DATA"
+            "set --data-dir or $SENTLAB_DATA (`sentlab data list` shows what is there and how to get the rest)"
         )
     return report

@@ -11,9 +11,7 @@ import argparse
 
 
 def _usage(parser: argparse.ArgumentParser, title: str, level: int) -> list[str]:
-    lines = [f"{'#' * level} `{title}`", ""]
-    if parser.description or parser.format_usage():
-        lines += ["```text", parser.format_help().rstrip(), "```", ""]
+    lines = [f"{'#' * level} `{title}`", "", "```text", parser.format_help().rstrip(), "```", ""]
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, child in action.choices.items():

@@ -70,6 +70,42 @@ def test_missing_data_names_its_set_and_how_to_get_it(tmp_path, monkeypatch, cap
     assert not (tmp_path / "runs").exists()  # nothing written before the check
 
 
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "missing required key 'method'"),
+        ("method: [\n", "not valid YAML"),
+        ("method: simcse-unsup\nmodel: {name: minilm}\n", "missing required key 'data'"),
+    ],
+)
+def test_data_download_for_a_bad_config_is_a_one_line_error(tmp_path, capsys, text, message):
+    config = tmp_path / "my.yaml"
+    config.write_text(text, encoding="utf-8")
+    assert main(["data", "download", "--preset", str(config), "--data-dir", str(tmp_path / "data")]) == 2
+    assert message in the_error(capsys.readouterr().err)
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_config_object_keeps_its_data_check_unless_an_override_replaces_the_path(
+    tmp_path, tiny_backbone, corpus_file
+):
+    import sentlab
+
+    cfg = load_config("simcse-unsup-minilm-cpu", [f"data.data_dir={tmp_path / 'empty'}"])
+    with pytest.raises(sentlab.SentlabError, match="it is part of 'wikipedia'"):
+        sentlab.train(cfg, train={"output_dir": str(tmp_path / "run")})
+    assert not (tmp_path / "run").exists()  # refused before anything is written
+    run = sentlab.train(  # the override replaces the missing file: nothing left to refuse
+        cfg,
+        evaluate=False,
+        data={"train": str(corpus_file), "limit": None},
+        model={"name": str(tiny_backbone), "max_seq_length": 16},
+        train={"output_dir": str(tmp_path / "run"), "max_steps": 1, "batch_size": 8, "progress_bar": False},
+        eval={"dev_task": "none"},
+    )
+    assert (run.model_path / "modules.json").is_file()
+
+
 class HubRequests(http.server.BaseHTTPRequestHandler):
     """A local HTTP stand-in of the hub's file endpoint (``/datasets/REPO/resolve/REVISION/FILE``, the
     headers ``hf_hub_download`` reads), serving the files of ``self.server.folder``; with

@@ -66,6 +66,8 @@ def train(
         if data_dir is not None:
             tree.setdefault("data", {})["data_dir"] = str(data_dir)
         cfg = TrainConfig.model_validate(tree)
+        named = set(_strings(tree))  # the data paths an override replaced are no longer checked
+        cfg._data_paths = [path for path in preset_or_config._data_paths if str(path) in named]
     else:
         updates = dict(overrides)
         if data_dir is not None:
@@ -163,3 +165,12 @@ def evaluate(
         report.settings.setdefault("task_cards", {})[card.name] = str(card.folder)
     report.settings.update({"tasks": families, "data_dir": str(data_dir or ""), "scorer": model.kind})
     return report
+
+
+def _strings(node: Any) -> list[str]:
+    """Every string value of a config tree."""
+    if isinstance(node, dict):
+        return [s for value in node.values() for s in _strings(value)]
+    if isinstance(node, list):
+        return [s for value in node for s in _strings(value)]
+    return [node] if isinstance(node, str) else []

@@ -171,3 +171,20 @@ def test_model_dropout_sets_the_backbone_dropout_of_the_trained_model(tiny_backb
     method = get_method("simcse-unsup")(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / "run"))
     config = method.build_model()[0].auto_model.config
     assert (config.hidden_dropout_prob, config.attention_probs_dropout_prob) == (0.1, 0.1)
+
+
+def test_start_encoder_is_the_model_training_starts_from_without_its_head(tiny_backbone, corpus_file, tmp_path):
+    """build_model = start_encoder + SimCSE's training-only MLP; model.num_layers cuts both, so the
+    start model a run is compared with is the one it trained from (a 1-layer student, not its
+    2-layer source)."""
+    from sentlab.encoders.heads import SimCSEMLPHead
+    from sentlab.training.engine import RunPaths
+    from tests.conftest import tiny_config
+
+    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", pooler="cls")
+    cfg.model.num_layers = 1
+    method = get_method(cfg.method)(cfg, RunPaths(tmp_path / "run"))
+    start, built = method.start_encoder(), method.build_model()
+    assert len(start[0].auto_model.encoder.layer) == len(built[0].auto_model.encoder.layer) == 1
+    assert not any(isinstance(m, SimCSEMLPHead) for m in start) and isinstance(built[-1], SimCSEMLPHead)
+    assert len(built) == len(start) + 1

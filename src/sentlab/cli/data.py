@@ -24,12 +24,12 @@ def cmd_data_list(args: argparse.Namespace) -> int:
 def cmd_data_download(args: argparse.Namespace) -> int:
     from sentlab.data.sources import SOURCES, download
     from sentlab.paths import data_dir
-    from sentlab.presets import Preset, resolve_config
+    from sentlab.training.config import load_config
 
     root = data_dir(args.target or args.data_dir)
     names = list(args.names)
     for preset in args.preset:
-        needed = Preset.read(resolve_config(preset)).data
+        needed = load_config(preset).data_sets()  # a bad config is a one-line error
         names += [
             name
             for name in needed

@@ -86,9 +86,21 @@ class Method:
 
     # -- model and loss --------------------------------------------------------------------------
     def build_model(self) -> SentenceTransformer:
-        """The encoder to train; with the ``cls`` pooler (and ``simcse_mlp``), SimCSE's MLP (Linear + tanh) on top: in
-        training only (:class:`SimCSEMLPHead`, removed before saving) when ``mlp_only_train``, else
-        a sentence-transformers ``Dense`` with tanh that stays in the saved model."""
+        """The encoder to train (:meth:`start_encoder`); with the ``cls`` pooler (and ``simcse_mlp``),
+        SimCSE's MLP (Linear + tanh) on top: in training only (:class:`SimCSEMLPHead`, removed before
+        saving) when ``mlp_only_train``, else a sentence-transformers ``Dense`` with tanh that stays in
+        the saved model."""
+        m = self.cfg.model
+        model = self.start_encoder()
+        if m.pooler == "cls" and self.simcse_mlp:
+            dim = model.get_embedding_dimension()
+            mlp_only_train = self.default_mlp_only_train if m.mlp_only_train is None else m.mlp_only_train
+            model.append(SimCSEMLPHead(dim) if mlp_only_train else Dense(dim, dim, activation_function=nn.Tanh()))
+        return model
+
+    def start_encoder(self) -> SentenceTransformer:
+        """The start model with the run's pooler, dropout and layers (``model.num_layers``), before any
+        training head: what training starts from, and what the run's results are compared with."""
         m = self.cfg.model
         start = str(self.random_init_folder()) if m.random_init is not None else m.name
         config_kwargs = None if m.dropout is None else dropout_config_kwargs(start, m.dropout)
@@ -102,10 +114,6 @@ class Method:
             model = build_encoder(start, m.pooler, prompt_template=m.prompt_template, config_kwargs=config_kwargs)
         if m.num_layers is not None:
             keep_first_layers(model, m.num_layers)
-        if m.pooler == "cls" and self.simcse_mlp:
-            dim = model.get_embedding_dimension()
-            mlp_only_train = self.default_mlp_only_train if m.mlp_only_train is None else m.mlp_only_train
-            model.append(SimCSEMLPHead(dim) if mlp_only_train else Dense(dim, dim, activation_function=nn.Tanh()))
         return model
 
     def random_init_folder(self) -> Path | None:

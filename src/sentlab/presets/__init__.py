@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from sentlab.errors import ConfigError
 
 PRESETS_DIR = Path(__file__).resolve().parent
@@ -36,30 +34,20 @@ class Preset:
 
     @classmethod
     def read(cls, path: Path) -> Preset:
-        from sentlab.data.sources import source_of
-        from sentlab.paths import expand_data_paths
+        from sentlab.training.config import PresetInfo, load_config
 
-        tree = yaml.safe_load(path.read_text("utf-8"))
-        about = tree.get("about") or {}
-        marker = Path("/SENTLAB_DATA")
-        data = []
-        for used in expand_data_paths(tree, marker):
-            source = source_of(used.relative_to(marker))
-            data.append(source.name if source else str(used.relative_to(marker)))
-        evaluation = tree.get("eval") or {}
-        if evaluation.get("dev_task", "STS-B") == "STS-B" or "sts" in evaluation.get("final_tasks", ["sts"]):
-            data.append("sts")  # STS-B dev selection, the final STS evaluation
-        model = tree["model"].get("name") or "random init"
+        cfg = load_config(path)
+        about = cfg.about or PresetInfo()
         return cls(
             name=path.relative_to(PRESETS_DIR).with_suffix("").as_posix(),
             path=path,
-            method=tree["method"],
-            model=str(model),
-            summary=about.get("summary", ""),
-            paper=about.get("paper", ""),
-            hardware=about.get("hardware", ""),
-            run_on_gpu=bool(about.get("run_on_gpu", False)),
-            data=tuple(dict.fromkeys(data)),
+            method=cfg.method,
+            model=cfg.model.name or "random init",
+            summary=about.summary,
+            paper=about.paper or "",
+            hardware=about.hardware,
+            run_on_gpu=about.run_on_gpu,
+            data=cfg.data_sets(),
         )
 
 

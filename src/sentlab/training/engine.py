@@ -399,26 +399,22 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
                 report.write(results_path)
                 say(f"results written to {results_path}")
             if cfg.eval.compare_start and cfg.model.name:
-                evaluate_start_model(cfg, paths, final.device)
+                evaluate_start_model(cfg, paths, method, final.device)
     return paths
 
 
-def evaluate_start_model(cfg: TrainConfig, paths: RunPaths, device) -> None:
+def evaluate_start_model(cfg: TrainConfig, paths: RunPaths, method: Method, device) -> None:
     """The start model's STS results (cosine), so the run says whether training helped
-    (``RUN/start_results.json``); its embeddings go through the on-disk cache, so a second run from
+    (``RUN/start_results.json``): the method's :meth:`~Method.start_encoder` (its pooler and layers)
+    at the run's maximum length. Its embeddings go through the on-disk cache, so a second run from
     the same start model encodes nothing again."""
     from sentlab.cache import EmbeddingStore
     from sentlab.evaluation import CosineScorer, evaluate_sts
     from sentlab.evaluation.scoring import EmbeddingCache
 
     say(f"final evaluation of the start model {cfg.model.name} (STS), for comparison")
-    start = load_encoder(
-        cfg.model.name,
-        pooler=cfg.model.pooler,
-        max_seq_length=cfg.model.max_seq_length,
-        device=str(device),
-        prompt_template=cfg.model.prompt_template,
-    ).eval()
+    start = method.start_encoder().to(device).eval()
+    start.max_seq_length = cfg.model.max_seq_length
     cache = EmbeddingCache(start, store=EmbeddingStore.default())
     report = evaluate_sts(CosineScorer(cache, name=f"start model ({cfg.model.name})"), cfg.data.data_dir)
     report.settings["evaluation_precision"] = "fp32"

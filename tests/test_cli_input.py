@@ -208,3 +208,16 @@ def test_quiet_training_prints_no_log_records_or_progress_lines(tiny_backbone, c
     assert "'loss'" not in out + err and "model saved" not in err, (out, err)
     assert main(["train", str(config), "--no-eval", "--set", f"train.output_dir={tmp_path / 'loud'}"]) == 0
     assert "model saved" in capsys.readouterr().err  # the same run without --quiet does report
+
+
+def test_output_into_a_closed_pipe_ends_without_a_traceback():
+    """`sentlab presets | head -1`: once the reader is gone, the command ends quietly (exit 141, as
+    a shell reports SIGPIPE), with no Python traceback on stderr."""
+    import subprocess
+    import sys
+
+    code = "import sys\nfrom sentlab.cli import main\nsys.exit(main(['presets', '--all']))"
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process.stdout.close()  # the reader is gone before the first write: every write fails, no race
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141 and "Traceback" not in stderr, stderr

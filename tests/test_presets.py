@@ -34,6 +34,7 @@ def test_every_preset_is_listed_loads_by_name_and_names_known_data(tmp_path):
         for path in cfg._data_paths:  # every data path lands in the data folder, in a known data set
             assert path.is_relative_to(tmp_path) and source_of(path.relative_to(tmp_path)) is not None, path
         assert all(name in SOURCES for name in preset.data), preset
+        assert preset.data == cfg.data_sets()  # the listing's reading of the YAML agrees with the config's
 
 
 def test_presets_command_lists_and_shows(capsys):

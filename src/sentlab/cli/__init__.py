@@ -77,10 +77,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     say(f"sentlab {args.command}: loading libraries")
     quiet_libraries()
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
     except SentlabError as err:
         print(f"sentlab: error: {err}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("sentlab: interrupted (resume a training run with --resume)", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `sentlab presets | head`: the reader stopped; no traceback at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141

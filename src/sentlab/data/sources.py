@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -226,6 +226,16 @@ def source_of(relative: str | Path) -> DataSource | None:
             if parts[: len(prefix)] == prefix and len(prefix) > length:
                 best, length = source, len(prefix)
     return best
+
+
+def data_sets(paths: Iterable[Path], root: Path, reads_sts: bool) -> tuple[str, ...]:
+    """The data sets behind ``paths`` (under the data folder ``root``), in order, with ``sts`` last when
+    the config selects on STS-B dev or ends with the STS evaluation (``reads_sts``)."""
+    names = []
+    for path in paths:
+        source = source_of(path.relative_to(root))
+        names.append(source.name if source else str(path.relative_to(root)))
+    return tuple(dict.fromkeys([*names, *(["sts"] if reads_sts else [])]))
 
 
 def missing_data_message(path: Path, root: Path) -> str:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from sentlab.errors import ConfigError
 
 PRESETS_DIR = Path(__file__).resolve().parent
@@ -34,20 +36,25 @@ class Preset:
 
     @classmethod
     def read(cls, path: Path) -> Preset:
-        from sentlab.training.config import PresetInfo, load_config
+        """What ``sentlab presets`` shows, from the YAML alone: listing does not import the training
+        stack (the packaged presets are validated by the tests, a user's config by ``load_config``)."""
+        from sentlab.data.sources import data_sets
+        from sentlab.paths import data_dir, expand_data_paths
 
-        cfg = load_config(path)
-        about = cfg.about or PresetInfo()
+        tree = yaml.safe_load(path.read_text("utf-8"))
+        about, evaluation = tree.get("about") or {}, tree.get("eval") or {}
+        root = data_dir()
+        reads_sts = evaluation.get("dev_task", "STS-B") == "STS-B" or "sts" in evaluation.get("final_tasks", ["sts"])
         return cls(
             name=path.relative_to(PRESETS_DIR).with_suffix("").as_posix(),
             path=path,
-            method=cfg.method,
-            model=cfg.model.name or "random init",
-            summary=about.summary,
-            paper=about.paper or "",
-            hardware=about.hardware,
-            run_on_gpu=about.run_on_gpu,
-            data=cfg.data_sets(),
+            method=tree["method"],
+            model=str(tree["model"].get("name") or "random init"),
+            summary=about.get("summary", ""),
+            paper=about.get("paper") or "",
+            hardware=about.get("hardware", "cpu"),
+            run_on_gpu=bool(about.get("run_on_gpu", False)),
+            data=data_sets(expand_data_paths(tree, root), root, reads_sts),
         )
 
 

@@ -239,16 +239,10 @@ class TrainConfig(_Section):
     def data_sets(self) -> tuple[str, ...]:
         """The data sets (:mod:`sentlab.data.sources`) the config reads, in order: those of its
         ``$SENTLAB_DATA/`` paths, and ``sts`` when it selects on STS-B dev or ends with the STS evaluation."""
-        from sentlab.data.sources import source_of
+        from sentlab.data.sources import data_sets
 
-        root = data_dir(self.data.data_dir)
-        names = []
-        for path in self._data_paths:
-            source = source_of(path.relative_to(root))
-            names.append(source.name if source else str(path.relative_to(root)))
-        if self.eval.dev_task == "STS-B" or "sts" in self.eval.final_tasks:
-            names.append("sts")  # STS-B dev selection, the final STS evaluation
-        return tuple(dict.fromkeys(names))
+        reads_sts = self.eval.dev_task == "STS-B" or "sts" in self.eval.final_tasks
+        return data_sets(self._data_paths, data_dir(self.data.data_dir), reads_sts)
 
     def require_data(self) -> None:
         """Every file the config names under the data folder exists; otherwise a one-line error that

@@ -290,3 +290,17 @@ def test_installed_wheel_trains_a_preset_by_name_from_an_unrelated_folder(tmp_pa
     assert (elsewhere / "runs/simcse-unsup-minilm-cpu/model/modules.json").is_file()
     config = yaml.safe_load((elsewhere / "runs/simcse-unsup-minilm-cpu/config.yaml").read_text("utf-8"))
     assert config["data"]["train"] == str(data / "wikipedia/wiki_sentences.txt")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["presets", "--all", "show", "rse-minilm-cpu"], "`sentlab presets show NAME` takes neither"),
+        (["data", "download", "sts", "--target", "a", "--data-dir", "b"], "give --target or --data-dir, not both"),
+    ],
+)
+def test_options_that_would_do_nothing_are_refused(argv, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert message in the_error(capsys.readouterr().err)
+    assert not list(tmp_path.iterdir())

@@ -26,6 +26,8 @@ def cmd_data_download(args: argparse.Namespace) -> int:
     from sentlab.paths import data_dir
     from sentlab.training.config import load_config
 
+    if args.target and args.data_dir:
+        raise SentlabError("give --target or --data-dir, not both (--target writes there instead of the data folder)")
     root = data_dir(args.target or args.data_dir)
     names = list(args.names)
     for preset in args.preset:

@@ -28,6 +28,10 @@ def cmd_presets_show(args: argparse.Namespace) -> int:
     from sentlab.errors import ConfigError
     from sentlab.presets import packaged_file
 
+    if args.all or args.hardware:
+        raise ConfigError(
+            "--all and --hardware choose what the listing shows; `sentlab presets show NAME` takes neither"
+        )
     path = packaged_file(args.name)
     if path is None:
         raise ConfigError(f"{args.name}: no preset of that name (`sentlab presets` lists them)")

@@ -161,8 +161,8 @@ class EvalSection(_Section):
     final_tasks: list[Literal["sts"]] = Field(default_factory=lambda: ["sts"])
     compare_start: bool = Field(
         True,
-        description="also score the start model on the final tasks "
-        "(RUN/start_results.json), shown beside the trained model's",
+        description="with the final STS evaluation: also score the start model (a named model or the "
+        "run's random initialisation) on it (RUN/start_results.json), shown beside the trained model's",
     )
 
     @field_validator("dev_task")

@@ -398,7 +398,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
                 report.settings["evaluation_precision"] = "fp32"
                 report.write(results_path)
                 say(f"results written to {results_path}")
-            if cfg.eval.compare_start and cfg.model.name:
+            if cfg.eval.compare_start:
                 evaluate_start_model(cfg, paths, method, final.device)
     return paths
 
@@ -412,11 +412,11 @@ def evaluate_start_model(cfg: TrainConfig, paths: RunPaths, method: Method, devi
     from sentlab.evaluation import CosineScorer, evaluate_sts
     from sentlab.evaluation.scoring import EmbeddingCache
 
-    say(f"final evaluation of the start model {cfg.model.name} (STS), for comparison")
+    say(f"final evaluation of the start model {cfg.model.label} (STS), for comparison")
     start = method.start_encoder().to(device).eval()
     start.max_seq_length = cfg.model.max_seq_length
     cache = EmbeddingCache(start, store=EmbeddingStore.default())
-    report = evaluate_sts(CosineScorer(cache, name=f"start model ({cfg.model.name})"), cfg.data.data_dir)
+    report = evaluate_sts(CosineScorer(cache, name=f"start model ({cfg.model.label})"), cfg.data.data_dir)
     report.settings["evaluation_precision"] = "fp32"
     report.write(paths.start_results)
 

@@ -104,3 +104,10 @@ def test_load_scores_a_rankencoder_folder_with_eq7(trained, tmp_path):
     assert loaded.similarity(*pair)[0] == pytest.approx(float(expected), abs=1e-6)
     plain = sentlab.load(run.model_path).similarity(*pair)[0]
     assert loaded.similarity(*pair)[0] != pytest.approx(plain, abs=1e-6)  # Eq. 7 is not the cosine
+
+
+def test_evaluate_refuses_an_unknown_family_before_loading_the_model(tmp_path):
+    with pytest.raises(sentlab.SentlabError, match="unknown task family 'stss'"):
+        sentlab.evaluate(tmp_path / "no-model-here", tasks=["sts", "stss"])
+    with pytest.raises(sentlab.SentlabError, match="unknown task family 'stss'"):
+        sentlab.evaluate(tmp_path / "no-model-here", tasks="stss")

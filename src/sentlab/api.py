@@ -129,7 +129,7 @@ def load(path: str | Path, device: str | None = None, batch_size: int = 128) -> 
 
 def evaluate(
     model: str | Path | SentenceTransformer | LoadedModel,
-    tasks: Sequence[str] | None = None,
+    tasks: str | Sequence[str] | None = None,
     task_cards: Sequence[str | Path] = (),
     data_dir: str | Path | None = None,
     batch_size: int = 128,
@@ -138,32 +138,26 @@ def evaluate(
     """Score a model on task families (``sts``, ``ranking``, ``transfer``, ``useb``, ``evalrank``) and
     your task cards; families without data are skipped and listed in ``report.summary["skipped"]``.
 
-    ``tasks`` defaults to ``["sts"]``, or to none when task cards are given. A path is loaded with
+    ``tasks`` (a list, or a comma-separated string; ``all`` for every family) defaults to ``["sts"]``,
+    or to none when task cards are given. A path is loaded with
     :func:`load` (so a RankEncoder or RSE folder is scored as it should be); a ``SentenceTransformer``
     is scored by cosine.
     """
     from sentlab.evaluation.features import feature_function
     from sentlab.evaluation.scoring import CosineScorer, EmbeddingCache
-    from sentlab.evaluation.suite import SuiteInputs, run_families
-    from sentlab.evaluation.task_cards import load_task_card, score_task_card
+    from sentlab.evaluation.suite import SuiteInputs, run_suite, suite_plan
 
+    spec = tasks if tasks is None or isinstance(tasks, str) else ",".join(tasks)
+    families, cards = suite_plan(spec, task_cards)  # a bad family name or card fails before the model loads
     if isinstance(model, SentenceTransformer):
         cache = EmbeddingCache(model)
         model = LoadedModel(model, CosineScorer(cache, batch_size=batch_size, name="model"), "plain", "model")
     elif not isinstance(model, LoadedModel):
         model = load(model, batch_size=batch_size)
-    cards = [load_task_card(path) for path in task_cards]
-    families = list(tasks) if tasks is not None else ([] if cards else ["sts"])
-    encoder, scorer = model.encoder, model.scorer
-    features = feature_function("sentence", encoder, batch_size=batch_size)
-    report = EvalReport(model=getattr(scorer, "name", model.path))
-    if families:
-        inputs = SuiteInputs(scorer, features, data_dir, device=encoder.device, items=items)
-        report = run_families(families, inputs, report)
-    for card in cards:
-        report.tasks[card.name] = score_task_card(scorer, card, device=encoder.device)
-        report.settings.setdefault("task_cards", {})[card.name] = str(card.folder)
-    report.settings.update({"tasks": families, "data_dir": str(data_dir or ""), "scorer": model.kind})
+    features = feature_function("sentence", model.encoder, batch_size=batch_size)
+    inputs = SuiteInputs(model.scorer, features, data_dir, device=model.encoder.device, items=items)
+    report = run_suite(inputs, families, cards)
+    report.settings["scorer"] = model.kind
     return report
 
 

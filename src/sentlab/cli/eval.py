@@ -13,17 +13,13 @@ from sentlab.cli.common import (
     rank_args,
     relation_args,
 )
-from sentlab.progress import say
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from sentlab.evaluation import EvalReport
     from sentlab.evaluation.features import feature_function
-    from sentlab.evaluation.suite import SuiteInputs, parse_families, run_families
-    from sentlab.evaluation.task_cards import load_task_card, score_task_card
+    from sentlab.evaluation.suite import SuiteInputs, run_suite, suite_plan
 
-    cards = [load_task_card(path) for path in args.task_card]
-    families = parse_families(args.tasks) if args.tasks is not None else [] if cards else ["sts"]
+    families, cards = suite_plan(args.tasks, args.task_card)
     encoder, cache, scorer = build_scorer(args, args.model)
     features = feature_function(
         args.features,
@@ -41,21 +37,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         device=encoder.device,
         items=args.items,
     )
-    report = EvalReport(model=scorer.name)
-    if families:
-        report = run_families(families, inputs, report)
-    for card in cards:
-        say(f"[task card] {card.name} ({card.kind})")
-        report.tasks[card.name] = score_task_card(scorer, card, device=encoder.device)
-        report.settings.setdefault("task_cards", {})[card.name] = str(card.folder)
+    report = run_suite(inputs, families, cards)
     report.settings.update(
         {
             "pooler": args.pooler,
             "max_seq_length": encoder.max_seq_length,
             "backend": args.backend,
             "precision": args.precision,
-            "data_dir": str(args.data_dir or ""),
-            "tasks": families,
         }
     )
     if "transfer" in families:

@@ -143,3 +143,29 @@ def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalRepor
             "set --data-dir or $SENTLAB_DATA (`sentlab data list` shows what is there and how to get the rest)"
         )
     return report
+
+
+def suite_plan(tasks: str | None, card_paths: Sequence[str | Path]) -> tuple[list[str], list]:
+    """(families, task cards) of ``sentlab eval`` / ``sentlab.evaluate``, read before any model is
+    loaded, so a bad name or card fails at once: ``tasks`` is comma-separated or ``all``; by default
+    ``sts``, or no family when task cards are given."""
+    from sentlab.evaluation.task_cards import load_task_card
+
+    cards = [load_task_card(path) for path in card_paths]
+    return (parse_families(tasks) if tasks is not None else [] if cards else ["sts"]), cards
+
+
+def run_suite(inputs: SuiteInputs, families: Sequence[str], cards: Sequence) -> EvalReport:
+    """The families (those without data skipped and listed) and the task cards, all scored by
+    ``inputs.scorer``."""
+    from sentlab.evaluation.task_cards import score_task_card
+
+    report = EvalReport(model=getattr(inputs.scorer, "name", "model"))
+    if families:
+        report = run_families(families, inputs, report)
+    for card in cards:
+        say(f"[task card] {card.name} ({card.kind})")
+        report.tasks[card.name] = score_task_card(inputs.scorer, card, device=inputs.device)
+        report.settings.setdefault("task_cards", {})[card.name] = str(card.folder)
+    report.settings.update({"tasks": list(families), "data_dir": str(inputs.data_dir or "")})
+    return report

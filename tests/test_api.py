@@ -111,3 +111,24 @@ def test_evaluate_refuses_an_unknown_family_before_loading_the_model(tmp_path):
         sentlab.evaluate(tmp_path / "no-model-here", tasks=["sts", "stss"])
     with pytest.raises(sentlab.SentlabError, match="unknown task family 'stss'"):
         sentlab.evaluate(tmp_path / "no-model-here", tasks="stss")
+
+
+def test_load_and_evaluate_pin_float32_math(trained, tmp_path):
+    """fp32 means IEEE fp32: a process whose oneDNN / CUDA switches were set to bf16 / TF32 gets them
+    back to IEEE from sentlab.load and sentlab.evaluate, as from sentlab eval."""
+    import torch
+
+    run, corpus, _ = trained
+    card = write_scored_pairs_card(tmp_path, corpus, "card")
+    backends = torch.backends
+    saved = (backends.cuda.matmul.fp32_precision, backends.mkldnn.matmul.fp32_precision)
+    try:
+        for call in (
+            lambda: sentlab.load(run.model_path),
+            lambda: sentlab.evaluate(SentenceTransformer(str(run.model_path), device="cpu"), task_cards=[card]),
+        ):
+            backends.cuda.matmul.fp32_precision, backends.mkldnn.matmul.fp32_precision = "tf32", "bf16"
+            call()
+            assert backends.cuda.matmul.fp32_precision == backends.mkldnn.matmul.fp32_precision == "ieee"
+    finally:
+        backends.cuda.matmul.fp32_precision, backends.mkldnn.matmul.fp32_precision = saved

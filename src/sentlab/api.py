@@ -101,13 +101,17 @@ class LoadedModel:
 
 def load(path: str | Path, device: str | None = None, batch_size: int = 128) -> LoadedModel:
     """Load a model folder (or alias / hub name) with the right scorer: RankEncoder's Eq. 7 for a
-    RankEncoder folder, RSE's relational score for an RSE folder, the cosine otherwise."""
+    RankEncoder folder, RSE's relational score for an RSE folder, the cosine otherwise. float32 math
+    is pinned to IEEE float32, as ``sentlab eval`` does (no TF32 on GPUs, no bf16 on CPUs with AMX /
+    AVX-512 BF16)."""
     from sentlab.encoders import load_encoder
+    from sentlab.encoders.backends import pin_float32_math
     from sentlab.evaluation.relational import RelationalScorer, RelationTable
     from sentlab.evaluation.scoring import CosineScorer, EmbeddingCache
     from sentlab.rank.model import RankEncoder, RankScorer
 
     name = str(path)
+    pin_float32_math()
     encoder = load_encoder(name, device=device)
     cache = EmbeddingCache(encoder)
     if RankEncoder.is_rankencoder(name):
@@ -150,6 +154,9 @@ def evaluate(
     spec = tasks if tasks is None or isinstance(tasks, str) else ",".join(tasks)
     families, cards = suite_plan(spec, task_cards)  # a bad family name or card fails before the model loads
     if isinstance(model, SentenceTransformer):
+        from sentlab.encoders.backends import pin_float32_math
+
+        pin_float32_math()  # as load() and sentlab eval: fp32 is IEEE float32 on every device
         cache = EmbeddingCache(model)
         model = LoadedModel(model, CosineScorer(cache, batch_size=batch_size, name="model"), "plain", "model")
     elif not isinstance(model, LoadedModel):

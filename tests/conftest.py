@@ -6,9 +6,36 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
+
+from sentlab.devices import training_device
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# The one place tests take their device from: the device sentlab trains on here (a GPU where there is
+# one, as the trainer and SentenceTransformer(...) choose it; CUDA_VISIBLE_DEVICES="" gives the CPU).
+DEVICE = training_device()
+
+
+@pytest.fixture(scope="session")
+def device() -> torch.device:
+    return DEVICE
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """The environment for a test's child process (``python -m sentlab``, torchrun): this one's, with the
+    checkout first on PYTHONPATH (for ``tests.*``) and whatever PYTHONPATH already holds kept after it,
+    so a sentlab found through PYTHONPATH rather than installed is found there too."""
+    root = str(Path(__file__).resolve().parents[1])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+def features_of(model, texts: list[str]) -> dict[str, torch.Tensor]:
+    """``model``'s tokenised input for ``texts``, on the model's device (as the trainer hands it to a loss)."""
+    return {k: v.to(model.device) if isinstance(v, torch.Tensor) else v for k, v in model.preprocess(texts).items()}
+
 
 WORDS = (
     "a the man woman dog cat is are plays playing runs running eats eating food ball park guitar "

@@ -26,6 +26,7 @@ from torch import nn
 from sentlab.encoders.backends import pin_float32_math
 from sentlab.precision import Precision, networks_in_half_precision
 from sentlab.training.config import TrainConfig, load_config
+from tests.conftest import DEVICE, features_of
 from tests.tiny_presets import CONFIGS, sentences
 
 BATCH = 8
@@ -67,11 +68,11 @@ def tiny_encoder(backbone: Path, pooler: str = "mean") -> SentenceTransformer:
     puts an in-batch loss at log(batch) with a gradient near 0 that rounding noise swamps."""
     from sentlab.encoders.loading import build_encoder
 
-    return build_encoder(str(backbone), pooler)
+    return build_encoder(str(backbone), pooler, device=str(DEVICE))
 
 
 def features(model: SentenceTransformer, texts: list[str]) -> dict[str, torch.Tensor]:
-    return dict(model.preprocess(texts))
+    return features_of(model, texts)
 
 
 def columns_of(model: SentenceTransformer, count: int) -> list[dict[str, torch.Tensor]]:
@@ -106,7 +107,7 @@ def _rankencoder(cfg: TrainConfig, backbone: Path) -> Built:
         tau_upper=r.tau_upper,
         combine="weighted_sum",
     )  # both terms reach the gradient
-    return loss, columns_of(model, 1), torch.arange(BATCH)
+    return loss, columns_of(model, 1), torch.arange(BATCH, device=DEVICE)
 
 
 def _rankcse(cfg: TrainConfig, backbone: Path) -> Built:
@@ -125,7 +126,7 @@ def _rankcse(cfg: TrainConfig, backbone: Path) -> Built:
         tau_student=r.tau_student,
         tau_teacher=r.tau_teacher,
     )
-    return loss, columns_of(model, 1), torch.arange(BATCH)
+    return loss, columns_of(model, 1), torch.arange(BATCH, device=DEVICE)
 
 
 def _tsdae(cfg: TrainConfig, backbone: Path) -> Built:
@@ -143,7 +144,7 @@ def _ct(cfg: TrainConfig, backbone: Path) -> Built:
     model = tiny_encoder(backbone)
     a = sentences(BATCH, seed=3)
     b = [a[0], *sentences(BATCH - 1, seed=4)]  # one identical pair, the rest different
-    labels = torch.tensor([1.0] + [0.0] * (BATCH - 1))
+    labels = torch.tensor([1.0] + [0.0] * (BATCH - 1), device=DEVICE)
     return ContrastiveTensionLoss(model), [features(model, a), features(model, b)], labels
 
 
@@ -161,7 +162,7 @@ def _bertflow(cfg: TrainConfig, backbone: Path) -> Built:
     model = tiny_encoder(backbone)
     for param in model.parameters():
         param.requires_grad_(False)  # BERT-flow's encoder is frozen
-    model.append(GlowFlow(model.get_embedding_dimension(), cfg.flow.steps, cfg.flow.hidden_channels, seed=0))
+    model.append(GlowFlow(model.get_embedding_dimension(), cfg.flow.steps, cfg.flow.hidden_channels, seed=0).to(DEVICE))
     return FlowNLLLoss(model), columns_of(model, 1), None
 
 
@@ -174,7 +175,7 @@ def _rse(cached: bool, cfg: TrainConfig, backbone: Path) -> Built:
         if cached
         else RSELoss(model, relations, temperature=cfg.loss.temperature)
     )
-    return loss, columns_of(model, 3), torch.tensor([i % 2 for i in range(BATCH)])
+    return loss, columns_of(model, 3), torch.tensor([i % 2 for i in range(BATCH)], device=DEVICE)
 
 
 def _supervised(kind: str, cfg: TrainConfig, backbone: Path) -> Built:
@@ -186,7 +187,7 @@ def _supervised(kind: str, cfg: TrainConfig, backbone: Path) -> Built:
     loss = (
         losses.CoSENTLoss(model, scale=cfg.supervised.scale) if kind == "cosent" else losses.CosineSimilarityLoss(model)
     )
-    return loss, columns_of(model, 2), torch.linspace(0, 1, BATCH)
+    return loss, columns_of(model, 2), torch.linspace(0, 1, BATCH, device=DEVICE)
 
 
 def cases() -> list[LossCase]:
@@ -240,15 +241,15 @@ def compare(case: LossCase, backbone: Path, dtype: str, mode: str = "engine") ->
     the trainer's does (a GradScaler starting at 2^16 skips a step with inf / NaN gradients and halves
     its scale): the steps skipped before one goes through are counted, then one more step on the same
     inputs must not be skipped."""
-    pin_float32_math()  # the reference is IEEE float32 on every CPU
+    pin_float32_math()  # the reference is IEEE float32 on every device (no TF32)
     loss, columns, labels = case.build(case.config, backbone)
     start = copy.deepcopy(loss.state_dict())
     params = [p for p in loss.parameters() if p.requires_grad]
     value32 = _loss_and_gradients(loss, columns, labels, contextlib.nullcontext())
     grads32 = _gradient(params)
 
-    precision = Precision(dtype, "cpu")
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16) if dtype == "fp16" else None
+    precision = Precision(dtype, DEVICE.type)
+    scaler = torch.amp.GradScaler(DEVICE.type, init_scale=2.0**16) if dtype == "fp16" else None
     optimizer = torch.optim.AdamW(params, lr=case.config.train.learning_rate)
 
     def half_step() -> tuple[torch.Tensor, torch.Tensor, bool]:
@@ -257,7 +258,7 @@ def compare(case: LossCase, backbone: Path, dtype: str, mode: str = "engine") ->
         context = (
             networks_in_half_precision(loss, precision)
             if mode == "engine"
-            else torch.autocast("cpu", dtype=precision.dtype)
+            else torch.autocast(DEVICE.type, dtype=precision.dtype)
         )
         value = _loss_and_gradients(loss, columns, labels, context, scaler)
         if scaler is None:

@@ -10,7 +10,7 @@ from sentence_transformers import SentenceTransformer
 
 import sentlab
 from sentlab.evaluation.results import EvalReport
-from tests.conftest import WORDS, tiny_config, write_scored_pairs_card
+from tests.conftest import DEVICE, WORDS, tiny_config, write_scored_pairs_card
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +32,7 @@ def test_train_applies_section_overrides_and_saves_a_plain_model(trained):
     run, _, _ = trained
     assert run.config.train.max_steps == 2 and run.config.train.seed == 3 and run.config.model.pooler == "mean"
     assert run.results is None and (run.model_path / "modules.json").is_file()
-    SentenceTransformer(str(run.model_path), device="cpu")
+    SentenceTransformer(str(run.model_path), device=str(DEVICE))
 
 
 def test_load_picks_the_scorer_the_folder_calls_for(trained, tmp_path):
@@ -62,7 +62,7 @@ def test_evaluate_scores_task_cards_and_returns_the_typed_report(trained, tmp_pa
     report = sentlab.evaluate(run.model_path, task_cards=[card])
     assert isinstance(report, EvalReport) and list(report.tasks) == ["my-task"]
     assert report.tasks["my-task"].n == 30 and -100 <= report.tasks["my-task"].main <= 100
-    same = sentlab.evaluate(SentenceTransformer(str(run.model_path), device="cpu"), task_cards=[card])
+    same = sentlab.evaluate(SentenceTransformer(str(run.model_path), device=str(DEVICE)), task_cards=[card])
     assert same.tasks["my-task"].main == pytest.approx(report.tasks["my-task"].main, abs=1e-6)
 
 
@@ -92,7 +92,7 @@ def test_load_scores_a_rankencoder_folder_with_eq7(trained, tmp_path):
     from sentlab.rank.model import RankEncoder
 
     run, corpus, _ = trained
-    encoder = SentenceTransformer(str(run.model_path), device="cpu")
+    encoder = SentenceTransformer(str(run.model_path), device=str(DEVICE))
     index = CorpusIndex.build(encoder, corpus.read_text().splitlines()[:40], "tiny")
     folder = RankEncoder(encoder, index, 0.5).save(tmp_path / "rank")
     loaded = sentlab.load(folder)
@@ -125,7 +125,7 @@ def test_load_and_evaluate_pin_float32_math(trained, tmp_path):
     try:
         for call in (
             lambda: sentlab.load(run.model_path),
-            lambda: sentlab.evaluate(SentenceTransformer(str(run.model_path), device="cpu"), task_cards=[card]),
+            lambda: sentlab.evaluate(SentenceTransformer(str(run.model_path), device=str(DEVICE)), task_cards=[card]),
         ):
             backends.cuda.matmul.fp32_precision, backends.mkldnn.matmul.fp32_precision = "tf32", "bf16"
             call()

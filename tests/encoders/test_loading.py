@@ -8,6 +8,7 @@ from sentlab.encoders import build_encoder, load_encoder
 from sentlab.encoders.heads import SimCSEMLPHead
 from sentlab.encoders.loading import dropout_config_kwargs
 from sentlab.errors import ModelLoadError
+from tests.conftest import DEVICE, features_of
 
 SENTENCES = ["a man plays the guitar", "the dog runs in the park with a red ball", "a girl reads"]
 
@@ -49,7 +50,7 @@ def test_simcse_head_is_applied_in_training_mode_only(tiny_backbone):
     model.append(SimCSEMLPHead(model.get_embedding_dimension()))
     np.testing.assert_allclose(model.encode(SENTENCES), plain, atol=1e-6)  # encode() runs in eval mode
     model.train()
-    features = model.preprocess(SENTENCES)
+    features = features_of(model, SENTENCES)
     torch.manual_seed(0)
     trained_view = model(features)["sentence_embedding"]
     assert trained_view.abs().max() <= 1.0  # tanh output
@@ -83,10 +84,10 @@ def test_keep_first_layers_gives_a_loadable_smaller_encoder(tiny_backbone, tmp_p
     from sentlab.errors import ModelLoadError
     from tests.conftest import make_tiny_backbone
 
-    deep = build_encoder(str(make_tiny_backbone(tmp_path / "deep", layers=3, dropout=0.0)), "mean", device="cpu")
+    deep = build_encoder(str(make_tiny_backbone(tmp_path / "deep", layers=3, dropout=0.0)), "mean", device=str(DEVICE))
     probe = ["a man plays the guitar"]
     # the output of the first layer, computed directly, is what a 1-layer cut encodes
-    tokens = deep.preprocess(probe)
+    tokens = features_of(deep, probe)
     hidden = (
         deep[0]
         .auto_model(**{k: v for k, v in tokens.items() if k != "token_type_ids"}, output_hidden_states=True)
@@ -96,7 +97,7 @@ def test_keep_first_layers_gives_a_loadable_smaller_encoder(tiny_backbone, tmp_p
     student = keep_first_layers(deep, 1)
     np.testing.assert_allclose(student.encode(probe), expected.detach().numpy(), rtol=1e-5, atol=1e-6)
     student.save(str(tmp_path / "student"))
-    reloaded = SentenceTransformer(str(tmp_path / "student"), device="cpu")
+    reloaded = SentenceTransformer(str(tmp_path / "student"), device=str(DEVICE))
     assert reloaded[0].auto_model.config.num_hidden_layers == 1
     np.testing.assert_array_equal(reloaded.encode(probe), student.encode(probe))
     with pytest.raises(ModelLoadError, match="num_layers must be in 1..1"):
@@ -105,7 +106,7 @@ def test_keep_first_layers_gives_a_loadable_smaller_encoder(tiny_backbone, tmp_p
 
 def two_training_views(model: SentenceTransformer) -> tuple[torch.Tensor, torch.Tensor]:
     model.train()
-    features = model.preprocess(SENTENCES)
+    features = features_of(model, SENTENCES)
     with torch.no_grad():
         return model(dict(features))["sentence_embedding"], model(dict(features))["sentence_embedding"]
 

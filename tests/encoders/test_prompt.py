@@ -3,6 +3,7 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from sentlab.encoders import build_encoder, load_encoder
+from tests.conftest import features_of
 
 
 def test_prompt_pooler_is_the_mask_state_of_the_filled_template(tiny_backbone, tmp_path):
@@ -21,7 +22,7 @@ def test_prompt_pooler_is_the_mask_state_of_the_filled_template(tiny_backbone, t
 def test_long_sentences_are_cut_so_the_mask_survives(tiny_backbone):
     model = build_encoder(str(tiny_backbone), "prompt", max_seq_length=12)
     long = " ".join(["dog"] * 50)
-    features = model.preprocess([long, "a cat"])
+    features = features_of(model, [long, "a cat"])
     assert features["input_ids"].shape[1] <= 12
     assert (features["input_ids"] == model.tokenizer.mask_token_id).sum(dim=1).tolist() == [1, 1]
     assert model.encode([long]).shape == (1, 32)

@@ -1,4 +1,4 @@
-"""Every method's loss under fp16 / bf16 autocast on a CPU against fp32 (tests/half_precision_cases.py),
+"""Every method's loss under fp16 / bf16 autocast on the test device against fp32 (tests/half_precision_cases.py),
 and the losses' float32 regions, which must give the float32 result bit for bit under autocast."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 from sentlab.losses.rankcse import js_consistency, listmle_loss, listnet_loss
 from sentlab.losses.rankencoder import rank_regression_loss
 from sentlab.losses.simcse import cosine_matrix, info_nce
-from tests.conftest import make_tiny_backbone
+from tests.conftest import DEVICE, make_tiny_backbone
 from tests.half_precision_cases import cases, compare, tolerances
 
 MAX_CALIBRATION_SKIPS = 4  # dynamic loss scaling halves its 2^16 start until the gradients fit in fp16
@@ -40,9 +40,9 @@ def test_loss_and_gradients_in_half_precision_equal_fp32_within_the_derived_tole
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_the_losses_float32_regions_are_exact_under_autocast(dtype):
     rng = torch.Generator().manual_seed(0)
-    a, b, c = (torch.randn(8, 16, generator=rng) for _ in range(3))
-    teacher = torch.randn(8, 8, generator=rng)
-    targets = torch.rand(8, 8, generator=rng)
+    a, b, c = (torch.randn(8, 16, generator=rng).to(DEVICE) for _ in range(3))
+    teacher = torch.randn(8, 8, generator=rng).to(DEVICE)
+    targets = torch.rand(8, 8, generator=rng).to(DEVICE)
     computations = {
         "cosine_matrix": lambda: cosine_matrix(a, b),
         "info_nce": lambda: info_nce(a, b, c, temperature=0.05, gather=False),
@@ -53,11 +53,11 @@ def test_the_losses_float32_regions_are_exact_under_autocast(dtype):
     }
     for name, compute in computations.items():
         expected = compute()
-        with torch.autocast("cpu", dtype=dtype):
+        with torch.autocast(DEVICE.type, dtype=dtype):
             got = compute()
         assert got.dtype == torch.float32, name
-        np.testing.assert_array_equal(got.numpy(), expected.numpy(), err_msg=name)
-    with torch.autocast("cpu", dtype=dtype):  # without the region, autocast rounds the same product
+        np.testing.assert_array_equal(got.cpu().numpy(), expected.cpu().numpy(), err_msg=name)
+    with torch.autocast(DEVICE.type, dtype=dtype):  # without the region, autocast rounds the same product
         rounded = a @ b.T
     assert rounded.dtype == dtype
 
@@ -65,9 +65,9 @@ def test_the_losses_float32_regions_are_exact_under_autocast(dtype):
 def test_the_flow_stays_float32_under_autocast():
     from sentlab.encoders.flow import GlowFlow
 
-    flow = GlowFlow(16, steps=2, hidden_channels=8, seed=0).train()
-    u = torch.randn(4, 16, generator=torch.Generator().manual_seed(0))
+    flow = GlowFlow(16, steps=2, hidden_channels=8, seed=0).to(DEVICE).train()
+    u = torch.randn(4, 16, generator=torch.Generator().manual_seed(0)).to(DEVICE)
     expected = flow({"sentence_embedding": u.clone()})["flow_log_likelihood"]
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast(DEVICE.type, dtype=torch.bfloat16):
         got = flow({"sentence_embedding": u.clone()})["flow_log_likelihood"]
-    np.testing.assert_array_equal(got.detach().numpy(), expected.detach().numpy())
+    np.testing.assert_array_equal(got.detach().cpu().numpy(), expected.detach().cpu().numpy())

@@ -3,7 +3,6 @@ from a local hub cache made here); only a checkpoint without a head starts one a
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import make_tiny_backbone
+from tests.conftest import make_tiny_backbone, subprocess_env
 
 ROOT = Path(__file__).resolve().parents[2]
 HUB_NAME = "sentlab-test/tiny-mlm"
@@ -35,8 +34,8 @@ def make_masked_lm(folder: Path) -> dict[str, torch.Tensor]:
 
 def head_of(loss_head) -> dict[str, torch.Tensor]:
     return {
-        "bias": loss_head.cls.predictions.bias.detach(),
-        "transform": loss_head.cls.predictions.transform.dense.weight.detach(),
+        "bias": loss_head.cls.predictions.bias.detach().cpu(),
+        "transform": loss_head.cls.predictions.transform.dense.weight.detach().cpu(),
     }
 
 
@@ -71,8 +70,8 @@ from sentlab.methods.mlm import MLMLoss
 model = load_encoder({HUB_NAME!r}, pooler="mean")
 expected = torch.load(sys.argv[1])
 for head in (MLMLoss(model).head, TSDAELoss(model).decoder):
-    torch.testing.assert_close(head.cls.predictions.bias.detach(), expected["bias"], rtol=0, atol=0)
-    torch.testing.assert_close(head.cls.predictions.transform.dense.weight.detach(), expected["transform"],
+    torch.testing.assert_close(head.cls.predictions.bias.detach().cpu(), expected["bias"], rtol=0, atol=0)
+    torch.testing.assert_close(head.cls.predictions.transform.dense.weight.detach().cpu(), expected["transform"],
                                rtol=0, atol=0)
 try:
     load_encoder("sentlab-test/not-cached", pooler="mean")
@@ -91,7 +90,7 @@ def test_a_hub_name_loads_offline_from_the_hub_cache_with_its_head(tmp_path):
     (snapshot.parents[1] / "refs").mkdir()
     (snapshot.parents[1] / "refs" / "main").write_text("0123abcd", encoding="utf-8")
     torch.save(expected, tmp_path / "expected.pt")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "hub"), "PYTHONPATH": str(ROOT)}
+    env = subprocess_env(HF_HUB_OFFLINE="1", HF_HUB_CACHE=str(tmp_path / "hub"))
     result = subprocess.run(
         [sys.executable, "-c", OFFLINE_SCRIPT, str(tmp_path / "expected.pt")],
         env=env,

@@ -14,7 +14,7 @@ from sentence_transformers import SentenceTransformer, SentenceTransformerTraine
 from sentence_transformers.sentence_transformer.modules import Pooling, Transformer
 
 from sentlab import losses
-from tests.conftest import WORDS, make_tiny_backbone
+from tests.conftest import DEVICE, WORDS, make_tiny_backbone
 
 SENTENCES = [" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(3 + i % 5)) for i in range(48)]
 
@@ -22,7 +22,7 @@ SENTENCES = [" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(3 + i % 5))
 def sentence_model(folder, seed: int = 0) -> SentenceTransformer:
     transformer = Transformer(str(make_tiny_backbone(folder, seed=seed)), max_seq_length=24)
     return SentenceTransformer(
-        modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean")], device="cpu"
+        modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean")], device=str(DEVICE)
     )
 
 

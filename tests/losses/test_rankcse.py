@@ -12,6 +12,7 @@ import torch
 from sentlab.encoders.loading import build_encoder
 from sentlab.losses.rankcse import RankCSELoss, js_consistency, listmle_loss, listnet_loss
 from sentlab.losses.simcse import SimCSELoss
+from tests.conftest import DEVICE, features_of
 from tests.losses.test_simcse import naive_info_nce
 
 
@@ -83,7 +84,7 @@ def test_terms_match_naive_versions():
 @pytest.mark.parametrize("distillation", ["listnet", "listmle"])
 @pytest.mark.parametrize("use_infonce,beta,gamma", [(True, 1.0, 1.0), (False, 0.0, 1.0), (True, 0.5, 0.0)])
 def test_eq6_matches_the_sum_of_naive_terms(tiny_backbone_no_dropout, distillation, use_infonce, beta, gamma):
-    model = build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean", device=str(DEVICE))
     rng = np.random.default_rng(0)
     teachers = [rng.standard_normal((5, 6)).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32)]
     loss = RankCSELoss(
@@ -98,12 +99,12 @@ def test_eq6_matches_the_sum_of_naive_terms(tiny_backbone_no_dropout, distillati
         use_infonce=use_infonce,
     )
     sentences = ["a man plays the guitar", "a dog runs", "the child reads a book", "a cat sits", "the sky"]
-    labels = torch.tensor([2, 0, 4, 1, 3])
-    value = loss([model.preprocess(sentences)], labels)
+    labels = torch.tensor([2, 0, 4, 1, 3], device=DEVICE)
+    value = loss([features_of(model, sentences)], labels)
     with torch.no_grad():
-        z = torch.nn.functional.normalize(model(model.preprocess(sentences))["sentence_embedding"], dim=-1)
+        z = torch.nn.functional.normalize(model(features_of(model, sentences))["sentence_embedding"], dim=-1)
     s = (z @ z.T).tolist()  # no dropout: both views equal
-    tn = [t[labels.numpy()] / np.linalg.norm(t[labels.numpy()], axis=1, keepdims=True) for t in teachers]
+    tn = [t[labels.cpu().numpy()] / np.linalg.norm(t[labels.cpu().numpy()], axis=1, keepdims=True) for t in teachers]
     teacher = (1 / 3 * tn[0] @ tn[0].T + 2 / 3 * tn[1] @ tn[1].T).tolist()
     expected = naive_info_nce(z, z, tau=0.05) if use_infonce else 0.0
     expected += beta * naive_js(s, [list(r) for r in zip(*s)], 0.05)

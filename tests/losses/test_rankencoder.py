@@ -12,6 +12,7 @@ from scipy.stats import spearmanr
 from sentlab.encoders.loading import build_encoder
 from sentlab.losses.rankencoder import RankEncoderLoss, rank_regression_loss
 from sentlab.losses.simcse import SimCSELoss
+from tests.conftest import DEVICE, features_of
 from tests.losses.test_simcse import naive_info_nce
 
 
@@ -44,7 +45,7 @@ def naive_rank_loss(e1_train, e1_corpus, view1, view2, lam, lower, upper, combin
 
 @pytest.mark.parametrize("combine,lam", [("hinge", 0.05), ("hinge", 100.0), ("weighted_sum", 0.05)])
 def test_loss_matches_naive_version(tiny_backbone_no_dropout, combine, lam):
-    model = build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean", device=str(DEVICE))
     rng = np.random.default_rng(0)
     e1_train = rng.standard_normal((5, 8)).astype(np.float32)
     e1_corpus = rng.standard_normal((40, 8)).astype(np.float32)
@@ -59,12 +60,12 @@ def test_loss_matches_naive_version(tiny_backbone_no_dropout, combine, lam):
         combine=combine,
     )
     sentences = ["a man plays the guitar", "a dog runs", "the child reads a book", "a cat sits", "the sky"]
-    features = model.preprocess(sentences)
-    labels = torch.tensor([3, 0, 4, 1, 2])  # each sentence's row in e1_train
+    features = features_of(model, sentences)
+    labels = torch.tensor([3, 0, 4, 1, 2], device=DEVICE)  # each sentence's row in e1_train
     value = loss([features], labels)
     with torch.no_grad():
-        view = model(model.preprocess(sentences))["sentence_embedding"]  # no dropout: both views equal
-    expected = naive_rank_loss(e1_train[labels.numpy()], e1_corpus, view, view, lam, -0.2, 0.9, combine)
+        view = model(features_of(model, sentences))["sentence_embedding"]  # no dropout: both views equal
+    expected = naive_rank_loss(e1_train[labels.cpu().numpy()], e1_corpus, view, view, lam, -0.2, 0.9, combine)
     assert value.item() == pytest.approx(expected, rel=1e-4)
     assert set(loss.last_components) == {"l_cl", "l_r"}
     value.backward()  # gradients reach E2
@@ -72,7 +73,7 @@ def test_loss_matches_naive_version(tiny_backbone_no_dropout, combine, lam):
 
 
 def test_loss_without_labels_is_an_error(tiny_backbone_no_dropout):
-    model = build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean", device=str(DEVICE))
     loss = RankEncoderLoss(SimCSELoss(model), np.eye(2, dtype=np.float32), np.eye(2, dtype=np.float32))
     with pytest.raises(ValueError, match="label"):
-        loss([model.preprocess(["a dog"])])
+        loss([features_of(model, ["a dog"])])

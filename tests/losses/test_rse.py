@@ -5,6 +5,7 @@ import torch
 from sentlab.data.relations import Triple, triples_dataset
 from sentlab.encoders import build_encoder
 from sentlab.losses.rse import RSELoss
+from tests.conftest import DEVICE, features_of
 
 
 def naive_eq2(heads, relation_vectors, relation_ids, tails, negatives, tau):
@@ -33,11 +34,11 @@ def test_rse_loss_matches_eq2_by_hand(tiny_backbone_no_dropout):
         ["a man plays music", "a dog runs", "the girl reads a book"],
         ["a woman sits", "the cat eats", "a boy swims"],
     )
-    relation_ids = torch.tensor([0, 1, 1])
-    features = [model.preprocess(x) for x in (heads, tails, negatives)]
+    relation_ids = torch.tensor([0, 1, 1], device=DEVICE)
+    features = [features_of(model, x) for x in (heads, tails, negatives)]
     with torch.no_grad():
         value = loss(features, relation_ids)
-        h, t, n = (model(model.preprocess(x))["sentence_embedding"] for x in (heads, tails, negatives))
+        h, t, n = (model(features_of(model, x))["sentence_embedding"] for x in (heads, tails, negatives))
     expected = naive_eq2(h, loss.relation_vectors.detach(), relation_ids.tolist(), t, n, 0.05)
     # one float32 cross-entropy vs float64 loops over the same embeddings: ~1e-6 relative
     assert math.isclose(float(value), expected, rel_tol=1e-5, abs_tol=1e-5)
@@ -88,12 +89,12 @@ def test_cached_loss_gives_the_same_loss_and_gradients_as_the_plain_one(tiny_bac
     heads = ["a man plays", "the dog runs", "a girl reads", "two cats sleep", "a boy swims"]
     tails = ["a man plays music", "a dog runs", "the girl reads a book", "cats are asleep", "a child in water"]
     negatives = ["a woman sits", "the cat eats", "a boy swims", "dogs bark", "a man reads"]
-    labels = torch.tensor([0, 1, 1, 0, 1])
+    labels = torch.tensor([0, 1, 1, 0, 1], device=DEVICE)
     value, encoder, relation = _grads(
-        model, plain, [model.preprocess(x) for x in (heads, tails, negatives)], labels, scale=3.0
+        model, plain, [features_of(model, x) for x in (heads, tails, negatives)], labels, scale=3.0
     )
     value_c, encoder_c, relation_c = _grads(
-        model, cached, [model.preprocess(x) for x in (heads, tails, negatives)], labels, scale=3.0
+        model, cached, [features_of(model, x) for x in (heads, tails, negatives)], labels, scale=3.0
     )
     assert math.isclose(value, value_c, rel_tol=1e-10)
     assert set(encoder) == set(encoder_c)

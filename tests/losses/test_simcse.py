@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from sentlab.losses.simcse import SimCSELoss, info_nce
+from tests.conftest import features_of
 
 
 def naive_info_nce(anchors, positives, negatives=None, tau=0.05, hard_weight=0.0):
@@ -45,7 +46,7 @@ def test_unsupervised_loss_uses_two_dropout_views_in_one_forward(tiny_backbone):
 
     model = build_encoder(str(tiny_backbone), "cls")
     model.train()
-    features = model.preprocess(["a man plays the guitar", "a dog runs in the park", "the sky is blue"])
+    features = features_of(model, ["a man plays the guitar", "a dog runs in the park", "the sky is blue"])
     calls = []
     model[0].register_forward_hook(lambda mod, inp, out: calls.append(out["token_embeddings"].shape[0]))
     loss = SimCSELoss(model, temperature=0.05)([features])
@@ -53,6 +54,6 @@ def test_unsupervised_loss_uses_two_dropout_views_in_one_forward(tiny_backbone):
     assert loss.item() > 0 and torch.isfinite(loss)
     model.eval()  # without dropout the two views are identical: loss equals InfoNCE of identical vectors
     with torch.no_grad():
-        emb = model(model.preprocess(["a man plays the guitar", "a dog runs in the park", "the sky is blue"]))
+        emb = model(features_of(model, ["a man plays the guitar", "a dog runs in the park", "the sky is blue"]))
         expected = info_nce(emb["sentence_embedding"], emb["sentence_embedding"]).item()
         assert SimCSELoss(model)([features]).item() == pytest.approx(expected, rel=1e-5)

@@ -5,13 +5,14 @@ import torch.nn.functional as F
 from sentlab.encoders import build_encoder
 from sentlab.errors import ConfigError
 from sentlab.losses.tsdae import TSDAELoss
+from tests.conftest import features_of
 
 SENTENCES = ["a man plays the guitar", "the dog runs", "a girl reads a red book in the park"]
 NOISY = ["man guitar", "dog", "girl book park"]
 
 
 def features(model, texts):
-    return model.preprocess(texts)
+    return features_of(model, texts)
 
 
 @pytest.fixture

@@ -149,15 +149,19 @@ def test_mlm_masks_only_ordinary_tokens_and_ties_the_head(tiny_backbone):
     loss = MLMLoss(model, probability=0.5)
     encoder = model[0].auto_model
     assert loss.head.get_output_embeddings().weight is encoder.embeddings.word_embeddings.weight
-    ids = model.preprocess(["a man plays the guitar in the park"] * 64)["input_ids"]
+    ids = model.preprocess(["a man plays the guitar in the park"] * 256)["input_ids"].to(model.device)
     torch.manual_seed(0)
-    inputs, targets = loss.masking.torch_mask_tokens(ids.clone())
+    inputs, targets = loss.mask_tokens(ids.clone())
     chosen = targets != -100
     assert not chosen[:, 0].any() and not chosen[:, -1].any()  # [CLS] / [SEP] never chosen
     assert 0.4 < chosen[:, 1:-1].float().mean() < 0.6
     assert (targets[chosen] == ids[chosen]).all()
     masked = inputs[chosen] == model.tokenizer.mask_token_id
     assert 0.7 < masked.float().mean() < 0.9  # 80 % of the chosen become [MASK]
+    kept = inputs[chosen] == ids[chosen]  # 10 % stay, and a random token equals the original ~1/60 of the time
+    assert 0.05 < kept.float().mean() < 0.16
+    assert (inputs[~chosen] == ids[~chosen]).all()  # nothing else changes
+    assert inputs.device == targets.device == ids.device
 
 
 def tiny_flow(dimension=4):

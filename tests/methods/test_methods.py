@@ -155,7 +155,7 @@ def test_supervised_simcse_keeps_its_mlp_as_a_dense_module(tiny_backbone, nli_ta
         dense = plain[2]
         cls = SentenceTransformer(modules=[plain[0], plain[1]]).encode(PROBE, convert_to_tensor=True)
         with torch.no_grad():
-            expected = torch.tanh(dense.linear(cls)).numpy()
+            expected = torch.tanh(dense.linear(cls)).cpu().numpy()
         # the same two float32 operations on the same [CLS] vectors; only the order of the bias
         # addition inside nn.Linear can differ, a few ulps at values below 1
         np.testing.assert_allclose(embeddings, expected, atol=1e-6)

@@ -106,7 +106,7 @@ def test_dev_selection_uses_the_relational_score_and_saves_the_selected_relation
     with torch.no_grad():
         trainer.loss.relation_vectors.normal_(0, 1.0)
     table = RelationTable(
-        trainer.loss.relations, trainer.loss.relation_vectors.detach().numpy(), {"duplicate_question": 1.0}
+        trainer.loss.relations, trainer.loss.relation_vectors.detach().cpu().numpy(), {"duplicate_question": 1.0}
     )
     expected = spearmanr(
         evaluator.base.scores,
@@ -157,7 +157,7 @@ def test_a_dev_task_card_is_scored_with_the_relational_mix(tiny_backbone, corpus
     with torch.no_grad():
         trainer.loss.relation_vectors.normal_(0, 1.0)
     table = RelationTable(
-        trainer.loss.relations, trainer.loss.relation_vectors.detach().numpy(), {"duplicate_question": 1.0}
+        trainer.loss.relations, trainer.loss.relation_vectors.detach().cpu().numpy(), {"duplicate_question": 1.0}
     )
     pairs = [line.split("\t") for line in (tmp_path / "dev.tsv").read_text().splitlines()[1:]]
     expected = spearmanr(
@@ -189,7 +189,7 @@ def test_dev_direction_max_scores_dev_as_the_released_code(tiny_backbone, corpus
             )
         evaluator = trainer.evaluator
         table = RelationTable(
-            trainer.loss.relations, trainer.loss.relation_vectors.detach().numpy(), {"duplicate_question": 1.0}
+            trainer.loss.relations, trainer.loss.relation_vectors.detach().cpu().numpy(), {"duplicate_question": 1.0}
         )
         scorer = RelationalScorer(trainer.model, table)  # forward, checked by hand against both directions
         a, b = evaluator.base.sentences1, evaluator.base.sentences2

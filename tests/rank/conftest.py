@@ -7,12 +7,12 @@ import pytest
 
 from sentlab.encoders.loading import build_encoder
 from sentlab.rank.index import CorpusIndex
-from tests.conftest import WORDS
+from tests.conftest import DEVICE, WORDS
 
 
 @pytest.fixture(scope="session")
 def encoder(tiny_backbone_no_dropout):
-    return build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
+    return build_encoder(str(tiny_backbone_no_dropout), "mean", device=str(DEVICE))
 
 
 @pytest.fixture(scope="session")

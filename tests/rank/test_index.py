@@ -38,14 +38,14 @@ def test_build_save_load_round_trip(encoder, tmp_path):
 
 
 def test_index_of_another_encoder_is_refused(encoder, tmp_path):
-    from tests.conftest import make_tiny_backbone
+    from tests.conftest import DEVICE, make_tiny_backbone
 
     index = CorpusIndex.build(encoder, SENTENCES, "tiny")
     other_weights = make_tiny_backbone(tmp_path / "other", dropout=0.0, seed=1)
-    other = build_encoder(str(other_weights), "mean", device="cpu")  # same architecture, other weights
+    other = build_encoder(str(other_weights), "mean", device=str(DEVICE))  # same architecture, other weights
     with pytest.raises(StaleIndexError, match="not the encoder in use"):
         index.check_encoder(other)
-    same_weights_other_pooler = build_encoder(str(encoder[0].auto_model.name_or_path), "cls", device="cpu")
+    same_weights_other_pooler = build_encoder(str(encoder[0].auto_model.name_or_path), "cls", device=str(DEVICE))
     assert encoder_fingerprint(same_weights_other_pooler) != encoder_fingerprint(encoder)
     with pytest.raises(StaleIndexError, match="corpus differs"):
         index.check_corpus(SENTENCES[:-1])

@@ -15,6 +15,7 @@ from sentlab.errors import DataError
 from sentlab.evaluation.scoring import CosineScorer
 from sentlab.rank.index import StaleIndexError
 from sentlab.rank.model import RankEncoder, RankScorer
+from tests.conftest import DEVICE
 
 LEFT = ["a man plays the guitar", "a dog runs in the park", "the child reads a book", "a man plays the guitar"]
 RIGHT = ["a woman plays the piano", "the cat sits on the car", "a girl reads a book", "a bird flies in the sky"]
@@ -90,9 +91,9 @@ def test_lambda_outside_unit_interval_is_refused(encoder, index):
 
 def test_rankencoder_folder_round_trip(encoder, index, tmp_path):
     folder = RankEncoder(encoder, index, lambda_inf=0.2).save(tmp_path / "re")
-    plain = SentenceTransformer(str(folder), device="cpu")
+    plain = SentenceTransformer(str(folder), device=str(DEVICE))
     np.testing.assert_array_equal(plain.encode(LEFT), encoder.encode(LEFT))
-    loaded = RankEncoder.load(folder, device="cpu")
+    loaded = RankEncoder.load(folder, device=str(DEVICE))
     assert loaded.lambda_inf == 0.2 and loaded.index.sentences == index.sentences
     np.testing.assert_array_equal(
         loaded.scorer().score(LEFT, RIGHT), RankEncoder(encoder, index, 0.2).scorer().score(LEFT, RIGHT)
@@ -101,12 +102,12 @@ def test_rankencoder_folder_round_trip(encoder, index, tmp_path):
 
 def test_rankencoder_folder_with_a_foreign_index_is_refused(encoder, index, tmp_path):
     folder = RankEncoder(encoder, index).save(tmp_path / "re")
-    model = SentenceTransformer(str(folder), device="cpu")
+    model = SentenceTransformer(str(folder), device=str(DEVICE))
     with torch.no_grad():  # the encoder changes after the index was built: the index is stale
         model[0].auto_model.embeddings.word_embeddings.weight.add_(0.01)
     model.save(str(folder))
     with pytest.raises(StaleIndexError):
-        RankEncoder.load(folder, device="cpu")
+        RankEncoder.load(folder, device=str(DEVICE))
     (folder / "rankencoder.json").write_text(json.dumps({"lambda": 1}), encoding="utf-8")
     with pytest.raises(DataError, match="lambda_inf"):
-        RankEncoder.load(folder, device="cpu")
+        RankEncoder.load(folder, device=str(DEVICE))

@@ -4,7 +4,6 @@ weights of an uninterrupted run; damaged or incomplete checkpoints are named and
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from sentence_transformers import SentenceTransformer
 from sentlab.cli import main
 from sentlab.training import engine
 from sentlab.training.checkpoints import COMPLETE_MARKER, checkpoint_problem, mark_complete, newest_complete_checkpoint
-from tests.conftest import the_error, tiny_config
+from tests.conftest import subprocess_env, the_error, tiny_config
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = ["a man plays the guitar", "the dog runs in the park", "a girl reads a book"]
@@ -44,7 +43,7 @@ def test_kill_9_inside_a_save_then_resume_gives_the_uninterrupted_weights(tiny_b
         tiny_config(tiny_backbone, corpus_file, tmp_path / "full", max_steps=6, save_steps=2), evaluate=False
     )
     expected = SentenceTransformer(str(full.model)).encode(PROBE)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    env = subprocess_env(OMP_NUM_THREADS="1")
     runs = {}
     for point, _ in KILL_POINTS:  # all killed runs at once: each is mostly interpreter start-up
         config = write_config(tiny_backbone, corpus_file, tmp_path / point, tmp_path / f"{point}.yaml")

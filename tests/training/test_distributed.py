@@ -3,7 +3,6 @@ gradients, so one step on 2 x 4 sentences equals one step of a single process on
 with its relation vectors, whose gradients the loss averages itself, plain and with Gradient Cache)."""
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,11 +11,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.conftest import subprocess_env
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(nproc, backbone, corpus, out, batch_size, method="simcse-unsup"):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    env = subprocess_env(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
     cmd = [
         sys.executable,
         "-m",

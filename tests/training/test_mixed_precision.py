@@ -20,7 +20,7 @@ from sentlab.methods import METHODS
 from sentlab.precision import Precision, cpu_supports_bf16, networks_in_half_precision, resolve_precision
 from sentlab.training import engine
 from sentlab.training.config import TrainConfig, load_config
-from tests.conftest import the_error, tiny_config
+from tests.conftest import DEVICE, the_error, tiny_config
 from tests.tiny_presets import CONFIGS, TOP_LEVEL_PRESETS, FakeData, TinyModels, is_gpu_preset, tiny_preset_tree
 
 GPU_PRESETS = [p for p in TOP_LEVEL_PRESETS if is_gpu_preset(p)]
@@ -43,10 +43,10 @@ METHOD_PRESETS = {
 
 @pytest.fixture
 def bf16_cpu(monkeypatch):
-    """bf16 allowed on this CPU. On a CPU without AVX-512 BF16 / AMX, sentlab refuses bf16 (it would be
-    emulated); these tests then allow it, since emulated bf16 rounds exactly as native bf16 does and
-    the point here is that the setting is applied, not how fast it runs."""
-    if not cpu_supports_bf16():
+    """bf16 allowed where the tests train. On a CPU without AVX-512 BF16 / AMX, sentlab refuses bf16 (it
+    would be emulated); these tests then allow it, since emulated bf16 rounds exactly as native bf16 does
+    and the point here is that the setting is applied, not how fast it runs. A GPU needs nothing."""
+    if DEVICE.type == "cpu" and not cpu_supports_bf16():
         monkeypatch.setattr(precision_module, "cpu_supports_bf16", lambda *a: True)
 
 
@@ -74,7 +74,7 @@ def test_every_method_has_a_preset_in_the_precision_tests():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", sorted(METHOD_PRESETS))
-def test_bf16_on_cpu_changes_every_methods_loss_and_reaches_every_network(variant, tiny, bf16_cpu, tmp_path):
+def test_bf16_changes_every_methods_loss_and_reaches_every_network(variant, tiny, bf16_cpu, tmp_path):
     preset = CONFIGS / f"{METHOD_PRESETS[variant]}.yaml"
     fp32 = run_preset(preset, tmp_path / "fp32", tiny, mixed_precision="no")
     bf16 = run_preset(preset, tmp_path / "bf16", tiny, mixed_precision="bf16")
@@ -86,15 +86,17 @@ def test_bf16_on_cpu_changes_every_methods_loss_and_reaches_every_network(varian
 
     record = json.loads(bf16.precision.read_text())
     assert (
-        record["requested"] == "bf16" and record["ran"] == "bf16 autocast on cpu" and record["loss_dtype"] == "float32"
+        record["requested"] == "bf16"
+        and record["ran"] == f"bf16 autocast on {DEVICE.type}"
+        and record["loss_dtype"] == "float32"
     )
     assert record["components"] and record["float32_unexpectedly"] == []
     for component, dtypes in record["components"].items():
         expected = ["float32"] if component in record["float32_on_purpose"] else ["bfloat16"]
         assert dtypes == expected, component
-    assert "precision read back at the first step: bf16 autocast on cpu" in bf16.log.read_text()
+    assert f"precision read back at the first step: bf16 autocast on {DEVICE.type}" in bf16.log.read_text()
     plain = json.loads(fp32.precision.read_text())
-    assert plain["ran"] == "fp32 on cpu" and all(d == ["float32"] for d in plain["components"].values())
+    assert plain["ran"] == f"fp32 on {DEVICE.type}" and all(d == ["float32"] for d in plain["components"].values())
     if variant in ("tsdae", "mlm", "ct"):  # the networks that live in the loss, outside the trainer's model
         assert {"tsdae": "decoder (BertLMHeadModel)", "mlm": "head (BertForMaskedLM)", "ct": "model1.0 (Transformer)"}[
             variant
@@ -105,12 +107,13 @@ def test_bf16_on_cpu_changes_every_methods_loss_and_reaches_every_network(varian
 @pytest.mark.parametrize("preset", GPU_PRESETS, ids=[p.stem for p in GPU_PRESETS])
 def test_every_gpu_preset_trains_in_its_own_precision_and_saves_a_plain_model(preset, tiny, bf16_cpu, tmp_path):
     own = load_config(preset).train.mixed_precision
-    on_cpu = "bf16" if own == "fp16" else own  # a CPU has no fp16 training path (refused, tested below)
-    paths = run_preset(preset, tmp_path / "run", tiny, mixed_precision=on_cpu)
+    # a CPU has no fp16 training path (refused, tested below): there fp16 presets run in bf16
+    here = "bf16" if own == "fp16" and DEVICE.type == "cpu" else own
+    paths = run_preset(preset, tmp_path / "run", tiny, mixed_precision=here)
     losses = logged_losses(paths)
     assert len(losses) == 3 and np.isfinite(losses).all()
     record = json.loads(paths.precision.read_text())
-    assert record["requested"] == on_cpu and record["float32_unexpectedly"] == []
+    assert record["requested"] == here and record["float32_unexpectedly"] == []
     modules = [m["type"] for m in json.loads((paths.model / "modules.json").read_text())]
     # sentlab's own modules (BERT-flow's flow, PromptBERT's template) need the flag that lets
     # sentence-transformers import an installed class; nothing is downloaded
@@ -123,7 +126,7 @@ def test_a_run_records_its_precision_in_the_results(tiny_backbone, corpus_file, 
     cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2, mixed_precision="bf16")
     paths = engine.train(cfg)
     settings = json.loads(paths.results.read_text())["settings"]
-    assert settings["training_precision"]["ran"] == "bf16 autocast on cpu"
+    assert settings["training_precision"]["ran"] == f"bf16 autocast on {DEVICE.type}"
     assert settings["evaluation_precision"] == "fp32"
 
 
@@ -134,6 +137,8 @@ def test_fp16_on_a_cpu_is_a_one_line_error_naming_the_setting():
 
 
 def test_bf16_on_a_cpu_without_bf16_instructions_is_refused(monkeypatch, tiny_backbone, corpus_file, tmp_path):
+    """A claim about CPUs: the engine is told it trains on one, on any machine (the refusal comes first)."""
+    monkeypatch.setattr(engine, "training_device_type", lambda: "cpu")
     monkeypatch.setattr(precision_module, "cpu_supports_bf16", lambda *a: False)
     cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2, mixed_precision="bf16")
     with pytest.raises(ConfigError, match="bf16 needs a CPU with AVX-512 BF16 or AMX"):
@@ -141,7 +146,9 @@ def test_bf16_on_a_cpu_without_bf16_instructions_is_refused(monkeypatch, tiny_ba
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
-def test_the_cli_refuses_fp16_on_a_cpu_with_one_line(tiny_backbone, corpus_file, tmp_path, capsys):
+def test_the_cli_refuses_fp16_on_a_cpu_with_one_line(tiny_backbone, corpus_file, tmp_path, capsys, monkeypatch):
+    """A claim about CPUs: the engine is told it trains on one, on any machine (the refusal comes first)."""
+    monkeypatch.setattr(engine, "training_device_type", lambda: "cpu")
     path = tmp_path / "c.yaml"
     path.write_text(tiny_config(tiny_backbone, corpus_file, tmp_path / "run").to_yaml(), encoding="utf-8")
     assert main(["train", str(path), "--set", "train.mixed_precision=fp16"]) != 0
@@ -190,10 +197,10 @@ def test_networks_run_in_half_precision_inside_the_block_and_in_fp32_after():
         def forward(self, ids):
             return self.head(self.body(input_ids=ids).last_hidden_state)
 
-    loss, ids = TwoNetworks(), torch.tensor([[1, 2, 3]])
+    loss, ids = TwoNetworks().to(DEVICE), torch.tensor([[1, 2, 3]], device=DEVICE)
     dtypes = []
     loss.head[0].register_forward_hook(lambda m, i, o: dtypes.append(o.dtype))  # a layer inside the network
-    with networks_in_half_precision(loss, Precision("bf16", "cpu")):
+    with networks_in_half_precision(loss, Precision("bf16", DEVICE.type)):
         out = loss(ids)
         assert out.dtype == torch.float32  # outputs come back as float32, for the loss's own arithmetic
     assert dtypes == [torch.bfloat16]

@@ -35,8 +35,14 @@ def head_model(
     head as it does to sentence-transformers' ``DenoisingAutoEncoderLoss``. Head weights the
     checkpoint lacks start from the architecture's initialisation, with a one-line notice naming them
     (a decoder's new cross-attention is expected and not reported). An architecture without such a
-    class in transformers is a one-line :class:`ConfigError`."""
-    config = config or copy.deepcopy(encoder.config)
+    class in transformers is a one-line :class:`ConfigError`. The head is put on the encoder's device
+    (a GPU-loaded encoder gets a GPU head: its own tensors and the shared ones on one device)."""
+    return _head_model(encoder, auto_class, config or copy.deepcopy(encoder.config), source, role).to(encoder.device)
+
+
+def _head_model(
+    encoder: PreTrainedModel, auto_class: type, config: PretrainedConfig, source: str | None, role: str
+) -> PreTrainedModel:
     try:
         if source is not None:
             try:

@@ -1,15 +1,18 @@
 """The masked-LM loss of the TSDAE paper's MLM baseline (Sec. 5.2) and of sentlab's raw LM.
 
 BERT's objective (Devlin et al. 2019): 15 % of the tokens are chosen; of those 80 % become [MASK],
-10 % a random token, 10 % stay; cross-entropy on the chosen ones (transformers'
-``DataCollatorForLanguageModeling.torch_mask_tokens``, drawn afresh every step).
+10 % a random token, 10 % stay; cross-entropy on the chosen ones. The draw is that of transformers'
+``DataCollatorForLanguageModeling.torch_mask_tokens`` (special tokens never chosen; random tokens from
+the whole vocabulary), made afresh every step on the device the ids are on, so a GPU step does not
+copy its batch to the host and back.
 """
 
 from __future__ import annotations
 
+import torch
 from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
-from transformers import AutoModelForMaskedLM, DataCollatorForLanguageModeling
+from transformers import AutoModelForMaskedLM
 
 from sentlab.errors import ConfigError
 from sentlab.losses.lm_heads import head_model, share_body
@@ -43,8 +46,33 @@ class MLMLoss(nn.Module):
         self.head.tie_weights()
         if model.tokenizer.mask_token is None:
             raise ConfigError(f"{type(encoder_hf).__name__}: the tokenizer has no mask token, so MLM cannot train it")
-        self.masking = DataCollatorForLanguageModeling(model.tokenizer, mlm_probability=probability)
+        if not 0 < probability < 1:
+            raise ConfigError(f"mlm.probability must be between 0 and 1, got {probability}")
+        self.probability = probability
+        self.mask_token_id = model.tokenizer.mask_token_id
+        self.vocabulary_size = len(model.tokenizer)
+        # not a buffer: it belongs to the tokenizer, not to the checkpoint
+        self._special_ids = torch.tensor(sorted(set(model.tokenizer.all_special_ids)), dtype=torch.long)
         self.last_components: dict[str, Tensor] = {}
+
+    def mask_tokens(self, ids: Tensor, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+        """(inputs, targets) of BERT's masking of ``ids``, on their device: each ordinary token chosen
+        with ``probability``; a chosen one becomes [MASK] (80 %), a random token (10 %) or stays (10 %);
+        targets are the original ids at the chosen positions and -100 elsewhere."""
+        device = ids.device
+        special = torch.isin(ids, self._special_ids.to(device, non_blocking=True))
+
+        def draw(p: float) -> Tensor:
+            return torch.rand(ids.shape, device=device, generator=generator) < p
+
+        chosen = draw(self.probability) & ~special
+        targets = torch.where(chosen, ids, torch.full_like(ids, -100))
+        to_mask = chosen & draw(0.8)
+        to_random = chosen & ~to_mask & draw(0.5)  # half of the remaining 20 %
+        random_ids = torch.randint(self.vocabulary_size, ids.shape, device=device, generator=generator)
+        inputs = torch.where(to_mask, torch.full_like(ids, self.mask_token_id), ids)
+        inputs = torch.where(to_random, random_ids, inputs)
+        return inputs, targets
 
     def masked_logits(self, inputs: Tensor, attention_mask: Tensor, chosen: Tensor) -> Tensor:
         """The head's logits at the ``chosen`` positions only ([n_chosen, vocabulary])."""
@@ -65,8 +93,7 @@ class MLMLoss(nn.Module):
     def forward(self, sentence_features: list[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         features = sentence_features[0]
         ids = features["input_ids"]
-        # the collator draws its masks on the CPU; the ids go back to the model's device
-        inputs, targets = self.masking.torch_mask_tokens(ids.detach().cpu().clone())
-        loss, correct, chosen = self.scored(inputs.to(ids.device), features["attention_mask"], targets.to(ids.device))
+        inputs, targets = self.mask_tokens(ids.detach())
+        loss, correct, chosen = self.scored(inputs, features["attention_mask"], targets)
         self.last_components = {"mlm_accuracy": (correct.float() / chosen.clamp(min=1)).detach()}
         return loss

@@ -89,7 +89,8 @@ class RSELoss(nn.Module):
         self.relations = list(relations)
         self.temperature = temperature
         self.gather_across_devices = gather_across_devices
-        vectors = torch.randn(len(self.relations), model.get_embedding_dimension()) * init_std
+        # drawn on the CPU (the same start on every device), then put where the model is
+        vectors = (torch.randn(len(self.relations), model.get_embedding_dimension()) * init_std).to(model.device)
         if learn_relations:
             self.relation_vectors = nn.Parameter(vectors)
             self.relation_vectors.register_hook(_average_over_processes)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Literal
 
 from datasets import Dataset
-from pydantic import Field
+from pydantic import Field, field_validator
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 from torch import nn
@@ -59,7 +59,19 @@ class RSESection(_Section):
         default_factory=dict,
         description="default scoring weights saved with the model (e.g. entailment 1.0, duplicate_question 0.5)",
     )
-    mini_batch_size: int | None = Field(None, gt=0, description="Gradient Cache: embed this many rows at a time")
+    mini_batch_size: int | Literal["auto"] | None = Field(
+        None,
+        description="Gradient Cache: embed this many rows at a time; auto: the whole batch when the device's "
+        "free memory holds it, else the largest power of two that fits (sentlab.devices.chunk_that_fits)",
+    )
+
+    @field_validator("mini_batch_size")
+    @classmethod
+    def _positive(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and value < 1:
+            raise ValueError(f"must be at least 1, or auto (got {value})")
+        return value
+
     merge_relations: bool = Field(False, description="the All-Above baseline: plain positive pairs, no relations")
     dev_direction: Literal["forward", "max"] = Field(
         "forward",
@@ -182,11 +194,39 @@ class RSE(Method):
     def loss(self, model: SentenceTransformer) -> nn.Module:
         r = self.cfg.rse
         options = dict(temperature=self.cfg.loss.temperature, learn_relations=not r.merge_relations)
-        if r.mini_batch_size is not None:
-            self._loss = CachedRSELoss(model, self.relations(), mini_batch_size=r.mini_batch_size, **options)
+        size, source = r.mini_batch_size, "set"
+        if size == "auto":
+            size, why = self.auto_mini_batch(model)
+            source = "auto"
+            say(f"rse.mini_batch_size: auto -> {why}")
+        if size is not None:
+            self._loss = CachedRSELoss(model, self.relations(), mini_batch_size=size, **options)
         else:
             self._loss = RSELoss(model, self.relations(), **options)
+        self._loss.chunking = {
+            "mini_batch_size": size,
+            "source": source,
+            "describe": f"Gradient Cache in chunks of {size} rows ({source})" if size else f"whole batch ({source})",
+        }
         return self._loss
+
+    def auto_mini_batch(self, model: SentenceTransformer) -> tuple[int | None, str]:
+        """``rse.mini_batch_size: auto``: the chunk that fits the free memory of the model's device
+        (:func:`sentlab.devices.chunk_that_fits`), for a batch of three columns (head, tail, negative)
+        at the run's maximum length and precision."""
+        from sentlab.devices import chunk_that_fits, device_memory_bytes
+
+        free, _ = device_memory_bytes(model.device)
+        parameters = sum(p.numel() for p in model.parameters())
+        return chunk_that_fits(
+            model[0].auto_model.config,
+            rows=self.cfg.train.batch_size,
+            columns=3,
+            length=self.cfg.model.max_seq_length,
+            half=self.cfg.train.mixed_precision != "no",
+            free_bytes=free,
+            parameters=parameters,
+        )
 
     def learning_rate_mapping(self) -> dict[str, float]:
         return {} if self.cfg.rse.merge_relations else {r"relation_vectors": self.cfg.rse.relation_lr}

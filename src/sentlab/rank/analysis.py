@@ -118,7 +118,10 @@ def vector_map(
     base = encoder.encode(sample)
     unit = base / np.linalg.norm(base, axis=1, keepdims=True)
     z = RankScorer(encoder, index, 1.0).rank_vectors(base).double()
-    spaces = {"E": 1 - unit.astype(np.float64) @ unit.T.astype(np.float64), "RankEncoder_E": (1 - z @ z.T).numpy()}
+    spaces = {
+        "E": 1 - unit.astype(np.float64) @ unit.T.astype(np.float64),
+        "RankEncoder_E": (1 - z @ z.T).cpu().numpy(),
+    }
     layout = {}
     for name, distances in spaces.items():
         distances = np.clip((distances + distances.T) / 2, 0, None)

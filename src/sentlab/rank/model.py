@@ -96,7 +96,10 @@ class RankScorer:
             a, b = rows1[start : start + self.pair_chunk], rows2[start : start + self.pair_chunk]
             needed, inverse = np.unique(np.concatenate([a, b]), return_inverse=True)
             z = self.rank_vectors(embeddings[needed])
-            za, zb = z[torch.as_tensor(inverse[: len(a)])], z[torch.as_tensor(inverse[len(a) :])]
+            za, zb = (
+                z[torch.as_tensor(inverse[: len(a)], device=z.device)],
+                z[torch.as_tensor(inverse[len(a) :], device=z.device)],
+            )
             scores[start : start + len(a)] = (za * zb).sum(dim=1).double().cpu().numpy()
         return scores
 

@@ -145,7 +145,20 @@ class TrainSection(_Section):
         "fp32 is IEEE float32 on every device (CPUs included)",
     )
     seed: int = 42
-    dataloader_workers: int = Field(0, ge=0)
+    dataloader_workers: int = Field(
+        0,
+        ge=0,
+        description="worker processes that tokenise batches (0: the training process); pinned memory is on for a GPU",
+    )
+    compile: bool = Field(
+        False,
+        description="torch.compile every network the loss runs, in place (sentlab.training.runtime); "
+        "refused where it cannot run; what ran is read back into RUN/runtime.json",
+    )
+    fused_optimizer: bool | Literal["auto"] = Field(
+        "auto",
+        description="AdamW as one fused kernel (auto: on CUDA and CPU, for methods that train with AdamW)",
+    )
     progress_bar: bool = True
 
 

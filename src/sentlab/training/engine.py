@@ -21,6 +21,8 @@ Run folder (methods add their own files, see each method's module)::
     RUN/start_results.json the start model's STS results (eval.compare_start), beside results.json
     RUN/selection.json    with a dev task: the kept step (0: the start model) and the scores behind it
     RUN/precision.json    the precision that ran, read back at the first step (sentlab.precision)
+    RUN/runtime.json      the device, compile, optimizer, data loader and batch chunking that ran, read back
+                          at the first step (sentlab.training.runtime)
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from sentence_transformers.sentence_transformer.evaluation import (
 from transformers import PrinterCallback, set_seed
 
 from sentlab.data.sts import load_sts_task
+from sentlab.devices import training_device_type
 from sentlab.encoders.loading import (
     keep_start_settings,
     load_encoder,  # noqa: F401  (engine.load_encoder: reload a saved run)
@@ -79,6 +82,16 @@ from sentlab.training.run_folder import (
     changed_settings,
     run_fingerprint,
     write_json,
+)
+from sentlab.training.runtime import (
+    ADAMW,
+    check_compile,
+    chunking_record,
+    compiled_graphs,
+    fused_optimizer,
+    networks_compiled,
+    runtime_record,
+    runtime_summary,
 )
 
 logger = logging.getLogger(__name__)
@@ -161,9 +174,17 @@ def training_arguments(
         report_to="none",
         ddp_find_unused_parameters=True,
         # without an accelerator, Accelerate only runs multi-process (gloo) DDP when told it is on CPU
-        use_cpu=_device_type() == "cpu",
+        use_cpu=training_device_type() == "cpu",
     )
     arguments.update(method_arguments or {})
+    device_type = training_device_type()
+    optimizer = str(arguments.get("optim", "adamw_torch"))
+    if optimizer in ADAMW:
+        fused = fused_optimizer(t.fused_optimizer, optimizer, device_type)
+        arguments["optim"] = "adamw_torch_fused" if fused else "adamw_torch"
+    else:
+        fused_optimizer(t.fused_optimizer, optimizer, device_type)  # refuses `true`
+    arguments["dataloader_pin_memory"] = device_type == "cuda"  # batches travel to the GPU from pinned pages
     return SentenceTransformerTrainingArguments(**arguments)
 
 
@@ -187,6 +208,10 @@ class SentlabTrainer(SentenceTransformerTrainer):
     sentlab_precision: Precision | None = None
     precision_file: Path | None = None
     precision_record: dict | None = None
+    runtime_file: Path | None = None
+    runtime: dict | None = None  # what ran, read back at the first step
+    compile_requested: bool = False
+    compiled: list[str] = []  # the networks train.compile compiled
 
     def compute_loss(self, model, inputs, return_outputs: bool = False, num_items_in_batch=None):
         if self.precision_record is not None or self.sentlab_precision is None or not model.training:
@@ -197,10 +222,23 @@ class SentlabTrainer(SentenceTransformerTrainer):
         self.precision_record = probe.record(
             self.sentlab_precision, loss, grad_scaler=getattr(self.accelerator, "scaler", None) is not None
         )
+        self.runtime = runtime_record(
+            loss.device,
+            self.compile_requested,
+            self.compiled,
+            compiled_graphs(),
+            self.optimizer,
+            workers=self.args.dataloader_num_workers,
+            pin_memory=self.args.dataloader_pin_memory,
+            chunking=chunking_record(self.loss),
+        )
         if self.is_world_process_zero():
             say(summary(self.precision_record))
+            say(runtime_summary(self.runtime))
             if self.precision_file is not None:
                 write_json(self.precision_file, self.precision_record)
+            if self.runtime_file is not None:
+                write_json(self.runtime_file, self.runtime)
         return result
 
     def log(self, logs: dict[str, float], *args, **kwargs) -> None:
@@ -292,8 +330,10 @@ def build_trainer(
     if not bars():  # quiet: transformers prints every log record when its progress bar is off
         trainer.remove_callback(PrinterCallback)
     trainer.sentlab_method = method
-    trainer.sentlab_precision = resolve_precision(cfg.train.mixed_precision, _device_type())
+    trainer.sentlab_precision = resolve_precision(cfg.train.mixed_precision, training_device_type())
     trainer.precision_file = paths.precision
+    trainer.runtime_file = paths.runtime
+    trainer.compile_requested = cfg.train.compile
     return trainer
 
 
@@ -368,7 +408,12 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         )
         if checkpoint is not None:
             load_loss_state(trainer.loss, trainer.model, Path(checkpoint))
-        with networks_in_half_precision(trainer.loss, trainer.sentlab_precision):
+        with (
+            networks_compiled(trainer.loss, cfg.train.compile) as trainer.compiled,
+            networks_in_half_precision(trainer.loss, trainer.sentlab_precision),
+        ):
+            if trainer.compiled:
+                say(f"train.compile: compiling {', '.join(trainer.compiled)} (the first steps take longer)")
             trainer.train(resume_from_checkpoint=checkpoint)
         best = trainer.state.best_model_checkpoint
         if trainer.args.load_best_model_at_end and best and Path(best).is_dir():
@@ -393,8 +438,12 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
             training_precision = trainer.precision_record or (
                 json.loads(paths.precision.read_text("utf-8")) if paths.precision.is_file() else None
             )
+            training_runtime = trainer.runtime or (
+                json.loads(paths.runtime.read_text("utf-8")) if paths.runtime.is_file() else None
+            )
             for results_path, report in method.evaluate(final).items():
                 report.settings["training_precision"] = training_precision
+                report.settings["training_runtime"] = training_runtime
                 report.settings["evaluation_precision"] = "fp32"
                 report.write(results_path)
                 say(f"results written to {results_path}")
@@ -534,19 +583,10 @@ def _pin_numeric_mode(cfg: TrainConfig) -> None:
 
     if cfg.train.tf32 and not _has_cuda():
         raise ConfigError("train.tf32: TF32 needs an NVIDIA GPU (Ampere or newer); set train.tf32: false")
-    resolve_precision(cfg.train.mixed_precision, _device_type())
+    resolve_precision(cfg.train.mixed_precision, training_device_type())
+    if cfg.train.compile:
+        check_compile(training_device_type())
     pin_float32_math(allow_tf32=cfg.train.tf32)
-
-
-def _device_type() -> str:
-    """The device type the trainer trains on (it uses the accelerator when there is one)."""
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    if hasattr(torch, "xpu") and torch.xpu.is_available():
-        return "xpu"
-    return "mps" if torch.backends.mps.is_available() else "cpu"
 
 
 def _has_cuda() -> bool:

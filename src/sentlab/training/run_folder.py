@@ -24,11 +24,12 @@ RUN_FILES: dict[str, str] = {
     "start_dev": "start_dev.json",
     "selection": "selection.json",
     "precision": "precision.json",
+    "runtime": "runtime.json",
     "start_results": "start_results.json",
 }
 # settings that change where a run is written or how it reports, not what it learns
 NOT_LEARNED = {
-    "train": ("output_dir", "progress_bar", "logging_steps"),
+    "train": ("output_dir", "progress_bar", "logging_steps", "compile", "fused_optimizer", "dataloader_workers"),
     "data": ("data_dir",),
     "eval": ("compare_start",),
 }

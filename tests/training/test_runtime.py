@@ -1,0 +1,131 @@
+"""How a step runs (sentlab.training.runtime): torch.compile of the networks, the fused optimizer, the
+data loader, the batch chunking of RSE's Gradient Cache (``auto`` from the device's memory); each
+applied or refused in one line, and read back into RUN/runtime.json."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+
+from sentlab import devices
+from sentlab.errors import ConfigError
+from sentlab.training import engine, runtime
+from tests.conftest import DEVICE, features_of, tiny_config
+from tests.methods.test_baselines import method_config
+from tests.methods.test_rse_method import qqp_file, rse_config  # noqa: F401  (qqp_file: a fixture)
+
+
+def losses(paths: engine.RunPaths) -> list[dict]:
+    return [json.loads(line) for line in paths.metrics.read_text("utf-8").splitlines() if '"loss"' in line]
+
+
+def test_a_plain_run_records_what_ran(tiny_backbone, corpus_file, tmp_path):
+    paths = engine.train(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=1), evaluate=False)
+    record = json.loads(paths.runtime.read_text())
+    assert record["device"].split(":")[0] == DEVICE.type
+    assert record["compile"] == {"requested": False, "networks": [], "graphs": 0}
+    # train.fused_optimizer: auto is fused AdamW on CUDA and on a CPU (the optimizer itself says so)
+    assert record["optimizer"] == {"class": "AdamW", "fused": True, "foreach": None}
+    assert record["dataloader"] == {"workers": 0, "pin_memory": DEVICE.type == "cuda"}
+    assert record["chunking"] is None
+    assert "runtime read back at the first step: " in paths.log.read_text()
+
+
+def test_fused_optimizer_false_runs_the_loop_and_true_is_refused_for_rmsprop(tiny_backbone, corpus_file, tmp_path):
+    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=1, fused_optimizer=False)
+    record = json.loads(engine.train(cfg, evaluate=False).runtime.read_text())
+    assert record["optimizer"]["class"] == "AdamW" and record["optimizer"]["fused"] is False
+    ct = method_config("ct", tiny_backbone, corpus_file, tmp_path / "ct", max_steps=1, fused_optimizer=True)
+    with pytest.raises(ConfigError, match=r"^train.fused_optimizer: the method trains with rmsprop") as err:
+        engine.train(ct, evaluate=False)
+    assert "\n" not in str(err.value) and not (tmp_path / "ct" / "checkpoints").exists()
+
+
+def test_compile_is_refused_in_one_line_where_it_cannot_run(monkeypatch, tiny_backbone, corpus_file, tmp_path):
+    """A claim about CPUs without a C++ compiler: the engine is told it trains on a CPU, on any machine."""
+    monkeypatch.setattr(engine, "training_device_type", lambda: "cpu")
+    monkeypatch.setattr(runtime.shutil, "which", lambda name: None)
+    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=1, compile=True)
+    with pytest.raises(ConfigError, match=r"^train.compile: torch.compile on a CPU needs a C\+\+ compiler"):
+        engine.train(cfg, evaluate=False)
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+@pytest.mark.slow
+def test_compile_runs_the_compiled_networks_with_the_plain_result(tiny_backbone_no_dropout, corpus_file, tmp_path):
+    """No dropout: a compiled network draws its dropout masks from another random stream, so with
+    dropout the two runs would differ by design, not by a fault."""
+    plain = engine.train(
+        tiny_config(tiny_backbone_no_dropout, corpus_file, tmp_path / "plain", max_steps=2), evaluate=False
+    )
+    compiled = engine.train(
+        tiny_config(tiny_backbone_no_dropout, corpus_file, tmp_path / "compiled", max_steps=2, compile=True),
+        evaluate=False,
+    )
+    record = json.loads(compiled.runtime.read_text())
+    assert record["compile"]["requested"] and record["compile"]["networks"] == ["model.0.model"]
+    assert record["compile"]["graphs"] >= 1  # read back: the step ran a compiled graph
+    first_plain, first_compiled = losses(plain)[0], losses(compiled)[0]
+    # step 1 is the same float32 arithmetic from the same weights, the compiled one with fused kernels
+    # that sum in another order: ~1e-7 relative per operation, a few 1e-6 through the network
+    assert first_compiled["loss"] == pytest.approx(first_plain["loss"], rel=1e-5)
+    assert first_compiled["grad_norm"] == pytest.approx(first_plain["grad_norm"], rel=1e-4)
+    # the saved model is a plain one, and the forwards are restored after training
+    model = SentenceTransformer(str(compiled.model), device=str(DEVICE))
+    assert "forward" not in model[0].auto_model.__dict__
+    with torch.no_grad():
+        vectors = model(features_of(model, ["a man plays the guitar"]))["sentence_embedding"]
+    assert torch.isfinite(vectors).all()
+
+
+def test_compiled_networks_are_the_bodies_a_loss_runs(tiny_backbone):
+    from sentlab.encoders import build_encoder
+    from sentlab.losses import MLMLoss, TSDAELoss
+
+    model = build_encoder(str(tiny_backbone), "mean", device=str(DEVICE))
+    assert list(runtime.compiled_networks(TSDAELoss(model))) == ["encoder.0.model", "decoder.bert"]
+    assert list(runtime.compiled_networks(MLMLoss(model))) == ["encoder.0.model", "head.bert", "head.cls"]
+    with runtime.networks_compiled(MLMLoss(model)) as names:
+        assert "forward" in model[0].auto_model.__dict__ and names[0] == "encoder.0.model"
+    assert "forward" not in model[0].auto_model.__dict__
+
+
+def test_activation_estimate_is_the_published_formula_by_hand():
+    from transformers import BertConfig
+
+    base = BertConfig()  # BERT-base: 12 layers, hidden 768, 12 heads
+    # Korthikanti et al. 2022: s b h (34 + 5 a s / h) bytes a layer in 16 bits; s = 32, b = 512 x 3 sequences
+    by_hand = 32 * 1536 * 768 * (34 + 5 * 12 * 32 / 768) * 12
+    assert devices.activation_bytes(base, 1536, 32, half=True) == int(by_hand)
+    assert devices.activation_bytes(base, 1536, 32, half=False) == int(2 * by_hand)
+    gib = 2**30
+    whole, why = devices.chunk_that_fits(base, 512, 3, 32, True, free_bytes=78 * gib, parameters=110_000_000)
+    assert whole is None and why.startswith("the whole batch (15.4 GiB")
+    # 16 GiB free: 0.8 x 16 - 12 x 110M bytes = 11.57 GiB; 256 rows need 2.57 GiB, 512 (not < 512) would be whole
+    chunk, why = devices.chunk_that_fits(base, 512, 3, 32, True, free_bytes=16 * gib, parameters=110_000_000)
+    assert chunk == 256 and why.startswith("chunks of 256 rows")
+    tiny, _ = devices.chunk_that_fits(base, 512, 3, 32, True, free_bytes=1 * gib, parameters=110_000_000)
+    assert tiny == 1  # nothing fits: one row at a time, never zero
+
+
+@pytest.mark.parametrize("free_gib, expected", [(1000.0, None), (0.0, 1)])
+def test_rse_mini_batch_auto_chooses_from_the_devices_memory(
+    monkeypatch,
+    tiny_backbone,
+    corpus_file,
+    qqp_file,  # noqa: F811  (the fixture imported above)
+    tmp_path,
+    free_gib,
+    expected,
+):
+    monkeypatch.setattr(devices, "device_memory_bytes", lambda device: (int(free_gib * 2**30), 2**40))
+    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=1).model_dump()
+    tree["rse"]["mini_batch_size"] = "auto"
+    paths = engine.train(type(rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path)).model_validate(tree))
+    chunking = json.loads(paths.runtime.read_text())["chunking"]
+    assert chunking["mini_batch_size"] == expected and chunking["source"] == "auto"
+    log = paths.log.read_text()
+    assert "rse.mini_batch_size: auto -> " + ("the whole batch" if expected is None else "chunks of 1 rows") in log

@@ -19,10 +19,12 @@ plain loop).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import resource
 import statistics
+import sys
 import tempfile
 import time
 
@@ -205,7 +207,8 @@ def main() -> None:
         if name in args.skip:
             continue
         torch.manual_seed(0)
-        median[name] = statistics.median(run()[args.warmup :])
+        with contextlib.redirect_stdout(sys.stderr):  # the trainers' log lines: stdout holds the JSON alone
+            median[name] = statistics.median(run()[args.warmup :])
     device = training_device()
     results = {
         "benchmark": "simcse_train_step",

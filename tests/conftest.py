@@ -34,7 +34,9 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 def features_of(model, texts: list[str]) -> dict[str, torch.Tensor]:
     """``model``'s tokenised input for ``texts``, on the model's device (as the trainer hands it to a loss)."""
-    return {k: v.to(model.device) if isinstance(v, torch.Tensor) else v for k, v in model.preprocess(texts).items()}
+    from sentence_transformers.util import batch_to_device
+
+    return batch_to_device(dict(model.preprocess(texts)), model.device)
 
 
 WORDS = (
@@ -133,6 +135,15 @@ def corpus_file(tmp_path) -> Path:
     lines = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) for _ in range(96)]
     path = tmp_path / "corpus.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def qqp_file(corpus_file, tmp_path) -> Path:
+    """QQP's layout (label, question 1, question 2, id) over consecutive corpus lines, labels 0 / 1 in turn."""
+    lines = corpus_file.read_text().splitlines()
+    path = tmp_path / "qqp.tsv"
+    path.write_text("".join(f"{i % 2}\t{a}\t{b}\t{i}\n" for i, (a, b) in enumerate(zip(lines, lines[1:]))))
     return path
 
 

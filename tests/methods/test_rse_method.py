@@ -39,14 +39,6 @@ def rse_config(backbone, qqp, text, out, **train):
     )
 
 
-@pytest.fixture
-def qqp_file(corpus_file, tmp_path):
-    lines = corpus_file.read_text().splitlines()
-    path = tmp_path / "qqp.tsv"
-    path.write_text("".join(f"{i % 2}\t{a}\t{b}\t{i}\n" for i, (a, b) in enumerate(zip(lines, lines[1:]))))
-    return path
-
-
 def test_rse_trains_with_its_own_relation_lr_and_saves_a_loadable_folder(
     tiny_backbone, corpus_file, qqp_file, tmp_path
 ):

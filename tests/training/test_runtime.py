@@ -15,7 +15,7 @@ from sentlab.errors import ConfigError
 from sentlab.training import engine, runtime
 from tests.conftest import DEVICE, features_of, tiny_config
 from tests.methods.test_baselines import method_config
-from tests.methods.test_rse_method import qqp_file, rse_config  # noqa: F401  (qqp_file: a fixture)
+from tests.methods.test_rse_method import rse_config
 
 
 def losses(paths: engine.RunPaths) -> list[dict]:
@@ -116,7 +116,7 @@ def test_rse_mini_batch_auto_chooses_from_the_devices_memory(
     monkeypatch,
     tiny_backbone,
     corpus_file,
-    qqp_file,  # noqa: F811  (the fixture imported above)
+    qqp_file,
     tmp_path,
     free_gib,
     expected,

@@ -51,8 +51,9 @@ class MLMLoss(nn.Module):
         self.probability = probability
         self.mask_token_id = model.tokenizer.mask_token_id
         self.vocabulary_size = len(model.tokenizer)
-        # not a buffer: it belongs to the tokenizer, not to the checkpoint
-        self._special_ids = torch.tensor(sorted(set(model.tokenizer.all_special_ids)), dtype=torch.long)
+        # the tokenizer's, not the checkpoint's: not saved, but moved with the loss to its device
+        special = torch.tensor(sorted(set(model.tokenizer.all_special_ids)), dtype=torch.long, device=model.device)
+        self.register_buffer("special_ids", special, persistent=False)
         self.last_components: dict[str, Tensor] = {}
 
     def mask_tokens(self, ids: Tensor, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
@@ -60,7 +61,7 @@ class MLMLoss(nn.Module):
         with ``probability``; a chosen one becomes [MASK] (80 %), a random token (10 %) or stays (10 %);
         targets are the original ids at the chosen positions and -100 elsewhere."""
         device = ids.device
-        special = torch.isin(ids, self._special_ids.to(device, non_blocking=True))
+        special = torch.isin(ids, self.special_ids.to(device))  # a no-op where the ids are (training)
 
         def draw(p: float) -> Tensor:
             return torch.rand(ids.shape, device=device, generator=generator) < p

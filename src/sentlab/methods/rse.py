@@ -203,11 +203,7 @@ class RSE(Method):
             self._loss = CachedRSELoss(model, self.relations(), mini_batch_size=size, **options)
         else:
             self._loss = RSELoss(model, self.relations(), **options)
-        self._loss.chunking = {
-            "mini_batch_size": size,
-            "source": source,
-            "describe": f"Gradient Cache in chunks of {size} rows ({source})" if size else f"whole batch ({source})",
-        }
+        self._loss.chunking = {"mini_batch_size": size, "source": source}  # read back by the engine
         return self._loss
 
     def auto_mini_batch(self, model: SentenceTransformer) -> tuple[int | None, str]:

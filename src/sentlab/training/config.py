@@ -152,7 +152,7 @@ class TrainSection(_Section):
     )
     compile: bool = Field(
         False,
-        description="torch.compile every network the loss runs, in place (sentlab.training.runtime); "
+        description="torch.compile every network the loss runs, for the training steps (sentlab.training.runtime); "
         "refused where it cannot run; what ran is read back into RUN/runtime.json",
     )
     fused_optimizer: bool | Literal["auto"] = Field(

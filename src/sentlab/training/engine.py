@@ -179,11 +179,9 @@ def training_arguments(
     arguments.update(method_arguments or {})
     device_type = training_device_type()
     optimizer = str(arguments.get("optim", "adamw_torch"))
+    fused = fused_optimizer(t.fused_optimizer, optimizer, device_type)  # refuses `true` where it cannot run
     if optimizer in ADAMW:
-        fused = fused_optimizer(t.fused_optimizer, optimizer, device_type)
         arguments["optim"] = "adamw_torch_fused" if fused else "adamw_torch"
-    else:
-        fused_optimizer(t.fused_optimizer, optimizer, device_type)  # refuses `true`
     arguments["dataloader_pin_memory"] = device_type == "cuda"  # batches travel to the GPU from pinned pages
     return SentenceTransformerTrainingArguments(**arguments)
 
@@ -211,7 +209,8 @@ class SentlabTrainer(SentenceTransformerTrainer):
     runtime_file: Path | None = None
     runtime: dict | None = None  # what ran, read back at the first step
     compile_requested: bool = False
-    compiled: list[str] = []  # the networks train.compile compiled
+    compiled: list[str] | tuple[()] = ()  # the networks train.compile compiled
+    graphs_before: int = 0  # torch.compile's graph count in this process when training began
 
     def compute_loss(self, model, inputs, return_outputs: bool = False, num_items_in_batch=None):
         if self.precision_record is not None or self.sentlab_precision is None or not model.training:
@@ -226,7 +225,7 @@ class SentlabTrainer(SentenceTransformerTrainer):
             loss.device,
             self.compile_requested,
             self.compiled,
-            compiled_graphs(),
+            compiled_graphs() - self.graphs_before,  # this run's graphs, not earlier ones in the process
             self.optimizer,
             workers=self.args.dataloader_num_workers,
             pin_memory=self.args.dataloader_pin_memory,
@@ -412,6 +411,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
             networks_compiled(trainer.loss, cfg.train.compile) as trainer.compiled,
             networks_in_half_precision(trainer.loss, trainer.sentlab_precision),
         ):
+            trainer.graphs_before = compiled_graphs()
             if trainer.compiled:
                 say(f"train.compile: compiling {', '.join(trainer.compiled)} (the first steps take longer)")
             trainer.train(resume_from_checkpoint=checkpoint)

@@ -136,15 +136,10 @@ def optimizer_record(optimizer: Any) -> dict[str, Any]:
 
 
 def chunking_record(loss: nn.Module) -> dict[str, Any] | None:
-    """How the loss splits a batch: what its method recorded (``loss.chunking``: RSE's Gradient Cache,
-    set or ``auto``), else a ``mini_batch_size`` it has, else None (no chunking)."""
+    """How the loss splits a batch, as its method recorded it (``loss.chunking``: RSE's Gradient Cache,
+    ``{"mini_batch_size": rows or None for the whole batch, "source": "set" | "auto"}``), or None."""
     recorded = getattr(loss, "chunking", None)
-    if recorded is not None:
-        return dict(recorded)
-    size = getattr(loss, "mini_batch_size", None)
-    if size is None:
-        return None
-    return {"mini_batch_size": int(size), "source": "set", "describe": f"Gradient Cache in chunks of {size} rows"}
+    return dict(recorded) if recorded is not None else None
 
 
 def runtime_record(
@@ -185,8 +180,10 @@ def runtime_summary(record: dict[str, Any]) -> str:
         f"{' (' + record['device_name'] + ')' if record['device_name'] else ''}, {compiled}, optimizer {opt}, "
         f"{loader['workers']} data-loader worker(s), pinned memory {'on' if loader['pin_memory'] else 'off'}"
     )
-    if record["chunking"]:
-        line += f", {record['chunking']['describe']}"
+    chunking = record["chunking"]
+    if chunking:
+        size = chunking["mini_batch_size"]
+        line += f", {f'Gradient Cache in chunks of {size} rows' if size else 'whole batch'} ({chunking['source']})"
     if compile_["requested"] and compile_["graphs"] == 0:
         line += "; WARNING, train.compile was asked but no graph was compiled"
     return line

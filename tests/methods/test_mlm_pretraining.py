@@ -140,3 +140,40 @@ def test_a_raw_lm_run_compares_with_its_random_start(corpus_file, data_dir, tmp_
     # the same weights and sentences, encoded in other batches: float32 sums differ by ~1e-7 per vector,
     # far below the 0.01 that printed Spearman x 100 resolves
     assert start.tasks["STS-B"].spearman == pytest.approx(expected.tasks["STS-B"].spearman, abs=1e-2)
+
+
+def test_a_packed_raw_lm_trains_on_full_length_blocks(corpus_file, tmp_path, capsys):
+    lines = corpus_file.read_text().splitlines()
+    (tmp_path / "heldout.txt").write_text("\n".join(lines[:20]) + "\n", encoding="utf-8")
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("\n".join(lines[20:] * 4) + "\n", encoding="utf-8")
+    tree = rawlm_config(corpus, tmp_path / "heldout.txt", tmp_path / "run", max_steps=3, eval_steps=3).model_dump()
+    tree["mlm"].update({"pack": True, "group_by_length": False})
+    tree["model"]["max_seq_length"] = 16
+    cfg = TrainConfig.model_validate(tree)
+    seen = []
+    original = MLMLoss.forward
+
+    def spy(self, sentence_features, labels=None):
+        seen.append(sentence_features[0]["attention_mask"].clone())
+        return original(self, sentence_features, labels)
+
+    MLMLoss.forward = spy
+    try:
+        paths = engine.train(cfg)
+    finally:
+        MLMLoss.forward = original
+    assert len(seen) == 3
+    assert all(mask.shape == (16, 16) and bool(mask.all()) for mask in seen)  # 16 blocks of 16 real tokens
+    assert "packed 304 sentences into" in capsys.readouterr().err
+    records = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
+    assert all(np.isfinite(r["loss"]) for r in records if "loss" in r)
+
+
+def test_packing_and_length_grouping_are_refused_together(corpus_file, tmp_path):
+    from pydantic import ValidationError
+
+    tree = rawlm_config(corpus_file, corpus_file, tmp_path / "r").model_dump()
+    tree["mlm"]["pack"] = True  # group_by_length is on in rawlm_config
+    with pytest.raises(ValidationError, match="mlm.group_by_length has nothing to group"):
+        TrainConfig.model_validate(tree)

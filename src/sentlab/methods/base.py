@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -83,6 +84,12 @@ class Method:
 
     def prepare(self, dataset: Dataset) -> None:
         """Compute frozen inputs once before training (run on the main process first)."""
+
+    def batching(self, dataset: Dataset, model: SentenceTransformer) -> tuple[Dataset, Callable | None]:
+        """The rows the trainer batches and the collator that makes a batch of them, once the model and
+        its tokenizer exist; a collator of None is sentence-transformers' own (it tokenises each text
+        column). MLM's packed blocks (``mlm.pack``) are the one method that changes them."""
+        return dataset, None
 
     # -- model and loss --------------------------------------------------------------------------
     def build_model(self) -> SentenceTransformer:

@@ -30,15 +30,17 @@ from typing import Literal
 
 import torch
 from datasets import Dataset
-from pydantic import Field
+from pydantic import Field, model_validator
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 from torch import nn
 
+from sentlab.data.packing import BlockCollator, pack_blocks
 from sentlab.data.readers import read_sentences
 from sentlab.errors import ConfigError
 from sentlab.losses.mlm import MLMLoss
 from sentlab.methods.base import Method, read_train_sentences, register
+from sentlab.progress import say
 from sentlab.training.config import TrainConfig, _Section
 
 
@@ -64,6 +66,20 @@ class MLMSection(_Section):
     group_by_length: bool = Field(
         False, description="batches of similar length (less padding; sentlab.training.samplers), for pre-training"
     )
+    pack: bool = Field(
+        False,
+        description="pre-training: the sentences' token streams concatenated and cut into blocks of "
+        "model.max_seq_length tokens (run_mlm's group_texts; sentlab.data.packing), no padding; "
+        "train.batch_size counts blocks",
+    )
+
+    @model_validator(mode="after")
+    def _one_batching(self) -> MLMSection:
+        if self.pack and self.group_by_length:
+            raise ValueError(
+                "mlm.pack makes every row a full-length block, so mlm.group_by_length has nothing to group; keep one"
+            )
+        return self
 
 
 class MLMConfig(TrainConfig):
@@ -156,6 +172,17 @@ class MLM(Method):
                 self.cfg.model_copy(update={"data": self.cfg.data.model_copy(update={"limit": count})})
             )
         return read_sentences(m.heldout, limit=m.heldout_limit) if m.heldout else None
+
+    def batching(self, dataset: Dataset, model: SentenceTransformer):
+        """With ``mlm.pack``: the sentences packed into blocks of ``model.max_seq_length`` tokens by the
+        model's tokenizer (:func:`~sentlab.data.packing.pack_blocks`), batched by
+        :class:`~sentlab.data.packing.BlockCollator`."""
+        if not self.cfg.mlm.pack:
+            return dataset, None
+        length = self.cfg.model.max_seq_length
+        blocks = pack_blocks(dataset, model.tokenizer, length)
+        say(f"packed {len(dataset):,} sentences into {len(blocks):,} blocks of {length} tokens (mlm.pack)")
+        return blocks, BlockCollator()
 
     def training_arguments(self) -> dict[str, object]:
         if not self.cfg.mlm.group_by_length:

@@ -304,8 +304,12 @@ def build_trainer(
     if model is None:
         say(f"loading the model ({cfg.model.label}) and building {method.name}")
         model = method.build_model()
-    report_truncation(model, train_dataset, cfg.model.max_seq_length)
-    collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)
+    train_dataset, collator = method.batching(train_dataset, model)
+    report_truncation(model, train_dataset, cfg.model.max_seq_length)  # text columns only: blocks are cut, never truncated
+    if collator is None:
+        collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)
+    else:  # the method regrouped the rows (MLM's packed blocks): a batch of them must still exist
+        check_enough_rows(cfg, method, len(train_dataset))
     loss = method.loss(model)
     evaluator = method.dev_evaluator(evaluator, loss)
     with quiet_widget_examples():

@@ -305,7 +305,9 @@ def build_trainer(
         say(f"loading the model ({cfg.model.label}) and building {method.name}")
         model = method.build_model()
     train_dataset, collator = method.batching(train_dataset, model)
-    report_truncation(model, train_dataset, cfg.model.max_seq_length)  # text columns only: blocks are cut, never truncated
+    report_truncation(
+        model, train_dataset, cfg.model.max_seq_length
+    )  # text columns only: blocks are cut, never truncated
     if collator is None:
         collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)
     else:  # the method regrouped the rows (MLM's packed blocks): a batch of them must still exist

@@ -1,0 +1,82 @@
+"""Build a wheelhouse for installing sentlab on a machine without network (a GPU cluster's nodes).
+
+Run it on a machine with network, for the target's Python and platform; copy the folder over; install
+there with pip's ``--no-index`` after the cluster's own torch build:
+
+    python scripts/wheelhouse.py --python-version 3.12 --platform manylinux_2_28_x86_64 --dest wheelhouse
+    # on the machine without network, torch already installed (the cluster's CUDA build of 2.13.0):
+    pip install --no-index --find-links wheelhouse -c wheelhouse/constraints.txt "sentlab[minilm,test]"
+
+The folder holds sentlab's own wheel, a wheel of every version pinned in ``constraints.txt`` except
+torch (the cluster's build is used, so its CUDA libraries match the driver), and
+``constraints.txt`` without torch. Wheels are binary only, for the given Python and platform; normflows
+publishes no wheel, so it is built from its source distribution (pure Python). ``--dry-run`` prints
+the pip commands instead of running them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FROM_SOURCE = {"normflows"}  # no wheel on PyPI: built with pip wheel (pure Python, any platform)
+SKIPPED = {"torch"}  # the cluster's own build
+
+
+def pins(constraints: Path) -> list[str]:
+    """The ``name==version`` lines of a constraints file."""
+    lines = (line.split("#", 1)[0].strip() for line in constraints.read_text(encoding="utf-8").splitlines())
+    return [line for line in lines if line]
+
+
+def name_of(pin: str) -> str:
+    return pin.split("==", 1)[0].strip().lower().replace("_", "-")
+
+
+def commands(dest: Path, python_version: str, platform: str, constraints: Path) -> list[list[str]]:
+    """The pip commands that fill ``dest`` (after ``dest/constraints.txt`` and ``dest/requirements.txt``
+    are written)."""
+    pip = [sys.executable, "-m", "pip"]
+    target = ["--python-version", python_version, "--platform", platform, "--only-binary=:all:"]
+    source = [pin for pin in pins(constraints) if name_of(pin) in FROM_SOURCE]
+    return [
+        [*pip, "wheel", "--no-deps", "--wheel-dir", str(dest), str(ROOT)],
+        [*pip, "download", "--no-deps", *target, "--dest", str(dest), "-r", str(dest / "requirements.txt")],
+        *([[*pip, "wheel", "--no-deps", "--wheel-dir", str(dest), *source]] if source else []),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--python-version", required=True, help="the target's Python, e.g. 3.12")
+    parser.add_argument("--platform", required=True, help="the target's wheel platform, e.g. manylinux_2_28_x86_64")
+    parser.add_argument("--dest", type=Path, default=Path("wheelhouse"))
+    parser.add_argument("--constraints", type=Path, default=ROOT / "constraints.txt")
+    parser.add_argument("--dry-run", action="store_true", help="print the pip commands, run nothing")
+    args = parser.parse_args(argv)
+    if not args.constraints.is_file():
+        print(f"error: {args.constraints}: no such constraints file", file=sys.stderr)
+        return 2
+    kept = [pin for pin in pins(args.constraints) if name_of(pin) not in SKIPPED]
+    planned = commands(args.dest, args.python_version, args.platform, args.constraints)
+    if args.dry_run:
+        print("\n".join(shlex.join(command) for command in planned))
+        return 0
+    args.dest.mkdir(parents=True, exist_ok=True)
+    (args.dest / "constraints.txt").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    binary = [pin for pin in kept if name_of(pin) not in FROM_SOURCE]
+    (args.dest / "requirements.txt").write_text("\n".join(binary) + "\n", encoding="utf-8")
+    for command in planned:
+        print("+ " + shlex.join(command), file=sys.stderr)
+        if subprocess.run(command).returncode != 0:
+            print(f"error: {shlex.join(command)} failed", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from sentlab.losses.frozen import FrozenRows
 from sentlab.losses.simcse import SimCSELoss, cosine_matrix
 from sentlab.precision import float32_region, in_float32
 
@@ -126,6 +127,7 @@ class RankCSELoss(nn.Module):
         self.base_loss = base_loss
         self.model = base_loss.model
         self.teacher_vectors = list(teacher_vectors)
+        self._teacher_rows = [FrozenRows(v) for v in self.teacher_vectors]  # gathered on the device
         self.teacher_weights = weights
         self.beta, self.gamma = beta, gamma
         self.distillation = distillation
@@ -135,11 +137,10 @@ class RankCSELoss(nn.Module):
 
     def teacher_scores(self, rows: Tensor, device: torch.device) -> Tensor:
         """S^T for the batch: the weighted sum of each teacher's cosine matrix."""
-        index = rows.detach().cpu().numpy()
         total = None
         with float32_region(device.type):
-            for weight, vectors in zip(self.teacher_weights, self.teacher_vectors):
-                t = torch.as_tensor(np.asarray(vectors[index]), dtype=torch.float32, device=device)
+            for weight, teacher in zip(self.teacher_weights, self._teacher_rows):
+                t = teacher(rows, device)
                 total = weight * cosine_matrix(t, t) if total is None else total + weight * cosine_matrix(t, t)
         return total
 

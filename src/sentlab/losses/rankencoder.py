@@ -30,6 +30,7 @@ import torch
 from sentence_transformers.util import all_gather, all_gather_with_grad, get_rank
 from torch import Tensor, nn
 
+from sentlab.losses.frozen import FrozenRows
 from sentlab.losses.simcse import SimCSELoss, cosine_matrix
 from sentlab.precision import float32_region, in_float32
 from sentlab.rank.vectors import rank_vectors
@@ -99,6 +100,7 @@ class RankEncoderLoss(nn.Module):
         self.base_loss = base_loss
         self.model = base_loss.model
         self.base_vectors = base_vectors
+        self._base_rows = FrozenRows(base_vectors)  # gathered on the device: no host sync a step
         self.corpus_vectors = torch.as_tensor(corpus_vectors)
         self.lambda_train = lambda_train
         self.tau_lower = tau_lower
@@ -115,9 +117,7 @@ class RankEncoderLoss(nn.Module):
 
     def base_rank_vectors(self, rows: Tensor, device: torch.device) -> Tensor:
         """E1's rank vectors (Eq. 2-3) of the given training rows."""
-        index = rows.detach().cpu().numpy()
-        vectors = torch.as_tensor(np.asarray(self.base_vectors[index]), dtype=torch.float32)
-        return rank_vectors(vectors.to(device), self._corpus(device), normalized=True)
+        return rank_vectors(self._base_rows(rows, device), self._corpus(device), normalized=True)
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         if labels is None:

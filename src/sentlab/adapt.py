@@ -204,7 +204,12 @@ def arm_config(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentenc
     }
     if s.budget.get("minutes") is not None:
         train.update(max_minutes=s.budget["minutes"], epochs=1000.0)  # the clock stops it
-    model = {"name": s.model, "max_seq_length": s.max_seq_length, **({"pooler": s.pooler} if s.pooler else {})}
+    model = {
+        "name": s.model,
+        "max_seq_length": s.max_seq_length,
+        "inference_max_seq_length": s.max_seq_length,  # trained, saved and scored at one length
+        **({"pooler": s.pooler} if s.pooler else {}),
+    }
     return TrainConfig.model_validate(
         {
             "method": arm_spec(arm).method,
@@ -329,12 +334,14 @@ def evaluate(plan: AdaptPlan, name: str, model_path: str, folder: Path) -> EvalR
     return report
 
 
-def start_model_max_length(model: str, pooler: str | None) -> int:
-    """The start model's own maximum sequence length (what its saved folder says, e.g. 256 for
-    all-MiniLM-L6-v2): every arm trains, is saved and is scored at it unless --max-seq-length is given."""
-    from sentlab.encoders import load_encoder
+def start_model_max_length(model: str) -> int:
+    """The start model's own maximum sequence length, the length it encodes at as it is (256 for
+    all-MiniLM-L6-v2, whose tokenizer allows 512; :func:`~sentlab.encoders.loading.inference_max_seq_length`),
+    whatever pooler the arms put on it: every arm trains, is saved and is scored at it unless
+    --max-seq-length is given."""
+    from sentlab.encoders.loading import inference_max_seq_length
 
-    length = int(load_encoder(model, pooler=pooler, device="cpu").max_seq_length)
+    length = inference_max_seq_length(model)
     say(f"[adapt] maximum sequence length {length} (the start model's)")
     return length
 

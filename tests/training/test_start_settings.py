@@ -1,8 +1,9 @@
-"""Saved models keep the settings of the start model that training does not change: the
-run's maximum sequence length, the pooling, and the start model's unit-length normalisation - for
-every registered method. The start model here is a sentence-transformers folder that normalises and
-reloads with 20 tokens; each run names a pooler (which rebuilds the pipeline from the backbone, where
-``Normalize`` used to be lost) and trains with 12 tokens."""
+"""Saved models keep the settings of the start model that training does not change: the start
+model's inference length (not the training length), the pooling, and the start model's unit-length
+normalisation - for every registered method. The start model here is a sentence-transformers folder
+that normalises and reloads with 20 tokens (its backbone allows 64); each run names a pooler (which
+rebuilds the pipeline from the backbone, where ``Normalize`` and the length used to be lost) and
+trains with 12 tokens."""
 
 from __future__ import annotations
 
@@ -18,13 +19,14 @@ from sentlab.training import engine
 from sentlab.training.config import TrainConfig
 from tests.conftest import write_scored_pairs_card
 
-MAX_SEQ_LENGTH = 12
+MAX_SEQ_LENGTH = 12  # training
+START_LENGTH = 20  # the start model's own; its backbone's tokenizer and positions allow 64
 PROBE = ["a man plays the guitar", "a dog runs in the park"]
 
 
 @pytest.fixture(scope="module")
 def normalizing_start(tiny_backbone, tmp_path_factory):
-    transformer = Transformer(str(tiny_backbone), max_seq_length=20)
+    transformer = Transformer(str(tiny_backbone), max_seq_length=START_LENGTH)
     model = SentenceTransformer(
         modules=[transformer, Pooling(transformer.get_embedding_dimension(), "mean"), Normalize()]
     )
@@ -100,11 +102,41 @@ def test_a_saved_model_keeps_the_start_models_length_pooling_and_normalisation(
     )
     paths = engine.train(cfg, evaluate=False)
     model = SentenceTransformer(str(paths.model), trust_remote_code=method == "bert-flow")
-    assert model.max_seq_length == MAX_SEQ_LENGTH
+    assert model.max_seq_length == START_LENGTH
     pooling = [m for m in model if isinstance(m, Pooling)]
     assert len(pooling) == 1 and pooling[0].pooling_mode == "mean"
     assert isinstance(model[-1], Normalize)
     np.testing.assert_allclose(np.linalg.norm(model.encode(["a man plays the guitar"]), axis=1), 1.0, rtol=1e-5)
+
+
+def simcse_run(name, corpus_file, out, **model) -> TrainConfig:
+    return TrainConfig.model_validate(
+        {
+            "method": "simcse-unsup",
+            "model": {"name": str(name), "pooler": "mean", "max_seq_length": MAX_SEQ_LENGTH, **model},
+            "data": {"train": str(corpus_file)},
+            "train": {"output_dir": str(out), "batch_size": 8, "max_steps": 1, "progress_bar": False},
+            "eval": {"dev_task": "none", "final_tasks": ["sts"], "compare_start": True},
+        }
+    )
+
+
+def test_the_saved_and_evaluated_length_is_the_start_models_or_the_one_asked_for(
+    normalizing_start, tiny_backbone, corpus_file, data_dir, tmp_path, capsys
+):
+    """Plain sentence-transformers reads the length back, and results.json records the final
+    evaluation's length beside the training length."""
+    cases = [
+        (normalizing_start, {}, START_LENGTH),  # a sentence-transformers start: its own max_seq_length
+        (tiny_backbone, {}, 64),  # a plain backbone: min(tokenizer's model_max_length, positions)
+        (normalizing_start, {"inference_max_seq_length": 16}, 16),  # asked for
+    ]
+    for k, (start, extra, expected) in enumerate(cases):
+        paths = engine.train(simcse_run(start, corpus_file, tmp_path / f"run{k}", **extra))
+        assert SentenceTransformer(str(paths.model)).max_seq_length == expected
+        settings = json.loads(paths.results.read_text())["settings"]
+        assert settings["max_seq_length"] == {"training": MAX_SEQ_LENGTH, "saved_and_evaluated": expected}
+        assert f"saved model's max_seq_length: {expected} (" in capsys.readouterr().err
 
 
 @pytest.fixture

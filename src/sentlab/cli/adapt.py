@@ -27,7 +27,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
         if not Path(card).is_file():
             raise DataError(f"{card}: task card not found")
     pooler = None if args.pooler == "none" else args.pooler
-    max_seq_length = args.max_seq_length or start_model_max_length(args.model, pooler)
+    max_seq_length = args.max_seq_length or start_model_max_length(args.model)
     settings = AdaptSettings(
         text=str(text),
         text_sha256=file_sha256(text),

@@ -103,12 +103,40 @@ def normalizes(name: str | Path) -> bool:
     )
 
 
+def inference_max_seq_length(name: str | Path) -> int:
+    """The length ``name`` encodes at when used as it is: a sentence-transformers model's own
+    ``max_seq_length`` (256 for all-MiniLM-L6-v2, whatever its tokenizer allows); a plain transformers
+    backbone's limit as sentence-transformers sets it for one, the smaller of the tokenizer's
+    ``model_max_length`` and the position embeddings (512 for BERT)."""
+    path = resolve_model_path(name)
+    if _is_sentence_transformer(path):
+        length = load_encoder(path, device="cpu").max_seq_length
+        if length:
+            return int(length)
+    from transformers import AutoConfig, AutoTokenizer
+
+    folder = _backbone_folder(path)
+    try:
+        config = AutoConfig.from_pretrained(folder)
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except (OSError, ValueError) as err:
+        raise ModelLoadError(f"{name}: cannot read its config and tokenizer ({_first_line(err)})") from None
+    limits = [
+        int(v)
+        for v in (getattr(config, "max_position_embeddings", None), getattr(tokenizer, "model_max_length", None))
+        if v and v < 1_000_000  # a tokenizer without a limit says 1e30
+    ]
+    if not limits:
+        raise ModelLoadError(f"{name}: neither its config nor its tokenizer gives a maximum length; set one")
+    return min(limits)
+
+
 def keep_start_settings(model: SentenceTransformer, start: str | None, max_seq_length: int) -> SentenceTransformer:
-    """Give a trained model the settings of the start model that training does not change: the run's
-    maximum sequence length (which the trainer applies through its collator only, so the saved model
-    would otherwise reload with its backbone's 256 or 512) and the start model's unit-length
-    normalisation (dropped when a pooler is named, which rebuilds the pipeline from the backbone).
-    Pooling is the run's own by construction."""
+    """Give a trained model the settings of the start model that training does not change: its
+    inference length (``max_seq_length``: the start model's own, :func:`inference_max_seq_length`, or
+    the run's ``model.inference_max_seq_length``; the trainer's collator truncates at the training
+    length only while training) and the start model's unit-length normalisation (dropped when a pooler
+    is named, which rebuilds the pipeline from the backbone). Pooling is the run's own by construction."""
     from sentence_transformers.sentence_transformer.modules import Normalize
 
     model.max_seq_length = max_seq_length

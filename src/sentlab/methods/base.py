@@ -46,6 +46,7 @@ from sentlab.encoders.heads import SimCSEMLPHead
 from sentlab.encoders.loading import (
     build_encoder,
     dropout_config_kwargs,
+    inference_max_seq_length,
     keep_first_layers,
     load_encoder,
 )
@@ -122,6 +123,18 @@ class Method:
         if m.num_layers is not None:
             keep_first_layers(model, m.num_layers)
         return model
+
+    def inference_length(self) -> int:
+        """The saved model's ``max_seq_length``, at which the final evaluation encodes:
+        ``model.inference_max_seq_length``, else the start model's own
+        (:func:`~sentlab.encoders.loading.inference_max_seq_length`): training truncates at
+        ``model.max_seq_length`` (SimCSE's 32), but the model is used, as in the papers' evaluation,
+        on whole sentences."""
+        m = self.cfg.model
+        if m.inference_max_seq_length is not None:
+            return m.inference_max_seq_length
+        start = self.random_init_folder() if m.random_init is not None else m.name
+        return inference_max_seq_length(start)
 
     def random_init_folder(self) -> Path | None:
         """With ``model.random_init``: the run's randomly initialised masked LM (``RUN/random_init``),

@@ -46,7 +46,15 @@ class ModelSection(_Section):
     )
     pooler: Literal["cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt"] | None = None
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE
-    max_seq_length: int = Field(32, gt=0)
+    max_seq_length: int = Field(
+        32, gt=0, description="the training length: longer texts are truncated to it in training"
+    )
+    inference_max_seq_length: int | None = Field(
+        None,
+        gt=0,
+        description="the saved model's max_seq_length, at which the final evaluation encodes (default: the "
+        "start model's own, e.g. 256 for all-MiniLM-L6-v2, 512 for a BERT backbone)",
+    )
     num_layers: int | None = Field(
         None, gt=0, description="keep only the first N transformer layers (a smaller student, e.g. for distillation)"
     )

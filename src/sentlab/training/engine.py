@@ -434,7 +434,10 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         raise
     if trainer.is_world_process_zero():
         method: Method = trainer.sentlab_method
-        final = keep_start_settings(method.final_model(trainer.model), cfg.model.name, cfg.model.max_seq_length)
+        length = method.inference_length()
+        final = keep_start_settings(method.final_model(trainer.model), cfg.model.name, length)
+        own = "model.inference_max_seq_length" if cfg.model.inference_max_seq_length else "the start model's own"
+        say(f"saved model's max_seq_length: {length} ({own}; training truncated at {cfg.model.max_seq_length})")
         method.save(final)
         write_json(paths.fingerprint, run_fingerprint(cfg))
         say(f"model saved to {paths.model}")
@@ -451,17 +454,21 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
                 report.settings["training_precision"] = training_precision
                 report.settings["training_runtime"] = training_runtime
                 report.settings["evaluation_precision"] = "fp32"
+                report.settings["max_seq_length"] = {
+                    "training": cfg.model.max_seq_length,
+                    "saved_and_evaluated": length,
+                }
                 report.write(results_path)
                 say(f"results written to {results_path}")
             if cfg.eval.compare_start:
-                evaluate_start_model(cfg, paths, method, final.device)
+                evaluate_start_model(cfg, paths, method, final.device, length)
     return paths
 
 
-def evaluate_start_model(cfg: TrainConfig, paths: RunPaths, method: Method, device) -> None:
+def evaluate_start_model(cfg: TrainConfig, paths: RunPaths, method: Method, device, length: int) -> None:
     """The start model's STS results (cosine), so the run says whether training helped
     (``RUN/start_results.json``): the method's :meth:`~Method.start_encoder` (its pooler and layers)
-    at the run's maximum length. Its embeddings go through the on-disk cache, so a second run from
+    at the length the trained model is evaluated at. Its embeddings go through the on-disk cache, so a second run from
     the same start model encodes nothing again."""
     from sentlab.cache import EmbeddingStore
     from sentlab.evaluation import CosineScorer, evaluate_sts
@@ -469,7 +476,7 @@ def evaluate_start_model(cfg: TrainConfig, paths: RunPaths, method: Method, devi
 
     say(f"final evaluation of the start model {cfg.model.label} (STS), for comparison")
     start = method.start_encoder().to(device).eval()
-    start.max_seq_length = cfg.model.max_seq_length
+    start.max_seq_length = length
     cache = EmbeddingCache(start, store=EmbeddingStore.default())
     report = evaluate_sts(CosineScorer(cache, name=f"start model ({cfg.model.label})"), cfg.data.data_dir)
     report.settings["evaluation_precision"] = "fp32"

@@ -32,6 +32,7 @@ NOT_LEARNED = {
     "train": ("output_dir", "progress_bar", "logging_steps", "compile", "fused_optimizer", "dataloader_workers"),
     "data": ("data_dir",),
     "eval": ("compare_start",),
+    "model": ("inference_max_seq_length",),
 }
 
 

@@ -88,3 +88,67 @@ def test_shell_snippet_is_marked_and_its_commands_parse(name, code):
 def test_snippets_were_found():
     assert len(PYTHON) >= 2 and len(SHELL) >= 15
     assert sum(len(sentlab_commands(code)) for _, code in SHELL) >= 40
+
+
+def test_generated_reference_pages_are_current(tmp_path):
+    """The committed CLI reference and preset / data tables equal what the code gives now (python
+    docs/hooks.py rewrites them); a page whose generated text differs is found."""
+    hooks = load_hooks()
+    assert hooks.stale_pages() == []
+    page = tmp_path / "cli.md"
+    page.write_text((ROOT / "docs" / "reference" / "cli.md").read_text("utf-8").replace("--resume", "--resumed"))
+    assert hooks.stale_pages(tmp_path) == [page]
+    assert "sentlab train" in (ROOT / "docs" / "reference" / "cli.md").read_text("utf-8")  # in the repository
+
+
+def load_hooks():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "docs" / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*$", re.M)
+
+
+def slug(heading: str) -> str:
+    """Python-Markdown's toc slug, as mkdocs makes heading anchors: lower case, punctuation dropped,
+    spaces and hyphens to one hyphen."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFKD", heading).encode("ascii", "ignore").decode("ascii")
+    text = re.sub(r"[^\w\s-]", "", re.sub(r"`", "", text)).strip().lower()
+    return re.sub(r"[-\s]+", "-", text)
+
+
+def anchors(page: Path) -> set[str]:
+    text = FENCE.sub("", page.read_text("utf-8"))
+    return {slug(re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", h)) for h in HEADING.findall(text)}
+
+
+def broken_links(pages: list[Path], root: Path = ROOT) -> list[str]:
+    """``page: target (why)`` for each relative link whose file or heading does not exist."""
+    broken = []
+    for page in pages:
+        for target in LINK.findall(FENCE.sub("", page.read_text("utf-8"))):
+            if re.match(r"^[a-z]+:", target):  # http(s), mailto: not checked offline
+                continue
+            path, _, anchor = target.partition("#")
+            resolved = (page.parent / path).resolve() if path else page
+            if not resolved.exists():
+                broken.append(f"{page.relative_to(root)}: {target} (no such file)")
+            elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
+                broken.append(f"{page.relative_to(root)}: {target} (no such heading)")
+    return broken
+
+
+def test_every_relative_link_and_heading_resolves(tmp_path):
+    assert broken_links(PAGES) == []
+    (tmp_path / "a.md").write_text("# Two `words`\n\n[ok](#two-words) [x](b.md) [y](#missing) [z](a.md#two-words)\n")
+    assert broken_links([tmp_path / "a.md"], tmp_path) == [
+        "a.md: b.md (no such file)",
+        "a.md: #missing (no such heading)",
+    ]

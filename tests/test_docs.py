@@ -60,8 +60,8 @@ def test_python_snippet_runs(name, code, tmp_path):
 
 
 def sentlab_commands(code: str) -> list[list[str]]:
-    """The ``sentlab`` command lines of a shell block (continuations joined, comments, redirections and
-    environment assignments dropped), as argument lists."""
+    """The ``sentlab`` command lines of a shell block, ``-m sentlab.cli`` under a launcher included
+    (continuations joined, comments, redirections and environment assignments dropped), as argument lists."""
     commands = []
     for line in code.replace("\\\n", " ").splitlines():
         line = line.split(" #")[0].split("#")[0] if line.lstrip().startswith("#") else line.split("  #")[0]
@@ -71,6 +71,8 @@ def sentlab_commands(code: str) -> list[list[str]]:
                 words = words[1:]
             if words and words[0] == "sentlab":
                 commands.append(words[1:])
+            elif "sentlab.cli" in words and words[words.index("sentlab.cli") - 1] == "-m":  # torchrun, accelerate
+                commands.append(words[words.index("sentlab.cli") + 1 :])
     return commands
 
 

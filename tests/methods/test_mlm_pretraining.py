@@ -142,7 +142,7 @@ def test_a_raw_lm_run_compares_with_its_random_start(corpus_file, data_dir, tmp_
     assert start.tasks["STS-B"].spearman == pytest.approx(expected.tasks["STS-B"].spearman, abs=1e-2)
 
 
-def test_a_packed_raw_lm_trains_on_full_length_blocks(corpus_file, tmp_path, capsys):
+def test_a_packed_raw_lm_trains_on_full_length_blocks(corpus_file, tmp_path):
     lines = corpus_file.read_text().splitlines()
     (tmp_path / "heldout.txt").write_text("\n".join(lines[:20]) + "\n", encoding="utf-8")
     corpus = tmp_path / "train.txt"
@@ -165,7 +165,7 @@ def test_a_packed_raw_lm_trains_on_full_length_blocks(corpus_file, tmp_path, cap
         MLMLoss.forward = original
     assert len(seen) == 3
     assert all(mask.shape == (16, 16) and bool(mask.all()) for mask in seen)  # 16 blocks of 16 real tokens
-    assert "packed 304 sentences into" in capsys.readouterr().err
+    assert "packed 304 sentences into" in paths.log.read_text()
     records = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
     assert all(np.isfinite(r["loss"]) for r in records if "loss" in r)
 

@@ -122,7 +122,7 @@ def simcse_run(name, corpus_file, out, **model) -> TrainConfig:
 
 
 def test_the_saved_and_evaluated_length_is_the_start_models_or_the_one_asked_for(
-    normalizing_start, tiny_backbone, corpus_file, data_dir, tmp_path, capsys
+    normalizing_start, tiny_backbone, corpus_file, data_dir, tmp_path
 ):
     """Plain sentence-transformers reads the length back, and results.json records the final
     evaluation's length beside the training length."""
@@ -136,7 +136,7 @@ def test_the_saved_and_evaluated_length_is_the_start_models_or_the_one_asked_for
         assert SentenceTransformer(str(paths.model)).max_seq_length == expected
         settings = json.loads(paths.results.read_text())["settings"]
         assert settings["max_seq_length"] == {"training": MAX_SEQ_LENGTH, "saved_and_evaluated": expected}
-        assert f"saved model's max_seq_length: {expected} (" in capsys.readouterr().err
+        assert f"saved model's max_seq_length: {expected} (" in paths.log.read_text()
 
 
 @pytest.fixture

@@ -58,6 +58,8 @@ from sentlab.rank.index import corpus_sha256
 from sentlab.training.config import TrainConfig
 from sentlab.training.run_folder import RunPaths, add_run_files
 
+RANDOM_INIT_FOLDER = "random_init"  # RUN/random_init: a random_init run's start model
+
 METHODS: dict[str, type[Method]] = {}
 
 
@@ -133,7 +135,8 @@ class Method:
         m = self.cfg.model
         if m.inference_max_seq_length is not None:
             return m.inference_max_seq_length
-        start = self.random_init_folder() if m.random_init is not None else m.name
+        # a random start was built before training (random_init_folder): its folder, without reading the text again
+        start = self.paths.root / RANDOM_INIT_FOLDER if m.random_init is not None else m.name
         return inference_max_seq_length(start)
 
     def random_init_folder(self) -> Path | None:
@@ -146,7 +149,7 @@ class Method:
 
         texts = read_train_sentences(self.cfg) if init.tokenizer == "train" else None
         return build_random_masked_lm(
-            init, self.paths.root / "random_init", texts, corpus_sha256(texts) if texts else ""
+            init, self.paths.root / RANDOM_INIT_FOLDER, texts, corpus_sha256(texts) if texts else ""
         )
 
     def loss(self, model: SentenceTransformer) -> nn.Module:

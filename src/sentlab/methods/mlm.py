@@ -3,11 +3,11 @@
 BERT's original objective (Devlin et al. 2019): 15 % of the tokens are chosen; of those 80 % become
 [MASK], 10 % a random token, 10 % stay; cross-entropy on the chosen ones. The masking is
 transformers' ``DataCollatorForLanguageModeling.torch_mask_tokens`` draw, made on the device for
-each tokenised batch (:meth:`MLMLoss.mask_tokens`, so it is drawn afresh every step); the LM head is transformers' masked-LM class of the
-encoder's architecture, its body tied to the encoder (:mod:`sentlab.losses.lm_heads`). The
-sentence embedding is the mean of the output token states (``model.pooler: mean``). Paper
-preset: 100k steps, batch 8, lr 5e-5 (the ``mlm-bert-base`` preset). The head is training-only;
-the saved model is the encoder with mean pooling.
+each tokenised batch (:meth:`MLMLoss.mask_tokens`, so it is drawn afresh every step); the LM head
+is transformers' masked-LM class of the encoder's architecture, its body tied to the encoder
+(:mod:`sentlab.losses.lm_heads`). The sentence embedding is the mean of the output token states
+(``model.pooler: mean``). Paper preset: 100k steps, batch 8, lr 5e-5 (the ``mlm-bert-base``
+preset). The head is training-only; the saved model is the encoder with mean pooling.
 
 Pre-training a raw LM from random weights (``model.random_init``, the ``rawlm-*`` preset) uses the
 same method with three additions:

@@ -33,6 +33,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 from torch import nn
 
+from sentlab import devices
 from sentlab.data import relations as rel
 from sentlab.errors import ConfigError, DataError
 from sentlab.evaluation.relational import RelationTable
@@ -210,11 +211,9 @@ class RSE(Method):
         """``rse.mini_batch_size: auto``: the chunk that fits the free memory of the model's device
         (:func:`sentlab.devices.chunk_that_fits`), for a batch of three columns (head, tail, negative)
         at the run's maximum length and precision."""
-        from sentlab.devices import chunk_that_fits, device_memory_bytes
-
-        free, _ = device_memory_bytes(model.device)
+        free, _ = devices.device_memory_bytes(model.device)
         parameters = sum(p.numel() for p in model.parameters())
-        return chunk_that_fits(
+        return devices.chunk_that_fits(
             model[0].auto_model.config,
             rows=self.cfg.train.batch_size,
             columns=3,

@@ -140,6 +140,7 @@ def training_arguments(
     metric: str | None = DEV_METRIC,
 ) -> SentenceTransformerTrainingArguments:
     t = cfg.train
+    device_type = training_device_type()
     if has_dev and t.keep_best and t.save_steps is not None and t.save_steps % t.eval_steps:
         raise ConfigError(
             f"train.save_steps ({t.save_steps}) must be a multiple of train.eval_steps ({t.eval_steps}) "
@@ -174,10 +175,9 @@ def training_arguments(
         report_to="none",
         ddp_find_unused_parameters=True,
         # without an accelerator, Accelerate only runs multi-process (gloo) DDP when told it is on CPU
-        use_cpu=training_device_type() == "cpu",
+        use_cpu=device_type == "cpu",
     )
     arguments.update(method_arguments or {})
-    device_type = training_device_type()
     optimizer = str(arguments.get("optim", "adamw_torch"))
     fused = fused_optimizer(t.fused_optimizer, optimizer, device_type)  # refuses `true` where it cannot run
     if optimizer in ADAMW:
@@ -305,9 +305,8 @@ def build_trainer(
         say(f"loading the model ({cfg.model.label}) and building {method.name}")
         model = method.build_model()
     train_dataset, collator = method.batching(train_dataset, model)
-    report_truncation(
-        model, train_dataset, cfg.model.max_seq_length
-    )  # text columns only: blocks are cut, never truncated
+    # text columns only: packed blocks are cut from the stream, never truncated
+    report_truncation(model, train_dataset, cfg.model.max_seq_length)
     if collator is None:
         collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)
     else:  # the method regrouped the rows (MLM's packed blocks): a batch of them must still exist

@@ -72,24 +72,18 @@ def compiled_networks(loss: nn.Module) -> dict[str, nn.Module]:
     from transformers import PreTrainedModel
 
     models = {name: m for name, m in loss.named_modules() if isinstance(m, PreTrainedModel)}
-    bodies = {
-        name: m
-        for name, m in models.items()
-        if not any(other != name and other.startswith(f"{name}.") for other in models)
-    }
-    seen = {id(m) for m in bodies.values()}
+    candidates = [
+        (name, m) for name, m in models.items() if not any(o != name and o.startswith(f"{name}.") for o in models)
+    ]
     for name in getattr(loss, "half_precision_modules", ()):
         try:
-            module = loss.get_submodule(name)
+            candidates.append((name, loss.get_submodule(name)))
         except AttributeError:  # e.g. MLM's head.cls, which only BERT-style heads have
             continue
-        if id(module) not in seen:
-            bodies[name], seen = module, seen | {id(module)}
-    unique, ids = {}, set()
-    for name, module in bodies.items():
-        if id(module) not in ids:  # a network shared by two paths (CT with one encoder) compiles once
+    unique: dict[str, nn.Module] = {}
+    for name, module in candidates:  # a network shared by two paths (CT with one encoder) compiles once
+        if all(module is not kept for kept in unique.values()):
             unique[name] = module
-            ids.add(id(module))
     return unique
 
 

@@ -154,3 +154,12 @@ def test_every_relative_link_and_heading_resolves(tmp_path):
         "a.md: b.md (no such file)",
         "a.md: #missing (no such heading)",
     ]
+
+
+def test_benchmarks_page_stays_a_short_reference():
+    """docs/results.md holds each area's headline figure; findings live on the method pages.
+
+    25,000 characters reads in a few minutes; a longer page is a sign that a run's notes went there.
+    """
+    size = len((ROOT / "docs" / "results.md").read_text(encoding="utf-8"))
+    assert size <= 25_000, f"docs/results.md is {size:,} characters (at most 25,000)"

@@ -1,51 +1,157 @@
-"""Memory and time of reading a training text the way training reads it today
-(``sentlab.data.readers.read_sentences``): peak resident memory of the process against the file's
-size. Prints one JSON object.
+"""Memory and time of training text at growing sizes: reading it as training does (a memory-mapped
+Arrow table, :func:`sentlab.data.text_table.sentence_table`) and a 2-step ``sentlab train`` on it.
+Prints one JSON object.
 
-    python benchmarks/read_memory.py                      # the Wikipedia text of the data folder
-    python benchmarks/read_memory.py --text my_text.txt
+Texts of the sizes asked for are made by repeating the Wikipedia sentences of the data folder
+(``--sizes-mb 50 500 5000``; 50 is the file itself). Each measurement runs in a fresh process whose
+peak anonymous memory (``RssAnon`` of ``/proc/PID/status``, sampled every 20 ms: pages of a
+memory-mapped file the kernel can drop do not count) and peak resident set are recorded:
+
+* ``convert``: the first read, with an empty cache (the conversion to Arrow), then every row read once;
+* ``reuse``: the same again, the table now cached;
+* ``train``: ``sentlab train PRESET --set data.train=TEXT --set train.max_steps=2`` with its own empty
+  cache (so it converts too), no dev or final evaluation;
+* ``list`` (``--list-reader``): the strict reader that returns a Python list, for comparison.
+
+    python benchmarks/read_memory.py --sizes-mb 50 500 5000 --work /tmp/text-scale
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+READ = """
+import sys, time
+from sentlab.data.text_table import sentence_table
+started = time.perf_counter()
+table = sentence_table(sys.argv[1])
+ready = time.perf_counter() - started
+rows = sum(len(batch["sentence"]) for batch in table.iter(batch_size=50_000))
+print(ready, rows)
+"""
+
+LIST = """
+import sys, time
+from sentlab.data.readers import read_sentences
+started = time.perf_counter()
+rows = len(read_sentences(sys.argv[1]))
+print(time.perf_counter() - started, rows)
+"""
+
+
+def field(pid: int, name: str) -> int:
+    try:
+        for line in open(f"/proc/{pid}/status", encoding="ascii"):
+            if line.startswith(name + ":"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def measured(cmd: list[str], env: dict[str, str]) -> dict:
+    """Run ``cmd``; its wall time, stdout, and the peaks of RssAnon and VmRSS sampled every 20 ms."""
+    started = time.perf_counter()
+    process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    peaks = {"RssAnon": 0, "VmRSS": 0}
+
+    def sample() -> None:
+        while process.poll() is None:
+            for name in peaks:
+                peaks[name] = max(peaks[name], field(process.pid, name))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    out, err = process.communicate()
+    sampler.join()
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:4])} ...: exit {process.returncode}\n{err[-2000:]}")
+    return {
+        "wall_s": round(time.perf_counter() - started, 2),
+        "peak_rss_anon_mb": round(peaks["RssAnon"] / 1e6, 1),
+        "peak_rss_mb": round(peaks["VmRSS"] / 1e6, 1),
+        "stdout": out.split(),
+    }
+
+
+def make_text(source: Path, target: Path, size_mb: float) -> Path:
+    if target.is_file() and target.stat().st_size >= size_mb * 1e6:
+        return target
+    block = source.read_bytes()
+    partial = target.with_name(target.name + ".partial")
+    with partial.open("wb") as sink:
+        written = 0
+        while written < size_mb * 1e6:
+            sink.write(block)
+            written += len(block)
+    os.replace(partial, target)
+    return target
+
 
 def main() -> None:
-    sys.path.insert(0, str(ROOT / "src"))
-    from sentlab.data.readers import read_sentences
-    from sentlab.paths import data_dir
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--text", type=Path, default=None, help="default: wikipedia/wiki_sentences.txt")
+    parser.add_argument("--sizes-mb", type=float, nargs="+", default=[50.0])
+    parser.add_argument("--work", type=Path, default=None, help="where the larger texts and caches go")
+    parser.add_argument("--preset", default="simcse-unsup-minilm-cpu")
+    parser.add_argument("--no-train", action="store_true", help="measure reading only")
+    parser.add_argument("--list-reader", action="store_true", help="also the strict reader's Python list")
     args = parser.parse_args()
-    text = args.text or data_dir() / "wikipedia" / "wiki_sentences.txt"
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    started = time.perf_counter()
-    lines = read_sentences(text)
-    seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    size = text.stat().st_size
-    print(
-        json.dumps(
-            {
-                "text": str(text),
-                "file_mb": round(size / 1e6, 1),
-                "lines": len(lines),
-                "read_s": round(seconds, 2),
-                "peak_rss_mb": round(peak / 1e6, 1),
-                "rss_growth_mb": round((peak - before) / 1e6, 1),
-                "growth_per_file_byte": round((peak - before) / size, 2),
-            }
+    sys.path.insert(0, str(ROOT / "src"))
+    from sentlab.paths import data_dir
+
+    source = args.text or data_dir() / "wikipedia" / "wiki_sentences.txt"
+    work = args.work or Path(tempfile.mkdtemp(prefix="text-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": f"{ROOT / 'src'}:{os.environ.get('PYTHONPATH', '')}"}
+    runs = []
+    for size in args.sizes_mb:
+        text = source if size * 1e6 <= source.stat().st_size else make_text(source, work / f"text-{size:g}mb.txt", size)
+        cache = work / f"cache-{size:g}mb"
+        subprocess.run(["rm", "-rf", str(cache)], check=True)
+        row: dict = {"file_mb": round(text.stat().st_size / 1e6, 1)}
+        for name in ("convert", "reuse"):
+            result = measured([sys.executable, "-c", READ, str(text)], {**env, "SENTLAB_CACHE": str(cache)})
+            ready, rows = result.pop("stdout")
+            row[name] = {**result, "table_ready_s": round(float(ready), 2), "rows": int(rows)}
+        row["convert"]["mb_per_s"] = round(row["file_mb"] / row["convert"]["table_ready_s"], 1)
+        if args.list_reader:
+            result = measured([sys.executable, "-c", LIST, str(text)], env)
+            seconds, rows = result.pop("stdout")
+            row["list"] = {**result, "read_s": round(float(seconds), 2), "rows": int(rows)}
+        if not args.no_train:
+            train_cache = work / f"train-cache-{size:g}mb"
+            subprocess.run(["rm", "-rf", str(train_cache), str(work / "run")], check=True)
+            overrides = [f"data.train={text}", "train.max_steps=2", "eval.dev_task=none", "eval.final_tasks=[]"]
+            overrides.append(f"train.output_dir={work / 'run'}")
+            cmd = [sys.executable, "-m", "sentlab.cli", "train", args.preset, "--quiet"]
+            cmd += [part for item in overrides for part in ("--set", item)]
+            row["train"] = measured(cmd, {**env, "SENTLAB_CACHE": str(train_cache)})
+            row["train"].pop("stdout")
+        runs.append(row)
+    first, last = runs[0], runs[-1]
+    summary = {
+        "text": str(source),
+        "preset": None if args.no_train else args.preset,
+        "runs": runs,
+        "reuse_anon_growth_mb": round(last["reuse"]["peak_rss_anon_mb"] - first["reuse"]["peak_rss_anon_mb"], 1),
+    }
+    if not args.no_train:
+        summary["train_anon_growth_mb"] = round(
+            last["train"]["peak_rss_anon_mb"] - first["train"]["peak_rss_anon_mb"], 1
         )
-    )
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":

@@ -304,3 +304,10 @@ def test_options_that_would_do_nothing_are_refused(argv, message, tmp_path, monk
     assert main(argv) == 2
     assert message in the_error(capsys.readouterr().err)
     assert not list(tmp_path.iterdir())
+
+
+def test_the_catalogue_and_the_fetchers_agree():
+    """A set the catalogue calls downloadable has a fetcher, and every fetcher belongs to such a set."""
+    from sentlab.data.sources import FETCHERS
+
+    assert set(FETCHERS) == {name for name, source in SOURCES.items() if source.fetchable}

@@ -44,127 +44,41 @@ name, then renamed), so a kill never leaves a half-written result that a rerun w
 from __future__ import annotations
 
 import json
-import math
-import random
+import os
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from sentlab.adapt_plan import (  # noqa: F401 (the plan's data, re-exported)
+    ARMS,
+    GENERAL_TASKS,
+    AdaptPlan,
+    AdaptSettings,
+    Arm,
+    Budget,
+    arm_spec,
+)
 from sentlab.errors import ConfigError, DataError, TrainingDivergedError
 from sentlab.evaluation.results import EvalReport, MetricsResult
-from sentlab.paths import write_text_atomic
 from sentlab.progress import say
 
 
-@dataclass(frozen=True)
-class Arm:
-    method: str
-    learning_rate: float
-    paper: str
+def read_training_text(path: Path):
+    """The user's text as a memory-mapped table (:func:`~sentlab.data.text_table.sentence_table`:
+    every line checked, converted once)."""
+    from sentlab.data.text_table import sentence_table
 
-
-ARMS: dict[str, Arm] = {
-    "tsdae": Arm("tsdae", 3e-5, "TSDAE (Wang et al., 2021), App. B"),
-    "ct": Arm("ct", 1e-5, "CT (Carlsson et al., 2021), as in TSDAE Sec. 5"),
-    "mlm": Arm("mlm", 5e-5, "MLM (Devlin et al., 2019), as in TSDAE Sec. 5"),
-    "simcse": Arm("simcse-unsup", 5e-5, "SimCSE (Gao et al., 2021), unsupervised"),
-    # 1e-4: at 1e-3 the flow's likelihood rose and diverged on CQADupStack titles (docs/results.md)
-    "bert-flow": Arm("bert-flow", 1e-4, "BERT-flow (Li et al., 2020)"),
-}
-
-
-def arm_spec(name: str) -> Arm:
-    """The arm ``name``: a key of :data:`ARMS`, or ``KEY@LR`` for that arm at learning rate ``LR``."""
-    key, at, rate = name.partition("@")
-    if key not in ARMS:
-        raise ConfigError(f"unknown method {key!r} for adapt (choose from {', '.join(ARMS)})")
-    if not at:
-        return ARMS[key]
-    try:
-        learning_rate = float(rate)
-    except ValueError:
-        learning_rate = math.nan
-    if not (math.isfinite(learning_rate) and learning_rate > 0):
-        raise ConfigError(f"{name}: after '@' give the arm's learning rate, a positive number (e.g. {key}@1e-4)")
-    return replace(ARMS[key], learning_rate=learning_rate)
-
-
-GENERAL_TASKS = {"sts-b": ["STS-B"], "sts": ["STS avg"], "none": []}  # --general -> the task names it adds
-
-
-@dataclass
-class Budget:
-    steps: int | None = None
-    sentences: int | None = None
-    minutes: float | None = None
-
-    def __post_init__(self) -> None:
-        given = [name for name, value in asdict(self).items() if value is not None]
-        if len(given) != 1:
-            raise ConfigError("give exactly one budget: --steps, --sentences or --minutes")
-        if any(value <= 0 for value in asdict(self).values() if value is not None):
-            raise ConfigError("the budget must be positive")
-
-    def max_steps(self, batch_size: int) -> int:
-        if self.steps is not None:
-            return self.steps
-        if self.sentences is not None:
-            return math.ceil(self.sentences / batch_size)
-        return -1
-
-    def describe(self) -> str:
-        return (
-            f"{self.steps} steps"
-            if self.steps is not None
-            else f"{self.sentences} sentences"
-            if self.sentences is not None
-            else f"{self.minutes} minutes"
-        )
-
-
-@dataclass
-class AdaptSettings:
-    text: str
-    text_sha256: str
-    model: str
-    pooler: str | None
-    max_seq_length: int
-    batch_size: int
-    budget: dict[str, Any]
-    dev_card: str | None
-    general: str
-    data_dir: str | None
-    eval_steps: int
-
-    def comparable(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k != "text"}
-
-
-@dataclass
-class AdaptPlan:
-    settings: AdaptSettings
-    cards: list[str]
-    arms: list[str]
-    seeds: list[int]
-    output: Path
-    progress_bar: bool = False
-
-
-def read_training_text(path: Path) -> list[str]:
-    from sentlab.data.readers import read_lines
-
-    lines = read_lines(path)
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            raise DataError(f"{path}:{number}: empty line (one sentence a line)")
-    if len(lines) < 2:
+    table = sentence_table(path)
+    if len(table) < 2:
         raise DataError(f"{path}: needs at least 2 sentences")
-    return [" ".join(line.split()) for line in lines]
+    return table
 
 
 def prepare(plan: AdaptPlan) -> Path:
-    """Check the settings against an earlier run in the folder and write the shuffled training text."""
+    """Check the settings against an earlier run in the folder and write the shuffled training text
+    (whitespace runs made single spaces), streamed in chunks from the memory-mapped table."""
+    from sentlab.data.text_table import shuffled_rows
     from sentlab.training.run_folder import write_json
 
     out = plan.output
@@ -179,13 +93,19 @@ def prepare(plan: AdaptPlan) -> Path:
         write_json(saved, asdict(plan.settings))
     train_file = out / "train.txt"
     if not train_file.is_file():
-        sentences = read_training_text(Path(plan.settings.text))
-        random.Random(0).shuffle(sentences)
-        write_text_atomic(train_file, "".join(s + "\n" for s in sentences))
+        table = read_training_text(Path(plan.settings.text))
+        order = shuffled_rows(len(table), 0)
+        partial = train_file.with_name(train_file.name + ".partial")
+        with partial.open("w", encoding="utf-8") as sink:
+            for start in range(0, len(order), 10_000):
+                rows = table[order[start : start + 10_000].tolist()]["sentence"]
+                sink.write("".join(" ".join(s.split()) + "\n" for s in rows))
+        os.replace(partial, train_file)
     return train_file
 
 
 def arm_config(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentences: int):
+    import sentlab.methods  # noqa: F401 (registers every method's config)
     from sentlab.training.config import TrainConfig
 
     s = plan.settings

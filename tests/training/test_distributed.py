@@ -93,3 +93,23 @@ def test_two_processes_equal_one_process_on_the_global_batch(tiny_backbone_no_dr
     loss_ddp = json.loads((tmp_path / "ddp" / "rank0.json").read_text())["loss"]
     loss_single = json.loads((tmp_path / "single" / "rank0.json").read_text())["loss"]
     assert loss_ddp == pytest.approx(loss_single, rel=1e-5)
+
+
+@pytest.mark.slow
+def test_two_processes_read_their_own_shards_and_every_row_once_an_epoch(tiny_backbone_no_dropout, tmp_path):
+    """Under torchrun each process batches its own shard of the memory-mapped table: over one epoch
+    the two shards are disjoint and together hold every training row exactly once."""
+    corpus = tmp_path / "corpus.txt"
+    sentences = [f"sentence {i} about {w}" for i, w in enumerate(["cats", "dogs", "birds", "fish"] * 12)]
+    corpus.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+    out = tmp_path / "out"
+    env = subprocess_env(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29534"]
+    cmd += [str(ROOT / "tests" / "training" / "shard_worker.py"), str(tiny_backbone_no_dropout), str(corpus)]
+    cmd += [str(out), "4"]
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    first, second = (json.loads((out / f"seen{rank}.json").read_text("utf-8")) for rank in (0, 1))
+    assert len(first) == len(second) == len(sentences) // 2
+    assert not set(first) & set(second)
+    assert sorted(first + second) == sorted(sentences)

@@ -22,6 +22,7 @@ def cmd_data_list(args: argparse.Namespace) -> int:
 
 
 def cmd_data_download(args: argparse.Namespace) -> int:
+    import sentlab.methods  # noqa: F401 (registers every method's config)
     from sentlab.data.sources import SOURCES, download
     from sentlab.paths import data_dir
     from sentlab.training.config import load_config
@@ -33,14 +34,12 @@ def cmd_data_download(args: argparse.Namespace) -> int:
     for preset in args.preset:
         needed = load_config(preset).data_sets()  # a bad config is a one-line error
         names += [
-            name
-            for name in needed
-            if name in SOURCES and SOURCES[name].fetch is not None and not SOURCES[name].present(root)
+            name for name in needed if name in SOURCES and SOURCES[name].fetchable and not SOURCES[name].present(root)
         ]
         manual = [
             name
             for name in needed
-            if name in SOURCES and SOURCES[name].fetch is None and not SOURCES[name].present(root)
+            if name in SOURCES and not SOURCES[name].fetchable and not SOURCES[name].present(root)
         ]
         for name in manual:
             print(f"{preset} also needs {name!r}, which sentlab cannot download: {SOURCES[name].how_to_get()}")

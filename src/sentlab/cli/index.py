@@ -23,13 +23,13 @@ def _devices(value: str | None) -> list[str] | None:
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
-    from sentlab.data.readers import read_sentences
+    from sentlab.data.text_table import sentence_table
     from sentlab.rank.index import CorpusIndex
 
     output = Path(args.output)
     if output.exists() and any(output.iterdir()) and not args.overwrite:
         raise DataError(f"{output}: already exists and is not empty; pass --overwrite to replace it")
-    sentences = read_sentences(args.corpus, limit=args.limit)
+    sentences = sentence_table(args.corpus, limit=args.limit)["sentence"]
     devices = _devices(args.devices)
     if devices and len(devices) > 1 and args.backend != "torch":
         raise SentlabError("--devices shards torch models only; drop --devices or use --backend torch")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sentlab.data.catalog import missing_data_message
 from sentlab.data.readers import read_lines
 from sentlab.errors import DataError
 from sentlab.paths import data_dir
@@ -194,8 +195,6 @@ def load_sts_task(task: STSTask | str, root: str | Path | None = None, split: st
     task = STS_TASKS[task] if isinstance(task, str) else task
     folder = data_dir(root) / task.folder
     if not folder.is_dir():
-        from sentlab.data.sources import missing_data_message
-
         raise DataError(f"{task.name}: " + missing_data_message(folder, data_dir(root)))
     if task.layout == "senteval-sts":
         merged = STSPairs()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -53,7 +54,7 @@ class RandomInit(BaseModel):
 
 
 def build_random_masked_lm(
-    spec: RandomInit, folder: Path, texts: list[str] | None = None, texts_sha256: str = ""
+    spec: RandomInit, folder: Path, texts: Iterable[str] | None = None, texts_sha256: str = ""
 ) -> Path:
     """Write (or reuse) ``folder``: a random BertForMaskedLM of ``spec`` and its tokenizer."""
     import torch
@@ -85,7 +86,7 @@ def build_random_masked_lm(
     return folder
 
 
-def _tokenizer(spec: RandomInit, texts: list[str] | None):
+def _tokenizer(spec: RandomInit, texts: Iterable[str] | None):
     from transformers import AutoTokenizer, BertTokenizerFast
 
     if spec.tokenizer != "train":
@@ -95,7 +96,7 @@ def _tokenizer(spec: RandomInit, texts: list[str] | None):
         if (Path(path) / "0_Transformer").is_dir():
             path = str(Path(path) / "0_Transformer")
         return AutoTokenizer.from_pretrained(path)
-    if not texts:
+    if texts is None:
         raise ConfigError("model.random_init.tokenizer: train needs the training text (data.train)")
     from tokenizers import (
         Tokenizer,

@@ -11,6 +11,7 @@ from sentlab.methods import (  # noqa: E402,F401  (registers the methods)
     supervised,
     tsdae,
 )
-from sentlab.methods.base import METHODS, Method, config_adapter, get_method, register
+from sentlab.methods.base import METHODS, Method, get_method, register
+from sentlab.training.config import config_adapter
 
 __all__ = ["METHODS", "Method", "config_adapter", "get_method", "register"]

@@ -36,12 +36,12 @@ from typing import ClassVar
 
 import numpy as np
 from datasets import Dataset
-from pydantic import Field, TypeAdapter
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Dense
 from torch import nn
 
-from sentlab.data.readers import TABLE_SUFFIXES, read_sentences, read_table
+from sentlab.data.readers import TABLE_SUFFIXES, read_table
+from sentlab.data.text_table import iter_column, sentence_table
 from sentlab.encoders.heads import SimCSEMLPHead
 from sentlab.encoders.loading import (
     build_encoder,
@@ -55,9 +55,10 @@ from sentlab.evaluation.results import EvalReport
 from sentlab.evaluation.scoring import EmbeddingCache
 from sentlab.losses.simcse import SimCSELoss
 from sentlab.rank.index import corpus_sha256
-from sentlab.training.config import TrainConfig
+from sentlab.training.config import TrainConfig, register_config
 from sentlab.training.run_folder import RunPaths, add_run_files
 
+FROZEN_CHUNK = 65_536  # rows a frozen encoder encodes at a time (frozen_vectors)
 RANDOM_INIT_FOLDER = "random_init"  # RUN/random_init: a random_init run's start model
 
 METHODS: dict[str, type[Method]] = {}
@@ -83,7 +84,7 @@ class Method:
     # -- data ------------------------------------------------------------------------------------
     def train_dataset(self) -> Dataset:
         """One ``sentence`` column (unsupervised methods)."""
-        return Dataset.from_dict({"sentence": read_train_sentences(self.cfg)})
+        return train_table(self.cfg)
 
     def prepare(self, dataset: Dataset) -> None:
         """Compute frozen inputs once before training (run on the main process first)."""
@@ -147,9 +148,12 @@ class Method:
             return None
         from sentlab.encoders.random_init import build_random_masked_lm
 
-        texts = read_train_sentences(self.cfg) if init.tokenizer == "train" else None
+        table = train_table(self.cfg) if init.tokenizer == "train" else None
         return build_random_masked_lm(
-            init, self.paths.root / RANDOM_INIT_FOLDER, texts, corpus_sha256(texts) if texts else ""
+            init,
+            self.paths.root / RANDOM_INIT_FOLDER,
+            iter_column(table) if table is not None else None,
+            column_sha256(table) if table is not None else "",
         )
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
@@ -219,7 +223,7 @@ def register(method: type[Method]) -> type[Method]:
         raise ValueError(f"method {method.name!r} is registered twice")
     add_run_files(method.run_files)
     METHODS[method.name] = method
-    _ADAPTER.clear()
+    register_config(method.name, method.config_class)
     return method
 
 
@@ -230,60 +234,78 @@ def get_method(name: str) -> type[Method]:
         raise ConfigError(f"unknown method {name!r} (choose from {', '.join(METHODS)})") from None
 
 
-_ADAPTER: dict[tuple[str, ...], TypeAdapter] = {}
-
-
-def config_adapter() -> TypeAdapter:
-    """Validator of the union of the registered methods' configs, selected by ``method``."""
-    key = tuple(METHODS)
-    if key not in _ADAPTER:
-        from typing import Annotated, Union
-
-        classes = tuple(dict.fromkeys(m.config_class for m in METHODS.values()))
-        _ADAPTER[key] = TypeAdapter(Annotated[Union[classes], Field(discriminator="method")])  # noqa: UP007
-    return _ADAPTER[key]
-
-
 # -- helpers shared by methods ------------------------------------------------------------------
 
 
-def read_train_sentences(cfg: TrainConfig, first: int | None = None) -> list[str]:
-    """The training sentences of a one-column method: a text file, or one column of a table file;
-    with ``first``, only the first N of them are read (within ``data.limit``)."""
+def train_table(cfg: TrainConfig, first: int | None = None) -> Dataset:
+    """The training sentences of a one-column method as a table with one ``sentence`` column: a text
+    file memory-mapped (:func:`~sentlab.data.text_table.sentence_table`: converted once, read only to
+    ``data.limit``), or one column of a table file; with ``first``, only the first N of them (within
+    ``data.limit``)."""
     path = Path(cfg.data.train)
     limit = cfg.data.limit
     if first is not None:
         limit = first if limit is None else min(limit, first)
     if cfg.data.columns:
-        return [row[0] for row in read_table(path, cfg.data.columns[:1], limit=limit)]
+        return Dataset.from_dict({"sentence": [row[0] for row in read_table(path, cfg.data.columns[:1], limit=limit)]})
     if path.suffix.lower() in TABLE_SUFFIXES:
         raise ConfigError(f"{path}: a {path.suffix} file needs data.columns (the column that holds the sentences)")
-    return read_sentences(path, limit=limit)
+    return sentence_table(path, limit=limit)
+
+
+def read_train_sentences(cfg: TrainConfig, first: int | None = None) -> list[str]:
+    """:func:`train_table`'s sentences as a list (for the few that need them all in memory, e.g. the
+    first N lines that initialise a flow or hold out an MLM evaluation)."""
+    return train_table(cfg, first)["sentence"]
+
+
+def with_row_index(dataset: Dataset) -> Dataset:
+    """``dataset`` with a ``label`` column holding each row's index (the key of a frozen vector or of a
+    row's noise); 4 bytes a row, the text stays memory-mapped."""
+    return dataset.add_column("label", np.arange(len(dataset), dtype=np.int64))
+
+
+def column_sha256(dataset: Dataset, column: str = "sentence") -> str:
+    """:func:`~sentlab.rank.index.corpus_sha256` of a table's column, read in chunks."""
+    return corpus_sha256(iter_column(dataset, column))
 
 
 def frozen_vectors(
-    encoder: SentenceTransformer, fingerprint: str, sentences: list[str], path: Path, batch_size: int, progress: bool
+    encoder: SentenceTransformer,
+    fingerprint: str,
+    sentences: Dataset | list[str],
+    path: Path,
+    batch_size: int,
+    progress: bool,
 ) -> np.ndarray:
-    """L2-normalised vectors of ``sentences`` by a frozen ``encoder``, cached at ``path`` (.npy + .json
-    provenance) and reused when made by the same encoder from the same text (so --resume skips them).
+    """L2-normalised vectors of ``sentences`` (a list, or a table's ``sentence`` column) by a frozen
+    ``encoder``, cached at ``path`` (.npy + .json provenance) and reused when made by the same encoder
+    from the same text (so --resume skips them). The text is encoded in chunks of
+    :data:`FROZEN_CHUNK` rows into a memory-mapped file, so neither the text nor the vectors need to be
+    in memory at once; the result is that file, memory-mapped.
 
     The provenance file is written last and removed before a rebuild, and the vectors are written to a
     temporary file and renamed: a process killed mid-write leaves no provenance, so the half-written
     file is rebuilt, never read."""
-    provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": corpus_sha256(sentences)}
+    rows = sentences if isinstance(sentences, Dataset) else Dataset.from_dict({"sentence": list(sentences)})
+    provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": column_sha256(rows)}
     meta_path = path.with_suffix(".json")
     if not (path.is_file() and meta_path.is_file() and _read_json(meta_path) == provenance):
         path.parent.mkdir(parents=True, exist_ok=True)
         meta_path.unlink(missing_ok=True)
-        vectors = encoder.encode(
-            sentences,
-            batch_size=batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=progress,
-        )
         partial = path.with_name(path.stem + ".partial.npy")
-        np.save(partial, np.asarray(vectors, dtype=np.float32))
+        shape = (len(rows), encoder.get_embedding_dimension())
+        out = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32, shape=shape)
+        for start in range(0, len(rows), FROZEN_CHUNK):
+            out[start : start + FROZEN_CHUNK] = encoder.encode(
+                rows[start : start + FROZEN_CHUNK]["sentence"],
+                batch_size=batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=progress,
+            )
+        out.flush()
+        del out
         os.replace(partial, path)
         meta_path.write_text(json.dumps(provenance) + "\n", encoding="utf-8")
     return np.load(path, mmap_mode="r")

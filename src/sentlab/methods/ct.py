@@ -26,6 +26,7 @@ from __future__ import annotations
 import random
 from typing import Literal
 
+import numpy as np
 from datasets import Dataset
 from pydantic import Field, field_validator
 from sentence_transformers import SentenceTransformer
@@ -36,7 +37,7 @@ from sentence_transformers.sentence_transformer.losses import (
 from torch import nn
 
 from sentlab.errors import DataError
-from sentlab.methods.base import Method, read_train_sentences, register
+from sentlab.methods.base import Method, register, train_table
 from sentlab.training.config import TrainConfig, _Section
 
 PAPER_SEGMENTS = [[500, 1e-5], [1000, 8e-6], [1500, 6e-6], [2000, 4e-6], [None, 2e-6]]
@@ -76,21 +77,36 @@ class CTConfig(TrainConfig):
     section_required = False
 
 
-def ct_pairs(sentences: list[str], k: int, seed: int) -> dict[str, list]:
-    """Rows of (a, b, label): each block is one identical pair then ``k`` pairs with a random other
-    sentence; label 1.0 exactly when the two texts are identical."""
-    if len(sentences) < 2:
-        raise DataError(f"CT needs at least 2 training sentences, got {len(sentences)}")
+def ct_pair_rows(n: int, k: int, seed: int) -> tuple[list[int], list[int]]:
+    """The rows of CT's pairs over ``n`` sentences: each block is one identical pair then ``k`` pairs
+    with a random other sentence (Sec. 5.3), as two lists of row numbers."""
+    if n < 2:
+        raise DataError(f"CT needs at least 2 training sentences, got {n}")
     rng = random.Random(seed)
-    order = list(range(len(sentences)))
+    order = list(range(n))
     rng.shuffle(order)
-    a, b = [], []
-    for row, i in enumerate(order):
-        first = sentences[i]
-        second = first if row % (k + 1) == 0 else sentences[rng.randrange(len(sentences))]
-        a.append(first)
-        b.append(second)
+    second = [i if row % (k + 1) == 0 else rng.randrange(n) for row, i in enumerate(order)]
+    return order, second
+
+
+def ct_pairs(sentences: list[str], k: int, seed: int) -> dict[str, list]:
+    """Rows of (a, b, label) of :func:`ct_pair_rows`; label 1.0 exactly when the two texts are identical."""
+    first, second = ct_pair_rows(len(sentences), k, seed)
+    a, b = [sentences[i] for i in first], [sentences[j] for j in second]
     return {"sentence_a": a, "sentence_b": b, "label": [float(x == y) for x, y in zip(a, b)]}
+
+
+class PairTexts:
+    """A dataset transform: rows of (row a, row b) numbers to CT's (sentence_a, sentence_b, label), the
+    texts read from the memory-mapped training table at batch time."""
+
+    def __init__(self, table: Dataset):
+        self.table = table
+
+    def __call__(self, batch: dict[str, list]) -> dict[str, list]:
+        a = self.table[list(batch["row_a"])]["sentence"]
+        b = self.table[list(batch["row_b"])]["sentence"]
+        return {"sentence_a": a, "sentence_b": b, "label": [float(x == y) for x, y in zip(a, b)]}
 
 
 @register
@@ -102,10 +118,13 @@ class CT(Method):
     simcse_mlp = False
 
     def train_dataset(self) -> Dataset:
-        sentences = read_train_sentences(self.cfg)
+        table = train_table(self.cfg)
         if self.cfg.ct.in_batch:
-            return Dataset.from_dict({"sentence": sentences})
-        return Dataset.from_dict(ct_pairs(sentences, self.cfg.ct.k, self.cfg.train.seed))
+            return table
+        first, second = ct_pair_rows(len(table), self.cfg.ct.k, self.cfg.train.seed)
+        pairs = Dataset.from_dict({"row_a": np.asarray(first, np.int64), "row_b": np.asarray(second, np.int64)})
+        pairs.set_transform(PairTexts(table))
+        return pairs
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         if self.cfg.ct.in_batch:

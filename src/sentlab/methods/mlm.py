@@ -39,7 +39,7 @@ from sentlab.data.packing import BlockCollator, pack_blocks
 from sentlab.data.readers import read_sentences
 from sentlab.errors import ConfigError
 from sentlab.losses.mlm import MLMLoss
-from sentlab.methods.base import Method, read_train_sentences, register
+from sentlab.methods.base import Method, read_train_sentences, register, train_table
 from sentlab.progress import say
 from sentlab.training.config import TrainConfig, _Section
 
@@ -157,10 +157,10 @@ class MLM(Method):
         cfg = self.cfg.model_copy(
             update={"data": self.cfg.data.model_copy(update={"limit": skip + limit if limit is not None else None})}
         )
-        sentences = read_train_sentences(cfg)[skip:]
-        if not sentences:
+        table = train_table(cfg)
+        if len(table) <= skip:
             raise ConfigError(f"{self.cfg.data.train}: nothing left to train on after the {skip} held-out lines")
-        return Dataset.from_dict({"sentence": sentences})
+        return table.select(range(skip, len(table))) if skip else table
 
     def heldout_sentences(self) -> list[str] | None:
         m = self.cfg.mlm

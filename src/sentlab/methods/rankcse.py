@@ -17,7 +17,7 @@ from torch import nn
 
 from sentlab.encoders.loading import load_encoder
 from sentlab.losses.rankcse import RankCSELoss
-from sentlab.methods.base import Method, frozen_vectors, read_train_sentences, register
+from sentlab.methods.base import Method, frozen_vectors, register, train_table, with_row_index
 from sentlab.rank.index import encoder_fingerprint
 from sentlab.training.config import TrainConfig, _Section
 
@@ -61,8 +61,7 @@ class RankCSEMethod(Method):
     run_files = {"teacher_vectors": "teacher_vectors"}
 
     def train_dataset(self) -> Dataset:
-        sentences = read_train_sentences(self.cfg)
-        return Dataset.from_dict({"sentence": sentences, "label": list(range(len(sentences)))})
+        return with_row_index(train_table(self.cfg))  # label: the row of its frozen teacher vectors
 
     def prepare(self, dataset: Dataset) -> None:
         self.teacher_vectors = []
@@ -72,7 +71,7 @@ class RankCSEMethod(Method):
                 frozen_vectors(
                     teacher,
                     encoder_fingerprint(teacher),
-                    dataset["sentence"],
+                    dataset,
                     self.paths.teacher_vectors / f"teacher{k}.npy",
                     self.cfg.rankcse.encode_batch_size,
                     self.cfg.train.progress_bar,

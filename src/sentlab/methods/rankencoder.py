@@ -21,13 +21,13 @@ from pydantic import Field, model_validator
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
-from sentlab.data.readers import read_sentences
+from sentlab.data.text_table import sentence_table
 from sentlab.encoders.loading import load_encoder
 from sentlab.errors import DataError
 from sentlab.evaluation.results import EvalReport
 from sentlab.evaluation.scoring import EmbeddingCache
 from sentlab.losses.rankencoder import RankEncoderLoss
-from sentlab.methods.base import Method, frozen_vectors, read_train_sentences, register
+from sentlab.methods.base import Method, frozen_vectors, register, train_table, with_row_index
 from sentlab.rank.index import CorpusIndex, encoder_fingerprint
 from sentlab.rank.model import RankEncoder, RankScorer
 from sentlab.training.config import TrainConfig, _Section
@@ -73,8 +73,7 @@ class RankEncoderMethod(Method):
     }
 
     def train_dataset(self) -> Dataset:
-        sentences = read_train_sentences(self.cfg)
-        return Dataset.from_dict({"sentence": sentences, "label": list(range(len(sentences)))})
+        return with_row_index(train_table(self.cfg))  # label: the row of its frozen E1 vectors
 
     def prepare(self, dataset: Dataset) -> None:
         """E1's corpus index and E1's vectors of the training sentences (cached, reused by --resume)."""
@@ -85,7 +84,7 @@ class RankEncoderMethod(Method):
             index = CorpusIndex.load(r.index)
             index.check_encoder(e1, fingerprint)
         else:
-            corpus = read_sentences(r.corpus, limit=r.corpus_limit)
+            corpus = sentence_table(r.corpus, limit=r.corpus_limit)["sentence"]
             try:
                 index = CorpusIndex.load(self.paths.base_index)
                 index.check_encoder(e1, fingerprint)
@@ -97,7 +96,7 @@ class RankEncoderMethod(Method):
                 index.save(self.paths.base_index)
         self.index = index
         self.train_vectors = frozen_vectors(
-            e1, fingerprint, dataset["sentence"], self.paths.base_train_vectors, r.encode_batch_size, progress
+            e1, fingerprint, dataset, self.paths.base_train_vectors, r.encode_batch_size, progress
         )
 
     def loss(self, model: SentenceTransformer) -> nn.Module:

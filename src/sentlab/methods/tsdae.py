@@ -22,8 +22,9 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 
 from sentlab.data.noise import NoisyPairs, corpus_vocabulary
+from sentlab.data.text_table import iter_column
 from sentlab.losses.tsdae import TSDAELoss
-from sentlab.methods.base import Method, read_train_sentences, register
+from sentlab.methods.base import Method, register, train_table, with_row_index
 from sentlab.training.config import TrainConfig, _Section
 
 
@@ -60,10 +61,9 @@ class TSDAE(Method):
     simcse_mlp = False
 
     def train_dataset(self) -> Dataset:
-        sentences = read_train_sentences(self.cfg)
         t = self.cfg.tsdae
-        dataset = Dataset.from_dict({"sentence": sentences, "label": list(range(len(sentences)))})
-        vocabulary = corpus_vocabulary(sentences) if t.noise in ("replace", "add") else ()
+        dataset = with_row_index(train_table(self.cfg))  # label: the row, which seeds its noise
+        vocabulary = corpus_vocabulary(iter_column(dataset)) if t.noise in ("replace", "add") else ()
         self._transform = NoisyPairs(t.noise, t.ratio, self.cfg.train.seed, vocabulary=vocabulary)
         dataset.set_transform(self._transform)
         return dataset

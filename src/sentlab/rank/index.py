@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,15 @@ from sentlab.errors import DataError
 
 FORMAT_VERSION = 1
 INDEX_FILES = {"meta": "index.json", "sentences": "sentences.txt", "vectors": "vectors.npy"}
+
+
+BUILD_CHUNK = 65_536  # sentences CorpusIndex.build encodes at a time
+
+
+def _file_backed(shape: tuple[int, int]) -> np.memmap:
+    """A float32 array on an unnamed temporary file: its pages are the file's, which the kernel writes
+    back and drops under pressure, so a corpus's vectors need not fit in memory beside its text."""
+    return np.memmap(tempfile.TemporaryFile(prefix="sentlab-index-"), dtype=np.float32, mode="w+", shape=shape)
 
 
 class StaleIndexError(DataError):
@@ -112,17 +122,19 @@ class CorpusIndex:
             vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         else:
             device: Any = list(devices) if devices and len(devices) > 1 else (devices[0] if devices else None)
-            vectors = model.encode(
-                sentences,
-                batch_size=batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=show_progress_bar,
-                device=device,
-            )
+            vectors = _file_backed((len(sentences), model.get_embedding_dimension()))
+            for start in range(0, len(sentences), BUILD_CHUNK):  # a chunk at a time: no full copy in memory
+                vectors[start : start + BUILD_CHUNK] = model.encode(
+                    sentences[start : start + BUILD_CHUNK],
+                    batch_size=batch_size,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=show_progress_bar,
+                    device=device,
+                )
         return cls(
             sentences,
-            np.ascontiguousarray(vectors, dtype=np.float32),
+            vectors if isinstance(vectors, np.memmap) else np.ascontiguousarray(vectors, dtype=np.float32),
             encoder_name,
             encoder_fingerprint(model),
             corpus_sha256(sentences),

@@ -218,7 +218,7 @@ def other_tasks(
 def diverged_line(diverged: dict[str, dict[str, Any]], arms: list[str]) -> str:
     """Which arms diverged (one training record each: the first diverged seed) and, unless ``arms``
     already holds a retry of the same method, how to retry them."""
-    from sentlab.adapt import arm_spec
+    from sentlab.adapt_plan import arm_spec
 
     told, retry = [], []
     for arm, info in diverged.items():
@@ -263,7 +263,7 @@ def plot(rows: dict[str, dict[str, Any]], tasks: list[str], path) -> None:
 
 
 def write_report(plan, results: dict[str, dict[int, EvalReport]], training: dict[str, dict[int, dict]]) -> dict:
-    from sentlab.adapt import GENERAL_TASKS, Budget
+    from sentlab.adapt_plan import GENERAL_TASKS, Budget
     from sentlab.evaluation.task_cards import load_task_card
     from sentlab.paths import write_text_atomic
     from sentlab.training.run_folder import write_json

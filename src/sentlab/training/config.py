@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    TypeAdapter,
     ValidationError,
     field_validator,
     model_validator,
@@ -93,7 +94,7 @@ class ModelSection(_Section):
 class DataSection(_Section):
     train: str = Field(description="training file (.txt: one sentence a line; .jsonl/.csv/.tsv: columns)")
     columns: list[str] = Field(default_factory=list, description="columns to read from a table file")
-    limit: int | None = Field(None, gt=0, description="use only the first N rows")
+    limit: int | None = Field(None, gt=0, description="use only the first N rows (the rest of a text file is not read)")
     data_dir: str | None = Field(None, description="evaluation data folder (default: $SENTLAB_DATA or ../shared/data)")
 
 
@@ -234,10 +235,8 @@ class TrainConfig(_Section):
     def _method_section_present(cls, tree: Any) -> Any:
         if cls is TrainConfig or not isinstance(tree, dict):
             return tree
-        from sentlab.methods import METHODS
-
         method = tree.get("method")
-        sections = {m.config_class.section: m.name for m in METHODS.values() if m.config_class.section}
+        sections = {c.section: name for name, c in CONFIG_CLASSES.items() if c.section}
         for name, owner in sections.items():
             if name != cls.section and tree.get(name) is not None:
                 raise ValueError(f"the {name!r} section is only for method {owner}, not {method}")
@@ -250,8 +249,6 @@ class TrainConfig(_Section):
     def model_validate(cls, obj: Any, **kwargs: Any) -> TrainConfig:
         if cls is not TrainConfig:
             return super().model_validate(obj, **kwargs)
-        from sentlab.methods import config_adapter
-
         return config_adapter().validate_python(obj, **kwargs)
 
     def to_yaml(self) -> str:
@@ -273,6 +270,30 @@ class TrainConfig(_Section):
         for path in self._data_paths:
             if not path.exists():
                 raise DataError(missing_data_message(path, data_dir(self.data.data_dir)))
+
+
+CONFIG_CLASSES: dict[str, type[TrainConfig]] = {}  # method name -> its config class (register_config)
+_ADAPTER: dict[tuple[str, ...], TypeAdapter] = {}
+
+
+def register_config(method: str, config_class: type[TrainConfig]) -> None:
+    """Make ``config_class`` the config of ``method`` (:func:`sentlab.methods.register` calls this, so
+    the schema sits below the methods that extend it and never imports them)."""
+    CONFIG_CLASSES[method] = config_class
+    _ADAPTER.clear()
+
+
+def config_adapter() -> TypeAdapter:
+    """Validator of the union of the registered methods' configs, selected by ``method``."""
+    if not CONFIG_CLASSES:
+        raise ConfigError("no training method is registered: import sentlab.methods first")
+    key = tuple(CONFIG_CLASSES)
+    if key not in _ADAPTER:
+        from typing import Annotated, Union
+
+        classes = tuple(dict.fromkeys(CONFIG_CLASSES.values()))
+        _ADAPTER[key] = TypeAdapter(Annotated[Union[classes], Field(discriminator="method")])  # noqa: UP007
+    return _ADAPTER[key]
 
 
 def _set_dotted(tree: dict[str, Any], dotted: str, raw_value: str) -> None:
@@ -358,9 +379,7 @@ def validation_message(err: ValidationError, tree: dict[str, Any]) -> tuple[str,
     if first["type"] == "union_tag_not_found":
         message = "missing required key 'method'"
     elif first["type"] == "union_tag_invalid":
-        from sentlab.methods import METHODS
-
-        message = f"unknown method {tree.get('method')!r} (choose from {', '.join(METHODS)})"
+        message = f"unknown method {tree.get('method')!r} (choose from {', '.join(CONFIG_CLASSES)})"
     elif first["type"] == "extra_forbidden":
         message = f"unknown key {where!r}" + _did_you_mean(err, loc)
     elif first["type"] == "missing":
@@ -380,9 +399,7 @@ def _did_you_mean(err: ValidationError, loc: list) -> str:
     import difflib
 
     model = err.title  # the config class pydantic validated, e.g. SimCSEUnsupConfig
-    from sentlab.methods import METHODS
-
-    classes = [m.config_class for m in METHODS.values() if m.config_class.__name__ == model] or [TrainConfig]
+    classes = [c for c in CONFIG_CLASSES.values() if c.__name__ == model] or [TrainConfig]
     fields = classes[0].model_fields
     for part in loc[:-1]:
         annotation = fields.get(str(part)).annotation if str(part) in fields else None

@@ -558,6 +558,9 @@ def check_enough_rows(cfg: TrainConfig, method: Method, rows: int) -> None:
         )
 
 
+TRUNCATION_SAMPLE = 100_000  # distinct texts report_truncation tokenises at most
+
+
 def report_truncation(model: SentenceTransformer, dataset, max_seq_length: int) -> int:
     """Count the training texts longer than ``max_seq_length`` tokens (they are truncated to it) and
     say so in the run's log; returns the count."""
@@ -565,8 +568,19 @@ def report_truncation(model: SentenceTransformer, dataset, max_seq_length: int) 
     columns = [c for c, f in dataset.features.items() if getattr(f, "dtype", None) in ("string", "large_string")]
     if tokenizer is None or not columns:
         return 0
-    # the stored columns, before any on-the-fly transform (RSE draws its negatives in one)
-    texts = list(dict.fromkeys(text for column in columns for text in dataset.data.column(column).to_pylist() if text))
+    # the stored columns, before any on-the-fly transform (RSE draws its negatives in one), read in
+    # chunks up to TRUNCATION_SAMPLE distinct texts: a memory-mapped text of any size is not read whole
+    seen: dict[str, None] = {}
+    for column in columns:
+        for chunk in dataset.data.column(column).chunks:
+            for start in range(0, len(chunk), 10_000):
+                seen.update(dict.fromkeys(t for t in chunk.slice(start, 10_000).to_pylist() if t))
+                if len(seen) >= TRUNCATION_SAMPLE:
+                    break
+            if len(seen) >= TRUNCATION_SAMPLE:
+                break
+    texts = list(seen)[:TRUNCATION_SAMPLE]
+    sampled = len(seen) >= TRUNCATION_SAMPLE
     longest, truncated = 0, 0
     for start in range(0, len(texts), 10_000):
         encoded = tokenizer(
@@ -582,7 +596,8 @@ def report_truncation(model: SentenceTransformer, dataset, max_seq_length: int) 
         truncated += sum(length > max_seq_length for length in lengths)
     if truncated:
         say(
-            f"notice: {truncated:,} of {len(texts):,} distinct training texts are longer than model.max_seq_length="
+            f"notice: {truncated:,} of {'the first ' if sampled else ''}{len(texts):,} distinct training texts "
+            f"are longer than model.max_seq_length="
             f"{max_seq_length} tokens (the longest: {longest:,}) and are truncated to it"
         )
     return truncated

@@ -1,0 +1,226 @@
+"""Training text of any size: a text file as a memory-mapped Arrow table, converted once and cached.
+
+:func:`sentence_table` reads a UTF-8 text file, one sentence a line, in blocks of 64 MB and writes its
+lines to an Arrow file in the cache (``$SENTLAB_CACHE/text/``); the table that training reads is that
+file memory-mapped (``datasets.Dataset.from_file``), so the process's anonymous memory does not grow
+with the text: the kernel pages the rows in and can drop them again. This is what sentence-transformers
+and transformers' examples hand their trainers (``load_dataset("text", ...)``), with sentlab's checks.
+
+* ``limit`` reads only the first ``limit`` lines (the rest of the file is never read or checked).
+* The checks of :mod:`sentlab.data.readers`, each a one-line :class:`~sentlab.errors.DataError` naming the
+  file and the line: not UTF-8, a NUL byte (a binary file), an empty or whitespace-only line, a line
+  longer than :data:`MAX_LINE_BYTES`, no line at all; and a file whose size or modification time
+  changed while it was read.
+* The conversion writes to a temporary file that is renamed when complete, and a provenance record
+  (``complete.json``: the source's path, size and modification time, ``limit``, the row count and the
+  lines' sha256) is written last. A folder without it (a crash while converting), with a record of
+  another source state (the file changed), or with an Arrow file of another size is rebuilt, never read.
+* The lines' sha256 equals :func:`sentlab.rank.index.corpus_sha256` of the same lines, so caches keyed
+  by the text (a frozen encoder's vectors) can take it from :func:`table_sha256` without a second read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import time
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from datasets import Dataset
+
+from sentlab.cache import cache_root
+from sentlab.errors import DataError
+from sentlab.paths import write_text_atomic
+from sentlab.progress import say
+
+FORMAT_VERSION = 1
+MAX_LINE_BYTES = 1_000_000  # a "sentence" longer than this is a file that is not one sentence a line
+BLOCK_BYTES = 16 << 20  # read and converted at a time: the conversion holds a few copies of one block
+COLUMN = "sentence"
+SCHEMA = pa.schema([pa.field(COLUMN, pa.string())])
+RECORD = "complete.json"
+ARROW = "sentences.arrow"
+
+
+def table_folder(path: Path, limit: int | None, root: str | Path | None = None) -> Path:
+    """The cache folder of ``path`` (resolved) read to ``limit`` lines."""
+    key = hashlib.sha256(f"{path.resolve()}\0{limit}".encode()).hexdigest()[:24]
+    return cache_root(root) / "text" / key
+
+
+def sentence_table(path: str | Path, limit: int | None = None, *, root: str | Path | None = None) -> Dataset:
+    """The lines of ``path`` (at most ``limit``) as a memory-mapped one-column (``sentence``) table."""
+    path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{path}: is a folder; give the file inside it")
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    if limit is not None and limit < 1:
+        raise DataError(f"{path}: data.limit must be at least 1 (got {limit})")
+    folder = table_folder(path, limit, root)
+    record = _valid_record(folder, path, limit)
+    if record is None:
+        record = _convert(path, limit, folder)
+    return Dataset.from_file(str(folder / ARROW))
+
+
+def table_sha256(path: str | Path, limit: int | None = None, *, root: str | Path | None = None) -> str:
+    """The sha256 of the lines of ``path``'s table (converting it first if needed)."""
+    sentence_table(path, limit, root=root)
+    record = _valid_record(table_folder(Path(path), limit, root), Path(path), limit)
+    assert record is not None  # just converted
+    return record["sha256"]
+
+
+def _source_state(path: Path) -> dict[str, object]:
+    stat = path.stat()
+    return {"source": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def _valid_record(folder: Path, path: Path, limit: int | None) -> dict | None:
+    try:
+        record = json.loads((folder / RECORD).read_text("utf-8"))
+        arrow_size = (folder / ARROW).stat().st_size
+    except (OSError, ValueError):
+        return None
+    expected = {"format": FORMAT_VERSION, **_source_state(path), "limit": limit, "arrow_bytes": arrow_size}
+    if not isinstance(record, dict) or any(record.get(key) != value for key, value in expected.items()):
+        return None
+    return record
+
+
+def _convert(path: Path, limit: int | None, folder: Path) -> dict:
+    """Write the table to ``folder`` (a fresh one: whatever was there is removed first)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    partial = folder / f"{ARROW}.{os.getpid()}.partial"
+    start = time.perf_counter()
+    before = _source_state(path)
+    try:
+        rows, digest = _write(path, limit, partial)
+        if _source_state(path) != before:
+            raise DataError(f"{path}: changed while it was being read; run again once the file is complete")
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    os.replace(partial, folder / ARROW)
+    record = {
+        "format": FORMAT_VERSION,
+        **before,
+        "limit": limit,
+        "arrow_bytes": (folder / ARROW).stat().st_size,
+        "rows": rows,
+        "sha256": digest,
+    }
+    write_text_atomic(folder / RECORD, json.dumps(record, indent=1) + "\n")
+    seconds = time.perf_counter() - start
+    say(f"read {path}: {rows:,} lines into a memory-mapped table ({seconds:.1f} s; cached in {folder})")
+    return record
+
+
+def _write(path: Path, limit: int | None, out: Path) -> tuple[int, str]:
+    digest = hashlib.sha256()
+    rows = 0  # lines written so far
+    offset = 0  # bytes of the file before ``carry``
+    carry = b""
+    with path.open("rb") as source, pa.OSFile(str(out), "wb") as sink, pa.ipc.new_stream(sink, SCHEMA) as writer:
+        while limit is None or rows < limit:
+            block = source.read(BLOCK_BYTES)
+            data = carry + block
+            if not block:  # end of file: the last line may lack its newline
+                if not data:
+                    break
+                if not data.endswith(b"\n"):
+                    data += b"\n"
+                cut = len(data)
+            else:
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    if len(data) > MAX_LINE_BYTES:
+                        raise _too_long(path, rows + 1, len(data))
+                    carry = data
+                    continue
+            lines, carry = data[:cut], data[cut:]
+            count = lines.count(b"\n")
+            if limit is not None and rows + count > limit:  # keep only what the limit keeps
+                end = -1
+                for _ in range(limit - rows):
+                    end = lines.index(b"\n", end + 1)
+                lines, count, carry = lines[: end + 1], limit - rows, b""
+            normal = lines.replace(b"\r\n", b"\n")
+            digest.update(normal)
+            column = _column(path, lines, normal, rows, offset)
+            _check_lines(path, column, rows)
+            writer.write_batch(pa.record_batch([column], schema=SCHEMA))
+            rows += count
+            offset += len(lines)
+            if len(carry) > MAX_LINE_BYTES:
+                raise _too_long(path, rows + 1, len(carry))
+    if rows == 0:
+        raise DataError(f"{path}: file has no sentences")
+    return rows, digest.hexdigest()
+
+
+def _column(path: Path, lines: bytes, normal: bytes, rows: int, offset: int) -> pa.Array:
+    """Newline-terminated ``lines`` (``normal``: with ``\\r\\n`` as ``\\n``) as an Arrow string array, built from the newline positions (no
+    Python string per line); a NUL byte or a byte that is not UTF-8 is a one-line error."""
+    nul = lines.find(b"\0")
+    if nul >= 0:
+        line = rows + lines.count(b"\n", 0, nul) + 1
+        raise DataError(f"{path}:{line}: a NUL byte: this looks like a binary file, not text with one sentence a line")
+    ends = np.flatnonzero(np.frombuffer(normal, np.uint8) == ord("\n"))
+    offsets = np.empty(len(ends) + 1, np.int32)  # a block is far below 2 GB
+    offsets[0] = 0
+    offsets[1:] = ends - np.arange(len(ends))  # each line's end once the newlines before it are gone
+    column = pa.StringArray.from_buffers(len(ends), pa.py_buffer(offsets), pa.py_buffer(normal.replace(b"\n", b"")))
+    try:
+        column.validate(full=True)  # UTF-8 of every value
+    except pa.ArrowInvalid:
+        try:
+            lines.decode("utf-8")
+        except UnicodeDecodeError as err:
+            line = rows + lines.count(b"\n", 0, err.start) + 1
+            raise DataError(f"{path}:{line}: line is not valid UTF-8 (byte {offset + err.start})") from None
+        raise
+    return column
+
+
+def _check_lines(path: Path, column: pa.Array, rows: int) -> None:
+    empty = pc.equal(pc.utf8_trim_whitespace(column), "")
+    first = pc.index(empty, True).as_py()
+    if first >= 0:
+        raise DataError(f"{path}:{rows + first + 1}: empty line (one sentence a line)")
+    long = pc.index(pc.greater(pc.binary_length(column), MAX_LINE_BYTES), True).as_py()
+    if long >= 0:
+        raise _too_long(path, rows + long + 1, len(column[long].as_py().encode()))
+
+
+def _too_long(path: Path, line: int, size: int) -> DataError:
+    return DataError(
+        f"{path}:{line}: line is longer than {MAX_LINE_BYTES:,} bytes ({size:,} or more): expected one sentence a line"
+    )
+
+
+def shuffled_rows(n: int, seed: int) -> array:
+    """The permutation ``random.Random(seed).shuffle(list(range(n)))`` makes (the same Fisher-Yates
+    draws), kept as 8-byte integers rather than a list of Python ints."""
+    order = array("q", range(n))
+    randbelow = random.Random(seed)._randbelow  # what Random.shuffle draws with
+    for i in reversed(range(1, n)):
+        j = randbelow(i + 1)
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def iter_column(dataset: Dataset, column: str = COLUMN, chunk: int = 10_000) -> Iterator[str]:
+    """A table's column, value by value, read ``chunk`` rows at a time."""
+    for start in range(0, len(dataset), chunk):
+        yield from dataset[start : start + chunk][column]

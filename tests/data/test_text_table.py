@@ -1,0 +1,189 @@
+"""Training text as a memory-mapped table: the same lines as the strict reader, converted once, read
+only to ``limit``, rebuilt when half-written or when the file changed, and bad input refused in one line
+with no cache left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+
+from sentlab.data import text_table
+from sentlab.data.readers import read_sentences
+from sentlab.data.text_table import (
+    ARROW,
+    MAX_LINE_BYTES,
+    RECORD,
+    sentence_table,
+    shuffled_rows,
+    table_folder,
+    table_sha256,
+)
+from sentlab.errors import DataError
+from sentlab.rank.index import corpus_sha256
+
+LINES = [f"sentence number {i} with some words é" for i in range(1000)]
+
+
+@pytest.fixture
+def text(tmp_path):
+    path = tmp_path / "text.txt"
+    path.write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 1 kB, so a 40 kB file crosses many block boundaries (lines cut between two reads)."""
+    monkeypatch.setattr(text_table, "BLOCK_BYTES", 1024)
+
+
+def test_the_table_holds_the_strict_readers_lines_and_their_hash(text, small_blocks):
+    table = sentence_table(text)
+    assert table.column_names == ["sentence"]
+    assert table["sentence"] == read_sentences(text) == LINES
+    assert table_sha256(text) == corpus_sha256(LINES)
+    assert table.cache_files and table.cache_files[0]["filename"].endswith(ARROW)  # memory-mapped, not in RAM
+
+
+def test_crlf_and_a_last_line_without_newline_read_as_the_strict_reader_does(tmp_path, small_blocks):
+    path = tmp_path / "crlf.txt"
+    path.write_bytes(b"one line\r\ntwo words\r\nthe last one")
+    assert sentence_table(path)["sentence"] == read_sentences(path) == ["one line", "two words", "the last one"]
+
+
+def test_limit_reads_only_what_it_keeps(text, small_blocks):
+    with text.open("ab") as f:
+        f.write(b"\xff not utf-8 and after the limit\n")
+    assert sentence_table(text, limit=10)["sentence"] == LINES[:10]
+    assert table_sha256(text, limit=10) == corpus_sha256(LINES[:10])
+    with pytest.raises(DataError, match="text.txt:1001: line is not valid UTF-8"):
+        sentence_table(text)
+
+
+def test_a_second_call_reuses_the_table(text):
+    sentence_table(text)
+    arrow = table_folder(text, None) / ARROW
+    stamp = arrow.stat().st_mtime_ns
+    assert sentence_table(text)["sentence"] == LINES
+    assert arrow.stat().st_mtime_ns == stamp  # not converted again
+
+
+def test_a_changed_file_is_converted_again(text):
+    sentence_table(text)
+    with text.open("a", encoding="utf-8") as f:
+        f.write("one more line\n")
+    assert sentence_table(text)["sentence"] == [*LINES, "one more line"]
+
+
+@pytest.mark.parametrize("damage", ["no record", "arrow cut", "partial only", "record of another file"])
+def test_a_half_written_cache_is_rebuilt_never_read(text, damage):
+    sentence_table(text)
+    folder = table_folder(text, None)
+    arrow, record = folder / ARROW, folder / RECORD
+    if damage == "no record":  # killed after the rename, before the record
+        record.unlink()
+    elif damage == "arrow cut":
+        arrow.write_bytes(arrow.read_bytes()[: arrow.stat().st_size // 2])
+    elif damage == "partial only":  # killed while writing
+        arrow.rename(folder / f"{ARROW}.123.partial")
+        record.unlink()
+    else:
+        tree = json.loads(record.read_text("utf-8"))
+        record.write_text(json.dumps({**tree, "size": tree["size"] + 1}), encoding="utf-8")
+    assert sentence_table(text)["sentence"] == LINES
+    assert sorted(p.name for p in folder.iterdir()) == sorted([ARROW, RECORD])
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"", "empty.txt: file has no sentences"),
+        (b"fine\n\xff\xfe bad\n", "empty.txt:2: line is not valid UTF-8 (byte 5)"),
+        (b"\x7fELF\x02\x01\x01\x00\x00\x00\n\x03\x00", "empty.txt:1: a NUL byte: this looks like a binary file"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "empty.txt:1: line is not valid UTF-8 (byte 0)"),
+        (b"fine\n  \t \nmore\n", "empty.txt:2: empty line"),
+        (b"fine\n" + b"x" * (MAX_LINE_BYTES + 1) + b"\n", "empty.txt:2: line is longer than 1,000,000 bytes"),
+        (b"x" * (3 * MAX_LINE_BYTES), "empty.txt:1: line is longer than 1,000,000 bytes"),
+    ],
+    ids=["empty", "not-utf8", "binary-nul", "binary-png", "blank-line", "long-line", "long-line-no-newline"],
+)
+def test_bad_input_is_one_line_and_leaves_no_cache(tmp_path, monkeypatch, content, message):
+    monkeypatch.setattr(text_table, "BLOCK_BYTES", 64 * 1024)  # the 3 MB line spans many reads
+    path = tmp_path / "empty.txt"
+    path.write_bytes(content)
+    with pytest.raises(DataError, match=re.escape(message)) as caught:
+        sentence_table(path)
+    assert "\n" not in str(caught.value)
+    assert not table_folder(path, None).exists()
+
+
+def test_a_file_that_changes_while_it_is_read_is_refused(text, monkeypatch):
+    write = text_table._write
+
+    def grows_while_read(path, limit, out):
+        result = write(path, limit, out)
+        with path.open("a", encoding="utf-8") as f:
+            f.write("appended by another process\n")
+        return result
+
+    monkeypatch.setattr(text_table, "_write", grows_while_read)
+    with pytest.raises(DataError, match="text.txt: changed while it was being read"):
+        sentence_table(text)
+    assert not table_folder(text, None).exists()
+
+
+def test_a_folder_or_a_missing_file_is_one_line(tmp_path):
+    with pytest.raises(DataError, match="is a folder"):
+        sentence_table(tmp_path)
+    with pytest.raises(DataError, match="file not found"):
+        sentence_table(tmp_path / "nothing.txt")
+
+
+def test_the_training_table_keeps_the_anonymous_memory_flat(tmp_path):
+    """Reading a table's rows touches the memory-mapped file, not the heap: a 40 MB text adds far less
+    than its size to the process's anonymous memory (the strict reader's list adds several times it)."""
+    path = tmp_path / "big.txt"
+    line = "a sentence of a Wikipedia-like length with a few more words in it to read\n"
+    with path.open("w", encoding="utf-8") as f:
+        for _ in range(40_000_000 // len(line)):
+            f.write(line)
+    table = sentence_table(path)
+    before = _rss_anon()
+    total = sum(len(batch["sentence"]) for batch in table.iter(batch_size=50_000))
+    grown = _rss_anon() - before
+    assert total == len(table)
+    assert grown < 15_000_000, f"anonymous memory grew by {grown:,} bytes reading a 40 MB table"
+
+
+def _rss_anon() -> int:
+    for line in open("/proc/self/status", encoding="ascii"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) * 1024
+    pytest.skip("no /proc/self/status RssAnon here")
+
+
+def test_shuffled_rows_is_random_shuffle_of_the_rows():
+    import random
+
+    expected = list(range(1000))
+    random.Random(0).shuffle(expected)
+    assert list(shuffled_rows(1000, 0)) == expected
+
+
+def test_the_conversion_is_atomic_on_disk(text):
+    """The Arrow file appears under its name only complete (temporary name, then renamed)."""
+    seen = []
+    replace = os.replace
+
+    def watching(source, target):
+        seen.append((os.path.basename(source), os.path.basename(target)))
+        return replace(source, target)
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(text_table.os, "replace", watching):
+        sentence_table(text)
+    assert any(src.endswith(".partial") and dst == ARROW for src, dst in seen)

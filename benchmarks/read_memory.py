@@ -10,8 +10,9 @@ memory-mapped file the kernel can drop do not count) and peak resident set are r
 * ``convert``: the first read, with an empty cache (the conversion to Arrow), then every row read once;
 * ``reuse``: the same again, the table now cached;
 * ``train``: ``sentlab train PRESET --set data.train=TEXT --set train.max_steps=2`` with its own empty
-  cache (so it converts too), no dev or final evaluation;
-* ``list`` (``--list-reader``): the strict reader that returns a Python list, for comparison.
+  cache (so it converts too), the whole text (no `data.limit`), no dev or final evaluation;
+* ``list`` (``--list-reader``): the strict reader that returns a Python list, for comparison (texts up
+  to 1 GB: it needs about six times the file in memory).
 
     python benchmarks/read_memory.py --sizes-mb 50 500 5000 --work /tmp/text-scale
 """
@@ -29,6 +30,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+LIST_MAX_MB = 1000
 
 READ = """
 import sys, time
@@ -126,14 +128,20 @@ def main() -> None:
             ready, rows = result.pop("stdout")
             row[name] = {**result, "table_ready_s": round(float(ready), 2), "rows": int(rows)}
         row["convert"]["mb_per_s"] = round(row["file_mb"] / row["convert"]["table_ready_s"], 1)
-        if args.list_reader:
+        if args.list_reader and row["file_mb"] <= LIST_MAX_MB:
             result = measured([sys.executable, "-c", LIST, str(text)], env)
             seconds, rows = result.pop("stdout")
             row["list"] = {**result, "read_s": round(float(seconds), 2), "rows": int(rows)}
         if not args.no_train:
             train_cache = work / f"train-cache-{size:g}mb"
             subprocess.run(["rm", "-rf", str(train_cache), str(work / "run")], check=True)
-            overrides = [f"data.train={text}", "train.max_steps=2", "eval.dev_task=none", "eval.final_tasks=[]"]
+            overrides = [
+                f"data.train={text}",
+                "data.limit=",
+                "train.max_steps=2",
+                "eval.dev_task=none",
+                "eval.final_tasks=[]",
+            ]
             overrides.append(f"train.output_dir={work / 'run'}")
             cmd = [sys.executable, "-m", "sentlab.cli", "train", args.preset, "--quiet"]
             cmd += [part for item in overrides for part in ("--set", item)]

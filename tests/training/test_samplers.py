@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+import torch
 from datasets import Dataset
 
 from sentlab.training.samplers import LengthGroupedBatchSampler
@@ -25,3 +27,23 @@ def test_batches_cover_every_row_once_and_group_lengths():
     assert list(sampler) != batches
     dropped = LengthGroupedBatchSampler(dataset, batch_size=10, drop_last=True, seed=3)
     assert len(list(dropped)) == len(dropped) == 100 and all(len(b) == 10 for b in dropped)
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_the_shuffled_batches_are_the_trainers_default_batches_without_the_list(drop_last):
+    """ShuffledBatchSampler gives the batches of sentence-transformers' default (a BatchSampler over
+    a RandomSampler with the trainer's seeded generator), epoch after epoch, from an int32 permutation."""
+    from datasets import Dataset
+    from sentence_transformers.base.sampler import DefaultBatchSampler
+    from torch.utils.data import RandomSampler
+
+    from sentlab.training.samplers import ShuffledBatchSampler
+
+    rows = Dataset.from_dict({"sentence": [f"s{i}" for i in range(1003)]})
+    ours = ShuffledBatchSampler(rows, batch_size=16, drop_last=drop_last, generator=torch.Generator().manual_seed(7))
+    default = DefaultBatchSampler(
+        RandomSampler(rows, generator=torch.Generator().manual_seed(7)), batch_size=16, drop_last=drop_last
+    )
+    for _ in range(2):  # the generator advances between epochs in both
+        assert list(ours) == list(default)
+    assert len(ours) == len(default)

@@ -93,6 +93,7 @@ from sentlab.training.runtime import (
     runtime_record,
     runtime_summary,
 )
+from sentlab.training.samplers import ShuffledBatchSampler
 
 logger = logging.getLogger(__name__)
 DEV_EVALUATOR_NAME = "stsb-dev"
@@ -176,6 +177,7 @@ def training_arguments(
         ddp_find_unused_parameters=True,
         # without an accelerator, Accelerate only runs multi-process (gloo) DDP when told it is on CPU
         use_cpu=device_type == "cpu",
+        batch_sampler=ShuffledBatchSampler,  # a method may name its own (MLM's length grouping)
     )
     arguments.update(method_arguments or {})
     optimizer = str(arguments.get("optim", "adamw_torch"))

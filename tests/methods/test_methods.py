@@ -13,10 +13,9 @@ from torch import nn
 
 from sentlab.errors import ConfigError
 from sentlab.methods import METHODS, Method, get_method, register
-from sentlab.methods.base import _ADAPTER
 from sentlab.presets import PRESETS_DIR
 from sentlab.training import engine
-from sentlab.training.config import TrainConfig, load_config
+from sentlab.training.config import _ADAPTER, CONFIG_CLASSES, TrainConfig, load_config
 from tests.conftest import tiny_config
 
 PROBE = ["a man plays the guitar", "a dog runs in the park"]
@@ -95,6 +94,7 @@ def two_groups_method():
     register(TwoGroups)
     yield TwoGroups
     METHODS.pop(TwoGroups.name)
+    CONFIG_CLASSES.pop(TwoGroups.name)
     _ADAPTER.clear()
 
 

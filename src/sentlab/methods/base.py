@@ -261,7 +261,7 @@ def read_train_sentences(cfg: TrainConfig, first: int | None = None) -> list[str
 
 def with_row_index(dataset: Dataset) -> Dataset:
     """``dataset`` with a ``label`` column holding each row's index (the key of a frozen vector or of a
-    row's noise); 4 bytes a row, the text stays memory-mapped."""
+    row's noise); 8 bytes a row, the text stays memory-mapped."""
     return dataset.add_column("label", np.arange(len(dataset), dtype=np.int64))
 
 

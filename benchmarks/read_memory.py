@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -121,7 +122,7 @@ def main() -> None:
     for size in args.sizes_mb:
         text = source if size * 1e6 <= source.stat().st_size else make_text(source, work / f"text-{size:g}mb.txt", size)
         cache = work / f"cache-{size:g}mb"
-        subprocess.run(["rm", "-rf", str(cache)], check=True)
+        shutil.rmtree(cache, ignore_errors=True)
         row: dict = {"file_mb": round(text.stat().st_size / 1e6, 1)}
         for name in ("convert", "reuse"):
             result = measured([sys.executable, "-c", READ, str(text)], {**env, "SENTLAB_CACHE": str(cache)})
@@ -134,7 +135,8 @@ def main() -> None:
             row["list"] = {**result, "read_s": round(float(seconds), 2), "rows": int(rows)}
         if not args.no_train:
             train_cache = work / f"train-cache-{size:g}mb"
-            subprocess.run(["rm", "-rf", str(train_cache), str(work / "run")], check=True)
+            for folder in (train_cache, work / "run"):
+                shutil.rmtree(folder, ignore_errors=True)
             overrides = [
                 f"data.train={text}",
                 "data.limit=",

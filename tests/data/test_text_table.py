@@ -19,10 +19,14 @@ from sentlab.data.text_table import (
     sentence_table,
     shuffled_rows,
     table_folder,
-    table_sha256,
 )
 from sentlab.errors import DataError
 from sentlab.rank.index import corpus_sha256
+
+
+def recorded_sha256(path, limit=None) -> str:
+    return json.loads((table_folder(path, limit) / RECORD).read_text("utf-8"))["sha256"]
+
 
 LINES = [f"sentence number {i} with some words é" for i in range(1000)]
 
@@ -44,7 +48,7 @@ def test_the_table_holds_the_strict_readers_lines_and_their_hash(text, small_blo
     table = sentence_table(text)
     assert table.column_names == ["sentence"]
     assert table["sentence"] == read_sentences(text) == LINES
-    assert table_sha256(text) == corpus_sha256(LINES)
+    assert recorded_sha256(text) == corpus_sha256(LINES)
     assert table.cache_files and table.cache_files[0]["filename"].endswith(ARROW)  # memory-mapped, not in RAM
 
 
@@ -58,7 +62,7 @@ def test_limit_reads_only_what_it_keeps(text, small_blocks):
     with text.open("ab") as f:
         f.write(b"\xff not utf-8 and after the limit\n")
     assert sentence_table(text, limit=10)["sentence"] == LINES[:10]
-    assert table_sha256(text, limit=10) == corpus_sha256(LINES[:10])
+    assert recorded_sha256(text, limit=10) == corpus_sha256(LINES[:10])
     with pytest.raises(DataError, match="text.txt:1001: line is not valid UTF-8"):
         sentence_table(text)
 

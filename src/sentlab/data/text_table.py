@@ -15,8 +15,8 @@ and transformers' examples hand their trainers (``load_dataset("text", ...)``), 
   (``complete.json``: the source's path, size and modification time, ``limit``, the row count and the
   lines' sha256) is written last. A folder without it (a crash while converting), with a record of
   another source state (the file changed), or with an Arrow file of another size is rebuilt, never read.
-* The lines' sha256 equals :func:`sentlab.rank.index.corpus_sha256` of the same lines, so caches keyed
-  by the text (a frozen encoder's vectors) can take it from :func:`table_sha256` without a second read.
+* The record's ``sha256`` of the lines equals :func:`sentlab.rank.index.corpus_sha256` of the same
+  lines: the text's identity, whatever its path.
 """
 
 from __future__ import annotations
@@ -66,18 +66,9 @@ def sentence_table(path: str | Path, limit: int | None = None, *, root: str | Pa
     if limit is not None and limit < 1:
         raise DataError(f"{path}: data.limit must be at least 1 (got {limit})")
     folder = table_folder(path, limit, root)
-    record = _valid_record(folder, path, limit)
-    if record is None:
-        record = _convert(path, limit, folder)
+    if _valid_record(folder, path, limit) is None:
+        _convert(path, limit, folder)
     return Dataset.from_file(str(folder / ARROW))
-
-
-def table_sha256(path: str | Path, limit: int | None = None, *, root: str | Path | None = None) -> str:
-    """The sha256 of the lines of ``path``'s table (converting it first if needed)."""
-    sentence_table(path, limit, root=root)
-    record = _valid_record(table_folder(Path(path), limit, root), Path(path), limit)
-    assert record is not None  # just converted
-    return record["sha256"]
 
 
 def _source_state(path: Path) -> dict[str, object]:

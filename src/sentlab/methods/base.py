@@ -273,12 +273,12 @@ def column_sha256(dataset: Dataset, column: str = "sentence") -> str:
 def frozen_vectors(
     encoder: SentenceTransformer,
     fingerprint: str,
-    sentences: Dataset | list[str],
+    sentences: Dataset,
     path: Path,
     batch_size: int,
     progress: bool,
 ) -> np.ndarray:
-    """L2-normalised vectors of ``sentences`` (a list, or a table's ``sentence`` column) by a frozen
+    """L2-normalised vectors of the ``sentence`` column of ``sentences`` by a frozen
     ``encoder``, cached at ``path`` (.npy + .json provenance) and reused when made by the same encoder
     from the same text (so --resume skips them). The text is encoded in chunks of
     :data:`FROZEN_CHUNK` rows into a memory-mapped file, so neither the text nor the vectors need to be
@@ -287,7 +287,7 @@ def frozen_vectors(
     The provenance file is written last and removed before a rebuild, and the vectors are written to a
     temporary file and renamed: a process killed mid-write leaves no provenance, so the half-written
     file is rebuilt, never read."""
-    rows = sentences if isinstance(sentences, Dataset) else Dataset.from_dict({"sentence": list(sentences)})
+    rows = sentences
     provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": column_sha256(rows)}
     meta_path = path.with_suffix(".json")
     if not (path.is_file() and meta_path.is_file() and _read_json(meta_path) == provenance):

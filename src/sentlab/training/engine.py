@@ -563,6 +563,19 @@ def check_enough_rows(cfg: TrainConfig, method: Method, rows: int) -> None:
 TRUNCATION_SAMPLE = 100_000  # distinct texts report_truncation tokenises at most
 
 
+def _distinct_stored_texts(dataset, columns: list[str], cap: int) -> tuple[list[str], bool]:
+    """The first ``cap`` distinct non-empty texts of ``columns`` as stored (read 10,000 at a time, so
+    a memory-mapped text of any size is not read whole), and whether the cap cut them short."""
+    seen: dict[str, None] = {}
+    for column in columns:
+        for chunk in dataset.data.column(column).chunks:
+            for start in range(0, len(chunk), 10_000):
+                seen.update(dict.fromkeys(t for t in chunk.slice(start, 10_000).to_pylist() if t))
+                if len(seen) >= cap:
+                    return list(seen)[:cap], True
+    return list(seen), False
+
+
 def report_truncation(model: SentenceTransformer, dataset, max_seq_length: int) -> int:
     """Count the training texts longer than ``max_seq_length`` tokens (they are truncated to it) and
     say so in the run's log; returns the count."""
@@ -570,19 +583,8 @@ def report_truncation(model: SentenceTransformer, dataset, max_seq_length: int) 
     columns = [c for c, f in dataset.features.items() if getattr(f, "dtype", None) in ("string", "large_string")]
     if tokenizer is None or not columns:
         return 0
-    # the stored columns, before any on-the-fly transform (RSE draws its negatives in one), read in
-    # chunks up to TRUNCATION_SAMPLE distinct texts: a memory-mapped text of any size is not read whole
-    seen: dict[str, None] = {}
-    for column in columns:
-        for chunk in dataset.data.column(column).chunks:
-            for start in range(0, len(chunk), 10_000):
-                seen.update(dict.fromkeys(t for t in chunk.slice(start, 10_000).to_pylist() if t))
-                if len(seen) >= TRUNCATION_SAMPLE:
-                    break
-            if len(seen) >= TRUNCATION_SAMPLE:
-                break
-    texts = list(seen)[:TRUNCATION_SAMPLE]
-    sampled = len(seen) >= TRUNCATION_SAMPLE
+    # the stored columns, before any on-the-fly transform (RSE draws its negatives in one)
+    texts, sampled = _distinct_stored_texts(dataset, columns, TRUNCATION_SAMPLE)
     longest, truncated = 0, 0
     for start in range(0, len(texts), 10_000):
         encoded = tokenizer(

@@ -15,11 +15,21 @@ memory-mapped file the kernel can drop do not count) and peak resident set are r
   to 1 GB: it needs about six times the file in memory).
 
     python benchmarks/read_memory.py --sizes-mb 50 500 5000 --work /tmp/text-scale
+
+``--rankencoder-corpus-lines N`` measures instead a RankEncoder run over a corpus of N lines (the
+Wikipedia sentences repeated): ``sentlab train rankencoder-minilm-cpu`` with ``rank.corpus_limit=N``,
+2 steps, no evaluation. What memory measures is the corpus (its text, E1's and E2's vectors, the
+rank vectors of a batch against it), not the encoder, so E1 and E2 are a small random encoder with
+all-MiniLM-L6-v2's tokenizer and output size (1 layer of width 32, mean pooling, a dense layer to
+384 dimensions): it encodes about 4,000 sentences/s on 2 cores where MiniLM encodes 140.
+
+    python benchmarks/read_memory.py --rankencoder-corpus-lines 10000 4054880 --work /tmp/text-scale
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -102,6 +112,63 @@ def make_text(source: Path, target: Path, size_mb: float) -> Path:
     return target
 
 
+def small_encoder(folder: Path) -> Path:
+    """A random sentence-transformers encoder with MiniLM's tokenizer and 384-dimensional output."""
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    from sentlab.encoders.loading import resolve_model_path
+
+    if (folder / "modules.json").is_file():
+        return folder
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path("minilm"))
+    torch.manual_seed(0)
+    shape = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
+    backbone = folder.with_name(folder.name + "-backbone")
+    BertModel(BertConfig(vocab_size=tokenizer.vocab_size, **shape)).save_pretrained(backbone)
+    tokenizer.save_pretrained(backbone)
+    transformer = models.Transformer(str(backbone), max_seq_length=32)
+    modules = [transformer, models.Pooling(32, "mean"), models.Dense(32, 384, activation_function=torch.nn.Identity())]
+    SentenceTransformer(modules=modules, device="cpu").save(str(folder), safe_serialization=True)
+    return folder
+
+
+def rankencoder_run(source: Path, work: Path, lines: int, env: dict[str, str]) -> dict:
+    """A 2-step RankEncoder run over the first ``lines`` lines of ``source`` repeated."""
+    with source.open("rb") as handle:
+        repeats = -(-lines // sum(1 for _ in handle))
+    text = make_text(source, work / f"text-x{repeats}.txt", source.stat().st_size * repeats / 1e6)
+    model = small_encoder(work / "small-encoder-384")
+    cache = work / "rankencoder-cache"
+    for folder in (cache, work / "rankencoder-run"):
+        shutil.rmtree(folder, ignore_errors=True)
+    overrides = [
+        f"model.name={model}",
+        f"rank.base_encoder={model}",
+        f"rank.corpus={text}",
+        f"rank.corpus_limit={lines}",
+        "train.max_steps=2",
+        "eval.dev_task=none",
+        "eval.final_tasks=[]",
+        f"train.output_dir={work / 'rankencoder-run'}",
+    ]
+    cmd = [sys.executable, "-m", "sentlab.cli", "train", "rankencoder-minilm-cpu", "--quiet"]
+    cmd += [part for item in overrides for part in ("--set", item)]
+    result = measured(cmd, {**env, "SENTLAB_CACHE": str(cache)})
+    result.pop("stdout")
+    index = json.loads((work / "rankencoder-run" / "base_index" / "index.json").read_text())
+    saved = json.loads((work / "rankencoder-run" / "model" / "rankencoder" / "index.json").read_text())
+    return {
+        "corpus_lines": lines,
+        "corpus_mb": round(sum(len(line) for line in itertools.islice(text.open("rb"), lines)) / 1e6, 1),
+        "e1_index": {"n": index["n_sentences"], "dim": index["dim"]},
+        "e2_index": {"n": saved["n_sentences"], "dim": saved["dim"]},
+        "vectors_gb_each": round(index["n_sentences"] * index["dim"] * 4 / 1e9, 2),
+        "train": result,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--text", type=Path, default=None, help="default: wikipedia/wiki_sentences.txt")
@@ -110,6 +177,13 @@ def main() -> None:
     parser.add_argument("--preset", default="simcse-unsup-minilm-cpu")
     parser.add_argument("--no-train", action="store_true", help="measure reading only")
     parser.add_argument("--list-reader", action="store_true", help="also the strict reader's Python list")
+    parser.add_argument(
+        "--rankencoder-corpus-lines",
+        type=int,
+        nargs="+",
+        default=None,
+        help="measure instead RankEncoder runs over corpora of these many lines",
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
     from sentlab.paths import data_dir
@@ -118,6 +192,11 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="text-scale-"))
     work.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": f"{ROOT / 'src'}:{os.environ.get('PYTHONPATH', '')}"}
+    if args.rankencoder_corpus_lines:
+        runs = [rankencoder_run(source, work, lines, env) for lines in args.rankencoder_corpus_lines]
+        growth = runs[-1]["train"]["peak_rss_anon_mb"] - runs[0]["train"]["peak_rss_anon_mb"]
+        print(json.dumps({"text": str(source), "runs": runs, "train_anon_growth_mb": round(growth, 1)}))
+        return
     runs = []
     for size in args.sizes_mb:
         text = source if size * 1e6 <= source.stat().st_size else make_text(source, work / f"text-{size:g}mb.txt", size)

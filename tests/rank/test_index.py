@@ -69,3 +69,53 @@ def test_encoding_sharded_over_two_processes_equals_one_process(encoder):
     sharded = CorpusIndex.build(encoder, SENTENCES * 4, "tiny", batch_size=4, devices=["cpu", "cpu"])
     # other batch sizes (4 vs 256) pad differently: float32 rounding of unit-vector entries, ~1e-7
     np.testing.assert_allclose(sharded.vectors, single.vectors, rtol=1e-5, atol=1e-6)
+
+
+def test_sentences_are_hashed_and_encoded_a_chunk_at_a_time(encoder, monkeypatch):
+    import hashlib
+
+    from datasets import Dataset
+
+    import sentlab.rank.index as index_module
+
+    sentences = [f"{s} number {i}" for i, s in enumerate(SENTENCES * 3)]  # 18 distinct sentences
+    naive = hashlib.sha256("".join(s + "\n" for s in sentences).encode()).hexdigest()
+    whole = CorpusIndex.build(encoder, sentences, "tiny")
+    monkeypatch.setattr(index_module, "BUILD_CHUNK", 5)  # 18 = 5 + 5 + 5 + 3
+    encoded: list[int] = []
+    original = encoder.encode
+    monkeypatch.setattr(encoder, "encode", lambda texts, **kw: encoded.append(len(texts)) or original(texts, **kw))
+    column = Dataset.from_dict({"sentence": sentences})["sentence"]  # lazy: what a loaded index holds
+    chunked = CorpusIndex.build(encoder, column, "tiny")
+    assert encoded == [5, 5, 5, 3]
+    assert isinstance(chunked.vectors, np.memmap)
+    assert corpus_sha256(iter(sentences)) == corpus_sha256(column) == chunked.corpus_sha256 == naive
+    # chunks of 5 against one batch of 18: padded to other lengths, float32 rounding of unit vectors
+    np.testing.assert_allclose(chunked.vectors, whole.vectors, rtol=1e-5, atol=1e-6)
+    given = CorpusIndex.build(encoder, column, "tiny", sha256="f" * 64)  # a known hash is not recomputed
+    assert given.corpus_sha256 == "f" * 64
+
+
+def test_a_loaded_index_maps_its_sentences_and_a_cut_short_save_is_refused(encoder, tmp_path, monkeypatch):
+    import sentlab.rank.index as index_module
+
+    CorpusIndex.build(encoder, SENTENCES, "tiny").save(tmp_path / "idx")
+    monkeypatch.setattr(index_module, "corpus_sha256", lambda _: pytest.fail("the record's hash is not reused"))
+    loaded = CorpusIndex.load(tmp_path / "idx")
+    assert not isinstance(loaded.sentences, list)  # the lazy column of the memory-mapped table
+    assert loaded.sentences[2] == SENTENCES[2] and len(loaded) == len(SENTENCES)
+    vectors = np.array(loaded.vectors)
+    loaded.save(tmp_path / "idx")  # over the files it maps: written beside them, then renamed
+    again = CorpusIndex.load(tmp_path / "idx")
+    assert list(again.sentences) == SENTENCES
+    np.testing.assert_array_equal(np.asarray(again.vectors), vectors)
+
+    def cut(_sentences):  # the process dies while sentences.txt is written
+        yield 0, SENTENCES[:2]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(index_module, "_chunks", cut)
+    with pytest.raises(KeyboardInterrupt):
+        loaded.save(tmp_path / "idx")
+    with pytest.raises(DataError, match="index.json missing"):
+        CorpusIndex.load(tmp_path / "idx")

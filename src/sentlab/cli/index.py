@@ -23,13 +23,14 @@ def _devices(value: str | None) -> list[str] | None:
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
-    from sentlab.data.text_table import sentence_table
+    from sentlab.data.text_table import sentence_table, text_record
     from sentlab.rank.index import CorpusIndex
 
     output = Path(args.output)
     if output.exists() and any(output.iterdir()) and not args.overwrite:
         raise DataError(f"{output}: already exists and is not empty; pass --overwrite to replace it")
-    sentences = sentence_table(args.corpus, limit=args.limit)["sentence"]
+    sha256 = text_record(args.corpus, limit=args.limit)["sha256"]
+    sentences = sentence_table(args.corpus, limit=args.limit)["sentence"]  # lazy: read a chunk at a time
     devices = _devices(args.devices)
     if devices and len(devices) > 1 and args.backend != "torch":
         raise SentlabError("--devices shards torch models only; drop --devices or use --backend torch")
@@ -47,6 +48,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         devices=devices,
         show_progress_bar=bars(),
         encode=encode,
+        sha256=sha256,
     )
     index.extra.update({"corpus_file": str(args.corpus), "backend": args.backend, "precision": args.precision})
     index.save(args.output)

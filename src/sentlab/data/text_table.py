@@ -1,6 +1,6 @@
 """Training text of any size: a text file as a memory-mapped Arrow table, converted once and cached.
 
-:func:`sentence_table` reads a UTF-8 text file, one sentence a line, in blocks of 64 MB and writes its
+:func:`sentence_table` reads a UTF-8 text file, one sentence a line, in blocks of 16 MB and writes its
 lines to an Arrow file in the cache (``$SENTLAB_CACHE/text/``); the table that training reads is that
 file memory-mapped (``datasets.Dataset.from_file``), so the process's anonymous memory does not grow
 with the text: the kernel pages the rows in and can drop them again. This is what sentence-transformers
@@ -58,6 +58,14 @@ def table_folder(path: Path, limit: int | None, root: str | Path | None = None) 
 
 def sentence_table(path: str | Path, limit: int | None = None, *, root: str | Path | None = None) -> Dataset:
     """The lines of ``path`` (at most ``limit``) as a memory-mapped one-column (``sentence``) table."""
+    text_record(path, limit, root=root)
+    return Dataset.from_file(str(table_folder(Path(path), limit, root) / ARROW))  # converted by text_record
+
+
+def text_record(path: str | Path, limit: int | None = None, *, root: str | Path | None = None) -> dict:
+    """The provenance record of the table of ``path`` read to ``limit`` lines (converting the file
+    first unless a valid table is cached): ``rows``, ``sha256`` (the text's identity, as
+    :func:`~sentlab.rank.index.corpus_sha256` of the lines), the source's path, size and mtime."""
     path = Path(path)
     if path.is_dir():
         raise DataError(f"{path}: is a folder; give the file inside it")
@@ -66,9 +74,7 @@ def sentence_table(path: str | Path, limit: int | None = None, *, root: str | Pa
     if limit is not None and limit < 1:
         raise DataError(f"{path}: data.limit must be at least 1 (got {limit})")
     folder = table_folder(path, limit, root)
-    if _valid_record(folder, path, limit) is None:
-        _convert(path, limit, folder)
-    return Dataset.from_file(str(folder / ARROW))
+    return _valid_record(folder, path, limit) or _convert(path, limit, folder)
 
 
 def _source_state(path: Path) -> dict[str, object]:

@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
-from sentlab.data.text_table import sentence_table
+from sentlab.data.text_table import sentence_table, text_record
 from sentlab.encoders.loading import load_encoder
 from sentlab.errors import DataError
 from sentlab.evaluation.results import EvalReport
@@ -84,14 +84,20 @@ class RankEncoderMethod(Method):
             index = CorpusIndex.load(r.index)
             index.check_encoder(e1, fingerprint)
         else:
-            corpus = sentence_table(r.corpus, limit=r.corpus_limit)["sentence"]
+            corpus_sha256 = text_record(r.corpus, limit=r.corpus_limit)["sha256"]
             try:
                 index = CorpusIndex.load(self.paths.base_index)
                 index.check_encoder(e1, fingerprint)
-                index.check_corpus(corpus)
+                index.check_corpus(index.sentences, sha256=corpus_sha256)
             except DataError:
+                corpus = sentence_table(r.corpus, limit=r.corpus_limit)["sentence"]  # lazy: read a chunk at a time
                 index = CorpusIndex.build(
-                    e1, corpus, r.base_encoder, batch_size=r.encode_batch_size, show_progress_bar=progress
+                    e1,
+                    corpus,
+                    r.base_encoder,
+                    batch_size=r.encode_batch_size,
+                    show_progress_bar=progress,
+                    sha256=corpus_sha256,
                 )
                 index.save(self.paths.base_index)
         self.index = index
@@ -119,6 +125,7 @@ class RankEncoderMethod(Method):
             str(self.paths.model),
             batch_size=self.cfg.rank.encode_batch_size,
             show_progress_bar=self.cfg.train.progress_bar,
+            sha256=self.index.corpus_sha256,
         )
         self.rank_encoder = RankEncoder(model, index, self.cfg.rank.lambda_inf)
         self.rank_encoder.save(self.paths.model)

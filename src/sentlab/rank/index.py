@@ -9,17 +9,22 @@ Folder layout::
 The encoder fingerprint is a sha256 over the model's module configs and weights, so an index is
 refused (one-line error) when used with any other encoder, including a later checkpoint of the same
 run. The corpus hash is checked on load, so an edited ``sentences.txt`` is refused too.
-``vectors.npy`` is memory-mapped (copy-on-write: never written back), so a large index costs no
-memory until its rows are read. Encoding can be sharded over several devices (or CPU processes)
-with sentence-transformers' own multi-process pool.
+``vectors.npy`` is memory-mapped (copy-on-write: never written back) and ``sentences.txt`` is read
+as a memory-mapped Arrow table (:func:`~sentlab.data.text_table.sentence_table`, converted once into
+the cache, whose record holds the corpus hash: a second load hashes nothing), so a large index costs
+no memory until its rows are read. Building encodes :data:`BUILD_CHUNK` sentences at a time into a
+file-backed array and writes ``sentences.txt`` in chunks, so neither the text nor the vectors of a
+corpus of millions of sentences need to be in memory. Encoding can be sharded over several devices
+(or CPU processes) with sentence-transformers' own multi-process pool.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,8 +33,9 @@ import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
 
-from sentlab.data.readers import read_sentences
+from sentlab.data.text_table import sentence_table, text_record
 from sentlab.errors import DataError
+from sentlab.paths import write_text_atomic
 
 FORMAT_VERSION = 1
 INDEX_FILES = {"meta": "index.json", "sentences": "sentences.txt", "vectors": "vectors.npy"}
@@ -48,12 +54,31 @@ class StaleIndexError(DataError):
     """The index was built from another encoder or another corpus than the one in use."""
 
 
-def corpus_sha256(sentences: Sequence[str]) -> str:
+def corpus_sha256(sentences: Iterable[str]) -> str:
+    """sha256 of the sentences, each followed by a newline (a text file's bytes, one sentence a line)."""
     digest = hashlib.sha256()
-    for sentence in sentences:
-        digest.update(sentence.encode("utf-8"))
-        digest.update(b"\n")
+    for _, chunk in _chunks(sentences):
+        digest.update("".join(s + "\n" for s in chunk).encode("utf-8"))
     return digest.hexdigest()
+
+
+def _chunks(sentences: Iterable[str]) -> Iterator[tuple[int, list[str]]]:
+    """``sentences`` (a list, a table's lazy column or any iterable) :data:`BUILD_CHUNK` at a time,
+    with the index of each chunk's first sentence."""
+    size = BUILD_CHUNK
+    if hasattr(sentences, "__len__") and hasattr(sentences, "__getitem__"):  # a list or a table's column
+        for start in range(0, len(sentences), size):
+            yield start, list(sentences[start : start + size])
+        return
+    chunk: list[str] = []
+    start = 0
+    for sentence in sentences:
+        chunk.append(sentence)
+        if len(chunk) == size:
+            yield start, chunk
+            start, chunk = start + size, []
+    if chunk:
+        yield start, chunk
 
 
 def encoder_fingerprint(model: SentenceTransformer) -> str:
@@ -84,9 +109,12 @@ def encoder_fingerprint(model: SentenceTransformer) -> str:
 
 @dataclass
 class CorpusIndex:
-    """Corpus sentences and their L2-normalised base-encoder vectors, with provenance."""
+    """Corpus sentences and their L2-normalised base-encoder vectors, with provenance.
 
-    sentences: list[str]
+    ``sentences`` is a list or, for a loaded index, the lazy column of a memory-mapped table
+    (``datasets``' ``Column``: indexing and slicing read only those rows)."""
+
+    sentences: Sequence[str]
     vectors: np.ndarray
     encoder_name: str
     encoder_fingerprint: str
@@ -111,40 +139,50 @@ class CorpusIndex:
         devices: Sequence[str] | None = None,
         show_progress_bar: bool = False,
         encode: Callable[[list[str]], np.ndarray] | None = None,
+        sha256: str | None = None,
     ) -> CorpusIndex:
-        """Encode ``sentences`` with ``model`` (or with ``encode``, e.g. an embedding cache's, whose
-        rows are then L2-normalised); with several ``devices``, shard over processes."""
-        sentences = list(sentences)
-        if not sentences:
+        """Encode ``sentences`` (a list or a table's column) with ``model`` (or with ``encode``, e.g. an
+        embedding cache's, whose rows are then L2-normalised); with several ``devices``, shard over
+        processes. :data:`BUILD_CHUNK` sentences are encoded at a time into a file-backed array, so
+        the vectors of a large corpus never need to fit in memory. ``sha256``: the corpus hash when
+        already known (a text file's table records it), else it is computed."""
+        if len(sentences) == 0:
             raise DataError("cannot build an index of an empty corpus")
-        if encode is not None:
-            vectors = np.asarray(encode(sentences), dtype=np.float32)
-            vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        else:
-            device: Any = list(devices) if devices and len(devices) > 1 else (devices[0] if devices else None)
-            vectors = _file_backed((len(sentences), model.get_embedding_dimension()))
-            for start in range(0, len(sentences), BUILD_CHUNK):  # a chunk at a time: no full copy in memory
-                vectors[start : start + BUILD_CHUNK] = model.encode(
-                    sentences[start : start + BUILD_CHUNK],
+        device: Any = list(devices) if devices and len(devices) > 1 else (devices[0] if devices else None)
+        vectors = _file_backed((len(sentences), model.get_embedding_dimension()))
+        for start, chunk in _chunks(sentences):
+            if encode is not None:
+                rows = np.asarray(encode(chunk), dtype=np.float32)
+                rows = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+            else:
+                rows = model.encode(
+                    chunk,
                     batch_size=batch_size,
                     convert_to_numpy=True,
                     normalize_embeddings=True,
                     show_progress_bar=show_progress_bar,
                     device=device,
                 )
-        return cls(
-            sentences,
-            vectors if isinstance(vectors, np.memmap) else np.ascontiguousarray(vectors, dtype=np.float32),
-            encoder_name,
-            encoder_fingerprint(model),
-            corpus_sha256(sentences),
-        )
+            vectors[start : start + len(chunk)] = rows
+        return cls(sentences, vectors, encoder_name, encoder_fingerprint(model), sha256 or corpus_sha256(sentences))
 
     def save(self, folder: str | Path) -> Path:
+        """Write the index to ``folder``; ``index.json`` last, so a folder whose writing was cut short
+        is refused on load (its hash or its row count disagrees), never read as an index."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        np.save(folder / INDEX_FILES["vectors"], np.asarray(self.vectors, dtype=np.float32))
-        (folder / INDEX_FILES["sentences"]).write_text("".join(s + "\n" for s in self.sentences), encoding="utf-8")
+        (folder / INDEX_FILES["meta"]).unlink(missing_ok=True)
+        # each file is written beside its name and renamed: an index saved over the one it was loaded
+        # from keeps reading its old (memory-mapped) files until they are replaced
+        vectors = folder / (INDEX_FILES["vectors"] + ".partial")
+        with vectors.open("wb") as out:
+            np.save(out, np.asarray(self.vectors, dtype=np.float32))
+        sentences = folder / (INDEX_FILES["sentences"] + ".partial")
+        with sentences.open("w", encoding="utf-8", newline="\n") as out:
+            for _, chunk in _chunks(self.sentences):
+                out.write("".join(s + "\n" for s in chunk))
+        os.replace(vectors, folder / INDEX_FILES["vectors"])
+        os.replace(sentences, folder / INDEX_FILES["sentences"])
         meta = {
             "format_version": FORMAT_VERSION,
             "encoder": {"name": self.encoder_name, "fingerprint": self.encoder_fingerprint},
@@ -153,11 +191,13 @@ class CorpusIndex:
             "dim": self.dim,
             **self.extra,
         }
-        (folder / INDEX_FILES["meta"]).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        write_text_atomic(folder / INDEX_FILES["meta"], json.dumps(meta, indent=2) + "\n")
         return folder
 
     @classmethod
     def load(cls, folder: str | Path, mmap: bool = True) -> CorpusIndex:
+        """The index in ``folder``: its sentences as a memory-mapped table's column (converted into the
+        cache on first load, with the checks of a training text), its vectors memory-mapped."""
         folder = Path(folder)
         paths = {key: folder / name for key, name in INDEX_FILES.items()}
         for path in paths.values():
@@ -171,12 +211,12 @@ class CorpusIndex:
             raise DataError(f"{paths['meta']}: not valid JSON") from None
         if meta.get("format_version") != FORMAT_VERSION:
             raise DataError(f"{paths['meta']}: unsupported index format {meta.get('format_version')!r}")
-        sentences = read_sentences(paths["sentences"])
-        if corpus_sha256(sentences) != meta["corpus_sha256"]:
+        if text_record(paths["sentences"])["sha256"] != meta["corpus_sha256"]:
             raise StaleIndexError(
                 f"{paths['sentences']}: corpus differs from the one the index was built from "
                 "(hash mismatch); rebuild the index"
             )
+        sentences = sentence_table(paths["sentences"])["sentence"]
         vectors = np.load(paths["vectors"], mmap_mode="c" if mmap else None, allow_pickle=False)
         if vectors.ndim != 2 or vectors.shape != (len(sentences), meta["dim"]) or vectors.dtype != np.float32:
             raise DataError(
@@ -201,8 +241,10 @@ class CorpusIndex:
                 "which is not the encoder in use; rebuild it with `sentlab index build`"
             )
 
-    def check_corpus(self, sentences: Sequence[str]) -> None:
-        if corpus_sha256(sentences) != self.corpus_sha256:
+    def check_corpus(self, sentences: Sequence[str], sha256: str | None = None) -> None:
+        """Refuse an index of another corpus than ``sentences`` (or than the corpus whose hash is
+        ``sha256``, when known)."""
+        if (sha256 or corpus_sha256(sentences)) != self.corpus_sha256:
             raise StaleIndexError(
                 f"index corpus differs from the given corpus ({len(self)} indexed sentences, "
                 f"{len(sentences)} given); rebuild the index"

@@ -191,3 +191,22 @@ def test_the_conversion_is_atomic_on_disk(text):
     with unittest.mock.patch.object(text_table.os, "replace", watching):
         sentence_table(text)
     assert any(src.endswith(".partial") and dst == ARROW for src, dst in seen)
+
+
+def test_the_row_index_column_is_memory_mapped_beside_the_table(text, monkeypatch):
+    from datasets import Dataset
+    from datasets.table import MemoryMappedTable
+
+    monkeypatch.setattr(text_table, "ROW_CHUNK", 300)  # 1000 rows: 3 chunks of 300 and one of 100
+    table = sentence_table(text)
+    leftover = table_folder(text, None) / "rows-label-1000.arrow.99.partial"
+    leftover.write_bytes(b"half")  # what a killed writer leaves: never read
+    indexed = text_table.with_row_index(table)
+    assert indexed["label"][:] == list(range(1000)) and indexed["sentence"][:] == LINES
+    assert all(isinstance(block, MemoryMappedTable) for row in indexed.data.blocks for block in row)
+    rows_file = table_folder(text, None) / "rows-label-1000.arrow"
+    written = rows_file.stat().st_mtime_ns
+    assert text_table.with_row_index(sentence_table(text))["label"][-1] == 999
+    assert rows_file.stat().st_mtime_ns == written  # reused
+    in_memory = text_table.with_row_index(Dataset.from_dict({"sentence": ["a", "b"]}))
+    assert in_memory["label"][:] == [0, 1]

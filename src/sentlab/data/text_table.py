@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from datasets import Dataset
+from datasets import Dataset, concatenate_datasets
 
 from sentlab.cache import cache_root
 from sentlab.errors import DataError
@@ -204,6 +204,30 @@ def _too_long(path: Path, line: int, size: int) -> DataError:
     return DataError(
         f"{path}:{line}: line is longer than {MAX_LINE_BYTES:,} bytes ({size:,} or more): expected one sentence a line"
     )
+
+
+ROW_CHUNK = 1 << 20  # row numbers written at a time by with_row_index
+
+
+def with_row_index(dataset: Dataset, column: str = "label") -> Dataset:
+    """``dataset`` with a ``column`` holding each row's index (0 .. n-1: the key of a frozen vector or
+    of a row's noise). For a memory-mapped table the column is a memory-mapped Arrow file too
+    (``rows-N.arrow`` beside the table, written once and renamed into place), so neither column
+    costs anonymous memory; an in-memory table (a small labelled file) gets an in-memory column."""
+    n = len(dataset)
+    files = dataset.cache_files
+    if not files:
+        return dataset.add_column(column, np.arange(n, dtype=np.int64))
+    path = Path(files[0]["filename"]).with_name(f"rows-{column}-{n}.arrow")
+    if not path.is_file():
+        schema = pa.schema([pa.field(column, pa.int64())])
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+        with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
+            for start in range(0, n, ROW_CHUNK):
+                rows = pa.array(np.arange(start, min(n, start + ROW_CHUNK), dtype=np.int64))
+                writer.write_batch(pa.record_batch([rows], schema=schema))
+        os.replace(partial, path)
+    return concatenate_datasets([dataset, Dataset.from_file(str(path))], axis=1)
 
 
 def shuffled_rows(n: int, seed: int) -> array:

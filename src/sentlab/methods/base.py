@@ -259,12 +259,6 @@ def read_train_sentences(cfg: TrainConfig, first: int | None = None) -> list[str
     return train_table(cfg, first)["sentence"]
 
 
-def with_row_index(dataset: Dataset) -> Dataset:
-    """``dataset`` with a ``label`` column holding each row's index (the key of a frozen vector or of a
-    row's noise); 8 bytes a row, the text stays memory-mapped."""
-    return dataset.add_column("label", np.arange(len(dataset), dtype=np.int64))
-
-
 def column_sha256(dataset: Dataset, column: str = "sentence") -> str:
     """:func:`~sentlab.rank.index.corpus_sha256` of a table's column, read in chunks."""
     return corpus_sha256(iter_column(dataset, column))

@@ -15,9 +15,10 @@ from pydantic import Field, model_validator
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
+from sentlab.data.text_table import with_row_index
 from sentlab.encoders.loading import load_encoder
 from sentlab.losses.rankcse import RankCSELoss
-from sentlab.methods.base import Method, frozen_vectors, register, train_table, with_row_index
+from sentlab.methods.base import Method, frozen_vectors, register, train_table
 from sentlab.rank.index import encoder_fingerprint
 from sentlab.training.config import TrainConfig, _Section
 

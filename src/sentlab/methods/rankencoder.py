@@ -21,13 +21,13 @@ from pydantic import Field, model_validator
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
-from sentlab.data.text_table import sentence_table, text_record
+from sentlab.data.text_table import sentence_table, text_record, with_row_index
 from sentlab.encoders.loading import load_encoder
 from sentlab.errors import DataError
 from sentlab.evaluation.results import EvalReport
 from sentlab.evaluation.scoring import EmbeddingCache
 from sentlab.losses.rankencoder import RankEncoderLoss
-from sentlab.methods.base import Method, frozen_vectors, register, train_table, with_row_index
+from sentlab.methods.base import Method, frozen_vectors, register, train_table
 from sentlab.rank.index import CorpusIndex, encoder_fingerprint
 from sentlab.rank.model import RankEncoder, RankScorer
 from sentlab.training.config import TrainConfig, _Section

@@ -29,6 +29,7 @@ import shutil
 import time
 from array import array
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -125,10 +126,16 @@ def _convert(path: Path, limit: int | None, folder: Path) -> dict:
 
 def _write(path: Path, limit: int | None, out: Path) -> tuple[int, str]:
     digest = hashlib.sha256()
+    hashing: Future | None = None  # the previous block's hash, computed by a second thread (no GIL held)
     rows = 0  # lines written so far
     offset = 0  # bytes of the file before ``carry``
     carry = b""
-    with path.open("rb") as source, pa.OSFile(str(out), "wb") as sink, pa.ipc.new_stream(sink, SCHEMA) as writer:
+    with (
+        path.open("rb") as source,
+        pa.OSFile(str(out), "wb") as sink,
+        pa.ipc.new_stream(sink, SCHEMA) as writer,
+        ThreadPoolExecutor(1) as hasher,
+    ):
         while limit is None or rows < limit:
             block = source.read(BLOCK_BYTES)
             data = carry + block
@@ -152,8 +159,10 @@ def _write(path: Path, limit: int | None, out: Path) -> tuple[int, str]:
                 for _ in range(limit - rows):
                     end = lines.index(b"\n", end + 1)
                 lines, count, carry = lines[: end + 1], limit - rows, b""
-            normal = lines.replace(b"\r\n", b"\n")
-            digest.update(normal)
+            normal = lines.replace(b"\r\n", b"\n") if b"\r" in lines else lines
+            if hashing is not None:
+                hashing.result()  # in order, and at most one block waiting
+            hashing = hasher.submit(digest.update, normal)
             column = _column(path, lines, normal, rows, offset)
             _check_lines(path, column, rows)
             writer.write_batch(pa.record_batch([column], schema=SCHEMA))
@@ -161,6 +170,8 @@ def _write(path: Path, limit: int | None, out: Path) -> tuple[int, str]:
             offset += len(lines)
             if len(carry) > MAX_LINE_BYTES:
                 raise _too_long(path, rows + 1, len(carry))
+        if hashing is not None:
+            hashing.result()
     if rows == 0:
         raise DataError(f"{path}: file has no sentences")
     return rows, digest.hexdigest()

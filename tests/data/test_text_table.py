@@ -210,3 +210,24 @@ def test_the_row_index_column_is_memory_mapped_beside_the_table(text, monkeypatc
     assert rows_file.stat().st_mtime_ns == written  # reused
     in_memory = text_table.with_row_index(Dataset.from_dict({"sentence": ["a", "b"]}))
     assert in_memory["label"][:] == [0, 1]
+
+
+def test_a_table_file_becomes_a_memory_mapped_table_of_its_columns(tmp_path):
+    from datasets.table import MemoryMappedTable
+
+    from sentlab.data.readers import read_table
+
+    path = tmp_path / "pairs.jsonl"
+    rows = [{"a": f"first {i}", "b": f"second {i}", "n": i} for i in range(10)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    table = text_table.column_table(path, ["a", "b"], ["anchor", "positive"], limit=7)
+    assert table.column_names == ["anchor", "positive"]
+    assert list(zip(table["anchor"], table["positive"])) == read_table(path, ["a", "b"], limit=7)
+    assert isinstance(table.data, MemoryMappedTable)
+    assert text_table.column_table(path, ["b"])["b"][:] == [f"second {i}" for i in range(10)]  # its own cache
+    assert len(text_table.column_table(path, ["a", "b"], limit=7)) == 7  # reused, under its own names
+
+    path.write_text(path.read_text("utf-8") + '{"a": "first 10"}\n', encoding="utf-8")
+    with pytest.raises(DataError, match=r"pairs.jsonl:11: missing column 'b'"):
+        text_table.column_table(path, ["a", "b"])  # changed: converted again, and the new row refused
+    assert not table_folder(path, None, columns=("a", "b")).exists()

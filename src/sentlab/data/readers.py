@@ -9,10 +9,10 @@ message names the file and the 1-based line number.
 from __future__ import annotations
 
 import csv
-import io
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import IO
 
 from sentlab.errors import DataError
 
@@ -68,33 +68,53 @@ def read_table(
     fmt: str | None = None,
     limit: int | None = None,
 ) -> list[tuple[str, ...]]:
-    """Rows of the given ``columns`` from a JSONL, CSV or TSV file.
+    """Rows of the given ``columns`` from a JSONL, CSV or TSV file (:func:`iter_table` as a list).
 
     ``fmt`` is ``"jsonl"``, ``"csv"`` or ``"tsv"``; by default it follows the file extension.
     CSV/TSV files need a header row naming the columns.
     """
+    rows = list(iter_table(path, columns, fmt, limit))
+    if not rows:
+        raise DataError(f"{path}: file has no rows")
+    return rows
+
+
+def iter_table(
+    path: str | Path,
+    columns: Sequence[str],
+    fmt: str | None = None,
+    limit: int | None = None,
+) -> Iterator[tuple[str, ...]]:
+    """The rows of :func:`read_table`, read from the file a line at a time (nothing is held but the
+    current row), with its checks; stops after ``limit`` rows (the rest of the file is not read)."""
     path = Path(path)
     fmt = fmt or TABLE_SUFFIXES.get(path.suffix.lower(), "csv")
     if fmt not in ("jsonl", "csv", "tsv"):
         raise DataError(f"{path}: unknown table format {fmt!r} (use jsonl, csv or tsv)")
-    text = read_text(path)
-    rows: list[tuple[str, ...]] = []
-    if fmt == "jsonl":
-        for line_no, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                raise DataError(f"{path}:{line_no}: empty line")
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataError(f"{path}:{line_no}: invalid JSON ({err.msg})") from None
-            if not isinstance(record, dict):
-                raise DataError(f"{path}:{line_no}: expected a JSON object")
-            rows.append(_pick(record, columns, path, line_no))
-            if limit is not None and len(rows) >= limit:
-                break
-    else:
+    if path.is_dir():
+        raise DataError(f"{path}: is a folder; give the file inside it")
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    count = 0
+    with path.open("rb") as handle:
+        lines = _decoded_lines(handle, path)
+        if fmt == "jsonl":
+            for line_no, line in enumerate(lines, start=1):
+                if not line.strip():
+                    raise DataError(f"{path}:{line_no}: empty line")
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise DataError(f"{path}:{line_no}: invalid JSON ({err.msg})") from None
+                if not isinstance(record, dict):
+                    raise DataError(f"{path}:{line_no}: expected a JSON object")
+                yield _pick(record, columns, path, line_no)
+                count += 1
+                if limit is not None and count >= limit:
+                    return
+            return
         # strict: a quote left open up to the end of the file is an error, not one giant field
-        reader = csv.DictReader(io.StringIO(text), delimiter="\t" if fmt == "tsv" else ",", strict=True)
+        reader = csv.DictReader(lines, delimiter="\t" if fmt == "tsv" else ",", strict=True)
         first_line = 2
         try:
             header = reader.fieldnames or []
@@ -111,15 +131,25 @@ def read_table(
                         f"{path}:{first_line}: a field runs over lines {first_line}-{reader.line_num} "
                         "(unterminated quote?)"
                     )
-                rows.append(row)
+                yield row
+                count += 1
                 first_line = reader.line_num + 1
-                if limit is not None and len(rows) >= limit:
-                    break
+                if limit is not None and count >= limit:
+                    return
         except csv.Error as err:
             raise DataError(f"{path}:{first_line}: malformed {fmt.upper()} row ({err}; unterminated quote?)") from None
-    if not rows:
-        raise DataError(f"{path}: file has no rows")
-    return rows
+
+
+def _decoded_lines(handle: IO[bytes], path: Path) -> Iterator[str]:
+    """The lines of a binary file as text (with their line endings, as ``csv`` wants them); a byte that
+    is not UTF-8 is a one-line :class:`DataError` naming its line and its byte offset."""
+    offset = 0
+    for line_no, raw in enumerate(handle, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataError(f"{path}:{line_no}: line is not valid UTF-8 (byte {offset + err.start})") from None
+        offset += len(raw)
 
 
 def table_line(path: str | Path, index: int, fmt: str | None = None) -> int:

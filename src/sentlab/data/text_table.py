@@ -22,13 +22,14 @@ and transformers' examples hand their trainers (``load_dataset("text", ...)``), 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import random
 import shutil
 import time
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -38,6 +39,7 @@ import pyarrow.compute as pc
 from datasets import Dataset, concatenate_datasets
 
 from sentlab.cache import cache_root
+from sentlab.data.readers import iter_table
 from sentlab.errors import DataError
 from sentlab.paths import write_text_atomic
 from sentlab.progress import say
@@ -49,12 +51,15 @@ COLUMN = "sentence"
 SCHEMA = pa.schema([pa.field(COLUMN, pa.string())])
 RECORD = "complete.json"
 ARROW = "sentences.arrow"
+ROWS_PER_BATCH = 65_536  # rows of a table file converted at a time
 
 
-def table_folder(path: Path, limit: int | None, root: str | Path | None = None) -> Path:
-    """The cache folder of ``path`` (resolved) read to ``limit`` lines."""
-    key = hashlib.sha256(f"{path.resolve()}\0{limit}".encode()).hexdigest()[:24]
-    return cache_root(root) / "text" / key
+def table_folder(
+    path: Path, limit: int | None, root: str | Path | None = None, columns: tuple[str, ...] | None = None
+) -> Path:
+    """The cache folder of ``path`` (resolved) read to ``limit`` lines (of ``columns``, for a table file)."""
+    key = f"{path.resolve()}\0{limit}" + ("" if columns is None else "\0" + "\0".join(columns))
+    return cache_root(root) / "text" / hashlib.sha256(key.encode()).hexdigest()[:24]
 
 
 def sentence_table(path: str | Path, limit: int | None = None, *, root: str | Path | None = None) -> Dataset:
@@ -63,10 +68,33 @@ def sentence_table(path: str | Path, limit: int | None = None, *, root: str | Pa
     return Dataset.from_file(str(table_folder(Path(path), limit, root) / ARROW))  # converted by text_record
 
 
-def text_record(path: str | Path, limit: int | None = None, *, root: str | Path | None = None) -> dict:
+def column_table(
+    path: str | Path,
+    columns: Sequence[str],
+    names: Sequence[str] | None = None,
+    *,
+    limit: int | None = None,
+    root: str | Path | None = None,
+) -> Dataset:
+    """``columns`` of a JSONL / CSV / TSV file (at most ``limit`` rows) as a memory-mapped table whose
+    columns are called ``names`` (default: ``columns``): converted once, a row at a time, with the
+    checks of :func:`~sentlab.data.readers.read_table`, and cached like a text file's table."""
+    text_record(path, limit, root=root, columns=columns)
+    table = Dataset.from_file(str(table_folder(Path(path), limit, root, tuple(columns)) / ARROW))
+    return table.rename_columns(dict(zip(columns, names))) if names else table
+
+
+def text_record(
+    path: str | Path,
+    limit: int | None = None,
+    *,
+    root: str | Path | None = None,
+    columns: Sequence[str] | None = None,
+) -> dict:
     """The provenance record of the table of ``path`` read to ``limit`` lines (converting the file
     first unless a valid table is cached): ``rows``, ``sha256`` (the text's identity, as
-    :func:`~sentlab.rank.index.corpus_sha256` of the lines), the source's path, size and mtime."""
+    :func:`~sentlab.rank.index.corpus_sha256` of the lines; for a table file, of its rows' fields
+    joined by tabs), the source's path, size and mtime."""
     path = Path(path)
     if path.is_dir():
         raise DataError(f"{path}: is a folder; give the file inside it")
@@ -74,8 +102,9 @@ def text_record(path: str | Path, limit: int | None = None, *, root: str | Path 
         raise DataError(f"{path}: file not found")
     if limit is not None and limit < 1:
         raise DataError(f"{path}: data.limit must be at least 1 (got {limit})")
-    folder = table_folder(path, limit, root)
-    return _valid_record(folder, path, limit) or _convert(path, limit, folder)
+    columns = None if columns is None else tuple(columns)
+    folder = table_folder(path, limit, root, columns)
+    return _valid_record(folder, path, limit, columns) or _convert(path, limit, folder, columns)
 
 
 def _source_state(path: Path) -> dict[str, object]:
@@ -83,19 +112,25 @@ def _source_state(path: Path) -> dict[str, object]:
     return {"source": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
-def _valid_record(folder: Path, path: Path, limit: int | None) -> dict | None:
+def _valid_record(folder: Path, path: Path, limit: int | None, columns: tuple[str, ...] | None) -> dict | None:
     try:
         record = json.loads((folder / RECORD).read_text("utf-8"))
         arrow_size = (folder / ARROW).stat().st_size
     except (OSError, ValueError):
         return None
-    expected = {"format": FORMAT_VERSION, **_source_state(path), "limit": limit, "arrow_bytes": arrow_size}
+    expected = {
+        "format": FORMAT_VERSION,
+        **_source_state(path),
+        "limit": limit,
+        "columns": None if columns is None else list(columns),
+        "arrow_bytes": arrow_size,
+    }
     if not isinstance(record, dict) or any(record.get(key) != value for key, value in expected.items()):
         return None
     return record
 
 
-def _convert(path: Path, limit: int | None, folder: Path) -> dict:
+def _convert(path: Path, limit: int | None, folder: Path, columns: tuple[str, ...] | None) -> dict:
     """Write the table to ``folder`` (a fresh one: whatever was there is removed first)."""
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -103,7 +138,7 @@ def _convert(path: Path, limit: int | None, folder: Path) -> dict:
     start = time.perf_counter()
     before = _source_state(path)
     try:
-        rows, digest = _write(path, limit, partial)
+        rows, digest = _write(path, limit, partial) if columns is None else _write_rows(path, columns, limit, partial)
         if _source_state(path) != before:
             raise DataError(f"{path}: changed while it was being read; run again once the file is complete")
     except BaseException:
@@ -114,14 +149,35 @@ def _convert(path: Path, limit: int | None, folder: Path) -> dict:
         "format": FORMAT_VERSION,
         **before,
         "limit": limit,
+        "columns": None if columns is None else list(columns),
         "arrow_bytes": (folder / ARROW).stat().st_size,
         "rows": rows,
         "sha256": digest,
     }
     write_text_atomic(folder / RECORD, json.dumps(record, indent=1) + "\n")
     seconds = time.perf_counter() - start
-    say(f"read {path}: {rows:,} lines into a memory-mapped table ({seconds:.1f} s; cached in {folder})")
+    what = "lines" if columns is None else "rows"
+    say(f"read {path}: {rows:,} {what} into a memory-mapped table ({seconds:.1f} s; cached in {folder})")
     return record
+
+
+def _write_rows(path: Path, columns: tuple[str, ...], limit: int | None, out: Path) -> tuple[int, str]:
+    """The rows of a JSONL / CSV / TSV file (:func:`~sentlab.data.readers.iter_table`) to ``out``,
+    :data:`ROWS_PER_BATCH` at a time."""
+    schema = pa.schema([pa.field(column, pa.string()) for column in columns])
+    digest = hashlib.sha256()
+    rows = 0
+    source = iter_table(path, columns, limit=limit)
+    with pa.OSFile(str(out), "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
+        while batch := list(itertools.islice(source, ROWS_PER_BATCH)):
+            writer.write_batch(
+                pa.record_batch([pa.array(values, pa.string()) for values in zip(*batch)], schema=schema)
+            )
+            digest.update("".join("\t".join(row) + "\n" for row in batch).encode("utf-8"))
+            rows += len(batch)
+    if rows == 0:
+        raise DataError(f"{path}: file has no rows")
+    return rows, digest.hexdigest()
 
 
 def _write(path: Path, limit: int | None, out: Path) -> tuple[int, str]:

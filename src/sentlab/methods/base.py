@@ -40,8 +40,8 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Dense
 from torch import nn
 
-from sentlab.data.readers import TABLE_SUFFIXES, read_table
-from sentlab.data.text_table import iter_column, sentence_table
+from sentlab.data.readers import TABLE_SUFFIXES
+from sentlab.data.text_table import column_table, iter_column, sentence_table
 from sentlab.encoders.heads import SimCSEMLPHead
 from sentlab.encoders.loading import (
     build_encoder,
@@ -247,7 +247,7 @@ def train_table(cfg: TrainConfig, first: int | None = None) -> Dataset:
     if first is not None:
         limit = first if limit is None else min(limit, first)
     if cfg.data.columns:
-        return Dataset.from_dict({"sentence": [row[0] for row in read_table(path, cfg.data.columns[:1], limit=limit)]})
+        return column_table(path, cfg.data.columns[:1], ["sentence"], limit=limit)
     if path.suffix.lower() in TABLE_SUFFIXES:
         raise ConfigError(f"{path}: a {path.suffix} file needs data.columns (the column that holds the sentences)")
     return sentence_table(path, limit=limit)

@@ -17,7 +17,7 @@ from datasets import Dataset
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
-from sentlab.data.readers import read_table
+from sentlab.data.text_table import column_table
 from sentlab.errors import ConfigError
 from sentlab.methods.base import Method, register
 from sentlab.training.config import TrainConfig
@@ -54,9 +54,8 @@ class SimCSESup(Method):
         columns = self.cfg.data.columns or ["sent0", "sent1", "hard_neg"]
         if len(columns) not in (2, 3):
             raise ConfigError(f"data.columns: supervised SimCSE needs 2 or 3 columns, got {columns}")
-        rows = read_table(self.cfg.data.train, columns, limit=self.cfg.data.limit)
         names = ["anchor", "positive", "negative"][: len(columns)]
-        return Dataset.from_dict({name: [row[i] for row in rows] for i, name in enumerate(names)})
+        return column_table(self.cfg.data.train, columns, names, limit=self.cfg.data.limit)
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         return self.simcse_loss(model)

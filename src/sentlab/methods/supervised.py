@@ -29,8 +29,8 @@ from sentence_transformers.sentence_transformer import losses
 from torch import nn
 
 from sentlab.data.nli import read_snli_triplets
-from sentlab.data.readers import read_table
 from sentlab.data.sts import read_stsb
+from sentlab.data.text_table import column_table
 from sentlab.errors import ConfigError, DataError
 from sentlab.methods.base import Method, register
 from sentlab.training.config import TrainConfig, _Section
@@ -90,17 +90,15 @@ class Supervised(Method):
             raise ConfigError(
                 f"data.columns: mnrl needs [anchor, positive] or [anchor, positive, negative], got {columns}"
             )
-        rows = read_table(data.train, columns, limit=data.limit)
         if not scored:
             names = ["anchor", "positive", "negative"][: len(columns)]
-            return Dataset.from_dict({name: [row[i] for row in rows] for i, name in enumerate(names)})
-        try:
-            scores = [float(row[2]) / s.score_max for row in rows]
+            return column_table(data.train, columns, names, limit=data.limit)
+        table = column_table(data.train, columns, ["sentence1", "sentence2", "score"], limit=data.limit)
+        try:  # a float a row: the scored pairs are a labelled set, small beside their text
+            scores = [float(value) / s.score_max for value in table["score"]]
         except ValueError as err:
             raise DataError(f"{data.train}: score column {columns[2]!r} is not a number ({err})") from None
-        return Dataset.from_dict(
-            {"sentence1": [r[0] for r in rows], "sentence2": [r[1] for r in rows], "score": scores}
-        )
+        return table.remove_columns("score").add_column("score", scores)
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         s = self.cfg.supervised

@@ -225,6 +225,8 @@ def test_a_table_file_becomes_a_memory_mapped_table_of_its_columns(tmp_path):
     assert list(zip(table["anchor"], table["positive"])) == read_table(path, ["a", "b"], limit=7)
     assert isinstance(table.data, MemoryMappedTable)
     assert text_table.column_table(path, ["b"])["b"][:] == [f"second {i}" for i in range(10)]  # its own cache
+    # one column's record hashes its values a line each, as a text file of them: frozen vectors key on it
+    assert text_table.text_record(path, columns=["b"])["sha256"] == corpus_sha256(f"second {i}" for i in range(10))
     assert len(text_table.column_table(path, ["a", "b"], limit=7)) == 7  # reused, under its own names
 
     path.write_text(path.read_text("utf-8") + '{"a": "first 10"}\n', encoding="utf-8")

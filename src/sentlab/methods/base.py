@@ -41,7 +41,7 @@ from sentence_transformers.sentence_transformer.modules import Dense
 from torch import nn
 
 from sentlab.data.readers import TABLE_SUFFIXES
-from sentlab.data.text_table import column_table, iter_column, sentence_table
+from sentlab.data.text_table import column_table, iter_column, sentence_table, text_record
 from sentlab.encoders.heads import SimCSEMLPHead
 from sentlab.encoders.loading import (
     build_encoder,
@@ -54,7 +54,6 @@ from sentlab.errors import ConfigError
 from sentlab.evaluation.results import EvalReport
 from sentlab.evaluation.scoring import EmbeddingCache
 from sentlab.losses.simcse import SimCSELoss
-from sentlab.rank.index import corpus_sha256
 from sentlab.training.config import TrainConfig, register_config
 from sentlab.training.run_folder import RunPaths, add_run_files
 
@@ -153,7 +152,7 @@ class Method:
             init,
             self.paths.root / RANDOM_INIT_FOLDER,
             iter_column(table) if table is not None else None,
-            column_sha256(table) if table is not None else "",
+            train_sha256(self.cfg) if table is not None else "",
         )
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
@@ -242,15 +241,27 @@ def train_table(cfg: TrainConfig, first: int | None = None) -> Dataset:
     file memory-mapped (:func:`~sentlab.data.text_table.sentence_table`: converted once, read only to
     ``data.limit``), or one column of a table file; with ``first``, only the first N of them (within
     ``data.limit``)."""
+    path, limit, columns = _train_source(cfg, first)
+    if columns:
+        return column_table(path, columns, ["sentence"], limit=limit)
+    return sentence_table(path, limit=limit)
+
+
+def train_sha256(cfg: TrainConfig) -> str:
+    """:func:`~sentlab.rank.index.corpus_sha256` of :func:`train_table`'s sentences, as the table's
+    conversion recorded it (nothing is hashed again)."""
+    path, limit, columns = _train_source(cfg)
+    return text_record(path, limit, columns=columns)["sha256"]  # one column: its values, a line each
+
+
+def _train_source(cfg: TrainConfig, first: int | None = None) -> tuple[Path, int | None, list[str] | None]:
     path = Path(cfg.data.train)
     limit = cfg.data.limit
     if first is not None:
         limit = first if limit is None else min(limit, first)
-    if cfg.data.columns:
-        return column_table(path, cfg.data.columns[:1], ["sentence"], limit=limit)
-    if path.suffix.lower() in TABLE_SUFFIXES:
+    if not cfg.data.columns and path.suffix.lower() in TABLE_SUFFIXES:
         raise ConfigError(f"{path}: a {path.suffix} file needs data.columns (the column that holds the sentences)")
-    return sentence_table(path, limit=limit)
+    return path, limit, cfg.data.columns[:1] or None
 
 
 def read_train_sentences(cfg: TrainConfig, first: int | None = None) -> list[str]:
@@ -259,22 +270,18 @@ def read_train_sentences(cfg: TrainConfig, first: int | None = None) -> list[str
     return train_table(cfg, first)["sentence"]
 
 
-def column_sha256(dataset: Dataset, column: str = "sentence") -> str:
-    """:func:`~sentlab.rank.index.corpus_sha256` of a table's column, read in chunks."""
-    return corpus_sha256(iter_column(dataset, column))
-
-
 def frozen_vectors(
     encoder: SentenceTransformer,
     fingerprint: str,
     sentences: Dataset,
+    sentences_sha256: str,
     path: Path,
     batch_size: int,
     progress: bool,
 ) -> np.ndarray:
     """L2-normalised vectors of the ``sentence`` column of ``sentences`` by a frozen
     ``encoder``, cached at ``path`` (.npy + .json provenance) and reused when made by the same encoder
-    from the same text (so --resume skips them). The text is encoded in chunks of
+    from the same text (``sentences_sha256``: :func:`train_sha256`), so --resume skips them. The text is encoded in chunks of
     :data:`FROZEN_CHUNK` rows into a memory-mapped file, so neither the text nor the vectors need to be
     in memory at once; the result is that file, memory-mapped.
 
@@ -282,7 +289,7 @@ def frozen_vectors(
     temporary file and renamed: a process killed mid-write leaves no provenance, so the half-written
     file is rebuilt, never read."""
     rows = sentences
-    provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": column_sha256(rows)}
+    provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": sentences_sha256}
     meta_path = path.with_suffix(".json")
     if not (path.is_file() and meta_path.is_file() and _read_json(meta_path) == provenance):
         path.parent.mkdir(parents=True, exist_ok=True)

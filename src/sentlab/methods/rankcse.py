@@ -18,7 +18,7 @@ from torch import nn
 from sentlab.data.text_table import with_row_index
 from sentlab.encoders.loading import load_encoder
 from sentlab.losses.rankcse import RankCSELoss
-from sentlab.methods.base import Method, frozen_vectors, register, train_table
+from sentlab.methods.base import Method, frozen_vectors, register, train_sha256, train_table
 from sentlab.rank.index import encoder_fingerprint
 from sentlab.training.config import TrainConfig, _Section
 
@@ -66,6 +66,7 @@ class RankCSEMethod(Method):
 
     def prepare(self, dataset: Dataset) -> None:
         self.teacher_vectors = []
+        sha256 = train_sha256(self.cfg)
         for k, name in enumerate(self.cfg.rankcse.teachers):
             teacher = load_encoder(name)
             self.teacher_vectors.append(
@@ -73,6 +74,7 @@ class RankCSEMethod(Method):
                     teacher,
                     encoder_fingerprint(teacher),
                     dataset,
+                    sha256,
                     self.paths.teacher_vectors / f"teacher{k}.npy",
                     self.cfg.rankcse.encode_batch_size,
                     self.cfg.train.progress_bar,

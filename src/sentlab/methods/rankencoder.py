@@ -27,7 +27,7 @@ from sentlab.errors import DataError
 from sentlab.evaluation.results import EvalReport
 from sentlab.evaluation.scoring import EmbeddingCache
 from sentlab.losses.rankencoder import RankEncoderLoss
-from sentlab.methods.base import Method, frozen_vectors, register, train_table
+from sentlab.methods.base import Method, frozen_vectors, register, train_sha256, train_table
 from sentlab.rank.index import CorpusIndex, encoder_fingerprint
 from sentlab.rank.model import RankEncoder, RankScorer
 from sentlab.training.config import TrainConfig, _Section
@@ -102,7 +102,13 @@ class RankEncoderMethod(Method):
                 index.save(self.paths.base_index)
         self.index = index
         self.train_vectors = frozen_vectors(
-            e1, fingerprint, dataset, self.paths.base_train_vectors, r.encode_batch_size, progress
+            e1,
+            fingerprint,
+            dataset,
+            train_sha256(self.cfg),
+            self.paths.base_train_vectors,
+            r.encode_batch_size,
+            progress,
         )
 
     def loss(self, model: SentenceTransformer) -> nn.Module:

@@ -10,7 +10,9 @@ memory-mapped file the kernel can drop do not count) and peak resident set are r
 * ``convert``: the first read, with an empty cache (the conversion to Arrow), then every row read once;
 * ``reuse``: the same again, the table now cached;
 * ``train``: ``sentlab train PRESET --set data.train=TEXT --set train.max_steps=2`` with its own empty
-  cache (so it converts too), the whole text (no `data.limit`), no dev or final evaluation;
+  cache (so it converts too), the whole text (no `data.limit`), no dev or final evaluation; also the
+  seconds from its start to the first training step (``first_step_s``) and the MB of text a second
+  that makes, and over all sizes the rate of the growth of that time (``first_step_mb_per_s_of_the_growth``);
 * ``list`` (``--list-reader``): the strict reader that returns a Python list, for comparison (texts up
   to 1 GB: it needs about six times the file in memory).
 
@@ -74,7 +76,7 @@ def field(pid: int, name: str) -> int:
 
 def measured(cmd: list[str], env: dict[str, str]) -> dict:
     """Run ``cmd``; its wall time, stdout, and the peaks of RssAnon and VmRSS sampled every 20 ms."""
-    started = time.perf_counter()
+    started, started_epoch = time.perf_counter(), time.time()
     process = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peaks = {"RssAnon": 0, "VmRSS": 0}
 
@@ -95,7 +97,18 @@ def measured(cmd: list[str], env: dict[str, str]) -> dict:
         "peak_rss_anon_mb": round(peaks["RssAnon"] / 1e6, 1),
         "peak_rss_mb": round(peaks["VmRSS"] / 1e6, 1),
         "stdout": out.split(),
+        "started_epoch": started_epoch,
     }
+
+
+def first_step(result: dict, run: Path, file_mb: float | None = None) -> dict:
+    """Seconds from the start of the process to the first training step: ``RUN/runtime.json`` is
+    written there (:class:`sentlab.training.engine` reads back what ran at the first step)."""
+    started = result.pop("started_epoch")
+    result["first_step_s"] = round((run / "runtime.json").stat().st_mtime - started, 2)
+    if file_mb is not None:
+        result["first_step_mb_per_s"] = round(file_mb / result["first_step_s"], 1)
+    return result
 
 
 def make_text(source: Path, target: Path, size_mb: float) -> Path:
@@ -155,7 +168,7 @@ def rankencoder_run(source: Path, work: Path, lines: int, env: dict[str, str]) -
     ]
     cmd = [sys.executable, "-m", "sentlab.cli", "train", "rankencoder-minilm-cpu", "--quiet"]
     cmd += [part for item in overrides for part in ("--set", item)]
-    result = measured(cmd, {**env, "SENTLAB_CACHE": str(cache)})
+    result = first_step(measured(cmd, {**env, "SENTLAB_CACHE": str(cache)}), work / "rankencoder-run")
     result.pop("stdout")
     index = json.loads((work / "rankencoder-run" / "base_index" / "index.json").read_text())
     saved = json.loads((work / "rankencoder-run" / "model" / "rankencoder" / "index.json").read_text())
@@ -205,11 +218,13 @@ def main() -> None:
         row: dict = {"file_mb": round(text.stat().st_size / 1e6, 1)}
         for name in ("convert", "reuse"):
             result = measured([sys.executable, "-c", READ, str(text)], {**env, "SENTLAB_CACHE": str(cache)})
+            result.pop("started_epoch")
             ready, rows = result.pop("stdout")
             row[name] = {**result, "table_ready_s": round(float(ready), 2), "rows": int(rows)}
         row["convert"]["mb_per_s"] = round(row["file_mb"] / row["convert"]["table_ready_s"], 1)
         if args.list_reader and row["file_mb"] <= LIST_MAX_MB:
             result = measured([sys.executable, "-c", LIST, str(text)], env)
+            result.pop("started_epoch")
             seconds, rows = result.pop("stdout")
             row["list"] = {**result, "read_s": round(float(seconds), 2), "rows": int(rows)}
         if not args.no_train:
@@ -226,7 +241,8 @@ def main() -> None:
             overrides.append(f"train.output_dir={work / 'run'}")
             cmd = [sys.executable, "-m", "sentlab.cli", "train", args.preset, "--quiet"]
             cmd += [part for item in overrides for part in ("--set", item)]
-            row["train"] = measured(cmd, {**env, "SENTLAB_CACHE": str(train_cache)})
+            measurement = measured(cmd, {**env, "SENTLAB_CACHE": str(train_cache)})
+            row["train"] = first_step(measurement, work / "run", row["file_mb"])
             row["train"].pop("stdout")
         runs.append(row)
     first, last = runs[0], runs[-1]
@@ -240,6 +256,9 @@ def main() -> None:
         summary["train_anon_growth_mb"] = round(
             last["train"]["peak_rss_anon_mb"] - first["train"]["peak_rss_anon_mb"], 1
         )
+        if len(runs) > 1:  # the rate of the part of the time to the first step that grows with the text
+            extra_s = last["train"]["first_step_s"] - first["train"]["first_step_s"]
+            summary["first_step_mb_per_s_of_the_growth"] = round((last["file_mb"] - first["file_mb"]) / extra_s, 1)
     print(json.dumps(summary))
 
 

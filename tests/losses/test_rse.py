@@ -1,9 +1,12 @@
 import math
+import pickle
 
+import pytest
 import torch
 
-from sentlab.data.relations import Triple, triples_dataset
+from sentlab.data.relations import Triple, triples_table, with_in_relation_negatives
 from sentlab.encoders import build_encoder
+from sentlab.errors import DataError
 from sentlab.losses.rse import RSELoss
 from tests.conftest import DEVICE, features_of
 
@@ -48,20 +51,52 @@ def test_rse_loss_matches_eq2_by_hand(tiny_backbone_no_dropout):
         assert not math.isclose(float(loss(features, relation_ids)), expected, rel_tol=1e-5, abs_tol=1e-5)
 
 
-def test_in_relation_negatives_same_relation_other_row_fresh_per_read():
+def test_in_relation_negatives_same_relation_other_row_fresh_per_read(tmp_path):
     triples = [Triple(f"q{i}", "duplicate_question", f"d{i}") for i in range(6)] + [
         Triple("p", "entailment", "e", "c"),
         Triple("p2", "entailment", "e2", "c2"),
     ]
-    dataset = triples_dataset(triples, ["entailment", "duplicate_question"], seed=0)
+    relations = ["entailment", "duplicate_question"]
+    table, record = triples_table(lambda: iter(triples), relations, tmp_path / "t", key={"k": 1})
+    assert record["counts"] == {"duplicate_question": 6, "entailment": 2} and table.cache_files  # memory-mapped
+    dataset = with_in_relation_negatives(table, seed=0)
     draws = [dataset[i]["negative"] for _ in range(20) for i in range(6)]
     for k, negative in enumerate(draws):
         row = k % 6
         assert negative.startswith("d") and negative != f"d{row}"  # same relation, another row
     assert len({dataset[0]["negative"] for _ in range(30)}) > 1  # drawn afresh on each read
     assert dataset[6]["negative"] == "c" and dataset[7]["label"] == 0  # entailment keeps its contradiction
-    again = triples_dataset(triples, ["entailment", "duplicate_question"], seed=0)
+    again = with_in_relation_negatives(triples_table(lambda: iter(triples), relations, tmp_path / "u", {"k": 1})[0], 0)
+    copied = pickle.loads(pickle.dumps(again))  # a data-loader worker's copy, made before any read, reopens the file
     assert [again[i]["negative"] for _ in range(20) for i in range(6)] == draws  # reproducible by seed
+    assert [copied[i]["negative"] for _ in range(20) for i in range(6)] == draws
+
+
+def test_the_triples_table_is_reused_for_its_key_and_rebuilt_otherwise(tmp_path):
+    folder, reads = tmp_path / "t", []
+
+    def read():
+        reads.append(1)
+        yield from [Triple("a", "paraphrase", "b"), Triple("c", "paraphrase", "d")]
+
+    first, _ = triples_table(read, ["paraphrase"], folder, {"k": 1})
+    again, _ = triples_table(read, ["paraphrase"], folder, {"k": 1})
+    assert len(reads) == 1 and again["tail"] == ["b", "d"]  # the cached table, not a second read
+    triples_table(read, ["paraphrase"], folder, {"k": 2})  # another key (a changed source): rebuilt
+    assert len(reads) == 2
+    (folder / "complete.json").unlink()  # a crash before the record: never read as complete
+    triples_table(read, ["paraphrase"], folder, {"k": 2})
+    assert len(reads) == 3
+
+    def broken():
+        yield Triple("a", "paraphrase", "b")
+        raise DataError("bad.txt:2: empty field")
+
+    with pytest.raises(DataError, match="bad.txt:2"):
+        triples_table(broken, ["paraphrase"], folder, {"k": 3})
+    assert not folder.exists()  # nothing half-written left behind
+    with pytest.raises(DataError, match="not in the relation list"):
+        triples_table(read, ["entailment"], folder, {"k": 4})
 
 
 def _grads(model, loss_module, features, labels, scale=1.0):

@@ -6,6 +6,7 @@ import pytest
 import torch
 from sentence_transformers import SentenceTransformer
 
+from sentlab.data import relations as rel
 from sentlab.errors import ConfigError
 from sentlab.evaluation.relational import RELATION_TABLE, RelationalScorer, RelationTable
 from sentlab.training import engine
@@ -190,3 +191,51 @@ def test_dev_direction_max_scores_dev_as_the_released_code(tiny_backbone, corpus
         scores[direction] = evaluator(trainer.model)["stsb-dev_spearman_cosine"]
         assert scores[direction] == pytest.approx(spearmanr(evaluator.base.scores, by_hand)[0], abs=1e-12)
     assert scores["forward"] != scores["max"]
+
+
+def test_the_triples_are_a_cached_memory_mapped_table_rebuilt_when_a_source_changes(
+    tiny_backbone, corpus_file, qqp_file, tmp_path, monkeypatch, isolated_cache
+):
+    from sentlab.methods import rse as rse_method
+
+    reads = []
+    real = rse_method.read_source
+    monkeypatch.setattr(rse_method, "read_source", lambda source: reads.append(source.format) or real(source))
+    table = rse_method.sentence_table
+    monkeypatch.setattr(rse_method, "sentence_table", lambda path: reads.append("text") or table(path))
+    cfg = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run")
+    method = rse_method.RSE(cfg, engine.RunPaths(tmp_path / "run"))
+    rows = method.train_dataset()
+    assert reads == ["qqp", "text"] and len(rows) == 87 and rows.cache_files  # memory-mapped
+    assert len(method.train_dataset()) == 87 and reads == ["qqp", "text"]  # cached: nothing read again
+    with corpus_file.open("a", encoding="utf-8") as handle:
+        handle.write("one more plain sentence\n")
+    assert len(method.train_dataset()) == 87 and reads == ["qqp", "text"] * 2  # a changed source: rebuilt
+    assert len(list((isolated_cache / "rse").iterdir())) == 1  # in the same folder
+    limited = rse_method.RSE(cfg.model_copy(update={"data": cfg.data.model_copy(update={"limit": 10})}), method.paths)
+    assert len(limited.train_dataset()) == 10 and reads[4:] == ["qqp"]  # the limit met in the first source
+    # a plain text's cap keeps the rows cap_per_relation keeps of the list the text was read into before
+    text_source = cfg.rse.sources[1]
+    expected = rel.cap_per_relation(rel.read_same_sent(corpus_file), {"same_sent": 40}, seed=7 + 1)
+    assert list(rse_method.iter_sources(cfg.rse.sources, seed=7))[47:] == expected and text_source.cap == 40
+
+
+def test_a_source_that_changes_while_it_is_read_stops_and_leaves_no_table(
+    tiny_backbone, corpus_file, qqp_file, tmp_path, monkeypatch, isolated_cache
+):
+    from sentlab.errors import DataError
+    from sentlab.methods import rse as rse_method
+
+    real = rse_method.read_source
+
+    def read_then_change(source):
+        triples = real(source)
+        with qqp_file.open("a", encoding="utf-8") as handle:  # another process still writing the file
+            handle.write("1\tanother question?\tthe same question?\t999\n")
+        return triples
+
+    monkeypatch.setattr(rse_method, "read_source", read_then_change)
+    method = rse_method.RSE(rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "r"), engine.RunPaths(tmp_path))
+    with pytest.raises(DataError, match="qqp.tsv: changed while it was being read"):
+        method.train_dataset()
+    assert not any((isolated_cache / "rse").iterdir())

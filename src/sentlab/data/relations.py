@@ -21,20 +21,32 @@ Bad input is a one-line :class:`DataError` naming the file and line. Some source
 contain bytes that are not UTF-8: ``bad_bytes="skip"`` drops those lines and counts them instead.
 :func:`cap_per_relation` keeps a seeded random sample of N triples per relation (the released code
 takes the first N lines, which follows the file's order).
+
+Training reads the triples from :func:`triples_table`: a memory-mapped Arrow table written a batch at a
+time as the sources are read, cached, and rebuilt when what it was made from changes;
+:func:`with_in_relation_negatives` draws each row's negative from it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import combinations
+from itertools import combinations, islice
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+from datasets import Dataset
+
 from sentlab.data.nli import pair_by_premise, read_snli_triplets
+from sentlab.data.text_table import with_row_index
 from sentlab.errors import DataError
+from sentlab.paths import write_text_atomic
 
 RELATIONS = ("entailment", "duplicate_question", "paraphrase", "same_caption", "qa_entailment", "same_sent")
 
@@ -215,25 +227,41 @@ class InRelationNegatives:
     negative when it has one (entailment: the contradiction), else the tail of a random *other* row
     of the same relation, drawn afresh each time the row is read from (seed, row, read count).
 
-    Rows: ``head``, ``tail``, ``negative`` ('' when none), ``label`` (relation index), ``row``.
-    Output columns, in order: ``head``, ``tail``, ``negative``, ``label``.
+    ``table_file`` is the triples' Arrow file (:func:`triples_table`): the tails are read from it,
+    memory-mapped, and each relation's rows are kept as 8-byte row numbers, opened on first use (so a
+    data-loader worker opens its own). Rows: ``head``, ``tail``, ``negative`` ('' when none),
+    ``label`` (relation index), ``row``. Output columns, in order: ``head``, ``tail``, ``negative``,
+    ``label``.
     """
 
-    def __init__(self, tails_by_relation: dict[int, list[tuple[int, str]]], seed: int):
+    def __init__(self, table_file: str | Path, seed: int):
         from sentlab.data.noise import PerReadRandom
 
-        self.tails_by_relation = tails_by_relation
+        self.table_file = str(table_file)
         self.random = PerReadRandom(seed)
+        self._tails = None
+        self._rows_by_relation: dict[int, np.ndarray] = {}
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_tails": None, "_rows_by_relation": {}}  # reopened where it is used
+
+    def _open(self) -> None:
+        table = Dataset.from_file(self.table_file).data
+        labels = table.column("label").to_numpy()
+        self._rows_by_relation = {int(k): np.flatnonzero(labels == k) for k in np.unique(labels)}
+        self._tails = table.column("tail")
 
     def draw(self, row: int, relation: int) -> str:
-        pool = self.tails_by_relation[relation]
+        if self._tails is None:
+            self._open()
+        pool = self._rows_by_relation[relation]
         rng = self.random(row)
         if len(pool) < 2:
             raise DataError(f"relation {relation} has fewer than 2 triples: no in-relation negative to draw")
         while True:
-            other_row, tail = pool[int(rng.integers(len(pool)))]
+            other_row = int(pool[int(rng.integers(len(pool)))])
             if other_row != row:
-                return tail
+                return self._tails[other_row].as_py()
 
     def __call__(self, batch: dict[str, list]) -> dict[str, list]:
         negatives = [
@@ -247,26 +275,80 @@ class InRelationNegatives:
         }
 
 
-def triples_dataset(triples: Sequence[Triple], relations: Sequence[str], seed: int):
-    """A ``datasets.Dataset`` of the triples with :class:`InRelationNegatives` installed."""
-    from datasets import Dataset
+TRIPLES_FORMAT = 1
+TRIPLES_FILE = "triples.arrow"
+TRIPLES_RECORD = "complete.json"
+TRIPLES_PER_BATCH = 65_536  # triples written at a time
+TRIPLES_SCHEMA = pa.schema(
+    [pa.field(name, pa.string()) for name in ("head", "tail", "negative")] + [pa.field("label", pa.int64())]
+)
 
+
+def triples_table(
+    read: Callable[[], Iterable[Triple]], relations: Sequence[str], folder: str | Path, key: dict
+) -> tuple[Dataset, dict]:
+    """The triples ``read()`` yields as a memory-mapped Arrow table in ``folder`` (columns ``head``,
+    ``tail``, ``negative`` ('' when none), ``label``: the index of the relation in ``relations``),
+    and its record (``rows``, ``counts`` per relation).
+
+    The triples are written :data:`TRIPLES_PER_BATCH` at a time as they are read, so the process holds
+    one batch, not the table. ``key`` says what the table is made from (the sources, their files'
+    sizes and modification times, the seed, the limit): a folder whose record has the same key and an
+    Arrow file of the recorded size is reused; any other (a crash while writing, a changed source) is
+    removed and rebuilt. The file is written under a temporary name and renamed, the record last."""
+    folder = Path(folder)
+    try:
+        record = json.loads((folder / TRIPLES_RECORD).read_text("utf-8"))
+        valid = record.get("key") == key and record.get("arrow_bytes") == (folder / TRIPLES_FILE).stat().st_size
+    except (OSError, ValueError, AttributeError):
+        valid = False
+    if not valid:
+        record = _write_triples(read(), relations, folder, key)
+    return Dataset.from_file(str(folder / TRIPLES_FILE)), record
+
+
+def _write_triples(triples: Iterable[Triple], relations: Sequence[str], folder: Path, key: dict) -> dict:
     index = {name: i for i, name in enumerate(relations)}
-    missing = sorted({t.relation for t in triples} - set(index))
-    if missing:
-        raise DataError(f"triples of relation(s) {', '.join(missing)} not in the relation list {list(relations)}")
-    labels = [index[t.relation] for t in triples]
-    tails: dict[int, list[tuple[int, str]]] = {}
-    for row, (t, k) in enumerate(zip(triples, labels)):
-        tails.setdefault(k, []).append((row, t.tail))
-    dataset = Dataset.from_dict(
-        {
-            "head": [t.head for t in triples],
-            "tail": [t.tail for t in triples],
-            "negative": [t.negative or "" for t in triples],
-            "label": labels,
-            "row": list(range(len(triples))),
-        }
-    )
-    dataset.set_transform(InRelationNegatives(tails, seed))
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    partial = folder / f"{TRIPLES_FILE}.{os.getpid()}.partial"
+    counts: Counter = Counter()
+    triples = iter(triples)
+    try:
+        with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_stream(sink, TRIPLES_SCHEMA) as writer:
+            while batch := list(islice(triples, TRIPLES_PER_BATCH)):
+                missing = sorted({t.relation for t in batch} - set(index))
+                if missing:
+                    raise DataError(
+                        f"triples of relation(s) {', '.join(missing)} not in the relation list {list(relations)}"
+                    )
+                counts.update(t.relation for t in batch)
+                columns = [
+                    pa.array([t.head for t in batch], pa.string()),
+                    pa.array([t.tail for t in batch], pa.string()),
+                    pa.array([t.negative or "" for t in batch], pa.string()),
+                    pa.array([index[t.relation] for t in batch], pa.int64()),
+                ]
+                writer.write_batch(pa.record_batch(columns, schema=TRIPLES_SCHEMA))
+        if not counts:
+            raise DataError("the relation sources hold no triples")
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    os.replace(partial, folder / TRIPLES_FILE)
+    record = {
+        "format": TRIPLES_FORMAT,
+        "key": key,
+        "arrow_bytes": (folder / TRIPLES_FILE).stat().st_size,
+        "rows": sum(counts.values()),
+        "counts": dict(counts),
+    }
+    write_text_atomic(folder / TRIPLES_RECORD, json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def with_in_relation_negatives(table: Dataset, seed: int) -> Dataset:
+    """:func:`triples_table`'s table with a row-number column and :class:`InRelationNegatives` installed."""
+    dataset = with_row_index(table, "row")
+    dataset.set_transform(InRelationNegatives(table.cache_files[0]["filename"], seed))
     return dataset

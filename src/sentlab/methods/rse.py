@@ -24,9 +24,16 @@ the selected checkpoint are the ones saved.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
+import json
+import random
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 from datasets import Dataset
 from pydantic import Field, field_validator
 from sentence_transformers import SentenceTransformer
@@ -34,7 +41,9 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 from torch import nn
 
 from sentlab import devices
+from sentlab.cache import cache_root
 from sentlab.data import relations as rel
+from sentlab.data.text_table import iter_column, sentence_table
 from sentlab.errors import ConfigError, DataError
 from sentlab.evaluation.relational import RelationTable
 from sentlab.losses.rse import CachedRSELoss, RSELoss
@@ -112,18 +121,47 @@ def read_source(source: RelationSource) -> list[rel.Triple]:
         triples = rel.read_qnli(source.path)
     else:
         triples = rel.read_same_sent(source.path)
-    return [rel.Triple(t.head, source.relation, t.tail, t.negative) for t in triples]
+    for number, t in enumerate(triples):  # relabelled in place: no second list of the source
+        triples[number] = rel.Triple(t.head, source.relation, t.tail, t.negative)
+    return triples
+
+
+def iter_sources(sources: list[RelationSource], seed: int, cap: int | None = None) -> Iterator[rel.Triple]:
+    """Every source's triples, one source after another (a source is read only when the ones before it
+    are used up; a plain text's sentences stream from its memory-mapped table, the other formats,
+    labelled data, are read a file at a time), each capped to a seeded random sample (``cap``, else its own ``cap``; source k draws
+    with ``seed + k``)."""
+    for number, source in enumerate(sources):
+        limit = cap or source.cap
+        if source.format == "text":  # plain text of any size: its memory-mapped table, a row at a time
+            table = sentence_table(source.path)
+            if limit and limit < len(table):  # the rows cap_per_relation keeps, drawn the same way
+                table = table.select(sorted(random.Random(seed + number).sample(range(len(table)), limit)))
+            yield from (rel.Triple(s, source.relation, s) for s in iter_column(table))
+            continue
+        read = read_source(source)
+        yield from rel.cap_per_relation(read, {source.relation: limit}, seed=seed + number) if limit else read
+        del read
 
 
 def read_sources(sources: list[RelationSource], seed: int, cap: int | None = None) -> list[rel.Triple]:
-    """Every source's triples, each source capped to a seeded random sample (``cap``, else its own
-    ``cap``; source k draws with ``seed + k``)."""
-    triples = []
-    for number, source in enumerate(sources):
-        read = read_source(source)
-        limit = cap or source.cap
-        triples += rel.cap_per_relation(read, {source.relation: limit}, seed=seed + number) if limit else read
-    return triples
+    """:func:`iter_sources` as a list (held-out triples: a few thousand a relation)."""
+    return list(iter_sources(sources, seed, cap))
+
+
+def _path_state(path: str) -> object:
+    """What identifies a source's content cheaply: its size and modification time (a folder's files')."""
+    target = Path(path)
+    if target.is_dir():
+        return [[item.name, *_path_state(str(item))] for item in sorted(target.iterdir()) if item.is_file()]
+    if not target.exists():
+        raise DataError(f"{target}: file not found")
+    stat = target.stat()
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def sources_state(sources: list[RelationSource]) -> list:
+    return [[_path_state(s.path), None if s.images is None else _path_state(s.images)] for s in sources]
 
 
 def read_sources_file(
@@ -177,20 +215,38 @@ class RSE(Method):
         return list(dict.fromkeys(source.relation for source in self.cfg.rse.sources))
 
     def train_dataset(self) -> Dataset:
+        """The sources' triples as a memory-mapped table (:func:`sentlab.data.relations.triples_table`),
+        cached under ``$SENTLAB_CACHE/rse/`` by the sources, their files' state, the seed and
+        ``data.limit`` (which stops reading once it has that many triples)."""
         unknown = set(self.cfg.rse.weights) - set(self.relations())
         if unknown:
             raise ConfigError(f"rse.weights names relations without data: {', '.join(sorted(unknown))}")
-        triples = read_sources(self.cfg.rse.sources, self.cfg.train.seed)
-        if self.cfg.data.limit is not None:
-            triples = triples[: self.cfg.data.limit]
-        counts = rel.relation_counts(triples)
+        sources, seed, limit = self.cfg.rse.sources, self.cfg.train.seed, self.cfg.data.limit
+        state = sources_state(sources)
+        key = {
+            "format": rel.TRIPLES_FORMAT,
+            "sources": [source.model_dump() for source in sources],
+            "state": state,
+            "seed": seed,
+            "limit": limit,
+            "relations": self.relations(),
+        }
+        named = json.dumps({**key, "state": None}, sort_keys=True)  # a changed file rebuilds the same folder
+        folder = cache_root() / "rse" / hashlib.sha256(named.encode()).hexdigest()[:24]
+        table, record = rel.triples_table(
+            lambda: itertools.islice(iter_sources(sources, seed), limit), self.relations(), folder, key
+        )
+        changed = [s.path for s, before, now in zip(sources, state, sources_state(sources)) if before != now]
+        if changed:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise DataError(f"{changed[0]}: changed while it was being read; run again once the file is complete")
+        counts = record["counts"]
         say("relational triples: " + ", ".join(f"{name} {counts.get(name, 0):,}" for name in self.relations()))
         if self.cfg.rse.merge_relations:
             say("All-Above baseline: the sources merged into plain positive pairs")
-            return Dataset.from_dict(
-                {"head": [t.head for t in triples], "tail": [t.tail for t in triples], "label": [0] * len(triples)}
-            )
-        return rel.triples_dataset(triples, self.relations(), self.cfg.train.seed)
+            pairs = table.select_columns(["head", "tail"])  # one byte a row: one relation, label 0
+            return pairs.add_column("label", np.zeros(len(pairs), dtype=np.int8))
+        return rel.with_in_relation_negatives(table, seed)
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         r = self.cfg.rse

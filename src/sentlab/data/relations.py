@@ -30,9 +30,7 @@ time as the sources are read, cached, and rebuilt when what it was made from cha
 from __future__ import annotations
 
 import json
-import os
 import random
-import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -44,9 +42,8 @@ import pyarrow as pa
 from datasets import Dataset
 
 from sentlab.data.nli import pair_by_premise, read_snli_triplets
-from sentlab.data.text_table import with_row_index
+from sentlab.data.text_table import RECORD, with_row_index, write_table_folder
 from sentlab.errors import DataError
-from sentlab.paths import write_text_atomic
 
 RELATIONS = ("entailment", "duplicate_question", "paraphrase", "same_caption", "qa_entailment", "same_sent")
 
@@ -277,7 +274,6 @@ class InRelationNegatives:
 
 TRIPLES_FORMAT = 1
 TRIPLES_FILE = "triples.arrow"
-TRIPLES_RECORD = "complete.json"
 TRIPLES_PER_BATCH = 65_536  # triples written at a time
 TRIPLES_SCHEMA = pa.schema(
     [pa.field(name, pa.string()) for name in ("head", "tail", "negative")] + [pa.field("label", pa.int64())]
@@ -298,7 +294,7 @@ def triples_table(
     removed and rebuilt. The file is written under a temporary name and renamed, the record last."""
     folder = Path(folder)
     try:
-        record = json.loads((folder / TRIPLES_RECORD).read_text("utf-8"))
+        record = json.loads((folder / RECORD).read_text("utf-8"))
         valid = record.get("key") == key and record.get("arrow_bytes") == (folder / TRIPLES_FILE).stat().st_size
     except (OSError, ValueError, AttributeError):
         valid = False
@@ -309,12 +305,10 @@ def triples_table(
 
 def _write_triples(triples: Iterable[Triple], relations: Sequence[str], folder: Path, key: dict) -> dict:
     index = {name: i for i, name in enumerate(relations)}
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    partial = folder / f"{TRIPLES_FILE}.{os.getpid()}.partial"
-    counts: Counter = Counter()
     triples = iter(triples)
-    try:
+
+    def write(partial: Path) -> dict:
+        counts: Counter = Counter()
         with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_stream(sink, TRIPLES_SCHEMA) as writer:
             while batch := list(islice(triples, TRIPLES_PER_BATCH)):
                 missing = sorted({t.relation for t in batch} - set(index))
@@ -332,19 +326,9 @@ def _write_triples(triples: Iterable[Triple], relations: Sequence[str], folder: 
                 writer.write_batch(pa.record_batch(columns, schema=TRIPLES_SCHEMA))
         if not counts:
             raise DataError("the relation sources hold no triples")
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    os.replace(partial, folder / TRIPLES_FILE)
-    record = {
-        "format": TRIPLES_FORMAT,
-        "key": key,
-        "arrow_bytes": (folder / TRIPLES_FILE).stat().st_size,
-        "rows": sum(counts.values()),
-        "counts": dict(counts),
-    }
-    write_text_atomic(folder / TRIPLES_RECORD, json.dumps(record, indent=1) + "\n")
-    return record
+        return {"format": TRIPLES_FORMAT, "key": key, "rows": sum(counts.values()), "counts": dict(counts)}
+
+    return write_table_folder(folder, TRIPLES_FILE, write)
 
 
 def with_in_relation_negatives(table: Dataset, seed: int) -> Dataset:

@@ -29,7 +29,7 @@ import random
 import shutil
 import time
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -132,32 +132,40 @@ def _valid_record(folder: Path, path: Path, limit: int | None, columns: tuple[st
 
 def _convert(path: Path, limit: int | None, folder: Path, columns: tuple[str, ...] | None) -> dict:
     """Write the table to ``folder`` (a fresh one: whatever was there is removed first)."""
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    partial = folder / f"{ARROW}.{os.getpid()}.partial"
     start = time.perf_counter()
     before = _source_state(path)
-    try:
+
+    def write(partial: Path) -> dict:
         rows, digest = _write(path, limit, partial) if columns is None else _write_rows(path, columns, limit, partial)
         if _source_state(path) != before:
             raise DataError(f"{path}: changed while it was being read; run again once the file is complete")
+        columns_ = None if columns is None else list(columns)
+        return {"format": FORMAT_VERSION, **before, "limit": limit, "columns": columns_, "rows": rows, "sha256": digest}
+
+    record = write_table_folder(folder, ARROW, write)
+    seconds = time.perf_counter() - start
+    what = "lines" if columns is None else "rows"
+    rows = record["rows"]
+    say(f"read {path}: {rows:,} {what} into a memory-mapped table ({seconds:.1f} s; cached in {folder})")
+    return record
+
+
+def write_table_folder(folder: Path, name: str, write: Callable[[Path], dict]) -> dict:
+    """A table written into a fresh ``folder`` (whatever was there is removed first): ``write(partial)``
+    writes the Arrow file and returns the record's fields; the file is renamed to ``name`` once
+    complete, and the record (:data:`RECORD`, with the file's size as ``arrow_bytes``) is written last.
+    On any error the folder is removed: nothing half-written is left to be read as complete."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    partial = folder / f"{name}.{os.getpid()}.partial"
+    try:
+        fields = write(partial)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
-    os.replace(partial, folder / ARROW)
-    record = {
-        "format": FORMAT_VERSION,
-        **before,
-        "limit": limit,
-        "columns": None if columns is None else list(columns),
-        "arrow_bytes": (folder / ARROW).stat().st_size,
-        "rows": rows,
-        "sha256": digest,
-    }
+    os.replace(partial, folder / name)
+    record = {**fields, "arrow_bytes": (folder / name).stat().st_size}
     write_text_atomic(folder / RECORD, json.dumps(record, indent=1) + "\n")
-    seconds = time.perf_counter() - start
-    what = "lines" if columns is None else "rows"
-    say(f"read {path}: {rows:,} {what} into a memory-mapped table ({seconds:.1f} s; cached in {folder})")
     return record
 
 

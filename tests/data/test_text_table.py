@@ -233,3 +233,32 @@ def test_a_table_file_becomes_a_memory_mapped_table_of_its_columns(tmp_path):
     with pytest.raises(DataError, match=r"pairs.jsonl:11: missing column 'b'"):
         text_table.column_table(path, ["a", "b"])  # changed: converted again, and the new row refused
     assert not table_folder(path, None, columns=("a", "b")).exists()
+
+
+def test_two_readers_that_need_one_table_at_once_build_it_once(text, monkeypatch):
+    """torchrun's processes start together and need the same table: the first builds it under the
+    folder's lock, the second waits and reads it (without the lock it would remove the first one's
+    half-written file). Threads hold the lock file open separately, so they exclude each other as
+    processes do."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sentlab.data.text_table import text_record
+
+    calls, started = [], threading.Event()
+    real = text_table._write
+
+    def slow(path, limit, out):
+        calls.append(out)
+        started.set()
+        time.sleep(0.5)  # the second reader arrives while the first is still writing
+        return real(path, limit, out)
+
+    monkeypatch.setattr(text_table, "_write", slow)
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(text_record, text)
+        assert started.wait(10)
+        second = pool.submit(text_record, text)
+        assert first.result() == second.result()
+    assert len(calls) == 1 and len(sentence_table(text)) == len(LINES)

@@ -42,7 +42,7 @@ import pyarrow as pa
 from datasets import Dataset
 
 from sentlab.data.nli import pair_by_premise, read_snli_triplets
-from sentlab.data.text_table import RECORD, with_row_index, write_table_folder
+from sentlab.data.text_table import RECORD, folder_lock, with_row_index, write_table_folder
 from sentlab.errors import DataError
 
 RELATIONS = ("entailment", "duplicate_question", "paraphrase", "same_caption", "qa_entailment", "same_sent")
@@ -293,13 +293,14 @@ def triples_table(
     Arrow file of the recorded size is reused; any other (a crash while writing, a changed source) is
     removed and rebuilt. The file is written under a temporary name and renamed, the record last."""
     folder = Path(folder)
-    try:
-        record = json.loads((folder / RECORD).read_text("utf-8"))
-        valid = record.get("key") == key and record.get("arrow_bytes") == (folder / TRIPLES_FILE).stat().st_size
-    except (OSError, ValueError, AttributeError):
-        valid = False
-    if not valid:
-        record = _write_triples(read(), relations, folder, key)
+    with folder_lock(folder):  # processes that start together build it once
+        try:
+            record = json.loads((folder / RECORD).read_text("utf-8"))
+            valid = record.get("key") == key and record.get("arrow_bytes") == (folder / TRIPLES_FILE).stat().st_size
+        except (OSError, ValueError, AttributeError):
+            valid = False
+        if not valid:
+            record = _write_triples(read(), relations, folder, key)
     return Dataset.from_file(str(folder / TRIPLES_FILE)), record
 
 

@@ -21,6 +21,8 @@ and transformers' examples hand their trainers (``load_dataset("text", ...)``), 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import itertools
 import json
@@ -104,7 +106,22 @@ def text_record(
         raise DataError(f"{path}: data.limit must be at least 1 (got {limit})")
     columns = None if columns is None else tuple(columns)
     folder = table_folder(path, limit, root, columns)
-    return _valid_record(folder, path, limit, columns) or _convert(path, limit, folder, columns)
+    with folder_lock(folder):
+        return _valid_record(folder, path, limit, columns) or _convert(path, limit, folder, columns)
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` (a ``.lock`` file beside it) while checking and building it:
+    processes that need the same table at once (``torchrun``'s, two runs on one file) build it once, the
+    others wait and then read it, instead of removing each other's half-written files."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.with_name(folder.name + ".lock"), "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _source_state(path: Path) -> dict[str, object]:

@@ -127,10 +127,10 @@ def read_source(source: RelationSource) -> list[rel.Triple]:
 
 
 def iter_sources(sources: list[RelationSource], seed: int, cap: int | None = None) -> Iterator[rel.Triple]:
-    """Every source's triples, one source after another (a source is read only when the ones before it
-    are used up; a plain text's sentences stream from its memory-mapped table, the other formats,
-    labelled data, are read a file at a time), each capped to a seeded random sample (``cap``, else its own ``cap``; source k draws
-    with ``seed + k``)."""
+    """Every source's triples, one source after another, each capped to a seeded random sample (``cap``,
+    else its own ``cap``; source k draws with ``seed + k``). A source is read only when the ones before
+    it are used up: a plain text's sentences stream from its memory-mapped table, the labelled formats
+    are read a file at a time."""
     for number, source in enumerate(sources):
         limit = cap or source.cap
         if source.format == "text":  # plain text of any size: its memory-mapped table, a row at a time
@@ -141,7 +141,7 @@ def iter_sources(sources: list[RelationSource], seed: int, cap: int | None = Non
             continue
         read = read_source(source)
         yield from rel.cap_per_relation(read, {source.relation: limit}, seed=seed + number) if limit else read
-        del read
+        del read  # before the next source is read, not after: one source's list at a time
 
 
 def read_sources(sources: list[RelationSource], seed: int, cap: int | None = None) -> list[rel.Triple]:

@@ -23,7 +23,7 @@ Wikipedia sentences repeated): ``sentlab train rankencoder-minilm-cpu`` with ``r
 2 steps, no evaluation. What memory measures is the corpus (its text, E1's and E2's vectors, the
 rank vectors of a batch against it), not the encoder, so E1 and E2 are a small random encoder with
 all-MiniLM-L6-v2's tokenizer and output size (1 layer of width 32, mean pooling, a dense layer to
-384 dimensions): it encodes about 4,000 sentences/s on 2 cores where MiniLM encodes 140.
+384 dimensions), many times faster to encode than MiniLM.
 
     python benchmarks/read_memory.py --rankencoder-corpus-lines 10000 4054880 --work /tmp/text-scale
 """

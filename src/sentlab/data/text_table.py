@@ -151,13 +151,13 @@ def _convert(path: Path, limit: int | None, folder: Path, columns: tuple[str, ..
     """Write the table to ``folder`` (a fresh one: whatever was there is removed first)."""
     start = time.perf_counter()
     before = _source_state(path)
+    fields = {"format": FORMAT_VERSION, **before, "limit": limit, "columns": None if columns is None else list(columns)}
 
     def write(partial: Path) -> dict:
         rows, digest = _write(path, limit, partial) if columns is None else _write_rows(path, columns, limit, partial)
         if _source_state(path) != before:
             raise DataError(f"{path}: changed while it was being read; run again once the file is complete")
-        columns_ = None if columns is None else list(columns)
-        return {"format": FORMAT_VERSION, **before, "limit": limit, "columns": columns_, "rows": rows, "sha256": digest}
+        return {**fields, "rows": rows, "sha256": digest}
 
     record = write_table_folder(folder, ARROW, write)
     seconds = time.perf_counter() - start

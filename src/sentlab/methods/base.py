@@ -279,27 +279,26 @@ def frozen_vectors(
     batch_size: int,
     progress: bool,
 ) -> np.ndarray:
-    """L2-normalised vectors of the ``sentence`` column of ``sentences`` by a frozen
-    ``encoder``, cached at ``path`` (.npy + .json provenance) and reused when made by the same encoder
-    from the same text (``sentences_sha256``: :func:`train_sha256`), so --resume skips them. The text is encoded in chunks of
-    :data:`FROZEN_CHUNK` rows into a memory-mapped file, so neither the text nor the vectors need to be
-    in memory at once; the result is that file, memory-mapped.
+    """L2-normalised vectors of the ``sentence`` column of ``sentences`` by a frozen ``encoder``,
+    cached at ``path`` (.npy + .json provenance) and reused when made by the same encoder from the
+    same text (``sentences_sha256``: :func:`train_sha256`), so --resume skips them. The text is
+    encoded in chunks of :data:`FROZEN_CHUNK` rows into a memory-mapped file, so neither the text nor
+    the vectors need to be in memory at once; the result is that file, memory-mapped.
 
     The provenance file is written last and removed before a rebuild, and the vectors are written to a
     temporary file and renamed: a process killed mid-write leaves no provenance, so the half-written
     file is rebuilt, never read."""
-    rows = sentences
     provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": sentences_sha256}
     meta_path = path.with_suffix(".json")
     if not (path.is_file() and meta_path.is_file() and _read_json(meta_path) == provenance):
         path.parent.mkdir(parents=True, exist_ok=True)
         meta_path.unlink(missing_ok=True)
         partial = path.with_name(path.stem + ".partial.npy")
-        shape = (len(rows), encoder.get_embedding_dimension())
+        shape = (len(sentences), encoder.get_embedding_dimension())
         out = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32, shape=shape)
-        for start in range(0, len(rows), FROZEN_CHUNK):
+        for start in range(0, len(sentences), FROZEN_CHUNK):
             out[start : start + FROZEN_CHUNK] = encoder.encode(
-                rows[start : start + FROZEN_CHUNK]["sentence"],
+                sentences[start : start + FROZEN_CHUNK]["sentence"],
                 batch_size=batch_size,
                 convert_to_numpy=True,
                 normalize_embeddings=True,

@@ -85,12 +85,12 @@ class RankEncoderMethod(Method):
             index.check_encoder(e1, fingerprint)
         else:
             corpus_sha256 = text_record(r.corpus, limit=r.corpus_limit)["sha256"]
+            corpus = sentence_table(r.corpus, limit=r.corpus_limit)["sentence"]  # lazy: read a chunk at a time
             try:
                 index = CorpusIndex.load(self.paths.base_index)
                 index.check_encoder(e1, fingerprint)
-                index.check_corpus(index.sentences, sha256=corpus_sha256)
+                index.check_corpus(corpus, sha256=corpus_sha256)
             except DataError:
-                corpus = sentence_table(r.corpus, limit=r.corpus_limit)["sentence"]  # lazy: read a chunk at a time
                 index = CorpusIndex.build(
                     e1,
                     corpus,

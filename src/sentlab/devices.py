@@ -13,7 +13,21 @@ from typing import Any
 
 import torch
 
-__all__ = ["activation_bytes", "chunk_that_fits", "device_memory_bytes", "training_device", "training_device_type"]
+__all__ = [
+    "activation_bytes",
+    "chunk_that_fits",
+    "device_memory_bytes",
+    "runs_on_host",
+    "training_device",
+    "training_device_type",
+]
+
+
+def runs_on_host(device: torch.device | str) -> bool:
+    """Whether ``device`` is the host's own memory (a CPU). The paths that read a tensor with numpy
+    (frozen rows read where they lie, RankEncoder's ranks by numpy) run only there: on an accelerator
+    they would make the host wait for the device every step, so the step keeps to torch operations."""
+    return torch.device(device).type == "cpu"
 
 
 def training_device_type() -> str:

@@ -21,7 +21,7 @@ from tests.conftest import features_of
 PROBE = ["a man plays the guitar", "the dog runs in the park", "a girl reads a book"]
 
 
-def test_the_head_at_masked_positions_only_gives_transformers_masked_lm_loss(tiny_backbone_no_dropout):
+def test_the_loss_is_transformers_masked_lm_loss(tiny_backbone_no_dropout):
     model = build_encoder(str(tiny_backbone_no_dropout), "mean")
     loss = MLMLoss(model).eval()
     features = features_of(model, PROBE)
@@ -155,7 +155,7 @@ def test_a_packed_raw_lm_trains_on_full_length_blocks(corpus_file, tmp_path):
     original = MLMLoss.forward
 
     def spy(self, sentence_features, labels=None):
-        seen.append(sentence_features[0]["attention_mask"].clone())
+        seen.append(sentence_features[0]["input_ids"].clone())
         return original(self, sentence_features, labels)
 
     MLMLoss.forward = spy
@@ -164,7 +164,10 @@ def test_a_packed_raw_lm_trains_on_full_length_blocks(corpus_file, tmp_path):
     finally:
         MLMLoss.forward = original
     assert len(seen) == 3
-    assert all(mask.shape == (16, 16) and bool(mask.all()) for mask in seen)  # 16 blocks of 16 real tokens
+    pad = SentenceTransformer(str(paths.model)).tokenizer.pad_token_id
+    # 16 blocks of 16 real tokens: no block holds a pad token (the collator's mask is all ones by
+    # construction, so it is the ids that show it)
+    assert all(ids.shape == (16, 16) and not (ids == pad).any() for ids in seen)
     assert "packed 304 sentences into" in paths.log.read_text()
     records = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
     assert all(np.isfinite(r["loss"]) for r in records if "loss" in r)

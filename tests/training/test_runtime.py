@@ -31,7 +31,7 @@ def test_a_plain_run_records_what_ran(tiny_backbone, corpus_file, tmp_path):
     assert record["optimizer"] == {"class": "AdamW", "fused": True, "foreach": None}
     assert record["dataloader"] == {"workers": 0, "pin_memory": DEVICE.type == "cuda"}
     assert record["chunking"] is None
-    assert "runtime read back at the first step: " in paths.log.read_text()
+    assert "runtime read back: " in paths.log.read_text()
 
 
 def test_fused_optimizer_false_runs_the_loop_and_true_is_refused_for_rmsprop(tiny_backbone, corpus_file, tmp_path):
@@ -68,11 +68,14 @@ def test_compile_runs_the_compiled_networks_with_the_plain_result(tiny_backbone_
     record = json.loads(compiled.runtime.read_text())
     assert record["compile"]["requested"] and record["compile"]["networks"] == ["model.0.model"]
     assert record["compile"]["graphs"] >= 1  # read back: the step ran a compiled graph
-    first_plain, first_compiled = losses(plain)[0], losses(compiled)[0]
-    # step 1 is the same float32 arithmetic from the same weights, the compiled one with fused kernels
-    # that sum in another order: ~1e-7 relative per operation, a few 1e-6 through the network
-    assert first_compiled["loss"] == pytest.approx(first_plain["loss"], rel=1e-5)
-    assert first_compiled["grad_norm"] == pytest.approx(first_plain["grad_norm"], rel=1e-4)
+    # step 1 runs eagerly in both (the compiled run's precision is read back then); step 2 is the first
+    # compiled one: the same float32 arithmetic from the same weights, with fused kernels that sum in
+    # another order: ~1e-7 relative per operation. The loss (near 0 without dropout: the two views are
+    # one) is a log-sum-exp over logits up to 1/tau = 20, each rounded by ~20 x 1e-7: a few 1e-6
+    # absolute, which no relative bound on a loss near 0 expresses
+    second_plain, second_compiled = losses(plain)[1], losses(compiled)[1]
+    assert second_compiled["loss"] == pytest.approx(second_plain["loss"], abs=1e-5)
+    assert second_compiled["grad_norm"] == pytest.approx(second_plain["grad_norm"], abs=1e-5)  # as small, as rounded
     # the saved model is a plain one, and the forwards are restored after training
     model = SentenceTransformer(str(compiled.model), device=str(DEVICE))
     assert "forward" not in model[0].auto_model.__dict__

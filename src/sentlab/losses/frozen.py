@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from sentlab.devices import device_memory_bytes
+from sentlab import devices
 
 DEVICE_SHARE = 0.1  # of the device's free memory, at most, for one frozen table
 
@@ -36,7 +36,7 @@ class FrozenRows:
         if key not in self._on_device:
             size = int(np.prod(np.shape(self.vectors))) * 4
             try:
-                free, _ = device_memory_bytes(device)
+                free, _ = devices.device_memory_bytes(device)
             except ValueError:  # a device whose memory sentlab cannot read: the host path
                 return None
             if size > self.device_share * free:
@@ -46,7 +46,7 @@ class FrozenRows:
 
     def __call__(self, rows: Tensor, device: torch.device) -> Tensor:
         device = torch.device(device)
-        table = None if device.type == "cpu" else self._device_table(device)
+        table = None if devices.runs_on_host(device) else self._device_table(device)
         if table is not None:
             self.placement = "device"
             return table[rows.to(device)]

@@ -20,8 +20,10 @@ from sentlab.losses.lm_heads import head_model, share_body
 
 class MLMLoss(nn.Module):
     """Masked-LM cross-entropy on one column of sentences; the head's body is the encoder (tied). The
-    prediction head runs only at the chosen positions (for BERT-style heads, ``cls``); the loss is the
-    mean over those positions, as transformers' masked-LM loss. Under mixed precision the head's
+    prediction head runs at every position and the loss is the mean cross-entropy over the chosen
+    ones (``ignore_index``), as transformers' masked-LM loss: a step's shapes are the batch's, so a
+    compiled step builds one graph and nothing waits for the device (``benchmarks/mlm_head_shape.py``
+    measures what the head at every position costs against selecting the chosen positions). Under mixed precision the head's
     body and its prediction layer (called directly, so named in ``half_precision_modules``) run in
     half precision and the cross-entropy in float32.
 
@@ -75,21 +77,26 @@ class MLMLoss(nn.Module):
         inputs = torch.where(to_random, random_ids, inputs)
         return inputs, targets
 
-    def masked_logits(self, inputs: Tensor, attention_mask: Tensor, chosen: Tensor) -> Tensor:
-        """The head's logits at the ``chosen`` positions only ([n_chosen, vocabulary])."""
+    def logits(self, inputs: Tensor, attention_mask: Tensor) -> Tensor:
+        """The head's logits at every position ([batch, length, vocabulary]): a shape fixed by the batch's,
+        whatever the mask chose (selecting the chosen positions with a boolean mask would give a
+        data-dependent shape: the host would wait for the device to learn it, and a compiled head would
+        see a new shape every step)."""
         prediction = getattr(self.head, "cls", None)
-        if prediction is None:  # an architecture whose head is not BERT's: every position, then select
-            return self.head(input_ids=inputs, attention_mask=attention_mask).logits[chosen]
+        if prediction is None:  # an architecture whose head is not BERT's: the head model as a whole
+            return self.head(input_ids=inputs, attention_mask=attention_mask).logits
         states = self.head.base_model(input_ids=inputs, attention_mask=attention_mask).last_hidden_state
-        return prediction(states[chosen])
+        return prediction(states)
 
     def scored(self, inputs: Tensor, attention_mask: Tensor, targets: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """(mean cross-entropy, correct predictions, chosen tokens) of one masked batch."""
+        """(mean cross-entropy over the chosen tokens, correct predictions, chosen tokens) of one masked
+        batch: transformers' masked-LM loss (``ignore_index=-100`` at the positions not chosen), every
+        value a tensor of fixed shape, nothing read back to the host."""
+        logits = self.logits(inputs, attention_mask)
+        loss = nn.functional.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100)
         chosen = targets != -100
-        logits = self.masked_logits(inputs, attention_mask, chosen)
-        wanted = targets[chosen]
-        loss = nn.functional.cross_entropy(logits.float(), wanted)
-        return loss, (logits.argmax(-1) == wanted).sum(), chosen.sum()
+        correct = (logits.argmax(-1) == targets) & chosen
+        return loss, correct.sum(), chosen.sum()
 
     def forward(self, sentence_features: list[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         features = sentence_features[0]

@@ -154,7 +154,9 @@ class RankEncoderLoss(nn.Module):
         weighted_rank = self.lambda_train * world * l_r_share  # mean over processes = lambda * global l_r
         if self.combine == "weighted_sum":
             return l_cl + weighted_rank
-        return weighted_rank if self.lambda_train * l_r_total > l_cl_mean else l_cl
+        # the authors' Python ``if`` on the two values, as a selection on the device: the same value and
+        # gradient, without the host reading the comparison back every step
+        return torch.where(self.lambda_train * l_r_total > l_cl_mean, weighted_rank, l_cl)
 
     def get_config_dict(self) -> dict[str, object]:
         return {

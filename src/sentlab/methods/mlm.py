@@ -10,10 +10,8 @@ is transformers' masked-LM class of the encoder's architecture, its body tied to
 preset). The head is training-only; the saved model is the encoder with mean pooling.
 
 Pre-training a raw LM from random weights (``model.random_init``, the ``rawlm-*`` preset) uses the
-same method with three additions:
+same method with two additions:
 
-* the prediction head runs only at the chosen positions (15 % of the tokens), not at every position:
-  the same loss (mean cross-entropy over the chosen tokens), a fraction of the head's cost;
 * ``mlm.heldout``: sentences never trained on (a held-out slice of the general-domain text), scored
   at every evaluation with a fixed mask (``mlm.heldout_seed``) for the held-out MLM loss and
   masked-token accuracy (``eval_heldout-mlm_loss`` / ``_accuracy``, the latter keeps the best

@@ -27,12 +27,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from sentlab import devices
+
 
 def average_ranks(scores: Tensor) -> Tensor:
     """Ranks (0-based, float32) of each row's entries in ascending order; ties get their mean rank."""
     if scores.dim() != 2:
         raise ValueError(f"expected a 2-D tensor of scores, got shape {tuple(scores.shape)}")
-    if scores.device.type == "cpu":
+    if devices.runs_on_host(scores.device):
         return torch.from_numpy(_average_ranks_numpy(scores.detach().float().numpy()))
     return _average_ranks_torch(scores)
 
@@ -122,6 +124,6 @@ def rank_vectors(queries: Tensor, corpus: Tensor, normalized: bool = False) -> T
         queries = torch.nn.functional.normalize(queries.float(), dim=-1)
         corpus = torch.nn.functional.normalize(corpus.float(), dim=-1)
     similarities = queries.float() @ corpus.float().T
-    if similarities.device.type == "cpu":
+    if devices.runs_on_host(similarities.device):
         return torch.from_numpy(_average_ranks_numpy(similarities.numpy(), normalize=True))
     return normalize_ranks(_average_ranks_torch(similarities))

@@ -22,17 +22,20 @@ Run folder (methods add their own files, see each method's module)::
     RUN/selection.json    with a dev task: the kept step (0: the start model) and the scores behind it
     RUN/precision.json    the precision that ran, read back at the first step (sentlab.precision)
     RUN/runtime.json      the device, compile, optimizer, data loader and batch chunking that ran, read back
-                          at the first step (sentlab.training.runtime)
+                          at the first step (at the second in a compiled run: the first runs eagerly while
+                          its precision is read back, sentlab.training.runtime)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
+import torch
 from sentence_transformers import (
     SentenceTransformer,
     SentenceTransformerTrainer,
@@ -47,7 +50,7 @@ from sentence_transformers.sentence_transformer.evaluation import (
 from transformers import PrinterCallback, set_seed
 
 from sentlab.data.sts import load_sts_task
-from sentlab.devices import training_device_type
+from sentlab.devices import training_device, training_device_type
 from sentlab.encoders.loading import (
     keep_start_settings,
     load_encoder,  # noqa: F401  (engine.load_encoder: reload a saved run)
@@ -215,16 +218,34 @@ class SentlabTrainer(SentenceTransformerTrainer):
     graphs_before: int = 0  # torch.compile's graph count in this process when training began
 
     def compute_loss(self, model, inputs, return_outputs: bool = False, num_items_in_batch=None):
-        if self.precision_record is not None or self.sentlab_precision is None or not model.training:
+        if not model.training or self.sentlab_precision is None:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-        with PrecisionProbe(self.loss) as probe:
-            result = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
-        loss = result[0] if isinstance(result, tuple) else result
-        self.precision_record = probe.record(
-            self.sentlab_precision, loss, grad_scaler=getattr(self.accelerator, "scaler", None) is not None
-        )
+        if self.precision_record is None:  # the first step: its precision read back by forward hooks
+            # a compiled network would be captured with the probe's hooks and captured again without
+            # them at the next step; the probed step runs eagerly instead (autocast gives both the same
+            # dtypes), and the compiled graphs are built once, at the second step
+            stance = torch.compiler.set_stance("force_eager") if self.compiled else contextlib.nullcontext()
+            with stance, PrecisionProbe(self.loss) as probe:
+                result = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            loss = result[0] if isinstance(result, tuple) else result
+            self.precision_record = probe.record(
+                self.sentlab_precision, loss, grad_scaler=getattr(self.accelerator, "scaler", None) is not None
+            )
+            if self.is_world_process_zero():
+                say(summary(self.precision_record))
+                if self.precision_file is not None:
+                    write_json(self.precision_file, self.precision_record)
+            if not self.compiled:
+                self._record_runtime(loss.device)
+            return result
+        result = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+        if self.runtime is None:  # a compiled run's second step: the first that ran the compiled graphs
+            self._record_runtime((result[0] if isinstance(result, tuple) else result).device)
+        return result
+
+    def _record_runtime(self, device: torch.device) -> None:
         self.runtime = runtime_record(
-            loss.device,
+            device,
             self.compile_requested,
             self.compiled,
             compiled_graphs() - self.graphs_before,  # this run's graphs, not earlier ones in the process
@@ -234,13 +255,9 @@ class SentlabTrainer(SentenceTransformerTrainer):
             chunking=chunking_record(self.loss),
         )
         if self.is_world_process_zero():
-            say(summary(self.precision_record))
             say(runtime_summary(self.runtime))
-            if self.precision_file is not None:
-                write_json(self.precision_file, self.precision_record)
             if self.runtime_file is not None:
                 write_json(self.runtime_file, self.runtime)
-        return result
 
     def log(self, logs: dict[str, float], *args, **kwargs) -> None:
         if self.eval_dataset is None:
@@ -422,6 +439,8 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
             if trainer.compiled:
                 say(f"train.compile: compiling {', '.join(trainer.compiled)} (the first steps take longer)")
             trainer.train(resume_from_checkpoint=checkpoint)
+            if trainer.runtime is None and trainer.precision_record is not None:  # a compiled run of one step
+                trainer._record_runtime(training_device())
         best = trainer.state.best_model_checkpoint
         if trainer.args.load_best_model_at_end and best and Path(best).is_dir():
             load_loss_state(trainer.loss, trainer.model, Path(best))  # the trainer restores only the model

@@ -1,7 +1,7 @@
 """How a training step runs, beside its precision: ``torch.compile`` of the networks, the fused
 optimizer, the data loader's workers and pinned memory. Each setting is resolved against the device
 (applied, or refused in one line where it cannot run) and what ran is read back at the first step
-into ``RUN/runtime.json``, the run log and ``results.json`` (``settings.training_runtime``).
+(the second in a compiled run, whose first runs eagerly while its precision is read back) into ``RUN/runtime.json``, the run log and ``results.json`` (``settings.training_runtime``).
 
 ``train.compile: true`` compiles the forward of every transformers body a loss runs, for the
 training steps only (parameter names, checkpoints and the saved model are unchanged): the encoder's,
@@ -170,7 +170,7 @@ def runtime_summary(record: dict[str, Any]) -> str:
     opt = f"{optimizer['class']}{' fused' if optimizer['fused'] else ''}"
     loader = record["dataloader"]
     line = (
-        f"runtime read back at the first step: {record['device']}"
+        f"runtime read back: {record['device']}"
         f"{' (' + record['device_name'] + ')' if record['device_name'] else ''}, {compiled}, optimizer {opt}, "
         f"{loader['workers']} data-loader worker(s), pinned memory {'on' if loader['pin_memory'] else 'off'}"
     )

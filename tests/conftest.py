@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import torch
 
-import sentlab.methods  # noqa: F401 (registers every method's config for TrainConfig.model_validate)
 from sentlab.devices import training_device
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

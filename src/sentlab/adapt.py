@@ -105,7 +105,6 @@ def prepare(plan: AdaptPlan) -> Path:
 
 
 def arm_config(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentences: int):
-    import sentlab.methods  # noqa: F401 (registers every method's config)
     from sentlab.training.config import TrainConfig
 
     s = plan.settings

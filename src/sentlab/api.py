@@ -58,7 +58,6 @@ def train(
     ``train(..., train={"max_steps": 100, "seed": 1}, model={"name": "my-model"})``. ``data_dir`` is the
     data folder the preset's ``$SENTLAB_DATA/`` paths and the evaluation read.
     """
-    import sentlab.methods  # noqa: F401 (registers every method's config)
     from sentlab.training.config import load_config, merge_sections
     from sentlab.training.engine import train as train_run
 

@@ -35,6 +35,7 @@ SENTENCES = [
 # ~6e-3, and OpenVINO's bf16 matmuls moved these vectors by 1.2e-4 to 1.9e-4 on an AVX-512 BF16 CPU:
 # 1e-5 keeps every fp32 ordering of the sums and refuses any bf16 step.
 FP32_ATOL = 1e-5
+# onnxruntime and OpenVINO run on the CPU here: the models they are built from and compared with are put there
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -42,9 +43,9 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def pair(backbone, pooler: str, backend: str, precision: str, root):
-    reference = build_encoder(str(backbone), pooler)
+    reference = build_encoder(str(backbone), pooler, device="cpu")
     reference.eval()
-    model = build_encoder(str(backbone), pooler)
+    model = build_encoder(str(backbone), pooler, device="cpu")
     accelerate(model, backend, precision, root=root)
     return reference, model
 
@@ -83,14 +84,14 @@ def test_export_happens_once_and_a_damaged_one_is_rebuilt(tiny_backbone_no_dropo
     calls = []
     original = torch.onnx.export
     monkeypatch.setattr(torch.onnx, "export", lambda *a, **k: calls.append(1) or original(*a, **k))
-    again = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    again = build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
     accelerate(again, "onnx", "fp32", root=tmp_path)
     assert calls == []  # reused
 
     graph = folder / "model.onnx"
     graph.write_bytes(graph.read_bytes()[: graph.stat().st_size // 2])  # killed mid-copy / truncated
     assert _complete(folder) is None
-    rebuilt = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    rebuilt = build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
     accelerate(rebuilt, "onnx", "fp32", root=tmp_path)
     assert calls == [1]
     np.testing.assert_allclose(rebuilt.encode(SENTENCES), expected, atol=1e-6)  # the same graph, same runtime
@@ -171,7 +172,7 @@ def test_openvino_compiles_with_the_settings_precision(
         ov.Core, "compile_model", lambda self, model, device, config: seen.append(config) or FakeCompiled(hint)
     )
     monkeypatch.setattr(backends, "export", lambda *a, **k: _fake_export(tmp_path))
-    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
     accelerate(model, "openvino", precision, root=tmp_path)
     assert seen and seen[0]["INFERENCE_PRECISION_HINT"] == hint
     assert inference_setting(model) == {"backend": "openvino", "precision": precision}
@@ -200,12 +201,12 @@ def test_openvino_bf16_is_its_own_setting_or_refused(tiny_backbone_no_dropout, t
     """Where the CPU has BF16, OpenVINO's bf16 runs, is labelled bf16, and does *not* pass the fp32
     tolerance; where it has none (AVX2), asking for bf16 is a one-line error naming the capabilities."""
     ov = pytest.importorskip("openvino")
-    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
     if "BF16" not in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"):
         with pytest.raises(ModelLoadError, match="not the bf16 that bf16 needs"):
             accelerate(model, "openvino", "bf16", root=tmp_path)
         return
-    reference = build_encoder(str(tiny_backbone_no_dropout), "mean").eval()
+    reference = build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu").eval()
     accelerate(model, "openvino", "bf16", root=tmp_path)
     got, expected = model.encode(SENTENCES), reference.encode(SENTENCES)
     assert np.abs(got - expected).max() > FP32_ATOL  # bf16 can never pass for fp32
@@ -230,7 +231,7 @@ def test_fp32_pins_torch_to_ieee_float32_whatever_was_set_before(tiny_backbone_n
         backends.mkldnn.matmul.fp32_precision = "bf16"
         backends.cudnn.conv.fp32_precision = "tf32"
         backends.mkldnn.conv.fp32_precision = "bf16"
-        model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+        model = build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
         accelerate(model, "torch", "fp32", root=tmp_path)
         assert backends.cuda.matmul.fp32_precision == backends.mkldnn.matmul.fp32_precision == "ieee"
         assert backends.cudnn.conv.fp32_precision == backends.mkldnn.conv.fp32_precision == "ieee"

@@ -14,7 +14,7 @@ def test_prompt_pooler_is_the_mask_state_of_the_filled_template(tiny_backbone, t
     with torch.no_grad():
         states = backbone(**batch).last_hidden_state[0]
     position = batch["input_ids"][0].tolist().index(tokenizer.mask_token_id)
-    np.testing.assert_allclose(model.encode(["a man plays"])[0], states[position].numpy(), atol=1e-5)
+    np.testing.assert_allclose(model.encode(["a man plays"])[0], states[position].cpu().numpy(), atol=1e-5)
     model.save(str(tmp_path / "p"))
     np.testing.assert_array_equal(load_encoder(tmp_path / "p").encode(["a man plays"]), model.encode(["a man plays"]))
 

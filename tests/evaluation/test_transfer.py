@@ -158,12 +158,12 @@ def test_cls_layer_average_equals_transformers_hidden_states(tiny_st_model):
     got = cls_layer_average(tiny_st_model, sentences, last=2, batch_size=2)
     model = tiny_st_model[0].auto_model
     for i, sentence in enumerate(sentences):
-        inputs = tiny_st_model[0].tokenizer(sentence, return_tensors="pt")
+        inputs = tiny_st_model[0].tokenizer(sentence, return_tensors="pt").to(tiny_st_model.device)
         with torch.no_grad():
             hidden = model(**inputs, output_hidden_states=True).hidden_states
         expected = (hidden[-1][0, 0] + hidden[-2][0, 0]) / 2
         # one sentence alone vs batches of two (padding): float32 rounding of O(1) hidden states
-        np.testing.assert_allclose(got[i], expected.numpy(), atol=1e-5)
+        np.testing.assert_allclose(got[i], expected.cpu().numpy(), atol=1e-5)
     with pytest.raises(SentlabError, match="cls-last9: the model has 2 layers"):
         cls_layer_average(tiny_st_model, sentences, last=9)
     with pytest.raises(SentlabError, match="unknown features 'pooler'"):

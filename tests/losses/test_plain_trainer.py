@@ -88,7 +88,7 @@ def test_loss_trains_with_a_plain_sentence_transformers_trainer(name, tmp_path):
     torch.manual_seed(0)
     model = sentence_model(tmp_path / "model")
     loss, dataset, trained = build(name, model, tmp_path)
-    before = [p.detach().clone() for p in trained.parameters() if p.requires_grad]
+    before = [p.detach().cpu().clone() for p in trained.parameters() if p.requires_grad]
     assert before, "nothing to train"
     arguments = SentenceTransformerTrainingArguments(
         output_dir=str(tmp_path / "out"),
@@ -106,5 +106,5 @@ def test_loss_trains_with_a_plain_sentence_transformers_trainer(name, tmp_path):
     trainer.train()
     logged = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     assert logged and all(math.isfinite(value) for value in logged)
-    after = [p.detach() for p in trained.parameters() if p.requires_grad]
+    after = [p.detach().cpu() for p in trained.parameters() if p.requires_grad]  # use_cpu moved them
     assert any(not torch.equal(a, b) for a, b in zip(before, after)), f"{name}: no parameter moved"

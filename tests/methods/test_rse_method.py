@@ -114,7 +114,9 @@ def test_dev_selection_uses_the_relational_score_and_saves_the_selected_relation
     )
     best = Path(state["best_model_checkpoint"])
     saved = RelationTable.load(paths.model, 32).vectors
-    np.testing.assert_array_equal(saved, load_file(str(best / "loss_state.safetensors"))["relation_vectors"].numpy())
+    np.testing.assert_array_equal(
+        saved, load_file(str(best / "loss_state.safetensors"))["relation_vectors"].cpu().numpy()
+    )
 
 
 def test_all_above_merges_the_sources_into_plain_pairs_and_saves_a_plain_model(

@@ -42,7 +42,7 @@ def same_inputs(encoder, monkeypatch):
     def row_by_row(queries, corpus, normalized=False):
         out = []
         for q in queries:
-            rows[q.numpy().tobytes()] = (q[None].float() @ corpus.float().T)[0].numpy()
+            rows[q.cpu().numpy().tobytes()] = (q[None].float() @ corpus.float().T)[0].cpu().numpy()
             out.append(rank_vectors(q[None], corpus, normalized=normalized))
         return torch.cat(out)
 
@@ -52,8 +52,9 @@ def same_inputs(encoder, monkeypatch):
 
 def naive_rank_similarity(cache, rows, s1, s2):
     """scipy's Spearman of the two sentences' recorded corpus-similarity rows."""
-    q = F.normalize(torch.from_numpy(cache.encode([s1, s2])), dim=-1)
-    return spearmanr(rows[q[0].numpy().tobytes()], rows[q[1].numpy().tobytes()])[0]
+    # normalised on the device the scorer normalised on, so the rows' keys are the same bytes
+    q = F.normalize(torch.from_numpy(cache.encode([s1, s2])).to(cache.model.device), dim=-1).cpu()
+    return spearmanr(rows[q[0].cpu().numpy().tobytes()], rows[q[1].cpu().numpy().tobytes()])[0]
 
 
 def test_lambda_zero_is_exactly_cosine(encoder, index):

@@ -31,14 +31,14 @@ def test_numpy_and_torch_paths_match_scipy_rankdata(ties):
         scores = np.round(scores, 1)  # many ties
     expected = rankdata(scores, axis=1) - 1
     np.testing.assert_array_equal(_average_ranks_numpy(scores), expected)
-    np.testing.assert_array_equal(_average_ranks_torch(torch.from_numpy(scores)).numpy(), expected)
+    np.testing.assert_array_equal(_average_ranks_torch(torch.from_numpy(scores)).cpu().numpy(), expected)
 
 
 def test_g_gives_unit_vectors_and_constant_rows_give_zero():
     ranks = torch.tensor([[0.0, 1.0, 2.0, 3.0], [1.5, 1.5, 1.5, 1.5]])
     g = normalize_ranks(ranks)
     # Eq. 3 by hand: (r - 1.5) / (sqrt(4) * std), std = sqrt(1.25)
-    np.testing.assert_allclose(g[0].numpy(), (np.arange(4) - 1.5) / (2 * np.sqrt(1.25)), rtol=1e-6)
+    np.testing.assert_allclose(g[0].cpu().numpy(), (np.arange(4) - 1.5) / (2 * np.sqrt(1.25)), rtol=1e-6)
     assert torch.equal(g[1], torch.zeros(4))
 
 
@@ -50,8 +50,10 @@ def test_inner_product_of_rank_vectors_is_spearman(ties):
     if ties:
         corpus = torch.cat([corpus, corpus[:100]])  # duplicated corpus sentences tie exactly
     u = rank_vectors(queries, corpus)
-    sims = (torch.nn.functional.normalize(queries, dim=-1) @ torch.nn.functional.normalize(corpus, dim=-1).T).numpy()
-    matrix = (u @ u.T).numpy()  # Eq. 4's targets
+    sims = (
+        (torch.nn.functional.normalize(queries, dim=-1) @ torch.nn.functional.normalize(corpus, dim=-1).T).cpu().numpy()
+    )
+    matrix = (u @ u.T).cpu().numpy()  # Eq. 4's targets
     for i in range(6):
         for j in range(6):
             expected = spearmanr(sims[i], sims[j])[0]
@@ -64,10 +66,12 @@ def test_rank_vector_is_g_of_the_ranks_of_the_cosines():
     torch.manual_seed(1)
     corpus = torch.randn(50, 8)
     q = torch.randn(1, 8)
-    cosines = (torch.nn.functional.normalize(q, dim=-1) @ torch.nn.functional.normalize(corpus, dim=-1).T)[0].numpy()
+    cosines = (
+        (torch.nn.functional.normalize(q, dim=-1) @ torch.nn.functional.normalize(corpus, dim=-1).T)[0].cpu().numpy()
+    )
     ranks = rankdata(cosines) - 1
     expected = (ranks - ranks.mean()) / (np.sqrt(len(ranks)) * ranks.std())  # Eq. 3, population std
-    np.testing.assert_allclose(rank_vectors(3.0 * q, corpus)[0].numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(rank_vectors(3.0 * q, corpus)[0].cpu().numpy(), expected, atol=1e-6)
 
 
 @pytest.mark.parametrize("ties", [False, True])

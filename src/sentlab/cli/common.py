@@ -213,10 +213,11 @@ def load(args: argparse.Namespace):
     )
 
     backend, precision = getattr(args, "backend", "torch"), getattr(args, "precision", "fp32")
-    check_backend(backend, precision, args.device)
+    device = args.device or (None if backend == "torch" else "cpu")  # onnx / openvino run on the CPU
+    check_backend(backend, precision, device)
     require_extra(backend)
     say(f"loading {args.model}")
-    model = load_encoder(args.model, pooler=args.pooler, max_seq_length=args.max_seq_length, device=args.device)
+    model = load_encoder(args.model, pooler=args.pooler, max_seq_length=args.max_seq_length, device=device)
     if (backend, precision) != ("torch", "fp32"):
         say(f"running the model with {backend} {precision}")
         accelerate(model, backend, precision)

@@ -22,7 +22,6 @@ def cmd_data_list(args: argparse.Namespace) -> int:
 
 
 def cmd_data_download(args: argparse.Namespace) -> int:
-    import sentlab.methods  # noqa: F401 (registers every method's config)
     from sentlab.data.sources import SOURCES, download
     from sentlab.paths import data_dir
     from sentlab.training.config import load_config

@@ -20,7 +20,6 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     (its ``model.name`` is set to that run's ``model/``). A stage whose run folder already holds a
     final model is kept as it is, so re-running the command after a crash continues where it
     stopped (the interrupted stage with ``--resume``)."""
-    import sentlab.methods  # noqa: F401 (registers every method's config)
     from sentlab.training.checkpoints import checkpoint_folders
     from sentlab.training.config import load_config
     from sentlab.training.engine import RunPaths, train

@@ -14,7 +14,6 @@ from sentlab.cli.common import (
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    import sentlab.methods  # noqa: F401 (registers every method's config)
     from sentlab.training.config import load_config
     from sentlab.training.engine import train
 

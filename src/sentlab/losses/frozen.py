@@ -26,7 +26,8 @@ class FrozenRows:
     ``"host"`` or ``"device"`` once a batch was read."""
 
     def __init__(self, vectors, device_share: float = DEVICE_SHARE):
-        self.vectors = vectors
+        # a tensor on a device (``encode(..., convert_to_tensor=True)``) is read on the host like an array
+        self.vectors = vectors.detach().cpu() if isinstance(vectors, Tensor) else vectors
         self.device_share = device_share
         self._on_device: dict[str, Tensor] = {}
         self.placement: str | None = None

@@ -105,7 +105,8 @@ class Method:
         if m.pooler == "cls" and self.simcse_mlp:
             dim = model.get_embedding_dimension()
             mlp_only_train = self.default_mlp_only_train if m.mlp_only_train is None else m.mlp_only_train
-            model.append(SimCSEMLPHead(dim) if mlp_only_train else Dense(dim, dim, activation_function=nn.Tanh()))
+            head = SimCSEMLPHead(dim) if mlp_only_train else Dense(dim, dim, activation_function=nn.Tanh())
+            model.append(head.to(model.device))  # where the encoder is, not where a new module starts
         return model
 
     def start_encoder(self) -> SentenceTransformer:

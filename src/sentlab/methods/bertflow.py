@@ -69,7 +69,7 @@ class BertFlow(Method):
             flow.initialise(
                 model.encode(sentences, batch_size=64, convert_to_tensor=True, show_progress_bar=False).cpu()
             )
-        model.append(flow)
+        model.append(flow.to(model.device))  # where the encoder is, not where a new module starts
         return model
 
     def loss(self, model: SentenceTransformer) -> nn.Module:

@@ -35,7 +35,7 @@ def average_ranks(scores: Tensor) -> Tensor:
     if scores.dim() != 2:
         raise ValueError(f"expected a 2-D tensor of scores, got shape {tuple(scores.shape)}")
     if devices.runs_on_host(scores.device):
-        return torch.from_numpy(_average_ranks_numpy(scores.detach().float().numpy()))
+        return torch.from_numpy(_average_ranks_numpy(scores.detach().float().cpu().numpy()))
     return _average_ranks_torch(scores)
 
 
@@ -125,5 +125,5 @@ def rank_vectors(queries: Tensor, corpus: Tensor, normalized: bool = False) -> T
         corpus = torch.nn.functional.normalize(corpus.float(), dim=-1)
     similarities = queries.float() @ corpus.float().T
     if devices.runs_on_host(similarities.device):
-        return torch.from_numpy(_average_ranks_numpy(similarities.numpy(), normalize=True))
+        return torch.from_numpy(_average_ranks_numpy(similarities.cpu().numpy(), normalize=True))
     return normalize_ranks(_average_ranks_torch(similarities))

@@ -1,9 +1,9 @@
 """Training: the config schema (:mod:`sentlab.training.config`, below the methods that extend it) and
 the engine (:mod:`sentlab.training.engine`, the glue to the sentence-transformers trainer, above them).
 
-``sentlab.training.load_config`` and ``TrainConfig`` are the config module's, with every method
-registered first (so a tree names any method); imported on first use, as the methods import the
-config module below them.
+``sentlab.training.load_config`` and ``TrainConfig`` are the config module's (whose registry of
+methods fills itself on first use); imported on first use, so that importing the package does not
+import the schema.
 """
 
 __all__ = ["TrainConfig", "load_config"]
@@ -11,7 +11,6 @@ __all__ = ["TrainConfig", "load_config"]
 
 def __getattr__(name: str):
     if name in __all__:
-        import sentlab.methods  # noqa: F401 (registers every method's config)
         from sentlab.training import config
 
         return getattr(config, name)

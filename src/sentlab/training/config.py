@@ -236,7 +236,7 @@ class TrainConfig(_Section):
         if cls is TrainConfig or not isinstance(tree, dict):
             return tree
         method = tree.get("method")
-        sections = {c.section: name for name, c in CONFIG_CLASSES.items() if c.section}
+        sections = {c.section: name for name, c in registered_configs().items() if c.section}
         for name, owner in sections.items():
             if name != cls.section and tree.get(name) is not None:
                 raise ValueError(f"the {name!r} section is only for method {owner}, not {method}")
@@ -274,6 +274,7 @@ class TrainConfig(_Section):
 
 CONFIG_CLASSES: dict[str, type[TrainConfig]] = {}  # method name -> its config class (register_config)
 _ADAPTER: dict[tuple[str, ...], TypeAdapter] = {}
+_LOADED: list[bool] = []  # the entry points' packages were imported (a method imported alone registers too)
 
 
 def register_config(method: str, config_class: type[TrainConfig]) -> None:
@@ -283,15 +284,37 @@ def register_config(method: str, config_class: type[TrainConfig]) -> None:
     _ADAPTER.clear()
 
 
+METHOD_ENTRY_POINTS = "sentlab.methods"  # pyproject.toml's entry-point group of the packages of methods
+
+
+def registered_configs() -> dict[str, type[TrainConfig]]:
+    """Every method's config class by name. The registry fills itself on first use, from one place:
+    each package named in the ``sentlab.methods`` entry-point group (sentlab's own methods, and any
+    installed package of methods of one's own) is imported, and its methods register their configs
+    (:func:`register_config`). The schema so never imports the methods above it, and nothing imports
+    them only for that side effect."""
+    if not _LOADED:
+        from importlib.metadata import entry_points
+
+        packages = entry_points(group=METHOD_ENTRY_POINTS)
+        if not packages:
+            raise ConfigError(
+                "no training method is declared: sentlab's methods come from its package metadata "
+                "(entry points 'sentlab.methods'); install sentlab (pip install -e .)"
+            )
+        for package in packages:
+            package.load()
+        _LOADED.append(True)
+    return CONFIG_CLASSES
+
+
 def config_adapter() -> TypeAdapter:
     """Validator of the union of the registered methods' configs, selected by ``method``."""
-    if not CONFIG_CLASSES:
-        raise ConfigError("no training method is registered: import sentlab.methods first")
-    key = tuple(CONFIG_CLASSES)
+    key = tuple(registered_configs())
     if key not in _ADAPTER:
         from typing import Annotated, Union
 
-        classes = tuple(dict.fromkeys(CONFIG_CLASSES.values()))
+        classes = tuple(dict.fromkeys(registered_configs().values()))
         _ADAPTER[key] = TypeAdapter(Annotated[Union[classes], Field(discriminator="method")])  # noqa: UP007
     return _ADAPTER[key]
 
@@ -379,7 +402,7 @@ def validation_message(err: ValidationError, tree: dict[str, Any]) -> tuple[str,
     if first["type"] == "union_tag_not_found":
         message = "missing required key 'method'"
     elif first["type"] == "union_tag_invalid":
-        message = f"unknown method {tree.get('method')!r} (choose from {', '.join(CONFIG_CLASSES)})"
+        message = f"unknown method {tree.get('method')!r} (choose from {', '.join(registered_configs())})"
     elif first["type"] == "extra_forbidden":
         message = f"unknown key {where!r}" + _did_you_mean(err, loc)
     elif first["type"] == "missing":
@@ -399,7 +422,7 @@ def _did_you_mean(err: ValidationError, loc: list) -> str:
     import difflib
 
     model = err.title  # the config class pydantic validated, e.g. SimCSEUnsupConfig
-    classes = [c for c in CONFIG_CLASSES.values() if c.__name__ == model] or [TrainConfig]
+    classes = [c for c in registered_configs().values() if c.__name__ == model] or [TrainConfig]
     fields = classes[0].model_fields
     for part in loc[:-1]:
         annotation = fields.get(str(part)).annotation if str(part) in fields else None

@@ -26,7 +26,6 @@ def corpus_size_curve(
     overrides: list[str] | None = None,
     data_dir: str | None = None,
 ) -> dict:
-    import sentlab.methods  # noqa: F401 (registers every method's config)
     from sentlab.encoders import load_encoder
     from sentlab.training.config import load_config
     from sentlab.training.engine import train

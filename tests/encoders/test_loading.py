@@ -85,6 +85,26 @@ def test_the_inference_length_is_the_sentence_transformers_models_not_its_tokeni
     assert inference_max_seq_length("minilm") == 256
 
 
+def test_the_inference_length_is_read_from_the_files_as_sentence_transformers_loads_it(tiny_backbone, tmp_path):
+    """Read from the folder's files without loading the model, and the same as the loaded model's."""
+    from sentence_transformers import SentenceTransformer
+
+    from sentlab.encoders import build_encoder, loading
+
+    model = build_encoder(str(tiny_backbone), "mean", device="cpu")
+    model.max_seq_length = 20
+    model.save(str(tmp_path / "saved"))
+    calls = []
+    real = loading.load_encoder
+    loading.load_encoder = lambda *a, **k: calls.append(a) or real(*a, **k)
+    try:
+        length = loading.inference_max_seq_length(tmp_path / "saved")
+    finally:
+        loading.load_encoder = real
+    assert length == 20 == SentenceTransformer(str(tmp_path / "saved"), device="cpu").max_seq_length
+    assert calls == []  # no model was loaded to read one number
+
+
 def test_keep_first_layers_gives_a_loadable_smaller_encoder(tiny_backbone, tmp_path):
     import numpy as np
     import pytest

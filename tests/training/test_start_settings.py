@@ -123,18 +123,29 @@ def simcse_run(name, corpus_file, out, **model) -> TrainConfig:
 
 
 def test_the_saved_and_evaluated_length_is_the_start_models_or_the_one_asked_for(
-    normalizing_start, tiny_backbone, corpus_file, data_dir, tmp_path
+    normalizing_start, tiny_backbone, corpus_file, data_dir, tmp_path, monkeypatch
 ):
-    """Plain sentence-transformers reads the length back, and results.json records the final
-    evaluation's length beside the training length."""
+    """Plain sentence-transformers reads the length back, the final evaluation ran at it (read from the
+    model it was given), and results.json records it beside the training length."""
+    from sentlab.methods.base import Method
+
+    evaluated, real_evaluate = [], Method.evaluate
+
+    def watched(self, model):
+        evaluated.append(model.max_seq_length)
+        return real_evaluate(self, model)
+
+    monkeypatch.setattr(Method, "evaluate", watched)
     cases = [
         (normalizing_start, {}, START_LENGTH),  # a sentence-transformers start: its own max_seq_length
         (tiny_backbone, {}, 64),  # a plain backbone: min(tokenizer's model_max_length, positions)
         (normalizing_start, {"inference_max_seq_length": 16}, 16),  # asked for
     ]
     for k, (start, extra, expected) in enumerate(cases):
+        evaluated.clear()
         paths = engine.train(simcse_run(start, corpus_file, tmp_path / f"run{k}", **extra))
         assert SentenceTransformer(str(paths.model)).max_seq_length == expected
+        assert evaluated == [expected]
         settings = json.loads(paths.results.read_text())["settings"]
         assert settings["max_seq_length"] == {"training": MAX_SEQ_LENGTH, "saved_and_evaluated": expected}
         assert f"saved model's max_seq_length: {expected} (" in paths.log.read_text()

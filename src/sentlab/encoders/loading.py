@@ -103,6 +103,26 @@ def normalizes(name: str | Path) -> bool:
     )
 
 
+def _saved_max_seq_length(path: str) -> int | None:
+    """A sentence-transformers folder's ``max_seq_length`` as its files hold it, without loading the
+    model: the Transformer module's ``sentence_bert_config.json`` (where sentence-transformers before
+    6 saved it, and which wins when present), else its tokenizer's ``model_max_length`` (where 6 saves
+    it); None when neither says."""
+    modules = json.loads(Path(path, "modules.json").read_text("utf-8"))
+    first = next((m for m in modules if m["type"].endswith("Transformer")), None)
+    if first is None:
+        return None
+    folder = Path(path, first.get("path", ""))
+    for file, key in (("sentence_bert_config.json", "max_seq_length"), ("tokenizer_config.json", "model_max_length")):
+        try:
+            value = json.loads((folder / file).read_text("utf-8")).get(key)
+        except (OSError, ValueError):
+            continue
+        if isinstance(value, int) and 0 < value < 1_000_000:  # a tokenizer without a limit says 1e30
+            return value
+    return None
+
+
 def inference_max_seq_length(name: str | Path) -> int:
     """The length ``name`` encodes at when used as it is: a sentence-transformers model's own
     ``max_seq_length`` (256 for all-MiniLM-L6-v2, whatever its tokenizer allows); a plain transformers
@@ -110,9 +130,9 @@ def inference_max_seq_length(name: str | Path) -> int:
     ``model_max_length`` and the position embeddings (512 for BERT)."""
     path = resolve_model_path(name)
     if _is_sentence_transformer(path):
-        length = load_encoder(path, device="cpu").max_seq_length
+        length = _saved_max_seq_length(path)
         if length:
-            return int(length)
+            return length
     from transformers import AutoConfig, AutoTokenizer
 
     folder = _backbone_folder(path)

@@ -457,6 +457,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         length = method.inference_length()
         final = keep_start_settings(method.final_model(trainer.model), cfg.model.name, length)
         own = "model.inference_max_seq_length" if cfg.model.inference_max_seq_length else "the start model's own"
+        length = final.max_seq_length  # read back from the model that is saved and evaluated
         say(f"saved model's max_seq_length: {length} ({own}; training truncated at {cfg.model.max_seq_length})")
         method.save(final)
         write_json(paths.fingerprint, run_fingerprint(cfg))
@@ -476,7 +477,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
                 report.settings["evaluation_precision"] = "fp32"
                 report.settings["max_seq_length"] = {
                     "training": cfg.model.max_seq_length,
-                    "saved_and_evaluated": length,
+                    "saved_and_evaluated": final.max_seq_length,
                 }
                 report.write(results_path)
                 say(f"results written to {results_path}")

@@ -68,6 +68,23 @@ def texts_sha256(texts: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
+def file_state(path: str | Path) -> dict[str, object]:
+    """What a cache built from the file at ``path`` is valid for: its resolved path, size, modification
+    time, inode and status-change time. The last two are what copying with the times kept (``cp -p``,
+    ``rsync -a``), ``touch -r`` or an editor that restores the mtime cannot fake: writing the file or
+    replacing it changes ``st_ctime_ns`` (which no user call sets) or the inode, so a same-size edit
+    that keeps the mtime still makes a cached table stale. (Hashing the file on every use would also
+    see it, at the cost of reading the whole text each time: 5 GB at about 1 GB/s.)"""
+    stat = Path(path).stat()
+    return {
+        "source": str(Path(path).resolve()),
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "inode": stat.st_ino,
+        "ctime_ns": stat.st_ctime_ns,
+    }
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:

@@ -19,6 +19,7 @@ from sentlab.data.text_table import (
     sentence_table,
     shuffled_rows,
     table_folder,
+    text_record,
 )
 from sentlab.errors import DataError
 from sentlab.rank.index import corpus_sha256
@@ -80,6 +81,37 @@ def test_a_changed_file_is_converted_again(text):
     with text.open("a", encoding="utf-8") as f:
         f.write("one more line\n")
     assert sentence_table(text)["sentence"] == [*LINES, "one more line"]
+
+
+@pytest.mark.parametrize("how", ["in place", "copied over with its times kept"])
+def test_a_same_size_edit_that_keeps_the_mtime_is_converted_again(text, tmp_path, how):
+    """What ``touch -r``, ``cp -p`` or ``rsync -a`` leave: the same size and mtime, other text."""
+    sentence_table(text)
+    before = text.stat()
+    edited = text.read_text("utf-8").replace(LINES[0], LINES[0][::-1], 1)
+    assert len(edited.encode()) == before.st_size and edited != text.read_text("utf-8")
+    if how == "in place":
+        text.write_text(edited, encoding="utf-8")
+    else:
+        other = tmp_path / "other.txt"
+        other.write_text(edited, encoding="utf-8")
+        os.replace(other, text)
+    os.utime(text, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert text.stat().st_size == before.st_size and text.stat().st_mtime_ns == before.st_mtime_ns
+    assert sentence_table(text)["sentence"][0] == LINES[0][::-1]
+    assert recorded_sha256(text) == corpus_sha256([LINES[0][::-1], *LINES[1:]])
+
+
+def test_two_tables_whose_fields_hold_tabs_differently_have_different_hashes(tmp_path):
+    """A row's fields are hashed length-prefixed: ("a\tb", "c") and ("a", "b\tc") are other rows."""
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    one.write_text(json.dumps({"x": "a\tb", "y": "c"}) + "\n", encoding="utf-8")
+    two.write_text(json.dumps({"x": "a", "y": "b\tc"}) + "\n", encoding="utf-8")
+    assert text_record(one, columns=["x", "y"])["sha256"] != text_record(two, columns=["x", "y"])["sha256"]
+    lines, joined = tmp_path / "lines.jsonl", tmp_path / "joined.jsonl"  # one column: a newline in a value
+    lines.write_text(json.dumps({"x": "a"}) + "\n" + json.dumps({"x": "b"}) + "\n", encoding="utf-8")
+    joined.write_text(json.dumps({"x": "a\nb"}) + "\n", encoding="utf-8")
+    assert text_record(lines, columns=["x"])["sha256"] != text_record(joined, columns=["x"])["sha256"]
 
 
 @pytest.mark.parametrize("damage", ["no record", "arrow cut", "partial only", "record of another file"])

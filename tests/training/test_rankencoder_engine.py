@@ -38,6 +38,8 @@ def test_rankencoder_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, cor
     paths = engine.train(cfg, evaluate=False)
     train_vectors = np.load(paths.base_train_vectors)
     assert train_vectors.shape[0] == 96
+    provenance = json.loads(paths.base_train_vectors.with_suffix(".json").read_text())
+    assert provenance["rows"] == 96 and len(provenance["sentences_sha256"]) == 64
     e1 = build_encoder(str(tiny_backbone_no_dropout), "cls")
     # other batch shapes than the run's (256 vs 3 rows, other padding): float32 rounding of O(1) values
     np.testing.assert_allclose(

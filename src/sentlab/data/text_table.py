@@ -12,8 +12,8 @@ and transformers' examples hand their trainers (``load_dataset("text", ...)``), 
   longer than :data:`MAX_LINE_BYTES`, no line at all; and a file whose size or modification time
   changed while it was read.
 * The conversion writes to a temporary file that is renamed when complete, and a provenance record
-  (``complete.json``: the source's path, size and modification time, ``limit``, the row count and the
-  lines' sha256) is written last. A folder without it (a crash while converting), with a record of
+  (``complete.json``: the source's path, size, modification time, inode and status-change time
+  (:func:`sentlab.cache.file_state`), ``limit``, the row count and the lines' sha256) is written last. A folder without it (a crash while converting), with a record of
   another source state (the file changed), or with an Arrow file of another size is rebuilt, never read.
 * The record's ``sha256`` of the lines equals :func:`sentlab.rank.index.corpus_sha256` of the same
   lines: the text's identity, whatever its path.
@@ -40,13 +40,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from datasets import Dataset, concatenate_datasets
 
-from sentlab.cache import cache_root
+from sentlab.cache import cache_root, file_state
 from sentlab.data.readers import iter_table
 from sentlab.errors import DataError
 from sentlab.paths import write_text_atomic
 from sentlab.progress import say
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the source's inode and ctime in the record; rows hashed length-prefixed
 MAX_LINE_BYTES = 1_000_000  # a "sentence" longer than this is a file that is not one sentence a line
 BLOCK_BYTES = 16 << 20  # read and converted at a time: the conversion holds a few copies of one block
 COLUMN = "sentence"
@@ -96,7 +96,7 @@ def text_record(
     """The provenance record of the table of ``path`` read to ``limit`` lines (converting the file
     first unless a valid table is cached): ``rows``, ``sha256`` (the text's identity, as
     :func:`~sentlab.rank.index.corpus_sha256` of the lines; for a table file, of its rows' fields
-    joined by tabs), the source's path, size and mtime."""
+    fields, each length-prefixed), the source's state (:func:`~sentlab.cache.file_state`)."""
     path = Path(path)
     if path.is_dir():
         raise DataError(f"{path}: is a folder; give the file inside it")
@@ -125,8 +125,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
 
 
 def _source_state(path: Path) -> dict[str, object]:
-    stat = path.stat()
-    return {"source": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    return file_state(path)
 
 
 def _valid_record(folder: Path, path: Path, limit: int | None, columns: tuple[str, ...] | None) -> dict | None:
@@ -198,11 +197,27 @@ def _write_rows(path: Path, columns: tuple[str, ...], limit: int | None, out: Pa
             writer.write_batch(
                 pa.record_batch([pa.array(values, pa.string()) for values in zip(*batch)], schema=schema)
             )
-            digest.update("".join("\t".join(row) + "\n" for row in batch).encode("utf-8"))
+            for row in batch:
+                digest.update(_row_bytes(row))
             rows += len(batch)
     if rows == 0:
         raise DataError(f"{path}: file has no rows")
     return rows, digest.hexdigest()
+
+
+def _row_bytes(row: tuple[str, ...]) -> bytes:
+    """What a table file's row adds to its table's hash. A one-column row whose value has no line
+    break adds ``value + "\\n"``, as a text file's line does, so a column of sentences has the hash of
+    the text file of them (:func:`~sentlab.rank.index.corpus_sha256`, the key of frozen vectors). Any
+    other row adds each field length-prefixed after a NUL byte (which no text file's line holds): a tab
+    or a newline inside a value cannot make two tables' rows hash alike."""
+    if len(row) == 1 and "\n" not in row[0] and "\r" not in row[0]:
+        return (row[0] + "\n").encode("utf-8")
+    out = bytearray(b"\0")
+    for value in row:
+        encoded = value.encode("utf-8")
+        out += len(encoded).to_bytes(8, "little") + encoded
+    return bytes(out)
 
 
 def _write(path: Path, limit: int | None, out: Path) -> tuple[int, str]:

@@ -289,7 +289,7 @@ def frozen_vectors(
     The provenance file is written last and removed before a rebuild, and the vectors are written to a
     temporary file and renamed: a process killed mid-write leaves no provenance, so the half-written
     file is rebuilt, never read."""
-    provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": sentences_sha256}
+    provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": sentences_sha256, "rows": len(sentences)}
     meta_path = path.with_suffix(".json")
     if not (path.is_file() and meta_path.is_file() and _read_json(meta_path) == provenance):
         path.parent.mkdir(parents=True, exist_ok=True)

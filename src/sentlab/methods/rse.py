@@ -41,7 +41,7 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 from torch import nn
 
 from sentlab import devices
-from sentlab.cache import cache_root
+from sentlab.cache import cache_root, file_state
 from sentlab.data import relations as rel
 from sentlab.data.text_table import iter_column, sentence_table
 from sentlab.errors import ConfigError, DataError
@@ -150,14 +150,13 @@ def read_sources(sources: list[RelationSource], seed: int, cap: int | None = Non
 
 
 def _path_state(path: str) -> object:
-    """What identifies a source's content cheaply: its size and modification time (a folder's files')."""
+    """What identifies a source's content cheaply (:func:`sentlab.cache.file_state`; a folder's files')."""
     target = Path(path)
     if target.is_dir():
-        return [[item.name, *_path_state(str(item))] for item in sorted(target.iterdir()) if item.is_file()]
+        return [[item.name, _path_state(str(item))] for item in sorted(target.iterdir()) if item.is_file()]
     if not target.exists():
         raise DataError(f"{target}: file not found")
-    stat = target.stat()
-    return [stat.st_size, stat.st_mtime_ns]
+    return file_state(target)
 
 
 def sources_state(sources: list[RelationSource]) -> list:

@@ -146,3 +146,19 @@ def test_two_processes_read_their_own_shards_and_a_crash_of_one_resumes_like_one
     # the same float32 steps (dropout from each process's restored RNG state) on one thread each; a
     # wrong resume (other rows, other dropout masks, a lost optimizer state) moves weights ~lr = 5e-4 a step
     np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_two_processes_pack_the_text_once_and_both_read_it(corpus_file, tmp_path):
+    """Packing under torchrun: the main process tokenises the text into the packed table first, the
+    other finds that table and reads it (it neither tokenises again nor writes a second file)."""
+    env = subprocess_env(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("\n".join(corpus_file.read_text().splitlines() * 4) + "\n", encoding="utf-8")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_port=29536"]
+    cmd += [str(ROOT / "tests" / "training" / "pack_worker.py"), str(corpus), str(tmp_path)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, second = (json.loads((tmp_path / f"packed{rank}.json").read_text("utf-8")) for rank in (0, 1))
+    assert first["before"] == [] and len(first["after"]) == 1  # the main process built it
+    assert second["before"] == second["after"] == first["after"]  # the other read that same file

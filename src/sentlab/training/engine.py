@@ -323,7 +323,10 @@ def build_trainer(
     if model is None:
         say(f"loading the model ({cfg.model.label}) and building {method.name}")
         model = method.build_model()
-    train_dataset, collator = method.batching(train_dataset, model)
+    # packing tokenises the whole text once, into a cached table beside it: the main process builds
+    # it, the others then read it instead of tokenising too and racing to write the same file
+    with args.main_process_first(desc="batching"):
+        train_dataset, collator = method.batching(train_dataset, model)
     # text columns only: packed blocks are cut from the stream, never truncated
     report_truncation(model, train_dataset, cfg.model.max_seq_length)
     if collator is None:

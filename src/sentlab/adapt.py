@@ -7,7 +7,7 @@ methods of the TSDAE paper's comparison (Sec. 5, Table 2) that need nothing but 
 (needs teacher encoders), RSE and supervised SimCSE (need labelled pairs) and RankEncoder (an
 inference-time method over a corpus index, built with ``sentlab index``) are not arms.
 
-An arm may be named ``ARM@LR`` (``--methods bert-flow@1e-4``): that method at another learning rate,
+An arm may be named ``ARM@LR`` (``--methods bert-flow@1e-5``): that method at another learning rate,
 with its own row and run folder, so an arm can be retried beside the earlier one in the same folder.
 
 An arm whose loss becomes NaN or infinite with one seed is recorded as diverged (``trained.json``

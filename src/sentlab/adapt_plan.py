@@ -42,7 +42,9 @@ def arm_spec(name: str) -> Arm:
     except ValueError:
         learning_rate = math.nan
     if not (math.isfinite(learning_rate) and learning_rate > 0):
-        raise ConfigError(f"{name}: after '@' give the arm's learning rate, a positive number (e.g. {key}@1e-4)")
+        raise ConfigError(
+            f"{name}: after '@' give the arm's learning rate, a positive number (e.g. {key}@{ARMS[key].learning_rate / 10:g})"
+        )
     return replace(ARMS[key], learning_rate=learning_rate)
 
 

@@ -84,7 +84,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--methods",
         default="tsdae,ct,mlm,simcse,bert-flow",
         help="comma-separated arms (default: all of tsdae, ct, mlm, simcse, bert-flow); ARM@LR is that "
-        "arm at another learning rate, its own row (e.g. bert-flow@1e-4)",
+        "arm at another learning rate, its own row (e.g. bert-flow@1e-5)",
     )
     budget = p.add_mutually_exclusive_group(required=True)
     budget.add_argument("--steps", type=positive_int, help="budget: optimizer steps per arm")

@@ -30,6 +30,11 @@ ARMS: dict[str, Arm] = {
 }
 
 
+def _short(rate: float) -> str:
+    """A learning rate as one writes it: 1e-5, not 1e-05."""
+    return f"{rate:g}".replace("e-0", "e-")
+
+
 def arm_spec(name: str) -> Arm:
     """The arm ``name``: a key of :data:`ARMS`, or ``KEY@LR`` for that arm at learning rate ``LR``."""
     key, at, rate = name.partition("@")
@@ -43,7 +48,7 @@ def arm_spec(name: str) -> Arm:
         learning_rate = math.nan
     if not (math.isfinite(learning_rate) and learning_rate > 0):
         raise ConfigError(
-            f"{name}: after '@' give the arm's learning rate, a positive number (e.g. {key}@{ARMS[key].learning_rate / 10:g})"
+            f"{name}: after '@' give the arm's learning rate, a positive number (e.g. {key}@{_short(ARMS[key].learning_rate / 10)})"
         )
     return replace(ARMS[key], learning_rate=learning_rate)
 

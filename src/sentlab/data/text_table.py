@@ -95,8 +95,8 @@ def text_record(
 ) -> dict:
     """The provenance record of the table of ``path`` read to ``limit`` lines (converting the file
     first unless a valid table is cached): ``rows``, ``sha256`` (the text's identity, as
-    :func:`~sentlab.rank.index.corpus_sha256` of the lines; for a table file, of its rows' fields
-    fields, each length-prefixed), the source's state (:func:`~sentlab.cache.file_state`)."""
+    :func:`~sentlab.rank.index.corpus_sha256` of the lines; for a table file, of its rows as
+    :func:`_row_bytes` gives them), the source's state (:func:`~sentlab.cache.file_state`)."""
     path = Path(path)
     if path.is_dir():
         raise DataError(f"{path}: is a folder; give the file inside it")
@@ -207,11 +207,11 @@ def _write_rows(path: Path, columns: tuple[str, ...], limit: int | None, out: Pa
 
 def _row_bytes(row: tuple[str, ...]) -> bytes:
     """What a table file's row adds to its table's hash. A one-column row whose value has no line
-    break adds ``value + "\\n"``, as a text file's line does, so a column of sentences has the hash of
+    break or NUL adds ``value + "\\n"``, as a text file's line does, so a column of sentences has the hash of
     the text file of them (:func:`~sentlab.rank.index.corpus_sha256`, the key of frozen vectors). Any
     other row adds each field length-prefixed after a NUL byte (which no text file's line holds): a tab
     or a newline inside a value cannot make two tables' rows hash alike."""
-    if len(row) == 1 and "\n" not in row[0] and "\r" not in row[0]:
+    if len(row) == 1 and not any(c in row[0] for c in "\n\r\0"):
         return (row[0] + "\n").encode("utf-8")
     out = bytearray(b"\0")
     for value in row:

@@ -107,20 +107,33 @@ def _saved_max_seq_length(path: str) -> int | None:
     """A sentence-transformers folder's ``max_seq_length`` as its files hold it, without loading the
     model: the Transformer module's ``sentence_bert_config.json`` (where sentence-transformers before
     6 saved it, and which wins when present), else its tokenizer's ``model_max_length`` (where 6 saves
-    it); None when neither says."""
-    modules = json.loads(Path(path, "modules.json").read_text("utf-8"))
-    first = next((m for m in modules if m["type"].endswith("Transformer")), None)
+    it) capped by the position embeddings of its ``config.json``, as sentence-transformers caps it;
+    None when neither says."""
+    try:
+        modules = json.loads(Path(path, "modules.json").read_text("utf-8"))
+        first = next((m for m in modules if m["type"].endswith("Transformer")), None)
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ModelLoadError(f"{path}: modules.json is not a sentence-transformers module list") from None
     if first is None:
         return None
     folder = Path(path, first.get("path", ""))
-    for file, key in (("sentence_bert_config.json", "max_seq_length"), ("tokenizer_config.json", "model_max_length")):
+
+    def read(file: str, key: str) -> int | None:
         try:
             value = json.loads((folder / file).read_text("utf-8")).get(key)
-        except (OSError, ValueError):
-            continue
-        if isinstance(value, int) and 0 < value < 1_000_000:  # a tokenizer without a limit says 1e30
-            return value
-    return None
+        except (OSError, ValueError, AttributeError):
+            return None
+        return value if isinstance(value, int) and 0 < value < 1_000_000 else None  # no limit: 1e30
+
+    saved = read("sentence_bert_config.json", "max_seq_length")
+    if saved:
+        return saved
+    limits = [
+        v
+        for v in (read("tokenizer_config.json", "model_max_length"), read("config.json", "max_position_embeddings"))
+        if v
+    ]
+    return min(limits) if limits else None
 
 
 def inference_max_seq_length(name: str | Path) -> int:

@@ -284,26 +284,28 @@ def register_config(method: str, config_class: type[TrainConfig]) -> None:
     _ADAPTER.clear()
 
 
-METHOD_ENTRY_POINTS = "sentlab.methods"  # pyproject.toml's entry-point group of the packages of methods
+METHOD_PACKAGES = "sentlab.methods"  # the entry-point group of installed packages of one's own methods
 
 
 def registered_configs() -> dict[str, type[TrainConfig]]:
-    """Every method's config class by name. The registry fills itself on first use, from one place:
-    each package named in the ``sentlab.methods`` entry-point group (sentlab's own methods, and any
-    installed package of methods of one's own) is imported, and its methods register their configs
-    (:func:`register_config`). The schema so never imports the methods above it, and nothing imports
-    them only for that side effect."""
+    """Every method's config class by name. The registry fills itself on first use, from this one
+    place: it imports :mod:`sentlab.methods` (sentlab's methods), then each package named in the
+    ``sentlab.methods`` entry-point group (a package of one's own methods declares itself there in
+    its ``pyproject.toml``), and their methods register their configs (:func:`register_config`).
+    The schema so never imports the methods above it at module level (it loads them by name, once,
+    when a config is first read), and nothing imports them only for that side effect."""
     if not _LOADED:
+        import importlib
         from importlib.metadata import entry_points
 
-        packages = entry_points(group=METHOD_ENTRY_POINTS)
-        if not packages:
-            raise ConfigError(
-                "no training method is declared: sentlab's methods come from its package metadata "
-                "(entry points 'sentlab.methods'); install sentlab (pip install -e .)"
-            )
-        for package in packages:
-            package.load()
+        importlib.import_module("sentlab.methods")
+        for package in entry_points(group=METHOD_PACKAGES):
+            try:
+                package.load()
+            except Exception as err:  # one line naming the package, not a traceback from inside it
+                raise ConfigError(
+                    f"the methods of {package.value!r} (entry point {package.name!r}) fail to load: {err}"
+                )
         _LOADED.append(True)
     return CONFIG_CLASSES
 

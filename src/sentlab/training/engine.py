@@ -243,12 +243,13 @@ class SentlabTrainer(SentenceTransformerTrainer):
             self._record_runtime((result[0] if isinstance(result, tuple) else result).device)
         return result
 
-    def _record_runtime(self, device: torch.device) -> None:
+    def _record_runtime(self, device: torch.device, compiled_step: bool = True) -> None:
         self.runtime = runtime_record(
             device,
             self.compile_requested,
             self.compiled,
-            compiled_graphs() - self.graphs_before,  # this run's graphs, not earlier ones in the process
+            # this run's graphs, not earlier ones in the process; None when no compiled step ran
+            compiled_graphs() - self.graphs_before if compiled_step else None,
             self.optimizer,
             workers=self.args.dataloader_num_workers,
             pin_memory=self.args.dataloader_pin_memory,
@@ -443,7 +444,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
                 say(f"train.compile: compiling {', '.join(trainer.compiled)} (the first steps take longer)")
             trainer.train(resume_from_checkpoint=checkpoint)
             if trainer.runtime is None and trainer.precision_record is not None:  # a compiled run of one step
-                trainer._record_runtime(training_device())
+                trainer._record_runtime(training_device(), compiled_step=False)
         best = trainer.state.best_model_checkpoint
         if trainer.args.load_best_model_at_end and best and Path(best).is_dir():
             load_loss_state(trainer.loss, trainer.model, Path(best))  # the trainer restores only the model

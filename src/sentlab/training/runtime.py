@@ -140,14 +140,16 @@ def runtime_record(
     device: torch.device,
     compile_requested: bool,
     compiled: list[str],
-    graphs: int,
+    graphs: int | None,
     optimizer: Any,
     workers: int,
     pin_memory: bool,
     chunking: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """What ran at the first step: the device, compile (networks and graphs built), the optimizer, the
-    data loader's workers and pinned memory, and the batch chunking (Gradient Cache) of the loss."""
+    data loader's workers and pinned memory, and the batch chunking (Gradient Cache) of the loss.
+    ``graphs`` is None for a compiled run that ended before a compiled step (its first step runs
+    eagerly while the precision is read back)."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else None
     return {
         "device": str(device),
@@ -163,7 +165,12 @@ def runtime_summary(record: dict[str, Any]) -> str:
     """One line for the run log."""
     compile_ = record["compile"]
     if compile_["requested"]:
-        compiled = f"compile on ({len(compile_['networks'])} network(s), {compile_['graphs']} graph(s) built)"
+        built = (
+            "no compiled step ran: the run ended at its eager first step"
+            if compile_["graphs"] is None
+            else f"{compile_['graphs']} graph(s) built"
+        )
+        compiled = f"compile on ({len(compile_['networks'])} network(s), {built})"
     else:
         compiled = "compile off"
     optimizer = record["optimizer"]

@@ -1,5 +1,5 @@
 """Memory and time of training text at growing sizes: reading it as training does (a memory-mapped
-Arrow table, :func:`sentlab.data.text_table.sentence_table`) and a 2-step ``sentlab train`` on it.
+Arrow table, :func:`sentlab.data.tables.sentence_table`) and a 2-step ``sentlab train`` on it.
 Prints one JSON object.
 
 Texts of the sizes asked for are made by repeating the Wikipedia sentences of the data folder
@@ -47,7 +47,7 @@ LIST_MAX_MB = 1000
 
 READ = """
 import sys, time
-from sentlab.data.text_table import sentence_table
+from sentlab.data.tables import sentence_table
 started = time.perf_counter()
 table = sentence_table(sys.argv[1])
 ready = time.perf_counter() - started

@@ -155,3 +155,43 @@ def test_eval_records_backend_and_precision_and_names_the_setting(tiny_backbone_
     report = json.loads(out.read_text())
     assert report["model"].endswith("[onnx int8]")
     assert report["settings"]["backend"] == "onnx" and report["settings"]["precision"] == "int8"
+
+
+def test_every_part_of_the_cache_is_counted_and_evicted_least_recently_used_first(
+    corpus_file, tmp_path, isolated_cache, capsys, monkeypatch
+):
+    """Tables are entries of the cache like embeddings: counted by ``cache info``, evicted under the
+    one cap (least recently used first, a folder being built never), cleared by ``cache clear``."""
+    from filelock import FileLock
+
+    from sentlab import progress
+    from sentlab.cache import cache_entries, evict_cache
+    from sentlab.data.tables import sentence_table, table_folder
+
+    monkeypatch.setitem(progress._state, "quiet", False)  # an earlier --quiet command of this process
+
+    other = tmp_path / "other.txt"
+    other.write_text(corpus_file.read_text())
+    sentence_table(corpus_file)
+    sentence_table(other)
+    store = EmbeddingStore(isolated_cache / "embeddings")
+    store.put(store.key({}, ["x"]), rows(10), {})
+    old, recent = table_folder(corpus_file, None), table_folder(other, None)
+    os.utime(old / "complete.json", (1, 1))  # used long ago
+    info = cache_info()
+    assert info["text"]["entries"] == 2 and info["embeddings"]["entries"] == 1
+    entries = cache_entries()
+    assert entries[0].paths == [old]
+    total = sum(entry.bytes for entry in entries)
+    with FileLock(str(old.with_name(old.name + ".lock"))):  # being rebuilt by another process: kept
+        assert evict_cache(max_bytes=total - 1) == [f"text/{recent.name}"]
+    assert old.is_dir() and not recent.exists()
+    capsys.readouterr()
+    embedding = next(store.root.glob("*.npy")).name
+    assert evict_cache(max_bytes=0) == [f"text/{old.name}", f"embeddings/{embedding}"]
+    assert "removed the 2 least recently used entries" in capsys.readouterr().err
+    sentence_table(corpus_file)
+    assert main(["cache", "info"]) == 0
+    assert "text: 1 entries" in capsys.readouterr().out
+    assert main(["cache", "clear", "--text"]) == 0
+    assert cache_info()["text"]["entries"] == 0

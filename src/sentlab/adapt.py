@@ -45,7 +45,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import time
+from array import array
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -65,9 +67,9 @@ from sentlab.progress import say
 
 
 def read_training_text(path: Path):
-    """The user's text as a memory-mapped table (:func:`~sentlab.data.text_table.sentence_table`:
+    """The user's text as a memory-mapped table (:func:`~sentlab.data.tables.sentence_table`:
     every line checked, converted once)."""
-    from sentlab.data.text_table import sentence_table
+    from sentlab.data.tables import sentence_table
 
     table = sentence_table(path)
     if len(table) < 2:
@@ -75,10 +77,17 @@ def read_training_text(path: Path):
     return table
 
 
+def shuffled_rows(n: int, seed: int) -> array:
+    """The row order of the shuffled training text: ``random.Random(seed).shuffle`` of 0 .. n-1 (the
+    same draws as shuffling a list), kept as 8-byte integers rather than a list of Python ints."""
+    order = array("q", range(n))
+    random.Random(seed).shuffle(order)
+    return order
+
+
 def prepare(plan: AdaptPlan) -> Path:
     """Check the settings against an earlier run in the folder and write the shuffled training text
     (whitespace runs made single spaces), streamed in chunks from the memory-mapped table."""
-    from sentlab.data.text_table import shuffled_rows
     from sentlab.training.run_folder import write_json
 
     out = plan.output

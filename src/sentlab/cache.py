@@ -5,6 +5,10 @@ Layout (root: ``$SENTLAB_CACHE``, else ``~/.cache/sentlab``)::
     ROOT/exports/<fingerprint>/<backend>-<precision>/   exported models (sentlab.encoders.backends)
     ROOT/embeddings/<key>.npy                           (n, dim) float32, one row per distinct text
     ROOT/embeddings/<key>.json                          what the rows are: model setting, n, dim, sha256
+    ROOT/text/<key>/                                    a text's (or a table file's) memory-mapped table,
+                                                        its row numbers and the packed blocks made from
+                                                        it (sentlab.data.tables)
+    ROOT/rse/<key>/                                     RSE's triples table (sentlab.data.relations)
 
 An embedding entry's key is a sha256 over the model setting (the fp32 model's fingerprint, the
 setting's fingerprint, pooling, backend, precision, max length) and the texts, in order. Entries are
@@ -12,13 +16,15 @@ written under a temporary name and renamed into place, ``.npy`` first and its ``
 ``.json`` holds the ``.npy``'s size and sha256: an entry killed mid-write, truncated or edited is
 detected on read, deleted and encoded again, never returned. Rows are read memory-mapped.
 
-The embedding entries are kept under a size cap (``$SENTLAB_CACHE_MAX_GB``, default 20 GB): after a
-write, the least recently used entries are deleted until the total fits. ``sentlab cache info`` and
-``sentlab cache clear`` show and empty it.
+The whole cache is kept under one size cap (``$SENTLAB_CACHE_MAX_GB``, default 20 GB): after a write
+(an embedding entry, a table), the least recently used entries of every part are deleted until the
+total fits, a table being built (its lock held) and the entry just written excepted, and the run log
+says what was removed. ``sentlab cache info`` and ``sentlab cache clear`` show and empty every part.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -95,6 +101,86 @@ def file_sha256(path: Path) -> str:
 
 def _folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
+
+
+PARTS = ("embeddings", "exports", "text", "rse")  # every part of the cache, as cache info and clear name them
+
+
+@dataclass
+class CacheEntry:
+    """One thing the cache holds: an embedding entry (its .npy and .json), an exported model's folder,
+    a table's folder."""
+
+    part: str
+    paths: list[Path]
+    bytes: int
+    last_used: float  # its record's mtime (touched on every use)
+    lock: Path | None = None  # held while a folder is built: such a folder is never evicted
+
+    @property
+    def name(self) -> str:
+        return f"{self.part}/{self.paths[0].name}"
+
+
+def cache_entries(root: str | Path | None = None) -> list[CacheEntry]:
+    """Every entry of every part of the cache, least recently used first."""
+    root = cache_root(root)
+    found: list[CacheEntry] = []
+    embeddings = root / "embeddings"
+    for meta in embeddings.glob("*.json") if embeddings.is_dir() else []:
+        rows = meta.with_suffix(".npy")
+        if rows.is_file():
+            found.append(
+                CacheEntry("embeddings", [rows, meta], rows.stat().st_size + meta.stat().st_size, meta.stat().st_mtime)
+            )
+    exports = root / "exports"
+    for folder in sorted(exports.glob("*/*")) if exports.is_dir() else []:
+        if folder.is_dir():
+            record = folder / "export.json"
+            used = (record if record.is_file() else folder).stat().st_mtime
+            found.append(CacheEntry("exports", [folder], _folder_bytes(folder), used))
+    for part in ("text", "rse"):
+        for folder in sorted((root / part).iterdir()) if (root / part).is_dir() else []:
+            if folder.is_dir() and not folder.name.startswith("."):  # ".NAME.partial-PID": being built
+                record = folder / "complete.json"
+                used = (record if record.is_file() else folder).stat().st_mtime
+                lock = folder.with_name(folder.name + ".lock")
+                found.append(CacheEntry(part, [folder], _folder_bytes(folder), used, lock))
+    return sorted(found, key=lambda entry: entry.last_used)
+
+
+def evict_cache(root: str | Path | None = None, max_bytes: int | None = None, keep: Sequence[Path] = ()) -> list[str]:
+    """Delete the least recently used entries of the whole cache until it fits ``max_bytes``
+    (``$SENTLAB_CACHE_MAX_GB``), except those in ``keep`` (just written) and folders being built
+    (their lock held); says what it removed, and returns their names. Nothing on a read-only cache."""
+    from filelock import FileLock, Timeout
+
+    cap = max_bytes_from_env() if max_bytes is None else max_bytes
+    entries = cache_entries(root)
+    total = sum(entry.bytes for entry in entries)
+    kept = {Path(p).resolve() for p in keep}
+    removed: list[str] = []
+    freed = 0
+    for entry in entries:
+        if total <= cap:
+            break
+        if any(p.resolve() in kept for p in entry.paths):
+            continue
+        try:
+            with FileLock(str(entry.lock), timeout=0) if entry.lock else contextlib.nullcontext():
+                for path in entry.paths:
+                    shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+        except (Timeout, OSError):  # being built, or a cache this process may not change
+            continue
+        total -= entry.bytes
+        freed += entry.bytes
+        removed.append(entry.name)
+    if removed:
+        say(
+            f"cache over its cap of {cap / 1e9:g} GB ($SENTLAB_CACHE_MAX_GB): removed the {len(removed)} least "
+            f"recently used entries ({freed / 1e6:,.1f} MB): {', '.join(removed)}"
+        )
+    return removed
 
 
 @dataclass
@@ -174,55 +260,29 @@ class EmbeddingStore:
         finally:
             tmp_array.unlink(missing_ok=True)
             tmp_meta.unlink(missing_ok=True)
-        self.evict()
+        evict_cache(self.root.parent, self.max_bytes, keep=[array_path])
         return True
 
     def _delete(self, key: str) -> None:
         for path in self._paths(key):
             path.unlink(missing_ok=True)
 
-    def entries(self) -> list[tuple[str, int, float]]:
-        """(key, bytes, last use) of each complete entry, least recently used first."""
-        found = []
-        for meta_path in self.root.glob("*.json") if self.root.is_dir() else []:
-            array_path = meta_path.with_suffix(".npy")
-            if array_path.is_file():
-                found.append(
-                    (meta_path.stem, array_path.stat().st_size + meta_path.stat().st_size, meta_path.stat().st_mtime)
-                )
-        return sorted(found, key=lambda entry: entry[2])
-
-    def evict(self) -> list[str]:
-        entries = self.entries()
-        total = sum(size for _, size, _ in entries)
-        removed = []
-        for key, size, _ in entries:
-            if total <= self.max_bytes:
-                break
-            self._delete(key)
-            total -= size
-            removed.append(key)
-        return removed
-
 
 def cache_info(root: str | Path | None = None) -> dict:
+    """Where the cache is, its cap, and each part's entries and bytes (exports with their settings)."""
     root = cache_root(root)
-    store = EmbeddingStore(root / "embeddings", max_bytes_from_env())
-    entries = store.entries()
-    exports = sorted(p for p in exports_dir(root).glob("*/*") if p.is_dir()) if exports_dir(root).is_dir() else []
-    return {
-        "root": str(root),
-        "max_bytes": store.max_bytes,
-        "embeddings": {"entries": len(entries), "bytes": sum(size for _, size, _ in entries)},
-        "exports": {
-            "entries": len(exports),
-            "bytes": _folder_bytes(exports_dir(root)),
-            "settings": [f"{p.parent.name[:12]}/{p.name}" for p in exports],
-        },
-    }
+    entries = cache_entries(root)
+    info: dict = {"root": str(root), "max_bytes": max_bytes_from_env()}
+    for part in PARTS:
+        mine = [entry for entry in entries if entry.part == part]
+        info[part] = {"entries": len(mine), "bytes": sum(entry.bytes for entry in mine)}
+    info["exports"]["settings"] = [
+        f"{e.paths[0].parent.name[:12]}/{e.paths[0].name}" for e in entries if e.part == "exports"
+    ]
+    return info
 
 
-def cache_clear(root: str | Path | None = None, what: Sequence[str] = ("embeddings", "exports")) -> int:
+def cache_clear(root: str | Path | None = None, what: Sequence[str] = PARTS) -> int:
     """Delete the named parts of the cache; returns the bytes freed."""
     root = cache_root(root)
     freed = 0

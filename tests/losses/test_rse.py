@@ -1,3 +1,4 @@
+import json
 import math
 import pickle
 
@@ -94,7 +95,9 @@ def test_the_triples_table_is_reused_for_its_key_and_rebuilt_otherwise(tmp_path)
 
     with pytest.raises(DataError, match="bad.txt:2"):
         triples_table(broken, ["paraphrase"], folder, {"k": 3})
-    assert not folder.exists()  # nothing half-written left behind
+    # nothing half-written left behind: the folder is the earlier one, whose record is for another key
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+    assert json.loads((folder / "complete.json").read_text())["key"] == {"k": 2}
     with pytest.raises(DataError, match="not in the relation list"):
         triples_table(read, ["entailment"], folder, {"k": 4})
 

@@ -51,14 +51,18 @@ def test_index_of_another_encoder_is_refused(encoder, tmp_path):
         index.check_corpus(SENTENCES[:-1])
 
 
-def test_edited_corpus_and_missing_files_are_refused(encoder, tmp_path):
+def test_changed_and_missing_files_are_refused(encoder, tmp_path):
     CorpusIndex.build(encoder, SENTENCES, "tiny").save(tmp_path / "idx")
-    sentences = tmp_path / "idx" / "sentences.txt"
-    sentences.write_text(sentences.read_text("utf-8").replace("guitar", "violin"), encoding="utf-8")
-    with pytest.raises(StaleIndexError, match="hash mismatch"):
+    sentences = tmp_path / "idx" / "sentences.arrow"
+    sentences.write_bytes(sentences.read_bytes()[:-8])
+    with pytest.raises(StaleIndexError, match="incomplete or changed"):
         CorpusIndex.load(tmp_path / "idx")
+    CorpusIndex.build(encoder, SENTENCES, "tiny").save(tmp_path / "idx")
     (tmp_path / "idx" / "vectors.npy").unlink()
-    with pytest.raises(DataError, match="vectors.npy missing"):
+    with pytest.raises(StaleIndexError, match="incomplete or changed"):
+        CorpusIndex.load(tmp_path / "idx")
+    (tmp_path / "idx" / "index.json").unlink()
+    with pytest.raises(DataError, match="index.json missing"):
         CorpusIndex.load(tmp_path / "idx")
     with pytest.raises(DataError, match="empty corpus"):
         CorpusIndex.build(encoder, [], "tiny")
@@ -96,12 +100,19 @@ def test_sentences_are_hashed_and_encoded_a_chunk_at_a_time(encoder, monkeypatch
     assert given.corpus_sha256 == "f" * 64
 
 
-def test_a_loaded_index_maps_its_sentences_and_a_cut_short_save_is_refused(encoder, tmp_path, monkeypatch):
+def test_a_loaded_index_maps_its_own_files_and_a_cut_short_save_keeps_the_old_one(
+    encoder, tmp_path, monkeypatch, isolated_cache
+):
+    """Loading reads the folder's own files and writes nothing (no cache, no copy of the corpus: a
+    read-only model folder loads); a save cut short leaves the index it was to replace."""
     import sentlab.rank.index as index_module
 
     CorpusIndex.build(encoder, SENTENCES, "tiny").save(tmp_path / "idx")
+    files = {p: p.stat().st_mtime_ns for p in (tmp_path / "idx").iterdir()}
     monkeypatch.setattr(index_module, "corpus_sha256", lambda _: pytest.fail("the record's hash is not reused"))
     loaded = CorpusIndex.load(tmp_path / "idx")
+    assert list(isolated_cache.iterdir()) == []
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "idx").iterdir()} == files
     assert not isinstance(loaded.sentences, list)  # the lazy column of the memory-mapped table
     assert loaded.sentences[2] == SENTENCES[2] and len(loaded) == len(SENTENCES)
     vectors = np.array(loaded.vectors)
@@ -110,12 +121,12 @@ def test_a_loaded_index_maps_its_sentences_and_a_cut_short_save_is_refused(encod
     assert list(again.sentences) == SENTENCES
     np.testing.assert_array_equal(np.asarray(again.vectors), vectors)
 
-    def cut(_sentences):  # the process dies while sentences.txt is written
+    def cut(_sentences):  # the process dies while the sentences are written
         yield 0, SENTENCES[:2]
         raise KeyboardInterrupt
 
     monkeypatch.setattr(index_module, "_chunks", cut)
     with pytest.raises(KeyboardInterrupt):
-        loaded.save(tmp_path / "idx")
-    with pytest.raises(DataError, match="index.json missing"):
-        CorpusIndex.load(tmp_path / "idx")
+        CorpusIndex.build(encoder, SENTENCES[:3], "tiny").save(tmp_path / "idx")
+    assert list(CorpusIndex.load(tmp_path / "idx").sentences) == SENTENCES  # the earlier index, whole
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no partial folder left

@@ -35,7 +35,7 @@ def test_rankcse_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, corpus_
     )
     paths = engine.train(cfg, evaluate=False)
     for k, backbone in enumerate([tiny_backbone_no_dropout, tiny_backbone]):
-        vectors = np.load(paths.teacher_vectors / f"teacher{k}.npy")
+        vectors = np.load(paths.teacher_vectors / f"teacher{k}" / "vectors.npy")
         teacher = build_encoder(str(backbone), "cls")
         expected = teacher.encode(corpus_file.read_text().splitlines()[:2], normalize_embeddings=True)
         # other batch shapes than the run's (other padding): float32 rounding of O(1) unit-vector entries

@@ -36,9 +36,9 @@ def rank_config(e2, e1, corpus, out, data_dir=None, rank=None, **train) -> Train
 def test_rankencoder_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path):
     cfg = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=6)
     paths = engine.train(cfg, evaluate=False)
-    train_vectors = np.load(paths.base_train_vectors)
+    train_vectors = np.load(paths.base_train_vectors / "vectors.npy")
     assert train_vectors.shape[0] == 96
-    provenance = json.loads(paths.base_train_vectors.with_suffix(".json").read_text())
+    provenance = json.loads((paths.base_train_vectors / "complete.json").read_text())
     assert provenance["rows"] == 96 and len(provenance["sentences_sha256"]) == 64
     e1 = build_encoder(str(tiny_backbone_no_dropout), "cls")
     # other batch shapes than the run's (256 vs 3 rows, other padding): float32 rounding of O(1) values
@@ -64,13 +64,16 @@ def test_rankencoder_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, cor
 def test_resume_reuses_e1_vectors(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path):
     cfg = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=4, save_steps=2)
     paths = engine.train(cfg, evaluate=False)
-    stamps = paths.base_train_vectors.stat().st_mtime_ns, (paths.base_index / "vectors.npy").stat().st_mtime_ns
+    stamps = (
+        (paths.base_train_vectors / "vectors.npy").stat().st_mtime_ns,
+        (paths.base_index / "vectors.npy").stat().st_mtime_ns,
+    )
     longer = rank_config(
         tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=6, save_steps=2
     )
     engine.train(longer, resume=True, evaluate=False, allow_changed=True)  # a longer run of the same training
     assert (
-        paths.base_train_vectors.stat().st_mtime_ns,
+        (paths.base_train_vectors / "vectors.npy").stat().st_mtime_ns,
         (paths.base_index / "vectors.npy").stat().st_mtime_ns,
     ) == stamps
     steps = [json.loads(line).get("step") for line in paths.metrics.read_text().splitlines()]

@@ -1,46 +1,52 @@
-"""``sentlab cache``: the embedding cache and exported models."""
+"""``sentlab cache``: every part of sentlab's cache (embeddings, exported models, text tables, RSE's triples)."""
 
 from __future__ import annotations
 
 import argparse
 
+PART_HELP = {
+    "embeddings": "cached embeddings of text lists",
+    "exports": "models exported for onnx / OpenVINO",
+    "text": "training texts and table files as memory-mapped tables (with their row numbers and packed blocks)",
+    "rse": "RSE's relational triples as memory-mapped tables",
+}
+
 
 def cmd_cache_info(args: argparse.Namespace) -> int:
-    from sentlab.cache import cache_info
+    from sentlab.cache import PARTS, cache_info
 
     info = cache_info()
+    total = sum(info[part]["bytes"] for part in PARTS)
     print(
-        f"cache folder: {info['root']} (embeddings capped at {info['max_bytes'] / 1e9:g} GB; "
+        f"cache folder: {info['root']} ({total / 1e6:,.1f} MB of a {info['max_bytes'] / 1e9:g} GB cap; "
         "$SENTLAB_CACHE, $SENTLAB_CACHE_MAX_GB)"
     )
-    print(f"embeddings: {info['embeddings']['entries']} entries, {info['embeddings']['bytes'] / 1e6:,.1f} MB")
-    print(
-        f"exports: {info['exports']['entries']} models, {info['exports']['bytes'] / 1e6:,.1f} MB"
-        + "".join(f"\n  {setting}" for setting in info["exports"]["settings"])
-    )
+    for part in PARTS:
+        print(f"{part}: {info[part]['entries']} entries, {info[part]['bytes'] / 1e6:,.1f} MB")
+        if part == "exports":
+            print("".join(f"  {setting}\n" for setting in info["exports"]["settings"]), end="")
     return 0
 
 
 def cmd_cache_clear(args: argparse.Namespace) -> int:
-    from sentlab.cache import cache_clear, cache_root
+    from sentlab.cache import PARTS, cache_clear, cache_root
 
-    parts = [p for p, chosen in (("embeddings", args.embeddings), ("exports", args.exports)) if chosen] or [
-        "embeddings",
-        "exports",
-    ]
+    parts = [part for part in PARTS if getattr(args, part)] or list(PARTS)
     freed = cache_clear(what=parts)
-    print(f"cleared {' and '.join(parts)} in {cache_root()} ({freed / 1e6:,.1f} MB)")
+    print(f"cleared {', '.join(parts)} in {cache_root()} ({freed / 1e6:,.1f} MB)")
     return 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "cache", help="the embedding cache and exported models ($SENTLAB_CACHE, default ~/.cache/sentlab)"
+        "cache",
+        help="sentlab's cache: embeddings, exported models, text tables, RSE's triples "
+        "($SENTLAB_CACHE, default ~/.cache/sentlab)",
     )
     cache_sub = p.add_subparsers(dest="cache_command", required=True)
-    c = cache_sub.add_parser("info", help="where the cache is, its size and cap, the exported models")
+    c = cache_sub.add_parser("info", help="where the cache is, its cap, each part's entries and size")
     c.set_defaults(func=cmd_cache_info)
-    c = cache_sub.add_parser("clear", help="delete cached embeddings and exports (both unless one is named)")
-    c.add_argument("--embeddings", action="store_true", help="only the embedding entries")
-    c.add_argument("--exports", action="store_true", help="only the exported models")
+    c = cache_sub.add_parser("clear", help="delete parts of the cache (every part unless some are named)")
+    for part, text in PART_HELP.items():
+        c.add_argument(f"--{part}", action="store_true", help=f"only the {text}")
     c.set_defaults(func=cmd_cache_clear)

@@ -23,7 +23,7 @@ def _devices(value: str | None) -> list[str] | None:
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
-    from sentlab.data.text_table import sentence_table, text_record
+    from sentlab.data.tables import sentence_table, text_record
     from sentlab.rank.index import CorpusIndex
 
     output = Path(args.output)

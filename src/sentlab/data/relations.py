@@ -41,8 +41,10 @@ import numpy as np
 import pyarrow as pa
 from datasets import Dataset
 
+from sentlab.cache_folder import cached_folder
 from sentlab.data.nli import pair_by_premise, read_snli_triplets
-from sentlab.data.text_table import RECORD, folder_lock, with_row_index, write_table_folder
+from sentlab.data.tables import ROWS, with_row_index
+from sentlab.data.text_conversion import write_row_numbers
 from sentlab.errors import DataError
 
 RELATIONS = ("entailment", "duplicate_question", "paraphrase", "same_caption", "qa_entailment", "same_sent")
@@ -272,7 +274,7 @@ class InRelationNegatives:
         }
 
 
-TRIPLES_FORMAT = 1
+TRIPLES_FORMAT = 2  # 2: written by sentlab.cache_folder, with the row numbers
 TRIPLES_FILE = "triples.arrow"
 TRIPLES_PER_BATCH = 65_536  # triples written at a time
 TRIPLES_SCHEMA = pa.schema(
@@ -281,7 +283,11 @@ TRIPLES_SCHEMA = pa.schema(
 
 
 def triples_table(
-    read: Callable[[], Iterable[Triple]], relations: Sequence[str], folder: str | Path, key: dict
+    read: Callable[[], Iterable[Triple]],
+    relations: Sequence[str],
+    folder: str | Path,
+    key: dict,
+    unchanged: Callable[[], None] | None = None,
 ) -> tuple[Dataset, dict]:
     """The triples ``read()`` yields as a memory-mapped Arrow table in ``folder`` (columns ``head``,
     ``tail``, ``negative`` ('' when none), ``label``: the index of the relation in ``relations``),
@@ -291,45 +297,47 @@ def triples_table(
     one batch, not the table. ``key`` says what the table is made from (the sources, their files'
     sizes and modification times, the seed, the limit): a folder whose record has the same key and an
     Arrow file of the recorded size is reused; any other (a crash while writing, a changed source) is
-    removed and rebuilt. The file is written under a temporary name and renamed, the record last."""
+    removed and rebuilt, as every cached folder is (:func:`sentlab.cache_folder.cached_folder`), with
+    the triples' row numbers (``rows.arrow``) beside them. ``unchanged()``, called once the triples are
+    written and before the record is, raises when a source changed while it was read: such a folder is
+    never completed."""
     folder = Path(folder)
-    with folder_lock(folder):  # processes that start together build it once
-        try:
-            record = json.loads((folder / RECORD).read_text("utf-8"))
-            valid = record.get("key") == key and record.get("arrow_bytes") == (folder / TRIPLES_FILE).stat().st_size
-        except (OSError, ValueError, AttributeError):
-            valid = False
-        if not valid:
-            record = _write_triples(read(), relations, folder, key)
+
+    def build(partial: Path) -> dict:
+        fields = _write_triples(read(), relations, partial, key)
+        if unchanged is not None:
+            unchanged()
+        return fields
+
+    record = cached_folder(folder, {"format": TRIPLES_FORMAT, "key": key}, build)
     return Dataset.from_file(str(folder / TRIPLES_FILE)), record
 
 
 def _write_triples(triples: Iterable[Triple], relations: Sequence[str], folder: Path, key: dict) -> dict:
+    """The triples into the fresh ``folder`` (with their row numbers); the record's fields."""
     index = {name: i for i, name in enumerate(relations)}
     triples = iter(triples)
-
-    def write(partial: Path) -> dict:
-        counts: Counter = Counter()
-        with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_stream(sink, TRIPLES_SCHEMA) as writer:
-            while batch := list(islice(triples, TRIPLES_PER_BATCH)):
-                missing = sorted({t.relation for t in batch} - set(index))
-                if missing:
-                    raise DataError(
-                        f"triples of relation(s) {', '.join(missing)} not in the relation list {list(relations)}"
-                    )
-                counts.update(t.relation for t in batch)
-                columns = [
-                    pa.array([t.head for t in batch], pa.string()),
-                    pa.array([t.tail for t in batch], pa.string()),
-                    pa.array([t.negative or "" for t in batch], pa.string()),
-                    pa.array([index[t.relation] for t in batch], pa.int64()),
-                ]
-                writer.write_batch(pa.record_batch(columns, schema=TRIPLES_SCHEMA))
-        if not counts:
-            raise DataError("the relation sources hold no triples")
-        return {"format": TRIPLES_FORMAT, "key": key, "rows": sum(counts.values()), "counts": dict(counts)}
-
-    return write_table_folder(folder, TRIPLES_FILE, write)
+    counts: Counter = Counter()
+    with pa.OSFile(str(folder / TRIPLES_FILE), "wb") as sink, pa.ipc.new_stream(sink, TRIPLES_SCHEMA) as writer:
+        while batch := list(islice(triples, TRIPLES_PER_BATCH)):
+            missing = sorted({t.relation for t in batch} - set(index))
+            if missing:
+                raise DataError(
+                    f"triples of relation(s) {', '.join(missing)} not in the relation list {list(relations)}"
+                )
+            counts.update(t.relation for t in batch)
+            columns = [
+                pa.array([t.head for t in batch], pa.string()),
+                pa.array([t.tail for t in batch], pa.string()),
+                pa.array([t.negative or "" for t in batch], pa.string()),
+                pa.array([index[t.relation] for t in batch], pa.int64()),
+            ]
+            writer.write_batch(pa.record_batch(columns, schema=TRIPLES_SCHEMA))
+    if not counts:
+        raise DataError("the relation sources hold no triples")
+    rows = sum(counts.values())
+    write_row_numbers(rows, folder / ROWS)
+    return {"format": TRIPLES_FORMAT, "key": key, "rows": rows, "counts": dict(counts)}
 
 
 def with_in_relation_negatives(table: Dataset, seed: int) -> Dataset:

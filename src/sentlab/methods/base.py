@@ -28,8 +28,6 @@ never names one. Adding a method is one module in this package plus a preset in 
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
@@ -40,8 +38,9 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Dense
 from torch import nn
 
+from sentlab.cache_folder import cached_folder
 from sentlab.data.readers import TABLE_SUFFIXES
-from sentlab.data.text_table import column_table, iter_column, sentence_table, text_record
+from sentlab.data.tables import column_table, iter_column, sentence_table, text_record
 from sentlab.encoders.heads import SimCSEMLPHead
 from sentlab.encoders.loading import (
     build_encoder,
@@ -58,6 +57,7 @@ from sentlab.training.config import TrainConfig, register_config
 from sentlab.training.run_folder import RunPaths, add_run_files
 
 FROZEN_CHUNK = 65_536  # rows a frozen encoder encodes at a time (frozen_vectors)
+FROZEN_FILE = "vectors.npy"  # in a frozen_vectors folder
 RANDOM_INIT_FOLDER = "random_init"  # RUN/random_init: a random_init run's start model
 
 METHODS: dict[str, type[Method]] = {}
@@ -239,7 +239,7 @@ def get_method(name: str) -> type[Method]:
 
 def train_table(cfg: TrainConfig, first: int | None = None) -> Dataset:
     """The training sentences of a one-column method as a table with one ``sentence`` column: a text
-    file memory-mapped (:func:`~sentlab.data.text_table.sentence_table`: converted once, read only to
+    file memory-mapped (:func:`~sentlab.data.tables.sentence_table`: converted once, read only to
     ``data.limit``), or one column of a table file; with ``first``, only the first N of them (within
     ``data.limit``)."""
     path, limit, columns = _train_source(cfg, first)
@@ -276,27 +276,23 @@ def frozen_vectors(
     fingerprint: str,
     sentences: Dataset,
     sentences_sha256: str,
-    path: Path,
+    folder: Path,
     batch_size: int,
     progress: bool,
 ) -> np.ndarray:
-    """L2-normalised vectors of the ``sentence`` column of ``sentences`` by a frozen ``encoder``,
-    cached at ``path`` (.npy + .json provenance) and reused when made by the same encoder from the
-    same text (``sentences_sha256``: :func:`train_sha256`), so --resume skips them. The text is
-    encoded in chunks of :data:`FROZEN_CHUNK` rows into a memory-mapped file, so neither the text nor
-    the vectors need to be in memory at once; the result is that file, memory-mapped.
+    """L2-normalised vectors of the ``sentence`` column of ``sentences`` by a frozen ``encoder``, kept
+    in ``folder`` (``vectors.npy`` and its record) and reused when made by the same encoder from the
+    same text (``sentences_sha256``: :func:`train_sha256`) of the same number of rows, so --resume
+    skips them. The text is encoded in chunks of :data:`FROZEN_CHUNK` rows into a memory-mapped file,
+    so neither the text nor the vectors need to be in memory at once; the result is that file,
+    memory-mapped. The folder is written as every cached folder is
+    (:func:`sentlab.cache_folder.cached_folder`): a process killed mid-write leaves nothing that is
+    read as complete."""
+    made_from = {"encoder_fingerprint": fingerprint, "sentences_sha256": sentences_sha256, "rows": len(sentences)}
 
-    The provenance file is written last and removed before a rebuild, and the vectors are written to a
-    temporary file and renamed: a process killed mid-write leaves no provenance, so the half-written
-    file is rebuilt, never read."""
-    provenance = {"encoder_fingerprint": fingerprint, "sentences_sha256": sentences_sha256, "rows": len(sentences)}
-    meta_path = path.with_suffix(".json")
-    if not (path.is_file() and meta_path.is_file() and _read_json(meta_path) == provenance):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        meta_path.unlink(missing_ok=True)
-        partial = path.with_name(path.stem + ".partial.npy")
+    def build(partial: Path) -> dict:
         shape = (len(sentences), encoder.get_embedding_dimension())
-        out = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32, shape=shape)
+        out = np.lib.format.open_memmap(partial / FROZEN_FILE, mode="w+", dtype=np.float32, shape=shape)
         for start in range(0, len(sentences), FROZEN_CHUNK):
             out[start : start + FROZEN_CHUNK] = encoder.encode(
                 sentences[start : start + FROZEN_CHUNK]["sentence"],
@@ -307,13 +303,7 @@ def frozen_vectors(
             )
         out.flush()
         del out
-        os.replace(partial, path)
-        meta_path.write_text(json.dumps(provenance) + "\n", encoding="utf-8")
-    return np.load(path, mmap_mode="r")
+        return made_from
 
-
-def _read_json(path: Path) -> object:
-    try:
-        return json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None
+    cached_folder(Path(folder), made_from, build)
+    return np.load(Path(folder) / FROZEN_FILE, mmap_mode="r")

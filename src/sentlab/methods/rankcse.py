@@ -2,7 +2,7 @@
 teachers (Eq. 1-6, :class:`sentlab.losses.rankcse.RankCSELoss`).
 
 The teachers' vectors of the training sentences are computed once before training and cached as
-``RUN/teacher_vectors/teacher<k>.npy`` (+ .json provenance); each training row carries its index
+``RUN/teacher_vectors/teacher<k>/vectors.npy`` (+ its record); each training row carries its index
 as the ``label`` column.
 """
 
@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
-from sentlab.data.text_table import with_row_index
+from sentlab.data.tables import with_row_index
 from sentlab.encoders.loading import load_encoder
 from sentlab.losses.rankcse import RankCSELoss
 from sentlab.methods.base import Method, frozen_vectors, register, train_sha256, train_table
@@ -75,7 +75,7 @@ class RankCSEMethod(Method):
                     encoder_fingerprint(teacher),
                     dataset,
                     sha256,
-                    self.paths.teacher_vectors / f"teacher{k}.npy",
+                    self.paths.teacher_vectors / f"teacher{k}",
                     self.cfg.rankcse.encode_batch_size,
                     self.cfg.train.progress_bar,
                 )

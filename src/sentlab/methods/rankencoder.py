@@ -4,7 +4,7 @@ and the final model scores with Eq. 7.
 What E1 contributes is computed once, before training (Sec. 3.4, App. A.7)::
 
     RUN/base_index/                E1's corpus index (unless rank.index names a prebuilt one)
-    RUN/base_train_vectors.npy     E1's vectors of the training sentences (+ .json provenance)
+    RUN/base_train_vectors/        E1's vectors of the training sentences (vectors.npy + its record)
     RUN/model/rankencoder/         E2's corpus index: RUN/model is a RankEncoder folder (Eq. 7)
     RUN/results-rankencoder.json   STS results of Eq. 7 with rank.lambda_inf
 
@@ -21,7 +21,7 @@ from pydantic import Field, model_validator
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
-from sentlab.data.text_table import sentence_table, text_record, with_row_index
+from sentlab.data.tables import sentence_table, text_record, with_row_index
 from sentlab.encoders.loading import load_encoder
 from sentlab.errors import DataError
 from sentlab.evaluation.results import EvalReport
@@ -68,7 +68,7 @@ class RankEncoderMethod(Method):
     config_class = RankEncoderConfig
     run_files = {
         "base_index": "base_index",
-        "base_train_vectors": "base_train_vectors.npy",
+        "base_train_vectors": "base_train_vectors",
         "rank_results": "results-rankencoder.json",
     }
 

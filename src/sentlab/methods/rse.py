@@ -28,7 +28,6 @@ import hashlib
 import itertools
 import json
 import random
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
@@ -41,9 +40,9 @@ from sentence_transformers.sentence_transformer.evaluation import SentenceEvalua
 from torch import nn
 
 from sentlab import devices
-from sentlab.cache import cache_root, file_state
+from sentlab.cache import cache_root, evict_cache, file_state
 from sentlab.data import relations as rel
-from sentlab.data.text_table import iter_column, sentence_table
+from sentlab.data.tables import iter_column, sentence_table
 from sentlab.errors import ConfigError, DataError
 from sentlab.evaluation.relational import RelationTable
 from sentlab.losses.rse import CachedRSELoss, RSELoss
@@ -232,13 +231,16 @@ class RSE(Method):
         }
         named = json.dumps({**key, "state": None}, sort_keys=True)  # a changed file rebuilds the same folder
         folder = cache_root() / "rse" / hashlib.sha256(named.encode()).hexdigest()[:24]
+
+        def unchanged() -> None:
+            changed = [s.path for s, before, now in zip(sources, state, sources_state(sources)) if before != now]
+            if changed:
+                raise DataError(f"{changed[0]}: changed while it was being read; run again once the file is complete")
+
         table, record = rel.triples_table(
-            lambda: itertools.islice(iter_sources(sources, seed), limit), self.relations(), folder, key
+            lambda: itertools.islice(iter_sources(sources, seed), limit), self.relations(), folder, key, unchanged
         )
-        changed = [s.path for s, before, now in zip(sources, state, sources_state(sources)) if before != now]
-        if changed:
-            shutil.rmtree(folder, ignore_errors=True)
-            raise DataError(f"{changed[0]}: changed while it was being read; run again once the file is complete")
+        evict_cache(keep=[folder])
         counts = record["counts"]
         say("relational triples: " + ", ".join(f"{name} {counts.get(name, 0):,}" for name in self.relations()))
         if self.cfg.rse.merge_relations:

@@ -17,7 +17,7 @@ from datasets import Dataset
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
-from sentlab.data.text_table import column_table
+from sentlab.data.tables import column_table
 from sentlab.errors import ConfigError
 from sentlab.methods.base import Method, register
 from sentlab.training.config import TrainConfig

@@ -30,7 +30,7 @@ from torch import nn
 
 from sentlab.data.nli import read_snli_triplets
 from sentlab.data.sts import read_stsb
-from sentlab.data.text_table import column_table
+from sentlab.data.tables import column_table
 from sentlab.errors import ConfigError, DataError
 from sentlab.methods.base import Method, register
 from sentlab.training.config import TrainConfig, _Section

@@ -22,7 +22,7 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 
 from sentlab.data.noise import NoisyPairs, corpus_vocabulary
-from sentlab.data.text_table import iter_column, with_row_index
+from sentlab.data.tables import iter_column, with_row_index
 from sentlab.losses.tsdae import TSDAELoss
 from sentlab.methods.base import Method, register, train_table
 from sentlab.training.config import TrainConfig, _Section

@@ -2,19 +2,21 @@
 
 Folder layout::
 
-    INDEX/index.json     format version, encoder name + fingerprint, corpus sha256, n, dim
-    INDEX/sentences.txt  the corpus, one sentence a line (UTF-8)
-    INDEX/vectors.npy    (n, dim) float32, L2-normalised rows
+    INDEX/index.json        format version, encoder name + fingerprint, corpus sha256, n, dim, and the
+                            size of each file (the record, written last)
+    INDEX/sentences.arrow   the corpus, one sentence a row (an Arrow stream, column ``sentence``)
+    INDEX/vectors.npy       (n, dim) float32, L2-normalised rows
 
 The encoder fingerprint is a sha256 over the model's module configs and weights, so an index is
 refused (one-line error) when used with any other encoder, including a later checkpoint of the same
-run. The corpus hash is checked on load, so an edited ``sentences.txt`` is refused too.
-``vectors.npy`` is memory-mapped (copy-on-write: never written back) and ``sentences.txt`` is read
-as a memory-mapped Arrow table (:func:`~sentlab.data.text_table.sentence_table`, converted once into
-the cache, whose record holds the corpus hash: a second load hashes nothing), so a large index costs
-no memory until its rows are read. Building encodes :data:`BUILD_CHUNK` sentences at a time into a
-file-backed array and writes ``sentences.txt`` in chunks, so neither the text nor the vectors of a
-corpus of millions of sentences need to be in memory. Encoding can be sharded over several devices
+run. The folder is written as every cached folder is (:mod:`sentlab.cache_folder`): built aside,
+``index.json`` last, renamed into place; a folder whose files are not the sizes its record gives is
+refused. Loading writes nothing: ``vectors.npy`` is memory-mapped (copy-on-write: never written back)
+and ``sentences.arrow`` is memory-mapped as it is, so a RankEncoder model loads from a read-only
+folder, needs no cache and makes no copy of its corpus, and a large index costs no memory until its
+rows are read. Building encodes :data:`BUILD_CHUNK` sentences at a time into a file-backed array and
+writes the sentences in chunks, so neither the text nor the vectors of a corpus of millions of
+sentences need to be in memory. Encoding can be sharded over several devices
 (or CPU processes) with sentence-transformers' own multi-process pool.
 """
 
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,12 +34,12 @@ import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
 
-from sentlab.data.text_table import sentence_table, text_record
+from sentlab.cache_folder import read_record, write_folder
+from sentlab.data.text_conversion import SCHEMA
 from sentlab.errors import DataError
-from sentlab.paths import write_text_atomic
 
-FORMAT_VERSION = 1
-INDEX_FILES = {"meta": "index.json", "sentences": "sentences.txt", "vectors": "vectors.npy"}
+FORMAT_VERSION = 2  # 2: the sentences as an Arrow file in the folder, the files' sizes in the record
+INDEX_FILES = {"meta": "index.json", "sentences": "sentences.arrow", "vectors": "vectors.npy"}
 
 
 BUILD_CHUNK = 65_536  # sentences CorpusIndex.build encodes at a time
@@ -167,63 +168,63 @@ class CorpusIndex:
         return cls(sentences, vectors, encoder_name, encoder_fingerprint(model), sha256 or corpus_sha256(sentences))
 
     def save(self, folder: str | Path) -> Path:
-        """Write the index to ``folder``; ``index.json`` last, so a folder whose writing was cut short
-        is refused on load (its hash or its row count disagrees), never read as an index."""
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / INDEX_FILES["meta"]).unlink(missing_ok=True)
-        # each file is written beside its name and renamed: an index saved over the one it was loaded
-        # from keeps reading its old (memory-mapped) files until they are replaced
-        vectors = folder / (INDEX_FILES["vectors"] + ".partial")
-        with vectors.open("wb") as out:
-            np.save(out, np.asarray(self.vectors, dtype=np.float32))
-        sentences = folder / (INDEX_FILES["sentences"] + ".partial")
-        with sentences.open("w", encoding="utf-8", newline="\n") as out:
-            for _, chunk in _chunks(self.sentences):
-                out.write("".join(s + "\n" for s in chunk))
-        os.replace(vectors, folder / INDEX_FILES["vectors"])
-        os.replace(sentences, folder / INDEX_FILES["sentences"])
-        meta = {
-            "format_version": FORMAT_VERSION,
-            "encoder": {"name": self.encoder_name, "fingerprint": self.encoder_fingerprint},
-            "corpus_sha256": self.corpus_sha256,
-            "n_sentences": len(self),
-            "dim": self.dim,
-            **self.extra,
-        }
-        write_text_atomic(folder / INDEX_FILES["meta"], json.dumps(meta, indent=2) + "\n")
-        return folder
+        """Write the index to ``folder`` (:func:`sentlab.cache_folder.write_folder`: built aside,
+        ``index.json`` last, then renamed into place; an index saved over the one it was loaded from
+        keeps reading its old, memory-mapped files until it lets them go)."""
+        import pyarrow as pa
+
+        def write(partial: Path) -> dict:
+            with (partial / INDEX_FILES["vectors"]).open("wb") as out:
+                np.save(out, np.asarray(self.vectors, dtype=np.float32))
+            with (
+                pa.OSFile(str(partial / INDEX_FILES["sentences"]), "wb") as sink,
+                pa.ipc.new_stream(sink, SCHEMA) as out,
+            ):
+                for _, chunk in _chunks(self.sentences):
+                    out.write_batch(pa.record_batch([pa.array(chunk, pa.string())], schema=SCHEMA))
+            return {
+                "format_version": FORMAT_VERSION,
+                "encoder": {"name": self.encoder_name, "fingerprint": self.encoder_fingerprint},
+                "corpus_sha256": self.corpus_sha256,
+                "n_sentences": len(self),
+                "dim": self.dim,
+                **self.extra,
+            }
+
+        write_folder(Path(folder), write, INDEX_FILES["meta"])
+        return Path(folder)
 
     @classmethod
     def load(cls, folder: str | Path, mmap: bool = True) -> CorpusIndex:
-        """The index in ``folder``: its sentences as a memory-mapped table's column (converted into the
-        cache on first load, with the checks of a training text), its vectors memory-mapped."""
+        """The index in ``folder``, reading nothing but its own files and writing nothing: its sentences
+        as a memory-mapped table's column, its vectors memory-mapped."""
+        from datasets import Dataset
+
         folder = Path(folder)
         paths = {key: folder / name for key, name in INDEX_FILES.items()}
-        for path in paths.values():
-            if not path.is_file():
-                raise DataError(
-                    f"{folder}: not a sentlab index ({path.name} missing; build one with `sentlab index build`)"
-                )
+        if not paths["meta"].is_file():
+            raise DataError(f"{folder}: not a sentlab index (index.json missing; build one with `sentlab index build`)")
         try:
             meta = json.loads(paths["meta"].read_text("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise DataError(f"{paths['meta']}: not valid JSON") from None
         if meta.get("format_version") != FORMAT_VERSION:
-            raise DataError(f"{paths['meta']}: unsupported index format {meta.get('format_version')!r}")
-        if text_record(paths["sentences"])["sha256"] != meta["corpus_sha256"]:
-            raise StaleIndexError(
-                f"{paths['sentences']}: corpus differs from the one the index was built from "
-                "(hash mismatch); rebuild the index"
+            raise DataError(
+                f"{paths['meta']}: index format {meta.get('format_version')!r}, not {FORMAT_VERSION}; "
+                "rebuild it with `sentlab index build`"
             )
-        sentences = sentence_table(paths["sentences"])["sentence"]
+        if read_record(folder, {"format_version": FORMAT_VERSION}, INDEX_FILES["meta"]) is None:
+            raise StaleIndexError(
+                f"{folder}: incomplete or changed (its files are not the ones index.json lists); rebuild the index"
+            )
+        sentences = Dataset.from_file(str(paths["sentences"]))["sentence"]
         vectors = np.load(paths["vectors"], mmap_mode="c" if mmap else None, allow_pickle=False)
         if vectors.ndim != 2 or vectors.shape != (len(sentences), meta["dim"]) or vectors.dtype != np.float32:
             raise DataError(
                 f"{paths['vectors']}: expected float32 ({len(sentences)}, {meta['dim']}), "
                 f"got {vectors.dtype} {vectors.shape}"
             )
-        known = {"format_version", "encoder", "corpus_sha256", "n_sentences", "dim"}
+        known = {"format_version", "encoder", "corpus_sha256", "n_sentences", "dim", "files"}
         return cls(
             sentences,
             vectors,

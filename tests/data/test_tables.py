@@ -11,17 +11,12 @@ import time
 
 import pytest
 
-from sentlab.data import text_table
+from sentlab import cache_folder
+from sentlab.cache_folder import RECORD
+from sentlab.data import tables, text_conversion
 from sentlab.data.readers import read_sentences
-from sentlab.data.text_table import (
-    ARROW,
-    MAX_LINE_BYTES,
-    RECORD,
-    sentence_table,
-    shuffled_rows,
-    table_folder,
-    text_record,
-)
+from sentlab.data.tables import ARROW, ROWS, sentence_table, table_folder, text_record
+from sentlab.data.text_conversion import MAX_LINE_BYTES
 from sentlab.errors import DataError
 from sentlab.rank.index import corpus_sha256
 
@@ -43,7 +38,7 @@ def text(tmp_path):
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of 1 kB, so a 40 kB file crosses many block boundaries (lines cut between two reads)."""
-    monkeypatch.setattr(text_table, "BLOCK_BYTES", 1024)
+    monkeypatch.setattr(text_conversion, "BLOCK_BYTES", 1024)
 
 
 def test_the_table_holds_the_strict_readers_lines_and_their_hash(text, small_blocks):
@@ -125,14 +120,13 @@ def test_a_half_written_cache_is_rebuilt_never_read(text, damage):
         record.unlink()
     elif damage == "arrow cut":
         arrow.write_bytes(arrow.read_bytes()[: arrow.stat().st_size // 2])
-    elif damage == "partial only":  # killed while writing
-        arrow.rename(folder / f"{ARROW}.123.partial")
-        record.unlink()
+    elif damage == "partial only":  # killed while writing: its folder never renamed into place
+        folder.rename(folder.with_name(f".{folder.name}.partial-123"))
     else:
         tree = json.loads(record.read_text("utf-8"))
         record.write_text(json.dumps({**tree, "size": tree["size"] + 1}), encoding="utf-8")
     assert sentence_table(text)["sentence"] == LINES
-    assert sorted(p.name for p in folder.iterdir()) == sorted([ARROW, RECORD])
+    assert sorted(p.name for p in folder.iterdir()) == sorted([ARROW, RECORD, ROWS])
 
 
 @pytest.mark.parametrize(
@@ -149,7 +143,7 @@ def test_a_half_written_cache_is_rebuilt_never_read(text, damage):
     ids=["empty", "not-utf8", "binary-nul", "binary-png", "blank-line", "long-line", "long-line-no-newline"],
 )
 def test_bad_input_is_one_line_and_leaves_no_cache(tmp_path, monkeypatch, content, message):
-    monkeypatch.setattr(text_table, "BLOCK_BYTES", 64 * 1024)  # the 3 MB line spans many reads
+    monkeypatch.setattr(text_conversion, "BLOCK_BYTES", 64 * 1024)  # the 3 MB line spans many reads
     path = tmp_path / "empty.txt"
     path.write_bytes(content)
     with pytest.raises(DataError, match=re.escape(message)) as caught:
@@ -159,7 +153,7 @@ def test_bad_input_is_one_line_and_leaves_no_cache(tmp_path, monkeypatch, conten
 
 
 def test_a_file_that_changes_while_it_is_read_is_refused(text, monkeypatch):
-    write = text_table._write
+    write = tables.write_text
 
     def grows_while_read(path, limit, out):
         result = write(path, limit, out)
@@ -167,7 +161,7 @@ def test_a_file_that_changes_while_it_is_read_is_refused(text, monkeypatch):
             f.write("appended by another process\n")
         return result
 
-    monkeypatch.setattr(text_table, "_write", grows_while_read)
+    monkeypatch.setattr(tables, "write_text", grows_while_read)
     with pytest.raises(DataError, match="text.txt: changed while it was being read"):
         sentence_table(text)
     assert not table_folder(text, None).exists()
@@ -206,13 +200,15 @@ def _rss_anon() -> int:
 def test_shuffled_rows_is_random_shuffle_of_the_rows():
     import random
 
+    from sentlab.adapt import shuffled_rows
+
     expected = list(range(1000))
     random.Random(0).shuffle(expected)
     assert list(shuffled_rows(1000, 0)) == expected
 
 
 def test_the_conversion_is_atomic_on_disk(text):
-    """The Arrow file appears under its name only complete (temporary name, then renamed)."""
+    """The folder appears under its name only complete (built aside, its record last, then renamed)."""
     seen = []
     replace = os.replace
 
@@ -222,28 +218,26 @@ def test_the_conversion_is_atomic_on_disk(text):
 
     import unittest.mock
 
-    with unittest.mock.patch.object(text_table.os, "replace", watching):
+    with unittest.mock.patch.object(cache_folder.os, "replace", watching):
         sentence_table(text)
-    assert any(src.endswith(".partial") and dst == ARROW for src, dst in seen)
+    folder = table_folder(text, None).name
+    assert seen == [(f".{folder}.partial-{os.getpid()}", folder)]
 
 
 def test_the_row_index_column_is_memory_mapped_beside_the_table(text, monkeypatch):
     from datasets import Dataset
     from datasets.table import MemoryMappedTable
 
-    monkeypatch.setattr(text_table, "ROW_CHUNK", 300)  # 1000 rows: 3 chunks of 300 and one of 100
+    monkeypatch.setattr(text_conversion, "ROW_CHUNK", 300)  # 1000 rows: 3 chunks of 300 and one of 100
     table = sentence_table(text)
-    leftover = table_folder(text, None) / "rows-label-1000.arrow.99.partial"
-    leftover.write_bytes(b"half")  # what a killed writer leaves: never read
-    indexed = text_table.with_row_index(table)
+    indexed = tables.with_row_index(table)
     assert indexed["label"][:] == list(range(1000)) and indexed["sentence"][:] == LINES
     assert all(isinstance(block, MemoryMappedTable) for row in indexed.data.blocks for block in row)
-    rows_file = table_folder(text, None) / "rows-label-1000.arrow"
-    written = rows_file.stat().st_mtime_ns
-    assert text_table.with_row_index(sentence_table(text))["label"][-1] == 999
-    assert rows_file.stat().st_mtime_ns == written  # reused
-    in_memory = text_table.with_row_index(Dataset.from_dict({"sentence": ["a", "b"]}))
+    assert tables.with_row_index(table, "row")["row"][-1] == 999
+    in_memory = tables.with_row_index(Dataset.from_dict({"sentence": ["a", "b"]}))
     assert in_memory["label"][:] == [0, 1]
+    selected = tables.with_row_index(table.select(range(10)))  # not the table the folder's numbers count
+    assert selected["label"][:] == list(range(10))
 
 
 def test_a_table_file_becomes_a_memory_mapped_table_of_its_columns(tmp_path):
@@ -254,19 +248,20 @@ def test_a_table_file_becomes_a_memory_mapped_table_of_its_columns(tmp_path):
     path = tmp_path / "pairs.jsonl"
     rows = [{"a": f"first {i}", "b": f"second {i}", "n": i} for i in range(10)]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    table = text_table.column_table(path, ["a", "b"], ["anchor", "positive"], limit=7)
+    table = tables.column_table(path, ["a", "b"], ["anchor", "positive"], limit=7)
     assert table.column_names == ["anchor", "positive"]
     assert list(zip(table["anchor"], table["positive"])) == read_table(path, ["a", "b"], limit=7)
     assert isinstance(table.data, MemoryMappedTable)
-    assert text_table.column_table(path, ["b"])["b"][:] == [f"second {i}" for i in range(10)]  # its own cache
+    assert tables.column_table(path, ["b"])["b"][:] == [f"second {i}" for i in range(10)]  # its own cache
     # one column's record hashes its values a line each, as a text file of them: frozen vectors key on it
-    assert text_table.text_record(path, columns=["b"])["sha256"] == corpus_sha256(f"second {i}" for i in range(10))
-    assert len(text_table.column_table(path, ["a", "b"], limit=7)) == 7  # reused, under its own names
+    assert tables.text_record(path, columns=["b"])["sha256"] == corpus_sha256(f"second {i}" for i in range(10))
+    assert len(tables.column_table(path, ["a", "b"], limit=7)) == 7  # reused, under its own names
 
     path.write_text(path.read_text("utf-8") + '{"a": "first 10"}\n', encoding="utf-8")
     with pytest.raises(DataError, match=r"pairs.jsonl:11: missing column 'b'"):
-        text_table.column_table(path, ["a", "b"])  # changed: converted again, and the new row refused
-    assert not table_folder(path, None, columns=("a", "b")).exists()
+        tables.column_table(path, ["a", "b"])  # changed: converted again, and the new row refused
+    folder = table_folder(path, None, columns=("a", "b"))
+    assert not folder.exists() and not list(folder.parent.glob(f".{folder.name}.partial-*"))  # nothing left
 
 
 def test_two_readers_that_need_one_table_at_once_build_it_once(text, monkeypatch):
@@ -278,10 +273,8 @@ def test_two_readers_that_need_one_table_at_once_build_it_once(text, monkeypatch
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    from sentlab.data.text_table import text_record
-
     calls, started = [], threading.Event()
-    real = text_table._write
+    real = tables.write_text
 
     def slow(path, limit, out):
         calls.append(out)
@@ -289,10 +282,64 @@ def test_two_readers_that_need_one_table_at_once_build_it_once(text, monkeypatch
         time.sleep(0.5)  # the second reader arrives while the first is still writing
         return real(path, limit, out)
 
-    monkeypatch.setattr(text_table, "_write", slow)
+    monkeypatch.setattr(tables, "write_text", slow)
     with ThreadPoolExecutor(2) as pool:
         first = pool.submit(text_record, text)
         assert started.wait(10)
         second = pool.submit(text_record, text)
         assert first.result() == second.result()
     assert len(calls) == 1 and len(sentence_table(text)) == len(LINES)
+
+
+def test_a_chmod_or_a_copy_with_the_same_bytes_keeps_the_table(text, tmp_path):
+    """Another inode or status-change time with the same size and mtime: the file is hashed, and the
+    same bytes keep the table (not converted again); the record takes the file's new state."""
+    sentence_table(text)
+    arrow = table_folder(text, None) / ARROW
+    stamp = arrow.stat().st_mtime_ns
+    time.sleep(0.05)  # past the coarse clock status-change times are taken from
+    os.chmod(text, 0o600)
+    copy = tmp_path / "copy.txt"
+    copy.write_bytes(text.read_bytes())
+    os.utime(copy, ns=(text.stat().st_atime_ns, text.stat().st_mtime_ns))
+    os.replace(copy, text)  # cp -p: the same bytes and times, another inode
+    assert sentence_table(text)["sentence"] == LINES
+    assert arrow.stat().st_mtime_ns == stamp  # reused
+    record = json.loads((table_folder(text, None) / RECORD).read_text())
+    assert (record["inode"], record["ctime_ns"]) == (text.stat().st_ino, text.stat().st_ctime_ns)
+
+
+def test_a_valid_table_is_read_without_writing_to_the_cache(text, monkeypatch, isolated_cache):
+    """A read-only cache serves what it holds: a valid table is read without the lock, without a
+    build and without a write (the record's use time, which a read-only cache cannot take, is skipped)."""
+    sentence_table(text)
+    before = {p: p.stat().st_mtime_ns for p in isolated_cache.rglob("*")}
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tables, "folder_lock", refused)
+    monkeypatch.setattr(cache_folder.os, "utime", refused)
+    assert sentence_table(text)["sentence"] == LINES
+    assert tables.with_row_index(sentence_table(text))["label"][-1] == len(LINES) - 1
+    assert {p: p.stat().st_mtime_ns for p in isolated_cache.rglob("*")} == before
+
+
+@pytest.mark.parametrize(
+    "error, message",
+    [
+        (PermissionError(13, "Permission denied"), "cannot write here (Permission denied)"),
+        (OSError(28, "No space left on device"), "the disk is full (No space left on device)"),
+    ],
+)
+def test_a_cache_that_cannot_be_written_is_one_line(text, monkeypatch, error, message):
+    from sentlab.cache_folder import CacheWriteError
+
+    def fails(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(text_conversion.pa, "OSFile", fails)
+    with pytest.raises(CacheWriteError, match=re.escape(message)) as caught:
+        sentence_table(text)
+    assert "\n" not in str(caught.value)
+    assert not table_folder(text, None).exists()

@@ -7,8 +7,8 @@ there with pip's ``--no-index`` after the cluster's own torch build:
     # on the machine without network, torch already installed (the cluster's CUDA build of 2.13.0):
     pip install --no-index --find-links wheelhouse -c wheelhouse/constraints.txt "sentlab[minilm,test]"
 
-The folder holds sentlab's own wheel, a wheel of every version pinned in ``constraints.txt`` except
-torch (the cluster's build is used, so its CUDA libraries match the driver), and
+The folder holds sentlab's own wheel, a wheel of every version pinned in ``constraints.txt`` (for
+the platform and every older glibc's, :func:`compatible_platforms`) except torch (the cluster's build is used, so its CUDA libraries match the driver), and
 ``constraints.txt`` without torch. Wheels are binary only, for the given Python and platform; normflows
 publishes no wheel, so it is built from its source distribution (pure Python). ``--dry-run`` prints
 the pip commands instead of running them.
@@ -17,6 +17,7 @@ the pip commands instead of running them.
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import subprocess
 import sys
@@ -37,11 +38,32 @@ def name_of(pin: str) -> str:
     return pin.split("==", 1)[0].strip().lower().replace("_", "-")
 
 
+LEGACY = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}  # PEP 600's older names of glibc 2.17 / 2.12 / 2.5
+
+
+def compatible_platforms(platform: str) -> list[str]:
+    """Every wheel platform a machine of ``platform`` installs, newest first. pip matches a
+    ``--platform`` exactly, so ``manylinux_2_28_x86_64`` alone would not find a wheel published only
+    as ``manylinux_2_17_x86_64`` / ``manylinux2014_x86_64``; a glibc 2.28 machine runs those too
+    (PEP 600), so each older glibc's tag is passed as well."""
+    match = re.fullmatch(r"manylinux_2_(\d+)_(\w+)", platform)
+    if not match:
+        return [platform]
+    glibc, arch = int(match.group(1)), match.group(2)
+    tags = []
+    for minor in range(glibc, 4, -1):
+        tags.append(f"manylinux_2_{minor}_{arch}")
+        if minor in LEGACY:
+            tags.append(f"{LEGACY[minor]}_{arch}")
+    return tags
+
+
 def commands(dest: Path, python_version: str, platform: str, constraints: Path) -> list[list[str]]:
     """The pip commands that fill ``dest`` (after ``dest/constraints.txt`` and ``dest/requirements.txt``
     are written)."""
     pip = [sys.executable, "-m", "pip"]
-    target = ["--python-version", python_version, "--platform", platform, "--only-binary=:all:"]
+    platforms = [flag for tag in compatible_platforms(platform) for flag in ("--platform", tag)]
+    target = ["--python-version", python_version, *platforms, "--only-binary=:all:"]
     source = [pin for pin in pins(constraints) if name_of(pin) in FROM_SOURCE]
     return [
         [*pip, "wheel", "--no-deps", "--wheel-dir", str(dest), str(ROOT)],

@@ -6,7 +6,13 @@ text: ``cli`` the command-line reference, read from each command module's parser
 (``sentlab.cli.COMMANDS``); ``presets`` the table of packaged presets (``sentlab.presets.list_presets``);
 ``data`` the data sets (``sentlab.data.sources``).
 
-    python docs/hooks.py            # rewrite the generated regions of every page in docs/
+A measured figure quoted on more than one page lives once, in ``docs/figures.yaml`` (its value, what
+it is, and where its command, hardware and date are); a page quotes it as
+``<!--fig:NAME-->VALUE<!--/fig-->`` (the comment is invisible on the site and in a repository
+browser), and the value between the markers is regenerated from the file like any region, so two
+pages cannot quote one figure differently.
+
+    python docs/hooks.py            # rewrite the generated regions and figures of every page (and README.md)
     python docs/hooks.py --check    # exit 1 naming each stale page (tests/test_docs.py runs the same check)
 
 As an mkdocs hook it refuses to build a page whose generated text is stale.
@@ -71,6 +77,21 @@ def data_table() -> str:
 
 
 GENERATORS = {"cli": cli_reference, "presets": presets_table, "data": data_table}
+FIGURE = re.compile(r"<!--fig:(?P<name>[\w.-]+)-->(?P<value>.*?)<!--/fig-->")
+
+
+def figures() -> dict[str, dict]:
+    """``docs/figures.yaml``: name -> value, what, source."""
+    import yaml
+
+    return yaml.safe_load((DOCS / "figures.yaml").read_text("utf-8"))
+
+
+def _figure(match: re.Match, known: dict[str, dict]) -> str:
+    name = match.group("name")
+    if name not in known:
+        raise KeyError(f"figure {name!r} is not in docs/figures.yaml")
+    return f"<!--fig:{name}-->{known[name]['value']}<!--/fig-->"
 REGION = re.compile(
     r"(<!-- sentlab:(?P<name>\w+) begin[^>]*-->\n)(?P<body>.*?)(<!-- sentlab:(?P=name) end -->)", re.DOTALL
 )
@@ -81,7 +102,9 @@ def refreshed(markdown: str) -> str:
     previous = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = WIDTH
     try:
-        return REGION.sub(lambda m: f"{m.group(1)}\n{GENERATORS[m.group('name')]()}\n\n{m.group(4)}", markdown)
+        markdown = REGION.sub(lambda m: f"{m.group(1)}\n{GENERATORS[m.group('name')]()}\n\n{m.group(4)}", markdown)
+        known = figures()
+        return FIGURE.sub(lambda m: _figure(m, known), markdown)
     finally:
         if previous is None:
             os.environ.pop("COLUMNS", None)
@@ -89,9 +112,15 @@ def refreshed(markdown: str) -> str:
             os.environ["COLUMNS"] = previous
 
 
+def pages(docs: Path = DOCS) -> list[Path]:
+    """The pages of ``docs`` (and, for the repository's docs folder, the README beside it)."""
+    readme = [docs.parent / "README.md"] if docs == DOCS else []
+    return [*sorted(docs.rglob("*.md")), *readme]
+
+
 def stale_pages(docs: Path = DOCS) -> list[Path]:
-    """The pages whose generated regions differ from what the code gives now."""
-    return [page for page in sorted(docs.rglob("*.md")) if refreshed(text := page.read_text("utf-8")) != text]
+    """The pages whose generated regions or figures differ from what the code and figures.yaml give."""
+    return [page for page in pages(docs) if refreshed(text := page.read_text("utf-8")) != text]
 
 
 def on_page_markdown(markdown: str, page=None, **kwargs) -> str:

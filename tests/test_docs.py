@@ -103,6 +103,25 @@ def test_generated_reference_pages_are_current(tmp_path):
     assert "sentlab train" in (ROOT / "docs" / "reference" / "cli.md").read_text("utf-8")  # in the repository
 
 
+def test_a_figure_quoted_on_two_pages_is_one_figure(tmp_path):
+    """Each figure of docs/figures.yaml is quoted through its marker on at least two pages (else it
+    needs no entry), every marker names a figure the file has, and a page whose quoted value differs
+    from the file's is found (python docs/hooks.py rewrites it)."""
+    hooks = load_hooks()
+    known = hooks.figures()
+    quoted: dict[str, set[str]] = {}
+    for page in hooks.pages():
+        for match in hooks.FIGURE.finditer(page.read_text("utf-8")):
+            assert match.group("name") in known, f"{page}: unknown figure {match.group('name')}"
+            quoted.setdefault(match.group("name"), set()).add(str(page))
+    assert {name for name, where in quoted.items() if len(where) >= 2} == set(known)
+    page = tmp_path / "page.md"
+    page.write_text("RankCSE reached <!--fig:rankcse-listnet-student-->65.2<!--/fig--> here.\n")
+    assert hooks.stale_pages(tmp_path) == [page]
+    value = known["rankcse-listnet-student"]["value"]
+    assert f"<!--fig:rankcse-listnet-student-->{value}<!--/fig-->" in hooks.refreshed(page.read_text())
+
+
 def load_hooks():
     import importlib.util
 

@@ -132,6 +132,7 @@ def test_a_packed_pretraining_run_compiles_each_network_once_whatever_the_masks(
     tree["mlm"].update({"pack": True, "group_by_length": False, "heldout": None})
     cfg = TrainConfig.model_validate(tree)
     captured, compile_ = Captured(), torch.compile
+    monkeypatch.setattr(devices, "runs_on_host", lambda device: False)  # the step an accelerator runs
     monkeypatch.setattr(
         runtime.torch, "compile", lambda fn: compile_(fn, fullgraph=True, backend=captured, dynamic=False)
     )

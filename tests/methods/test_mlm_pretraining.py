@@ -21,7 +21,13 @@ from tests.conftest import features_of
 PROBE = ["a man plays the guitar", "the dog runs in the park", "a girl reads a book"]
 
 
-def test_the_loss_is_transformers_masked_lm_loss(tiny_backbone_no_dropout):
+@pytest.mark.parametrize("on_host", [True, False], ids=["head-at-chosen-positions", "head-everywhere"])
+def test_the_loss_is_transformers_masked_lm_loss(tiny_backbone_no_dropout, monkeypatch, on_host):
+    """Both ways of computing it (the host's, at the chosen positions; an accelerator's, at every
+    position with ignore_index) give transformers' masked-LM loss, on any device."""
+    from sentlab import devices
+
+    monkeypatch.setattr(devices, "runs_on_host", lambda device: on_host)
     model = build_encoder(str(tiny_backbone_no_dropout), "mean")
     loss = MLMLoss(model).eval()
     features = features_of(model, PROBE)

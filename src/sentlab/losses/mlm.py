@@ -14,16 +14,16 @@ from sentence_transformers import SentenceTransformer
 from torch import Tensor, nn
 from transformers import AutoModelForMaskedLM
 
+from sentlab import devices
 from sentlab.errors import ConfigError
 from sentlab.losses.lm_heads import head_model, share_body
 
 
 class MLMLoss(nn.Module):
     """Masked-LM cross-entropy on one column of sentences; the head's body is the encoder (tied). The
-    prediction head runs at every position and the loss is the mean cross-entropy over the chosen
-    ones (``ignore_index``), as transformers' masked-LM loss: a step's shapes are the batch's, so a
-    compiled step builds one graph and nothing waits for the device (``benchmarks/mlm_head_shape.py``
-    measures what the head at every position costs against selecting the chosen positions). Under mixed precision the head's
+    loss is the mean cross-entropy over the chosen positions, as transformers' masked-LM loss; on an
+    accelerator the head runs at every position (a static shape: a compiled step builds one graph and
+    nothing waits for the device), on a CPU at the chosen positions only (:meth:`scored`). Under mixed precision the head's
     body and its prediction layer (called directly, so named in ``half_precision_modules``) run in
     half precision and the cross-entropy in float32.
 
@@ -77,24 +77,36 @@ class MLMLoss(nn.Module):
         inputs = torch.where(to_random, random_ids, inputs)
         return inputs, targets
 
-    def logits(self, inputs: Tensor, attention_mask: Tensor) -> Tensor:
-        """The head's logits at every position ([batch, length, vocabulary]): a shape fixed by the batch's,
-        whatever the mask chose (selecting the chosen positions with a boolean mask would give a
-        data-dependent shape: the host would wait for the device to learn it, and a compiled head would
-        see a new shape every step)."""
+    def logits(self, inputs: Tensor, attention_mask: Tensor, at: Tensor | None = None) -> Tensor:
+        """The head's logits at every position ([batch, length, vocabulary]), or at the positions the
+        boolean mask ``at`` selects ([selected, vocabulary])."""
         prediction = getattr(self.head, "cls", None)
         if prediction is None:  # an architecture whose head is not BERT's: the head model as a whole
-            return self.head(input_ids=inputs, attention_mask=attention_mask).logits
+            logits = self.head(input_ids=inputs, attention_mask=attention_mask).logits
+            return logits if at is None else logits[at]
         states = self.head.base_model(input_ids=inputs, attention_mask=attention_mask).last_hidden_state
-        return prediction(states)
+        return prediction(states if at is None else states[at])
 
     def scored(self, inputs: Tensor, attention_mask: Tensor, targets: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """(mean cross-entropy over the chosen tokens, correct predictions, chosen tokens) of one masked
-        batch: transformers' masked-LM loss (``ignore_index=-100`` at the positions not chosen), every
-        value a tensor of fixed shape, nothing read back to the host."""
+        batch: transformers' masked-LM loss, computed one of two ways with the same value:
+
+        * on an accelerator, the head at every position and ``ignore_index=-100`` at the positions not
+          chosen: every shape is the batch's, nothing is read back to the host, and a compiled head
+          sees one shape (selecting the chosen positions would give a shape only the data knows: the
+          host would wait for the device every step, and the compiled head would see a new shape);
+        * on the host (a CPU: nothing to wait for), the head at the chosen positions only, a sixth of
+          its work (``benchmarks/mlm_head_shape.py``: the head at every position costs 1.9 times the
+          step on a CPU).
+        """
+        chosen = targets != -100
+        if devices.runs_on_host(inputs.device):
+            logits = self.logits(inputs, attention_mask, at=chosen)
+            wanted = targets[chosen]
+            loss = nn.functional.cross_entropy(logits.float(), wanted)
+            return loss, (logits.argmax(-1) == wanted).sum(), chosen.sum()
         logits = self.logits(inputs, attention_mask)
         loss = nn.functional.cross_entropy(logits.flatten(0, 1).float(), targets.flatten(), ignore_index=-100)
-        chosen = targets != -100
         correct = (logits.argmax(-1) == targets) & chosen
         return loss, correct.sum(), chosen.sum()
 

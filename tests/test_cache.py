@@ -195,3 +195,19 @@ def test_every_part_of_the_cache_is_counted_and_evicted_least_recently_used_firs
     assert "text: 1 entries" in capsys.readouterr().out
     assert main(["cache", "clear", "--text"]) == 0
     assert cache_info()["text"]["entries"] == 0
+
+
+def test_an_embedding_cache_that_cannot_be_written_is_skipped_in_one_line(tmp_path, monkeypatch, capsys):
+    from sentlab import progress
+
+    monkeypatch.setitem(progress._state, "quiet", False)
+    store = EmbeddingStore(tmp_path / "embeddings", max_bytes=10**9)
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "save", full)
+    assert store.put(store.key({}, ["x"]), rows(10), {}) is False
+    err = capsys.readouterr().err
+    assert "not stored (No space left on device); the vectors are used without it" in err and "Traceback" not in err
+    assert list(store.root.iterdir()) == []  # nothing half-written left

@@ -80,7 +80,8 @@ def file_state(path: str | Path) -> dict[str, object]:
     ``rsync -a``), ``touch -r`` or an editor that restores the mtime cannot fake: writing the file or
     replacing it changes ``st_ctime_ns`` (which no user call sets) or the inode, so a same-size edit
     that keeps the mtime still makes a cached table stale. (Hashing the file on every use would also
-    see it, at the cost of reading the whole text each time: 5 GB at about 1 GB/s.)"""
+    see it, at the cost of reading the whole text each time: sentlab.data.tables hashes only when size
+    and mtime agree but inode or status-change time do not.)"""
     stat = Path(path).stat()
     return {
         "source": str(Path(path).resolve()),
@@ -123,36 +124,39 @@ class CacheEntry:
 
 
 def cache_entries(root: str | Path | None = None) -> list[CacheEntry]:
-    """Every entry of every part of the cache, least recently used first."""
+    """Every entry of every part of the cache, least recently used first (an entry another process
+    removes meanwhile is left out)."""
     root = cache_root(root)
     found: list[CacheEntry] = []
+
+    def add(part: str, paths: list[Path], record: Path, lock: Path | None = None) -> None:
+        try:
+            size = sum(_folder_bytes(p) if p.is_dir() else p.stat().st_size for p in paths)
+            found.append(CacheEntry(part, paths, size, record.stat().st_mtime, lock))
+        except OSError:  # removed while it was looked at
+            pass
+
     embeddings = root / "embeddings"
-    for meta in embeddings.glob("*.json") if embeddings.is_dir() else []:
-        rows = meta.with_suffix(".npy")
-        if rows.is_file():
-            found.append(
-                CacheEntry("embeddings", [rows, meta], rows.stat().st_size + meta.stat().st_size, meta.stat().st_mtime)
-            )
+    for meta in sorted(embeddings.glob("*.json")) if embeddings.is_dir() else []:
+        add("embeddings", [meta.with_suffix(".npy"), meta], meta)
     exports = root / "exports"
     for folder in sorted(exports.glob("*/*")) if exports.is_dir() else []:
         if folder.is_dir():
-            record = folder / "export.json"
-            used = (record if record.is_file() else folder).stat().st_mtime
-            found.append(CacheEntry("exports", [folder], _folder_bytes(folder), used))
+            add("exports", [folder], folder / "export.json" if (folder / "export.json").is_file() else folder)
     for part in ("text", "rse"):
         for folder in sorted((root / part).iterdir()) if (root / part).is_dir() else []:
             if folder.is_dir() and not folder.name.startswith("."):  # ".NAME.partial-PID": being built
                 record = folder / "complete.json"
-                used = (record if record.is_file() else folder).stat().st_mtime
-                lock = folder.with_name(folder.name + ".lock")
-                found.append(CacheEntry(part, [folder], _folder_bytes(folder), used, lock))
+                add(part, [folder], record if record.is_file() else folder, folder.with_name(folder.name + ".lock"))
     return sorted(found, key=lambda entry: entry.last_used)
 
 
 def evict_cache(root: str | Path | None = None, max_bytes: int | None = None, keep: Sequence[Path] = ()) -> list[str]:
     """Delete the least recently used entries of the whole cache until it fits ``max_bytes``
-    (``$SENTLAB_CACHE_MAX_GB``), except those in ``keep`` (just written) and folders being built
-    (their lock held); says what it removed, and returns their names. Nothing on a read-only cache."""
+    (``$SENTLAB_CACHE_MAX_GB``), except those in ``keep`` (just written), folders being built (their
+    lock held) and entries used since the list was made; says what it removed, and returns their
+    names. Best effort: nothing on a read-only cache, and an entry another process removes first is
+    not counted."""
     from filelock import FileLock, Timeout
 
     cap = max_bytes_from_env() if max_bytes is None else max_bytes
@@ -168,9 +172,15 @@ def evict_cache(root: str | Path | None = None, max_bytes: int | None = None, ke
             continue
         try:
             with FileLock(str(entry.lock), timeout=0) if entry.lock else contextlib.nullcontext():
-                for path in entry.paths:
+                record = entry.paths[0] / "complete.json" if entry.paths[0].is_dir() else entry.paths[-1]
+                if record.exists() and record.stat().st_mtime != entry.last_used:
+                    continue  # used since the list was made: no longer the least recent
+                existed = [p for p in entry.paths if p.exists()]
+                for path in existed:
                     shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
         except (Timeout, OSError):  # being built, or a cache this process may not change
+            continue
+        if not existed:
             continue
         total -= entry.bytes
         freed += entry.bytes
@@ -225,14 +235,25 @@ class EmbeddingStore:
             say(f"embedding cache entry {key[:12]} is incomplete or corrupt; encoding again")
             self._delete(key)
             return None
-        os.utime(meta_path)  # least recently used goes first
+        with contextlib.suppress(OSError):  # least recently used goes first; nothing on a read-only cache
+            os.utime(meta_path)
         return rows
 
     def put(self, key: str, rows: np.ndarray, setting: dict) -> bool:
-        """Store ``rows`` (float32) under ``key``; False when the entry alone exceeds the size cap."""
+        """Store ``rows`` (float32) under ``key``; False when the entry alone exceeds the size cap or the
+        cache cannot be written (read-only, full: said once in one line; the vectors are still used)."""
         rows = np.ascontiguousarray(rows, dtype=np.float32)
         if rows.nbytes > self.max_bytes:
             return False
+        try:
+            self._write(key, rows, setting)
+        except OSError as err:
+            say(f"embedding cache {self.root}: not stored ({err.strerror or err}); the vectors are used without it")
+            return False
+        evict_cache(self.root.parent, self.max_bytes, keep=[self._paths(key)[0]])
+        return True
+
+    def _write(self, key: str, rows: np.ndarray, setting: dict) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         array_path, meta_path = self._paths(key)
         suffix = f".tmp-{os.getpid()}"
@@ -258,14 +279,14 @@ class EmbeddingStore:
             os.replace(tmp_array, array_path)
             os.replace(tmp_meta, meta_path)  # last: the entry exists once its description does
         finally:
-            tmp_array.unlink(missing_ok=True)
-            tmp_meta.unlink(missing_ok=True)
-        evict_cache(self.root.parent, self.max_bytes, keep=[array_path])
-        return True
+            with contextlib.suppress(OSError):
+                tmp_array.unlink(missing_ok=True)
+                tmp_meta.unlink(missing_ok=True)
 
     def _delete(self, key: str) -> None:
         for path in self._paths(key):
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a read-only cache keeps it (and it is never read as valid)
+                path.unlink(missing_ok=True)
 
 
 def cache_info(root: str | Path | None = None) -> dict:
@@ -288,6 +309,7 @@ def cache_clear(root: str | Path | None = None, what: Sequence[str] = PARTS) -> 
     freed = 0
     for part in what:
         folder = root / part
-        freed += _folder_bytes(folder)
+        before = _folder_bytes(folder)
         shutil.rmtree(folder, ignore_errors=True)
+        freed += before - _folder_bytes(folder)  # what was really removed (a read-only cache keeps it)
     return freed

@@ -7,12 +7,14 @@ vectors, a corpus index) is written by :func:`write_folder` and read back throug
   ``complete.json`` unless named otherwise) is written last, with the size of every file beside it;
   then the old folder is removed and the new one renamed into place. A reader therefore sees the old
   folder, no folder, or the complete new one; a process killed while writing leaves a ``.partial``
-  folder that is never read (and is removed by the next build).
+  folder that is never read.
 * :func:`read_record` accepts a folder only when its record parses, holds the expected fields and
   every file it lists has the listed size.
 * A valid folder is read without any write: a cache on a read-only file system serves what it holds.
   Only building takes the lock (:func:`folder_lock`: a ``.lock`` file beside the folder, through
-  ``filelock``), so processes that need the same folder at once (``torchrun``'s) build it once.
+  ``filelock``, or a lock file's existence where the file system has no ``flock``), so processes
+  that need the same folder at once (``torchrun``'s) build it once. Whoever holds the lock first
+  removes what killed builds left (``.NAME.partial-*``).
 * A permission error or a full disk while building is one line (:class:`CacheWriteError`) naming the
   folder and what to do, never a traceback.
 """
@@ -31,7 +33,7 @@ from sentlab.errors import DataError
 from sentlab.progress import say
 
 RECORD = "complete.json"
-LOCK_TIMEOUT_S = float(os.environ.get("SENTLAB_LOCK_TIMEOUT", 3600))  # a build that holds a lock longer is stuck
+DEFAULT_LOCK_TIMEOUT_S = 3600.0  # $SENTLAB_LOCK_TIMEOUT: a build that holds a lock longer is stuck
 WAIT_NOTICE_S = 2.0  # a process that waits longer than this for a lock says which lock it waits for
 
 
@@ -44,22 +46,30 @@ def folder_lock(folder: Path, timeout: float | None = None) -> contextlib.Abstra
     process that has to wait says so once, naming the lock; past ``timeout`` seconds
     (``$SENTLAB_LOCK_TIMEOUT``, default an hour) it stops with one line. On a file system without
     ``flock`` (some network mounts) the lock is a lock file's existence (filelock's ``SoftFileLock``)."""
-    return _locked(folder, LOCK_TIMEOUT_S if timeout is None else timeout)
+    return _locked(folder, lock_timeout() if timeout is None else timeout)
+
+
+def lock_timeout() -> float:
+    """``$SENTLAB_LOCK_TIMEOUT`` in seconds (default an hour)."""
+    value = os.environ.get("SENTLAB_LOCK_TIMEOUT", str(DEFAULT_LOCK_TIMEOUT_S))
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise DataError(f"SENTLAB_LOCK_TIMEOUT={value!r}: expected a number of seconds (0 or more)")
+    return seconds
 
 
 @contextlib.contextmanager
 def _locked(folder: Path, timeout: float) -> Iterator[None]:
-    from filelock import FileLock, SoftFileLock, Timeout
+    from filelock import FileLock, Timeout
 
     path = folder.with_name(folder.name + ".lock")
     _writable(lambda: path.parent.mkdir(parents=True, exist_ok=True), folder)
-    lock = FileLock(str(path))
+    lock = FileLock(str(path))  # filelock falls back to a lock file's existence where there is no flock
     try:
-        try:
-            _writable(lambda: lock.acquire(timeout=min(WAIT_NOTICE_S, timeout)), folder)
-        except NotImplementedError:  # no flock on this file system
-            lock = SoftFileLock(str(path))
-            _writable(lambda: lock.acquire(timeout=min(WAIT_NOTICE_S, timeout)), folder)
+        _writable(lambda: lock.acquire(timeout=min(WAIT_NOTICE_S, timeout)), folder)
         waited = False
     except Timeout:
         waited = True
@@ -161,13 +171,34 @@ def rewrite_record(folder: Path, record_fields: dict, record: str = RECORD) -> N
         os.replace(partial, folder / record)
 
 
-def cached_folder(folder: Path, expected: dict, build: Callable[[Path], dict], record: str = RECORD) -> dict:
+def remove_partials(folder: Path) -> None:
+    """Remove what killed builds of ``folder`` left beside it (call with the folder's lock held)."""
+    for partial in folder.parent.glob(f".{folder.name}.partial-*"):
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def cached_folder(
+    folder: Path,
+    expected: dict,
+    build: Callable[[Path], dict],
+    record: str = RECORD,
+    after_build: Callable[[Path], object] | None = None,
+) -> dict:
     """The record of ``folder`` when it is valid for ``expected`` (read without writing anything), else
     of the folder built by ``build`` under the folder's lock (rechecked once the lock is held: another
-    process may have built it meanwhile)."""
+    process may have built it meanwhile); ``after_build(folder)`` runs once a build is done and the
+    lock released (the cache's eviction)."""
     found = read_record(folder, expected, record)
     if found is None:
         with folder_lock(folder):
-            found = read_record(folder, expected, record) or write_folder(folder, build, record)
+            found = read_record(folder, expected, record)
+            if found is None:
+                remove_partials(folder)
+                found = write_folder(folder, build, record)
+                built = True
+            else:
+                built = False
+        if built and after_build is not None:
+            after_build(folder)
     mark_used(folder, record)
     return found

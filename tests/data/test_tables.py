@@ -343,3 +343,36 @@ def test_a_cache_that_cannot_be_written_is_one_line(text, monkeypatch, error, me
         sentence_table(text)
     assert "\n" not in str(caught.value)
     assert not table_folder(text, None).exists()
+
+
+def test_a_table_larger_than_the_cache_cap_is_kept_and_read(text, monkeypatch):
+    """The cap evicts other entries, never the table just built (which the run is about to read)."""
+    monkeypatch.setenv("SENTLAB_CACHE_MAX_GB", "0")
+    assert sentence_table(text)["sentence"] == LINES
+
+
+def test_the_files_own_hash_covers_a_last_line_without_newline(tmp_path, small_blocks):
+    """The record's source_sha256 is the file's sha256 whatever its blocks hold (here a last line with
+    no newline, and blocks of 1 KB that hold no newline at all)."""
+    import hashlib
+
+    path = tmp_path / "one.txt"
+    path.write_bytes(("x" * 3000 + "\n" + "last line without newline").encode())
+    record = text_record(path)
+    assert record["source_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert record["rows"] == 2
+
+
+def test_what_a_killed_build_left_is_removed_by_the_next_build(text):
+    folder = table_folder(text, None)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    left = folder.with_name(f".{folder.name}.partial-99999")
+    (left / "half").mkdir(parents=True)
+    assert sentence_table(text)["sentence"] == LINES
+    assert not left.exists()
+
+
+def test_a_lock_timeout_that_is_not_a_number_is_one_line(text, monkeypatch):
+    monkeypatch.setenv("SENTLAB_LOCK_TIMEOUT", "soon")
+    with pytest.raises(DataError, match=r"^SENTLAB_LOCK_TIMEOUT='soon': expected a number of seconds"):
+        sentence_table(text)

@@ -213,7 +213,8 @@ def test_the_triples_are_a_cached_memory_mapped_table_rebuilt_when_a_source_chan
     with corpus_file.open("a", encoding="utf-8") as handle:
         handle.write("one more plain sentence\n")
     assert len(method.train_dataset()) == 87 and reads == ["qqp", "text"] * 2  # a changed source: rebuilt
-    assert len([f for f in (isolated_cache / "rse").iterdir() if f.is_dir()]) == 1  # in the same folder
+    # a folder of its own (a run still reading the earlier triples keeps them); the cap evicts the old one
+    assert len([f for f in (isolated_cache / "rse").iterdir() if f.is_dir()]) == 2
     limited = rse_method.RSE(cfg.model_copy(update={"data": cfg.data.model_copy(update={"limit": 10})}), method.paths)
     assert len(limited.train_dataset()) == 10 and reads[4:] == ["qqp"]  # the limit met in the first source
     # a plain text's cap keeps the rows cap_per_relation keeps of the list the text was read into before
@@ -240,4 +241,4 @@ def test_a_source_that_changes_while_it_is_read_stops_and_leaves_no_table(
     method = rse_method.RSE(rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "r"), engine.RunPaths(tmp_path))
     with pytest.raises(DataError, match="qqp.tsv: changed while it was being read"):
         method.train_dataset()
-    assert not any(f.is_dir() for f in (isolated_cache / "rse").iterdir())  # only the lock file is left
+    assert not any(f.is_dir() for f in (isolated_cache / "rse").iterdir())  # no folder, partial or complete

@@ -130,3 +130,28 @@ def test_a_loaded_index_maps_its_own_files_and_a_cut_short_save_keeps_the_old_on
         CorpusIndex.build(encoder, SENTENCES[:3], "tiny").save(tmp_path / "idx")
     assert list(CorpusIndex.load(tmp_path / "idx").sentences) == SENTENCES  # the earlier index, whole
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no partial folder left
+
+
+def test_saving_over_a_folder_that_is_not_an_index_is_refused(encoder, tmp_path):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(DataError, match="exists and is not an index"):
+        CorpusIndex.build(encoder, SENTENCES, "tiny").save(tmp_path / "mine")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+
+
+def test_an_index_saved_in_format_1_still_loads(encoder, tmp_path):
+    """Format 1 kept its sentences as sentences.txt (read through the cache); format 2 reads it."""
+    import json
+
+    index = CorpusIndex.build(encoder, SENTENCES, "tiny")
+    folder = tmp_path / "v1"
+    folder.mkdir()
+    np.save(folder / "vectors.npy", index.vectors)
+    (folder / "sentences.txt").write_text("".join(s + "\n" for s in SENTENCES), encoding="utf-8")
+    meta = {"format_version": 1, "encoder": {"name": "tiny", "fingerprint": index.encoder_fingerprint}}
+    meta |= {"corpus_sha256": index.corpus_sha256, "n_sentences": len(index), "dim": index.dim}
+    (folder / "index.json").write_text(json.dumps(meta))
+    loaded = CorpusIndex.load(folder)
+    assert list(loaded.sentences) == SENTENCES
+    np.testing.assert_array_equal(np.asarray(loaded.vectors), index.vectors)

@@ -17,12 +17,16 @@ sentence-transformers trainer hands a loss.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from itertools import chain
+from pathlib import Path
 from typing import Any
 
 import torch
 from datasets import Dataset, Features, Sequence, Value
+
+from sentlab.progress import say
 
 BLOCK_FEATURES = Features({"input_ids": Sequence(Value("int32"))})
 
@@ -47,6 +51,10 @@ def pack_blocks(
         usable = len(stream) - len(stream) % block_length
         return {"input_ids": [stream[i : i + block_length] for i in range(0, usable, block_length)]}
 
+    folder = Path(dataset.cache_files[0]["filename"]).parent if dataset.cache_files else None
+    in_memory = folder is not None and not os.access(folder, os.W_OK)
+    if in_memory:  # a read-only cache: the blocks cannot be cached beside the table
+        say(f"{folder}: not writable; the packed blocks are kept in memory instead of cached beside the table")
     return dataset.map(
         group,
         batched=True,
@@ -54,6 +62,7 @@ def pack_blocks(
         remove_columns=dataset.column_names,
         features=BLOCK_FEATURES,
         desc=f"packing into blocks of {block_length} tokens",
+        keep_in_memory=in_memory,
     )
 
 

@@ -288,6 +288,7 @@ def triples_table(
     folder: str | Path,
     key: dict,
     unchanged: Callable[[], None] | None = None,
+    after_build: Callable[[Path], object] | None = None,
 ) -> tuple[Dataset, dict]:
     """The triples ``read()`` yields as a memory-mapped Arrow table in ``folder`` (columns ``head``,
     ``tail``, ``negative`` ('' when none), ``label``: the index of the relation in ``relations``),
@@ -300,7 +301,7 @@ def triples_table(
     removed and rebuilt, as every cached folder is (:func:`sentlab.cache_folder.cached_folder`), with
     the triples' row numbers (``rows.arrow``) beside them. ``unchanged()``, called once the triples are
     written and before the record is, raises when a source changed while it was read: such a folder is
-    never completed."""
+    never completed. ``after_build(folder)`` runs after a build (the cache's eviction)."""
     folder = Path(folder)
 
     def build(partial: Path) -> dict:
@@ -309,7 +310,7 @@ def triples_table(
             unchanged()
         return fields
 
-    record = cached_folder(folder, {"format": TRIPLES_FORMAT, "key": key}, build)
+    record = cached_folder(folder, {"format": TRIPLES_FORMAT, "key": key}, build, after_build=after_build)
     return Dataset.from_file(str(folder / TRIPLES_FILE)), record
 
 

@@ -22,6 +22,7 @@ transformers' examples hand their trainers (``load_dataset("text", ...)``), with
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -30,7 +31,15 @@ import numpy as np
 from datasets import Dataset, concatenate_datasets
 
 from sentlab.cache import cache_root, evict_cache, file_sha256, file_state
-from sentlab.cache_folder import folder_lock, mark_used, read_record, rewrite_record, write_folder
+from sentlab.cache_folder import (
+    CacheWriteError,
+    folder_lock,
+    mark_used,
+    read_record,
+    remove_partials,
+    rewrite_record,
+    write_folder,
+)
 from sentlab.data.text_conversion import COLUMN, write_row_numbers, write_rows, write_text
 from sentlab.errors import DataError
 from sentlab.progress import say
@@ -97,8 +106,11 @@ def text_record(
     found = _current(folder, path, made_from)
     if found is None:
         with folder_lock(folder):  # processes that need the same table at once build it once
-            found = _current(folder, path, made_from) or _convert(path, limit, folder, columns, made_from)
-        evict_cache(cache_root(root))
+            found = _current(folder, path, made_from)
+            if found is None:
+                remove_partials(folder)
+                found = _convert(path, limit, folder, columns, made_from)
+        evict_cache(cache_root(root), keep=[folder])  # the table just built stays, whatever the cap
     return found
 
 
@@ -111,10 +123,20 @@ def _current(folder: Path, path: Path, made_from: dict) -> dict | None:
     if any(found.get(key) != state[key] for key in SAME_BYTES):  # same size and mtime: are they the same bytes?
         if not found.get("source_sha256") or file_sha256(path) != found["source_sha256"]:
             return None
+        _take_state(folder, found, state)
         found = {**found, **state}
-        rewrite_record(folder, found)
     mark_used(folder)
     return found
+
+
+def _take_state(folder: Path, found: dict, state: dict) -> None:
+    """Write the file's new state into the record of its (same-bytes) table, under the folder's lock and
+    only if the record is still the one that was checked; nothing where the cache cannot be written
+    (the table stays valid, and the next run hashes the file again)."""
+    with contextlib.suppress(CacheWriteError):
+        with folder_lock(folder, timeout=0):
+            if read_record(folder, {"sha256": found["sha256"], "source_sha256": found["source_sha256"]}) is not None:
+                rewrite_record(folder, {**found, **state})
 
 
 def _convert(path: Path, limit: int | None, folder: Path, columns: tuple[str, ...] | None, made_from: dict) -> dict:

@@ -84,6 +84,7 @@ def write_text(path: Path, limit: int | None, out: Path) -> tuple[int, str, str 
     ):
         while limit is None or rows < limit:
             block = source.read(BLOCK_BYTES)
+            raw.update(block)  # the file's own bytes, every block as read (not all of a block is lines)
             data = carry + block
             if not block:  # end of file: the last line may lack its newline
                 if not data:
@@ -109,7 +110,7 @@ def write_text(path: Path, limit: int | None, out: Path) -> tuple[int, str, str 
             normal = lines.replace(b"\r\n", b"\n") if b"\r" in lines else lines
             if hashing is not None:
                 hashing.result()  # in order, and at most one block waiting
-            hashing = hasher.submit(_update, (digest, normal), (raw, block))
+            hashing = hasher.submit(digest.update, normal)
             column = _column(path, lines, normal, rows, offset)
             _check_lines(path, column, rows)
             writer.write_batch(pa.record_batch([column], schema=SCHEMA))
@@ -122,11 +123,6 @@ def write_text(path: Path, limit: int | None, out: Path) -> tuple[int, str, str 
     if rows == 0:
         raise DataError(f"{path}: file has no sentences")
     return rows, digest.hexdigest(), raw.hexdigest() if whole else None
-
-
-def _update(*pairs: tuple) -> None:
-    for digest, data in pairs:
-        digest.update(data)
 
 
 def _column(path: Path, lines: bytes, normal: bytes, rows: int, offset: int) -> pa.Array:

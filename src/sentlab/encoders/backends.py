@@ -44,8 +44,6 @@ import hashlib
 import importlib
 import json
 import logging
-import os
-import shutil
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -56,7 +54,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Transformer
 
-from sentlab.cache import file_sha256
+from sentlab.cache_folder import cached_folder, read_record
 from sentlab.errors import ModelLoadError
 
 BACKENDS: dict[str, tuple[str, ...]] = {
@@ -200,39 +198,28 @@ def _features(model: SentenceTransformer, texts: list[str]) -> dict:
     return model.preprocess(texts) if hasattr(model, "preprocess") else model.tokenize(texts)
 
 
+EXPORT_FORMAT = 2  # 2: written by sentlab.cache_folder (the files' sizes in export.json)
+
+
 def _complete(folder: Path) -> dict | None:
-    """The export's metadata if ``folder`` holds a complete, unmodified export, else None."""
-    try:
-        meta = json.loads((folder / EXPORT_META).read_text("utf-8"))
-        for name, (size, sha) in meta["files"].items():
-            path = folder / name
-            if path.stat().st_size != size or file_sha256(path) != sha:
-                return None
-        return meta
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    """The export's metadata if ``folder`` holds a complete export (its files the sizes export.json
+    gives), else None."""
+    return read_record(folder, {"export_format": EXPORT_FORMAT}, EXPORT_META)
 
 
 def _build_atomically(folder: Path, write: Callable[[Path], dict]) -> dict:
-    """Run ``write(tmp)`` into a temporary sibling folder, record its files, rename it into place."""
-    if folder.exists():
-        shutil.rmtree(folder, ignore_errors=True)  # incomplete or corrupt: rebuilt, never read
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = folder.parent / f".{folder.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
-        meta = write(tmp)
-        meta["files"] = {p.name: (p.stat().st_size, file_sha256(p)) for p in sorted(tmp.iterdir()) if p.is_file()}
-        (tmp / EXPORT_META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process finished the same export first
-            if _complete(folder) is None:
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return json.loads((folder / EXPORT_META).read_text("utf-8"))
+    """The export in ``folder``, built by ``write(partial)`` as every cached folder is
+    (:func:`sentlab.cache_folder.cached_folder`: under its lock, record last, renamed into place) when
+    it is not complete; the cache is evicted to its cap afterwards."""
+    from sentlab.cache import evict_cache
+
+    def built(partial: Path) -> dict:
+        return {**write(partial), "export_format": EXPORT_FORMAT}
+
+    root = folder.parent.parent.parent  # ROOT/exports/<fingerprint>/<setting>
+    return cached_folder(
+        folder, {"export_format": EXPORT_FORMAT}, built, EXPORT_META, after_build=lambda f: evict_cache(root, keep=[f])
+    )
 
 
 def _export_onnx(model: SentenceTransformer, folder: Path) -> dict:

@@ -229,7 +229,9 @@ class RSE(Method):
             "limit": limit,
             "relations": self.relations(),
         }
-        named = json.dumps({**key, "state": None}, sort_keys=True)  # a changed file rebuilds the same folder
+        # the sources' state is part of the folder's name: a changed source is a new folder (the training
+        # of another run may still read the old one's triples by path; the cache's cap evicts it later)
+        named = json.dumps(key, sort_keys=True)
         folder = cache_root() / "rse" / hashlib.sha256(named.encode()).hexdigest()[:24]
 
         def unchanged() -> None:
@@ -238,9 +240,13 @@ class RSE(Method):
                 raise DataError(f"{changed[0]}: changed while it was being read; run again once the file is complete")
 
         table, record = rel.triples_table(
-            lambda: itertools.islice(iter_sources(sources, seed), limit), self.relations(), folder, key, unchanged
+            lambda: itertools.islice(iter_sources(sources, seed), limit),
+            self.relations(),
+            folder,
+            key,
+            unchanged,
+            after_build=lambda built: evict_cache(keep=[built]),
         )
-        evict_cache(keep=[folder])
         counts = record["counts"]
         say("relational triples: " + ", ".join(f"{name} {counts.get(name, 0):,}" for name in self.relations()))
         if self.cfg.rse.merge_relations:

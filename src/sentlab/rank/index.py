@@ -173,6 +173,10 @@ class CorpusIndex:
         keeps reading its old, memory-mapped files until it lets them go)."""
         import pyarrow as pa
 
+        folder = Path(folder)
+        if folder.is_dir() and any(folder.iterdir()) and not (folder / INDEX_FILES["meta"]).is_file():
+            raise DataError(f"{folder}: exists and is not an index (saving replaces the folder); choose another")
+
         def write(partial: Path) -> dict:
             with (partial / INDEX_FILES["vectors"]).open("wb") as out:
                 np.save(out, np.asarray(self.vectors, dtype=np.float32))
@@ -191,8 +195,8 @@ class CorpusIndex:
                 **self.extra,
             }
 
-        write_folder(Path(folder), write, INDEX_FILES["meta"])
-        return Path(folder)
+        write_folder(folder, write, INDEX_FILES["meta"])
+        return folder
 
     @classmethod
     def load(cls, folder: str | Path, mmap: bool = True) -> CorpusIndex:
@@ -208,6 +212,8 @@ class CorpusIndex:
             meta = json.loads(paths["meta"].read_text("utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise DataError(f"{paths['meta']}: not valid JSON") from None
+        if meta.get("format_version") == 1 and (folder / "sentences.txt").is_file():
+            return cls._load_v1(folder, meta, mmap)
         if meta.get("format_version") != FORMAT_VERSION:
             raise DataError(
                 f"{paths['meta']}: index format {meta.get('format_version')!r}, not {FORMAT_VERSION}; "
@@ -232,6 +238,26 @@ class CorpusIndex:
             meta["encoder"]["fingerprint"],
             meta["corpus_sha256"],
             {k: v for k, v in meta.items() if k not in known},
+        )
+
+    @classmethod
+    def _load_v1(cls, folder: Path, meta: dict, mmap: bool) -> CorpusIndex:
+        """An index saved in format 1 (its sentences as ``sentences.txt``), read as that format was:
+        the text converted into the cache (which must be writable) and checked against the recorded
+        hash. Saving it again writes format 2."""
+        from sentlab.data.tables import sentence_table, text_record
+
+        text = folder / "sentences.txt"
+        if text_record(text)["sha256"] != meta["corpus_sha256"]:
+            raise StaleIndexError(f"{text}: corpus differs from the one the index was built from; rebuild the index")
+        sentences = sentence_table(text)["sentence"]
+        vectors = np.load(folder / INDEX_FILES["vectors"], mmap_mode="c" if mmap else None, allow_pickle=False)
+        if vectors.shape != (len(sentences), meta["dim"]) or vectors.dtype != np.float32:
+            raise DataError(f"{folder / INDEX_FILES['vectors']}: expected float32 ({len(sentences)}, {meta['dim']})")
+        known = {"format_version", "encoder", "corpus_sha256", "n_sentences", "dim"}
+        extra = {k: v for k, v in meta.items() if k not in known}
+        return cls(
+            sentences, vectors, meta["encoder"]["name"], meta["encoder"]["fingerprint"], meta["corpus_sha256"], extra
         )
 
     def check_encoder(self, model: SentenceTransformer, fingerprint: str | None = None) -> None:

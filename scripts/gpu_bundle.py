@@ -126,8 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.tiny:
         chosen = [pins[name] for name in NODE_NEEDS]
         (args.dest / "requirements.txt").write_text("\n".join(chosen) + "\n", encoding="utf-8")
-        for command in module.commands(wheels, args.python_version, args.platform, ROOT / "constraints.txt",
-                                       pins=chosen):
+        for command in module.commands(
+            wheels, args.python_version, args.platform, ROOT / "constraints.txt", pins=chosen
+        ):
             print("+ " + " ".join(command[3:6]) + " ...", file=sys.stderr)
             if subprocess.run(command).returncode != 0:
                 print(f"error: {' '.join(command)} failed", file=sys.stderr)

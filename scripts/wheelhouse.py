@@ -76,9 +76,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--python-version", required=True, help="the target's Python, e.g. 3.12")
     parser.add_argument("--platform", required=True, help="the target's wheel platform, e.g. manylinux_2_28_x86_64")
-    parser.add_argument("--dest", type=Path, default=Path("wheelhouse"))
-    parser.add_argument("--constraints", type=Path, default=ROOT / "constraints.txt")
-    parser.add_argument("--dry-run", action="store_true", help="print the pip commands, run nothing")
+    parser.add_argument(
+        "--dest", type=Path, default=Path("wheelhouse"), help="the folder to fill (default: wheelhouse)"
+    )
+    parser.add_argument(
+        "--constraints", type=Path, default=ROOT / "constraints.txt", help="the pins (default: the checkout's)"
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the pip commands, run nothing (they read DEST/requirements.txt, which a real run writes first)",
+    )
     args = parser.parse_args(argv)
     if not args.constraints.is_file():
         print(f"error: {args.constraints}: no such constraints file", file=sys.stderr)

@@ -14,7 +14,7 @@ from sentlab.rank.index import CorpusIndex
 from sentlab.rank.model import RankEncoder
 from sentlab.training import engine
 from sentlab.training.config import TrainConfig
-from tests.conftest import make_tiny_backbone, tiny_config
+from tests.conftest import DEVICE, make_tiny_backbone, tiny_config
 
 PROBE = ["a man plays the guitar", "a dog runs in the park"]
 
@@ -40,6 +40,10 @@ def test_rankencoder_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, cor
     assert train_vectors.shape[0] == 96
     provenance = json.loads((paths.base_train_vectors / "complete.json").read_text())
     assert provenance["rows"] == 96 and len(provenance["sentences_sha256"]) == 64
+    # where the frozen table was read, read back from the loss at the first step (a CPU reads it in place)
+    expected = "host" if DEVICE.type == "cpu" else "device"
+    assert json.loads(paths.runtime.read_text())["frozen_tables"] == {"_base_rows": expected}
+    assert f"frozen table _base_rows read on the {expected}" in paths.log.read_text()
     e1 = build_encoder(str(tiny_backbone_no_dropout), "cls")
     # other batch shapes than the run's (256 vs 3 rows, other padding): float32 rounding of O(1) values
     np.testing.assert_allclose(

@@ -91,6 +91,7 @@ from sentlab.training.runtime import (
     check_compile,
     chunking_record,
     compiled_graphs,
+    frozen_placements,
     fused_optimizer,
     networks_compiled,
     runtime_record,
@@ -254,6 +255,7 @@ class SentlabTrainer(SentenceTransformerTrainer):
             workers=self.args.dataloader_num_workers,
             pin_memory=self.args.dataloader_pin_memory,
             chunking=chunking_record(self.loss),
+            frozen=frozen_placements(self.loss),
         )
         if self.is_world_process_zero():
             say(runtime_summary(self.runtime))

@@ -136,6 +136,22 @@ def chunking_record(loss: nn.Module) -> dict[str, Any] | None:
     return dict(recorded) if recorded is not None else None
 
 
+def frozen_placements(loss: nn.Module) -> dict[str, str | None]:
+    """Where each frozen table of ``loss`` was read at the step just run (``device``: copied once and
+    gathered there; ``host``: gathered on the host, one wait a step on an accelerator), by its path."""
+    from sentlab.losses.frozen import FrozenRows
+
+    found: dict[str, str | None] = {}
+    for name, module in loss.named_modules():
+        for attribute, value in vars(module).items():
+            tables = value if isinstance(value, (list, tuple)) else [value]
+            for k, table in enumerate(tables):
+                if isinstance(table, FrozenRows):
+                    path = ".".join(p for p in (name, attribute) if p) + (f"[{k}]" if value is tables else "")
+                    found[path] = table.placement
+    return found
+
+
 def runtime_record(
     device: torch.device,
     compile_requested: bool,
@@ -145,6 +161,7 @@ def runtime_record(
     workers: int,
     pin_memory: bool,
     chunking: dict[str, Any] | None,
+    frozen: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """What ran at the first step: the device, compile (networks and graphs built), the optimizer, the
     data loader's workers and pinned memory, and the batch chunking (Gradient Cache) of the loss.
@@ -158,6 +175,7 @@ def runtime_record(
         "optimizer": optimizer_record(optimizer),
         "dataloader": {"workers": int(workers), "pin_memory": bool(pin_memory)},
         "chunking": chunking,
+        "frozen_tables": frozen or {},
     }
 
 
@@ -185,6 +203,8 @@ def runtime_summary(record: dict[str, Any]) -> str:
     if chunking:
         size = chunking["mini_batch_size"]
         line += f", {f'Gradient Cache in chunks of {size} rows' if size else 'whole batch'} ({chunking['source']})"
+    for name, placement in record.get("frozen_tables", {}).items():
+        line += f", frozen table {name} read on the {placement}"
     if compile_["requested"] and compile_["graphs"] == 0:
         line += "; WARNING, train.compile was asked but no graph was compiled"
     return line

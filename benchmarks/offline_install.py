@@ -42,7 +42,8 @@ def step(name: str, command: list[str], steps: list[dict], **kwargs) -> bool:
 
 def torch_site(folder: Path) -> Path:
     """A folder of links to torch and the distributions torch requires, from this environment."""
-    names = ["torch"] + [Requirement(r).name for r in metadata.requires("torch") or [] if "extra ==" not in r]
+    needed = [Requirement(r) for r in metadata.requires("torch") or []]
+    names = ["torch"] + [r.name for r in needed if r.marker is None or r.marker.evaluate({"extra": ""})]
     folder.mkdir(parents=True)
     for name in names:
         dist = metadata.distribution(name)
@@ -58,11 +59,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, required=True, help="a folder to create (removed first)")
     parser.add_argument("--python-version", default=platform.python_version())  # x.y alone is x.y.0 to pip
-    glibc = platform.libc_ver()[1].split(".")
+    libc, version = platform.libc_ver()
+    glibc = version.split(".") if libc == "glibc" else ["2", "17"]  # not glibc: give --platform
     parser.add_argument("--platform", default=f"manylinux_{glibc[0]}_{glibc[1]}_{platform.machine()}")
     args = parser.parse_args()
+    marker = args.work / ".offline-install"
+    if args.work.exists() and any(args.work.iterdir()) and not marker.is_file():
+        sys.exit(f"error: {args.work}: exists and was not made by this benchmark; give an empty or new folder")
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
+    marker.touch()
     house, steps = args.work / "wheelhouse", []
     script = [sys.executable, str(ROOT / "scripts" / "wheelhouse.py"), "--dest", str(house)]
     script += ["--python-version", args.python_version, "--platform", args.platform]

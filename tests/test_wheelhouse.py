@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -143,3 +145,36 @@ def test_every_requirement_of_sentlab_is_in_the_wheelhouse_but_torch_s_own():
     needed = _requirement_closure([("sentlab", frozenset({"minilm", "test"}))], skip=torch_own)
     pinned = {wheelhouse_script().name_of(p) for p in wheelhouse_script().pins(ROOT / "constraints.txt")}
     assert needed - pinned - {"sentlab"} == set()
+
+
+@pytest.mark.slow
+def test_sentlab_s_own_wheel_builds_offline_and_carries_its_package_data(tmp_path):
+    """The wheel the wheelhouse holds: built without network, installed alone (no dependencies) into an
+    empty folder, it carries the presets (package data) the installed command lists."""
+    house, target = tmp_path / "house", tmp_path / "target"
+    pip = [sys.executable, "-m", "pip", "--isolated"]
+    subprocess.run(
+        [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "--wheel-dir", str(house), str(ROOT)], check=True
+    )
+    done = subprocess.run(
+        [
+            *pip,
+            "install",
+            "-q",
+            "--no-index",
+            "--no-deps",
+            "--target",
+            str(target),
+            "--find-links",
+            str(house),
+            "sentlab",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    code = "import sentlab, sentlab.presets as p; print(sentlab.__file__); print(len(p.list_presets()))"
+    env = {"PATH": "", "PYTHONPATH": str(target), "HF_HUB_OFFLINE": "1"}  # the installed copy, not the checkout
+    ran = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env)
+    where, count = ran.stdout.split()
+    assert where.startswith(str(target)) and int(count) >= 30, ran.stderr[-2000:]

@@ -92,6 +92,8 @@ def _figure(match: re.Match, known: dict[str, dict]) -> str:
     if name not in known:
         raise KeyError(f"figure {name!r} is not in docs/figures.yaml")
     return f"<!--fig:{name}-->{known[name]['value']}<!--/fig-->"
+
+
 REGION = re.compile(
     r"(<!-- sentlab:(?P<name>\w+) begin[^>]*-->\n)(?P<body>.*?)(<!-- sentlab:(?P=name) end -->)", re.DOTALL
 )

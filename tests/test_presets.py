@@ -235,7 +235,8 @@ def test_installed_wheel_trains_a_preset_by_name_from_an_unrelated_folder(tmp_pa
     )
     wheel = next(dist.glob("sentlab-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    assert "sentlab/presets/simcse-unsup-minilm-cpu.yaml" in names and "sentlab/cli.py" not in names
+    assert "sentlab/presets/simcse-unsup-minilm-cpu.yaml" in names and "sentlab/cli/__init__.py" in names
+    assert not any(name.startswith(("tests/", "build/")) for name in names)
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     python = venv / "bin" / "python"
     subprocess.run(

@@ -23,14 +23,16 @@ wheels (the CPU check in CI installs nothing: the environment has sentlab alread
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import json
 import lzma
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from sentlab.cache import file_sha256
 
 ROOT = Path(__file__).resolve().parents[1]
 # what the node's image lacks or has at another version (pins from constraints.txt)
@@ -49,7 +51,7 @@ NODE_NEEDS = [
     "faiss-cpu",
     "normflows",
 ]
-STS = "senteval/downstream/STS"
+STS = ["senteval/downstream/STS", "senteval/downstream/SICK"]  # the STS tasks sentlab scores (SICK-R too)
 WIKIPEDIA = "wikipedia/wiki_sentences.txt"
 
 
@@ -64,14 +66,6 @@ def checkout_bytes() -> int:
     """The tracked files of the checkout: what travels beside the bundle."""
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
     return sum((ROOT / name).stat().st_size for name in files.decode().split("\0") if name and (ROOT / name).is_file())
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def compress(source: Path, target: Path, limit_bytes: int | None = None, lines: int | None = None) -> int:
@@ -109,10 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit-mib", type=float, default=64.0, help="the carry limit, checkout included")
     parser.add_argument("--tiny", action="store_true", help="no wheels, 2,000 Wikipedia lines: the CPU check's")
     args = parser.parse_args(argv)
-    import os
-
     data = args.data_dir or Path(os.environ.get("SENTLAB_DATA", ROOT.parent / "shared" / "data"))
-    for needed in (data / STS, data / WIKIPEDIA):
+    for needed in (*(data / p for p in STS), data / WIKIPEDIA):
         if not needed.exists():
             print(f"error: {needed}: not found (give --data-dir or set $SENTLAB_DATA)", file=sys.stderr)
             return 2
@@ -125,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     versions = {name: pins[name].split("==")[1] for name in NODE_NEEDS if name in pins}
     if not args.tiny:
         chosen = [pins[name] for name in NODE_NEEDS]
-        (args.dest / "requirements.txt").write_text("\n".join(chosen) + "\n", encoding="utf-8")
+        module.write_requirements(wheels, chosen)
         for command in module.commands(
             wheels, args.python_version, args.platform, ROOT / "constraints.txt", pins=chosen
         ):
@@ -135,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
     sts = args.dest / "data" / "sts.tar.xz"
     sts.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["tar", "-cJf", str(sts), "-C", str(data), STS], check=True)
+    subprocess.run(["tar", "-cJf", str(sts), "-C", str(data), *STS], check=True)
     used = checkout_bytes() + sum(p.stat().st_size for p in args.dest.rglob("*") if p.is_file())
     wiki = args.dest / "data" / "wiki_sentences.txt.xz"
     if args.tiny:
@@ -144,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         lines = fill_wikipedia(data / WIKIPEDIA, wiki, limit - used - (256 << 10))  # 256 KiB for the record
     (args.dest / "data" / "data.json").write_text(json.dumps({"wikipedia_lines": lines, "sts": STS}) + "\n")
     files = {
-        str(p.relative_to(args.dest)): {"bytes": p.stat().st_size, "sha256": sha256(p)}
+        str(p.relative_to(args.dest)): {"bytes": p.stat().st_size, "sha256": file_sha256(p)}
         for p in sorted(args.dest.rglob("*"))
         if p.is_file()
     }

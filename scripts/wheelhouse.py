@@ -58,18 +58,34 @@ def compatible_platforms(platform: str) -> list[str]:
     return tags
 
 
-def commands(dest: Path, python_version: str, platform: str, constraints: Path) -> list[list[str]]:
-    """The pip commands that fill ``dest`` (after ``dest/constraints.txt`` and ``dest/requirements.txt``
-    are written)."""
+def commands(
+    dest: Path, python_version: str, platform: str, constraints: Path, pins: list[str] | None = None
+) -> list[list[str]]:
+    """The pip commands that fill ``dest`` with ``pins`` (default: every pin of ``constraints`` but
+    torch), after :func:`write_requirements` wrote ``dest/requirements.txt``: sentlab's own wheel, a
+    binary wheel of each pin for the target, and the pins PyPI has no wheel of built from source."""
     pip = [sys.executable, "-m", "pip"]
     platforms = [flag for tag in compatible_platforms(platform) for flag in ("--platform", tag)]
     target = ["--python-version", python_version, *platforms, "--only-binary=:all:"]
-    source = [pin for pin in pins(constraints) if name_of(pin) in FROM_SOURCE]
+    chosen = kept_pins(constraints) if pins is None else pins
+    source = [pin for pin in chosen if name_of(pin) in FROM_SOURCE]
     return [
         [*pip, "wheel", "--no-deps", "--wheel-dir", str(dest), str(ROOT)],
         [*pip, "download", "--no-deps", *target, "--dest", str(dest), "-r", str(dest / "requirements.txt")],
         *([[*pip, "wheel", "--no-deps", "--wheel-dir", str(dest), *source]] if source else []),
     ]
+
+
+def kept_pins(constraints: Path) -> list[str]:
+    """Every pin of ``constraints`` but torch's (the cluster's own build)."""
+    return [pin for pin in pins(constraints) if name_of(pin) not in SKIPPED]
+
+
+def write_requirements(dest: Path, chosen: list[str]) -> None:
+    """``dest/requirements.txt``: the binary wheels to download (the pins not built from source)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    binary = [pin for pin in chosen if name_of(pin) not in FROM_SOURCE]
+    (dest / "requirements.txt").write_text("\n".join(binary) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -91,15 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.constraints.is_file():
         print(f"error: {args.constraints}: no such constraints file", file=sys.stderr)
         return 2
-    kept = [pin for pin in pins(args.constraints) if name_of(pin) not in SKIPPED]
+    kept = kept_pins(args.constraints)
     planned = commands(args.dest, args.python_version, args.platform, args.constraints)
     if args.dry_run:
         print("\n".join(shlex.join(command) for command in planned))
         return 0
-    args.dest.mkdir(parents=True, exist_ok=True)
+    write_requirements(args.dest, kept)
     (args.dest / "constraints.txt").write_text("\n".join(kept) + "\n", encoding="utf-8")
-    binary = [pin for pin in kept if name_of(pin) not in FROM_SOURCE]
-    (args.dest / "requirements.txt").write_text("\n".join(binary) + "\n", encoding="utf-8")
     for command in planned:
         print("+ " + shlex.join(command), file=sys.stderr)
         if subprocess.run(command).returncode != 0:

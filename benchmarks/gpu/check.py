@@ -1,0 +1,391 @@
+"""sentlab's check on a GPU node without network, one part at a time (``benchmarks/gpu/check.sh PART``).
+
+Each part writes one JSON file, ``$OUT/<part>.json`` (``$OUT``, else ``--out``, else
+``runs/gpu-check``): the part, its command line, the date, the machine (Python, torch, CUDA, the card),
+its seconds, ``status`` (``ok`` or ``failed`` with the first line of the error) and what it measured.
+A part that fails still writes what it measured before the failure.
+
+* ``install``: sentlab and the bundle's wheels installed offline (``pip --no-index --no-deps``) into
+  the image's Python, then sentlab's version, torch, CUDA and the card read back, with every module
+  sentlab imports that the environment lacks.
+* ``suite``: the whole test suite (data-dependent tests skip: the bundle's data is for the other
+  parts), with the counts, each failure's first line and the skips grouped by reason.
+* ``speed``: the card's matmul rate in fp32, TF32 and bf16; SimCSE's step on a random-init BERT-base
+  five ways (``benchmarks/train_throughput.py``); the raw LM's useful tokens a second, packed, bf16,
+  compiled (``benchmarks/rawlm_throughput.py``).
+* ``presets``: every GPU preset whose start is a BERT-base / RoBERTa-base architecture and whose data
+  the bundle carries (Wikipedia sentences), for a few dozen steps on random weights of that
+  architecture in its own precision: step time, peak memory, the precision read back, losses finite;
+  the others are listed with what they need.
+* ``claim-a``: sentlab's raw LM pre-trained for as long as the part allows (kept in the ignored
+  ``runs/gpu-check-work`` for the next call); called again, SimCSE from it over three seeds, scored on
+  STS against the raw LM (``benchmarks/rawlm_simcse.py``).
+
+``--tiny`` runs every part on whatever device there is with tiny sizes (CI runs it on a CPU), so the
+check cannot rot between GPUs; ``--bundle`` is the folder ``scripts/gpu_bundle.py`` built (``.gpu``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import lzma
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import traceback
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PARTS = ("install", "suite", "speed", "presets", "claim-a")
+PART_SECONDS = 540  # each part stays under nine minutes (a job step is ten)
+
+
+def machine() -> dict:
+    """The machine as this Python sees it (torch read in a child: ``install`` may have just put it there)."""
+    code = (
+        "import json, torch; d = torch.cuda.is_available(); print(json.dumps({'torch': torch.__version__, "
+        "'cuda': torch.version.cuda, 'device': torch.cuda.get_device_name(0) if d else 'cpu', "
+        "'capability': list(torch.cuda.get_device_capability(0)) if d else None, "
+        "'bf16': bool(d and torch.cuda.is_bf16_supported())}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    found = json.loads(done.stdout) if done.returncode == 0 else {"torch": None, "error": done.stderr[-300:]}
+    return {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(), **found}
+
+
+def run(command: list[str], timeout: float, env: dict | None = None, cwd: Path = ROOT) -> dict:
+    """A child command: its exit code, seconds, JSON on stdout when it printed one, and the tail of
+    its output when it failed."""
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd
+        )
+        code, out, err = done.returncode, done.stdout, done.stderr
+    except subprocess.TimeoutExpired as expired:
+        code, out, err = 124, expired.stdout or "", f"timed out after {timeout:g} s"
+        out = out.decode() if isinstance(out, bytes) else out
+    record: dict = {"command": " ".join(command), "exit_code": code, "seconds": round(time.perf_counter() - start, 1)}
+    try:
+        record["result"] = json.loads(out[out.index("{") :]) if "{" in out else None
+    except ValueError:
+        record["result"] = None
+    if code:
+        record["tail"] = (out + "\n" + (err if isinstance(err, str) else "")).strip().splitlines()[-12:]
+    return record
+
+
+def data_folder(bundle: Path, tiny: bool) -> Path:
+    """The bundle's data, unpacked once beside it (a ``.gpu/data/unpacked`` folder); in ``--tiny``
+    without a bundle, ``$SENTLAB_DATA``."""
+    packed = bundle / "data"
+    if not packed.is_dir():
+        if tiny:
+            return Path(os.environ.get("SENTLAB_DATA", ROOT.parent / "shared" / "data"))
+        raise SystemExit(f"error: {packed}: no bundle data (build it with python scripts/gpu_bundle.py)")
+    target = packed / "unpacked"
+    done = target / ".complete"
+    if not done.is_file():
+        shutil.rmtree(target, ignore_errors=True)
+        (target / "wikipedia").mkdir(parents=True)
+        with tarfile.open(packed / "sts.tar.xz") as archive:
+            archive.extractall(target, filter="data")
+        with lzma.open(packed / "wiki_sentences.txt.xz", "rb") as inp:
+            (target / "wikipedia" / "wiki_sentences.txt").write_bytes(inp.read())
+        done.touch()
+    return target
+
+
+# -- the parts ------------------------------------------------------------------------------------------
+
+
+def part_install(args, record: dict) -> None:
+    wheels = args.bundle / "wheels"
+    if not args.tiny:
+        found = sorted(str(p) for p in wheels.glob("*.whl"))
+        command = [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", *found]
+        record["pip"] = run(command, timeout=PART_SECONDS / 2)
+        if record["pip"]["exit_code"]:
+            raise RuntimeError("pip install from the bundle failed: " + " ".join(record["pip"].get("tail", [])[-1:]))
+    code = (
+        "import importlib, json, pkgutil, sentlab\n"
+        "missing = {}\n"
+        "for m in pkgutil.walk_packages(sentlab.__path__, 'sentlab.'):\n"
+        "    if m.name.endswith('__main__'):\n"
+        "        continue\n"
+        "    try:\n"
+        "        importlib.import_module(m.name)\n"
+        "    except ImportError as err:\n"
+        "        missing[m.name] = str(err).splitlines()[0]\n"
+        "print(json.dumps({'sentlab': sentlab.__version__, 'from': sentlab.__file__, 'modules_missing': missing}))"
+    )
+    readback = run([sys.executable, "-c", code], timeout=300, cwd=args.out)
+    record["readback"] = readback["result"]
+    if readback["exit_code"] or readback["result"] is None:
+        raise RuntimeError("sentlab does not import: " + " ".join(readback.get("tail", [])[-1:]))
+    if readback["result"]["modules_missing"]:
+        raise RuntimeError(f"{len(readback['result']['modules_missing'])} sentlab module(s) do not import")
+
+
+def part_suite(args, record: dict) -> None:
+    report = args.out / "suite.xml"
+    tests = ["tests/losses/test_static_step.py", "tests/test_device_neutral.py"] if args.tiny else []
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *tests]
+    # the data-dependent tests skip (counted with their reason): the bundle's data is the other parts'
+    env = {"HF_HUB_OFFLINE": "1", "SENTLAB_DATA": str(args.out / "no-data")}
+    record["pytest"] = run(command, timeout=PART_SECONDS - 20, env=env)
+    if not report.is_file():
+        raise RuntimeError("pytest wrote no report: " + " ".join(record["pytest"].get("tail", [])[-1:]))
+    counts = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0}
+    failures, skips = [], {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        name = f"{case.get('classname')}::{case.get('name')}"
+        problem = case.find("failure") if case.find("failure") is not None else case.find("error")
+        skipped = case.find("skipped")
+        if problem is not None:
+            counts["failed" if problem.tag == "failure" else "errors"] += 1
+            failures.append({"test": name, "first_line": (problem.get("message") or "").splitlines()[:1]})
+        elif skipped is not None:
+            counts["skipped"] += 1
+            reason = (skipped.get("message") or "").splitlines()[0][:160]
+            skips[reason] = skips.get(reason, 0) + 1
+        else:
+            counts["passed"] += 1
+    record.update(counts=counts, failures=failures, skips_by_reason=skips)
+    if counts["failed"] or counts["errors"] or record["pytest"]["exit_code"] not in (0, 1):
+        raise RuntimeError(f"{counts['failed']} failed, {counts['errors']} errors")
+
+
+def matmul_rates(tiny: bool) -> dict:
+    import torch
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    size = 256 if tiny or device.type == "cpu" else 8192
+    rates = {}
+    for name, dtype, tf32 in (
+        ("fp32", torch.float32, False),
+        ("tf32", torch.float32, True),
+        ("bf16", torch.bfloat16, False),
+    ):
+        if name == "tf32" and device.type != "cuda":
+            continue
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        a = torch.randn(size, size, device=device, dtype=dtype)
+        b = torch.randn(size, size, device=device, dtype=dtype)
+        for _ in range(3):
+            a @ b
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        repeats, start = 10, time.perf_counter()
+        for _ in range(repeats):
+            a @ b
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        rates[f"{name}_tflops"] = round(2 * size**3 * repeats / (time.perf_counter() - start) / 1e12, 3)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return {"device": str(device), "size": size, **rates}
+
+
+def random_bert(folder: Path, data: Path, tiny: bool) -> Path:
+    """A random-weight BERT-base (tiny: 2 x 64) with a WordPiece vocabulary trained on the bundle's
+    Wikipedia lines: the architecture of the GPU presets' start, with no download."""
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    if (folder / "config.json").is_file():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = (data / "wikipedia" / "wiki_sentences.txt").read_text("utf-8").splitlines()[:20000]
+    trainer = BertWordPieceTokenizer(lowercase=True)
+    trainer.train_from_iterator(lines, vocab_size=2000 if tiny else 30522)
+    trainer.save_model(str(folder))
+    BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True).save_pretrained(folder)
+    shape = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128) if tiny else {}
+    BertModel(BertConfig(vocab_size=trainer.get_vocab_size(), **shape)).save_pretrained(folder)
+    return folder
+
+
+def part_speed(args, record: dict) -> None:
+    record["matmul"] = matmul_rates(args.tiny)
+    env = {"HF_HUB_OFFLINE": "1", "SENTLAB_DATA": str(args.data)}
+    model = random_bert(args.work / "random-bert-base", args.data, args.tiny)
+    steps = ["--steps", "3", "--warmup", "1"] if args.tiny else ["--steps", "30", "--warmup", "10"]
+    precision = ["--precision", "fp32" if args.tiny else "bf16"]
+    record["simcse_step"] = run(
+        [sys.executable, "benchmarks/train_throughput.py", "--model", str(model), *steps, *precision],
+        timeout=PART_SECONDS / 2,
+        env=env,
+    )
+    rawlm = ["--vocab", "8192", "--pack", "--steps", "3" if args.tiny else "40", "--batch", "8" if args.tiny else "256"]
+    if not args.tiny:
+        rawlm += ["--layers", "8", "--hidden", "512", "--heads", "8", "--max-length", "128", "--precision", "bf16"]
+        rawlm += ["--compile", "--fused", "--sentences", "200000"]
+    else:
+        rawlm += ["--layers", "2", "--hidden", "64", "--heads", "2", "--sentences", "2000"]
+    record["rawlm_tokens"] = run(
+        [sys.executable, "benchmarks/rawlm_throughput.py", *rawlm], timeout=PART_SECONDS / 3, env=env
+    )
+    failed = [name for name in ("simcse_step", "rawlm_tokens") if record[name]["exit_code"]]
+    if failed:
+        raise RuntimeError(f"{', '.join(failed)} failed")
+
+
+# the GPU presets this part can run: their start is BERT-base and their data Wikipedia sentences
+RUNNABLE = {
+    "simcse-unsup-bert-base": "",
+    "mlm-bert-base": "",
+    "tsdae-bert-base": "",
+    "ct-bert-base": "",
+    "bertflow-bert-base": "",
+    "rawlm-gpu": "",
+}
+
+
+def part_presets(args, record: dict) -> None:
+    sys.path.insert(0, str(ROOT / "src"))
+    from sentlab.presets import list_presets
+
+    gpu = [p for p in list_presets() if p.hardware == "gpu"]
+    record["presets"] = {}
+    size = (
+        {"layers": 2, "hidden_size": 64, "heads": 2, "intermediate_size": 128, "vocab_size": 500}
+        if args.tiny
+        else {"layers": 12, "hidden_size": 768, "heads": 12, "intermediate_size": 3072, "vocab_size": 30522}
+    )
+    wiki = args.data / "wikipedia" / "wiki_sentences.txt"
+    steps = 2 if args.tiny else 30
+    for preset in gpu:
+        if preset.name not in RUNNABLE:
+            record["presets"][preset.name] = {
+                "skipped": "needs a teacher, a base encoder or labelled data the bundle does not carry"
+            }
+            continue
+        out = args.work / "presets" / preset.name
+        shutil.rmtree(out, ignore_errors=True)
+        sets = [f"train.output_dir={out}", f"data.train={wiki}", f"train.max_steps={steps}", "eval.dev_task=none"]
+        sets += ["eval.final_tasks=[]", "train.progress_bar=false", "train.logging_steps=1"]
+        if preset.name != "rawlm-gpu":
+            sets += ["model.name=''", *(f"model.random_init.{k}={v}" for k, v in size.items())]
+            sets += ["model.random_init.tokenizer=train", "model.random_init.max_positions=512"]
+        if args.tiny:
+            sets += ["train.mixed_precision=no", "train.compile=false", "train.batch_size=4"]
+            if preset.name == "rawlm-gpu":
+                sets += [
+                    *(f"model.random_init.{k}={v}" for k, v in size.items()),
+                    "mlm.heldout_lines=20",
+                    "model.max_seq_length=32",
+                ]
+        command = [sys.executable, "-m", "sentlab.cli", "train", preset.name, "--quiet"]
+        for item in sets:
+            command += ["--set", item]
+        done = run(
+            command,
+            timeout=(PART_SECONDS - 30) / len(RUNNABLE),
+            env={"HF_HUB_OFFLINE": "1", "SENTLAB_DATA": str(args.data)},
+        )
+        result = {"exit_code": done["exit_code"], "seconds": done["seconds"]}
+        if done["exit_code"]:
+            result["tail"] = done.get("tail", [])
+        metrics = out / "metrics.jsonl"
+        if metrics.is_file():
+            losses = [json.loads(line).get("loss") for line in metrics.read_text().splitlines()]
+            result["losses"] = [value for value in losses if value is not None]
+        for name in ("precision.json", "runtime.json"):
+            if (out / name).is_file():
+                result[name.split(".")[0]] = json.loads((out / name).read_text())
+        record["presets"][preset.name] = result
+    bad = [name for name, r in record["presets"].items() if "exit_code" in r and r["exit_code"]]
+    if bad:
+        raise RuntimeError(f"{len(bad)} preset(s) failed: {', '.join(bad)}")
+
+
+def part_claim_a(args, record: dict) -> None:
+    """Two calls on a card: the first pre-trains the raw LM for the part's time (kept in the work
+    folder), the next runs SimCSE from it over three seeds and scores both; ``--tiny`` does both."""
+    env = {"HF_HUB_OFFLINE": "1", "SENTLAB_DATA": str(args.data)}
+    rawlm = args.work / "rawlm"
+    wiki = args.data / "wikipedia" / "wiki_sentences.txt"
+    if not (rawlm / "model" / "config.json").is_file():
+        sets = [f"train.output_dir={rawlm}", f"data.train={wiki}"]
+        if args.tiny:
+            sets += ["train.max_steps=4", "train.mixed_precision=no", "train.compile=false", "train.batch_size=8"]
+            sets += ["model.random_init.layers=2", "model.random_init.hidden_size=64", "model.random_init.heads=2"]
+            sets += ["model.random_init.intermediate_size=128", "model.random_init.vocab_size=500"]
+            sets += ["mlm.heldout_lines=20", "model.max_seq_length=32", "train.eval_steps=2", "train.save_steps=2"]
+        else:
+            sets += [f"train.max_minutes={(PART_SECONDS - 90) / 60:.1f}"]
+        command = [sys.executable, "-m", "sentlab.cli", "train", "rawlm-gpu", "--quiet"]
+        for item in sets:
+            command += ["--set", item]
+        record["pretrain"] = run(command, timeout=PART_SECONDS - 30, env=env)
+        if record["pretrain"]["exit_code"]:
+            raise RuntimeError("raw-LM pre-training failed")
+        metrics = rawlm / "metrics.jsonl"
+        if metrics.is_file():
+            rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+            record["pretrain"]["steps"] = max((r.get("step", 0) for r in rows), default=0)
+            record["pretrain"]["heldout"] = [r for r in rows if "eval_heldout-mlm_accuracy" in r][-1:]
+        if not args.tiny:
+            record["next"] = "the raw LM is kept in the work folder: run claim-a again for SimCSE and the scoring"
+            return
+    simcse = [sys.executable, "benchmarks/rawlm_simcse.py", "--output", str(args.work / "claim-a")]
+    simcse += ["--raw-lm", str(rawlm / "model"), "--seeds", "1", "2", "3"]
+    if args.tiny:
+        simcse += ["--set", "train.max_steps=2", "--set", "train.batch_size=8", "--set", "model.max_seq_length=32"]
+    record["simcse"] = run(simcse, timeout=PART_SECONDS - 30, env=env)
+    if record["simcse"]["exit_code"]:
+        raise RuntimeError("SimCSE from the raw LM failed")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("part", choices=[*PARTS, "all"])
+    parser.add_argument("--tiny", action="store_true", help="tiny sizes on whatever device there is (CI: a CPU)")
+    parser.add_argument("--bundle", type=Path, default=ROOT / ".gpu")
+    parser.add_argument("--out", type=Path, default=None, help="default: $OUT, else runs/gpu-check")
+    args = parser.parse_args()
+    args.out = (args.out or Path(os.environ.get("OUT") or ROOT / "runs" / "gpu-check")).resolve()
+    args.out.mkdir(parents=True, exist_ok=True)
+    # models and runs: beside the results in --tiny, else in the checkout's ignored runs/ (kept for
+    # later parts on the same node; $OUT brings back only the JSON)
+    args.work = args.out / "work" if args.tiny else ROOT / "runs" / "gpu-check-work"
+    args.work.mkdir(parents=True, exist_ok=True)
+    failed = []
+    for part in PARTS if args.part == "all" else [args.part]:
+        record = {"part": part, "command": " ".join(sys.argv), "tiny": args.tiny}
+        record["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        start = time.perf_counter()
+        try:
+            if part != "install":
+                args.data = data_folder(args.bundle, args.tiny)
+            {
+                "install": part_install,
+                "suite": part_suite,
+                "speed": part_speed,
+                "presets": part_presets,
+                "claim-a": part_claim_a,
+            }[part](args, record)
+            record["status"] = "ok"
+        except Exception as err:  # the part failed: what it measured so far is still written
+            record["status"] = "failed"
+            record["error"] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"
+            record["traceback_tail"] = traceback.format_exc().strip().splitlines()[-4:]
+            failed.append(part)
+        record["seconds"] = round(time.perf_counter() - start, 1)
+        record["machine"] = machine()
+        (args.out / f"{part}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        print(
+            f"{part}: {record['status']} in {record['seconds']:.0f} s -> {args.out / (part + '.json')}", file=sys.stderr
+        )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""The GPU check's bundle (scripts/gpu_bundle.py): what it holds and its size limit. The full bundle
+needs network (its wheels); ``--tiny`` holds the data and the record only, which this checks offline.
+The check itself (benchmarks/gpu/check.sh) runs in CI with --tiny (.ci/run)."""
+
+from __future__ import annotations
+
+import json
+import lzma
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bundle(dest: Path, data: Path, *extra: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(ROOT / "scripts" / "gpu_bundle.py"), "--tiny", "--dest", str(dest)]
+    return subprocess.run([*command, "--data-dir", str(data), *extra], capture_output=True, text=True, timeout=300)
+
+
+def test_the_tiny_bundle_records_what_it_holds(tmp_path, data_dir):
+    done = bundle(tmp_path / "b", data_dir)
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads((tmp_path / "b" / "bundle.json").read_text())
+    assert record["wikipedia_lines"] == 2000 and record["bytes"]["with_checkout"] <= record["bytes"]["limit"]
+    assert {"data/sts.tar.xz", "data/wiki_sentences.txt.xz", "data/data.json"} <= set(record["files"])
+    with lzma.open(tmp_path / "b" / "data" / "wiki_sentences.txt.xz", "rt", encoding="utf-8") as text:
+        assert len(text.read().splitlines()) == 2000
+    assert record["versions"]["transformers"] and record["versions"]["sentence-transformers"]
+
+
+def test_a_bundle_over_the_limit_is_refused_in_one_line_and_removed(tmp_path, data_dir):
+    done = bundle(tmp_path / "b", data_dir, "--limit-mib", "1")
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "exceeds 1 MiB" in errors[0] and "Traceback" not in done.stderr
+    assert not (tmp_path / "b").exists()

@@ -32,9 +32,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sentlab.cache import file_sha256
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))  # run from a checkout, installed or not
+from sentlab.cache import file_sha256  # noqa: E402
+
 # what the node's image lacks or has at another version (pins from constraints.txt)
 NODE_NEEDS = [
     "transformers",
@@ -50,6 +51,11 @@ NODE_NEEDS = [
     "typing-inspection",
     "faiss-cpu",
     "normflows",
+    "regex",  # transformers imports it
+    "pytest",  # the suite part, with what it needs
+    "iniconfig",
+    "pluggy",
+    "pygments",
 ]
 STS = ["senteval/downstream/STS", "senteval/downstream/SICK"]  # the STS tasks sentlab scores (SICK-R too)
 WIKIPEDIA = "wikipedia/wiki_sentences.txt"
@@ -91,7 +97,7 @@ def fill_wikipedia(source: Path, target: Path, budget: int) -> int:
         if target.stat().st_size <= budget:
             return lines
         lines = int(lines * budget / target.stat().st_size * 0.97)
-    raise SystemExit(f"error: even 1,000 Wikipedia lines do not fit the {budget / 2**20:.1f} MiB left")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
         lines = compress(data / WIKIPEDIA, wiki, lines=2000)
     else:
         lines = fill_wikipedia(data / WIKIPEDIA, wiki, limit - used - (256 << 10))  # 256 KiB for the record
+        if not lines:
+            print(f"error: even 1,000 Wikipedia lines do not fit {args.limit_mib:g} MiB with the rest", file=sys.stderr)
+            shutil.rmtree(args.dest, ignore_errors=True)
+            return 2
     (args.dest / "data" / "data.json").write_text(json.dumps({"wikipedia_lines": lines, "sts": STS}) + "\n")
     files = {
         str(p.relative_to(args.dest)): {"bytes": p.stat().st_size, "sha256": file_sha256(p)}

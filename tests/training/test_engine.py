@@ -285,3 +285,19 @@ def test_train_prints_the_start_models_scores_beside_the_trained_models(
     header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["model"])
     assert lines[header + 1].split()[:2] == ["start", "model"] and lines[header + 2].split()[0] == trained.model
     assert f"{start.tasks['STS-B'].spearman:.2f}" in lines[header + 1]
+
+
+def test_the_loss_plot_is_skipped_in_one_line_without_matplotlib(tmp_path, monkeypatch, capsys):
+    """An offline node's image may lack matplotlib (the GPU check installs without dependencies): the
+    run says so and goes on (the metrics file holds the numbers)."""
+    import sys
+
+    from sentlab import progress
+
+    monkeypatch.setitem(progress._state, "quiet", False)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text('{"step": 1, "loss": 0.5}\n')
+    engine.plot_loss(metrics, tmp_path / "loss.png")
+    assert not (tmp_path / "loss.png").exists()
+    assert "loss plot skipped: matplotlib is not installed" in capsys.readouterr().err

@@ -653,8 +653,14 @@ def _has_cuda() -> bool:
 
 
 def plot_loss(metrics_path: Path, out_path: Path, metric: str = DEV_METRIC) -> None:
-    """Training loss (and the dev score ``metric``, if logged) against the step, as a PNG."""
-    import matplotlib
+    """Training loss (and the dev score ``metric``, if logged) against the step, as a PNG; where
+    matplotlib is not installed (an offline node's image, which sentlab's GPU check installs without
+    dependencies), said in one line and skipped: the metrics file holds the same numbers."""
+    try:
+        import matplotlib
+    except ImportError:
+        say(f"loss plot skipped: matplotlib is not installed (the losses are in {metrics_path})")
+        return
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from transformers import BertConfig, BertForMaskedLM
 
 from sentlab.devices import training_device
+from sentlab.encoders.backends import pin_float32_math
 
 
 def main() -> None:
@@ -37,6 +38,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=6)
     args = parser.parse_args()
     device = training_device()
+    pin_float32_math()  # fp32 is IEEE fp32 on every CPU and GPU
     torch.manual_seed(0)
     config = BertConfig(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536)
     model = BertForMaskedLM(config).to(device)

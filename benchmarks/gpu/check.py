@@ -181,6 +181,9 @@ def part_suite(args, record: dict) -> None:
 def matmul_rates(tiny: bool) -> dict:
     import torch
 
+    sys.path.insert(0, str(ROOT / "src"))
+    from sentlab.encoders.backends import pin_float32_math
+
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     size = 256 if tiny or device.type == "cpu" else 8192
     rates = {}
@@ -191,7 +194,7 @@ def matmul_rates(tiny: bool) -> dict:
     ):
         if name == "tf32" and device.type != "cuda":
             continue
-        torch.backends.cuda.matmul.allow_tf32 = tf32
+        pin_float32_math(allow_tf32=tf32)  # fp32 is IEEE fp32; TF32 only where asked
         a = torch.randn(size, size, device=device, dtype=dtype)
         b = torch.randn(size, size, device=device, dtype=dtype)
         for _ in range(3):
@@ -204,7 +207,7 @@ def matmul_rates(tiny: bool) -> dict:
         if device.type == "cuda":
             torch.cuda.synchronize()
         rates[f"{name}_tflops"] = round(2 * size**3 * repeats / (time.perf_counter() - start) / 1e12, 3)
-    torch.backends.cuda.matmul.allow_tf32 = False
+    pin_float32_math()
     return {"device": str(device), "size": size, **rates}
 
 

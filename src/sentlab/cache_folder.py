@@ -183,15 +183,18 @@ def cached_folder(
     build: Callable[[Path], dict],
     record: str = RECORD,
     after_build: Callable[[Path], object] | None = None,
+    current: Callable[[], dict | None] | None = None,
 ) -> dict:
     """The record of ``folder`` when it is valid for ``expected`` (read without writing anything), else
     of the folder built by ``build`` under the folder's lock (rechecked once the lock is held: another
     process may have built it meanwhile); ``after_build(folder)`` runs once a build is done and the
-    lock released (the cache's eviction)."""
-    found = read_record(folder, expected, record)
+    lock released (the cache's eviction). ``current()``, when given, says instead whether the folder is
+    valid (its record, or None): for a validity a record's fields alone do not decide."""
+    valid = current or (lambda: read_record(folder, expected, record))
+    found = valid()
     if found is None:
         with folder_lock(folder):
-            found = read_record(folder, expected, record)
+            found = valid()
             if found is None:
                 remove_partials(folder)
                 found = write_folder(folder, build, record)

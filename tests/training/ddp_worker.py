@@ -2,6 +2,7 @@
 weights (RSE: and relation vectors) and loss."""
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -31,7 +32,15 @@ if method.startswith("rse"):  # two relations: paraphrase pairs (tab-separated) 
     pairs = out / "pairs.tsv"
     out.mkdir(parents=True, exist_ok=True)
     lines = corpus.read_text(encoding="utf-8").split("\n")
-    pairs.write_text("".join(f"{s}\t{s.split()[-1]} {s}\n" for s in lines if s), encoding="utf-8")
+    from filelock import FileLock
+
+    # written once, by whichever process comes first: a second write would change the file (its status-
+    # change time) while the first process reads it, which sentlab rightly refuses
+    with FileLock(str(out / "pairs.lock")):
+        if not pairs.is_file():
+            partial = out / f"pairs.{os.getpid()}.partial"
+            partial.write_text("".join(f"{s}\t{s.split()[-1]} {s}\n" for s in lines if s), encoding="utf-8")
+            os.replace(partial, pairs)
     tree = cfg.model_dump()
     tree["method"] = "rse"
     tree["model"]["pooler"] = "cls"

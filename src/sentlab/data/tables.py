@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -31,15 +32,7 @@ import numpy as np
 from datasets import Dataset, concatenate_datasets
 
 from sentlab.cache import cache_root, evict_cache, file_sha256, file_state
-from sentlab.cache_folder import (
-    CacheWriteError,
-    folder_lock,
-    mark_used,
-    read_record,
-    remove_partials,
-    rewrite_record,
-    write_folder,
-)
+from sentlab.cache_folder import CacheWriteError, cached_folder, folder_lock, read_record, rewrite_record
 from sentlab.data.text_conversion import COLUMN, write_row_numbers, write_rows, write_text
 from sentlab.errors import DataError
 from sentlab.progress import say
@@ -103,15 +96,14 @@ def text_record(
     columns = None if columns is None else tuple(columns)
     folder = table_folder(path, limit, root, columns)
     made_from = {"format": FORMAT_VERSION, "limit": limit, "columns": None if columns is None else list(columns)}
-    found = _current(folder, path, made_from)
-    if found is None:
-        with folder_lock(folder):  # processes that need the same table at once build it once
-            found = _current(folder, path, made_from)
-            if found is None:
-                remove_partials(folder)
-                found = _convert(path, limit, folder, columns, made_from)
-        evict_cache(cache_root(root), keep=[folder])  # the table just built stays, whatever the cap
-    return found
+    return cached_folder(
+        folder,
+        made_from,
+        _builder(path, limit, columns, made_from),
+        current=lambda: _current(folder, path, made_from),
+        # the table just built stays, whatever the cap
+        after_build=lambda built: evict_cache(cache_root(root), keep=[built]),
+    )
 
 
 def _current(folder: Path, path: Path, made_from: dict) -> dict | None:
@@ -125,7 +117,6 @@ def _current(folder: Path, path: Path, made_from: dict) -> dict | None:
             return None
         _take_state(folder, found, state)
         found = {**found, **state}
-    mark_used(folder)
     return found
 
 
@@ -139,14 +130,12 @@ def _take_state(folder: Path, found: dict, state: dict) -> None:
                 rewrite_record(folder, {**found, **state})
 
 
-def _convert(path: Path, limit: int | None, folder: Path, columns: tuple[str, ...] | None, made_from: dict) -> dict:
-    """Build ``folder`` from ``path``."""
-    import time
-
-    start = time.perf_counter()
-    before = file_state(path)
+def _builder(path: Path, limit: int | None, columns: tuple[str, ...] | None, made_from: dict):
+    """What writes ``path``'s table into a fresh folder (for :func:`~sentlab.cache_folder.cached_folder`)."""
 
     def build(partial: Path) -> dict:
+        start = time.perf_counter()
+        before = file_state(path)
         if columns is None:
             rows, digest, raw = write_text(path, limit, partial / ARROW)
         else:
@@ -155,13 +144,12 @@ def _convert(path: Path, limit: int | None, folder: Path, columns: tuple[str, ..
         if file_state(path) != before:
             raise DataError(f"{path}: changed while it was being read; run again once the file is complete")
         write_row_numbers(rows, partial / ROWS)
+        what = "lines" if columns is None else "rows"
+        seconds = time.perf_counter() - start
+        say(f"read {path}: {rows:,} {what} into a memory-mapped table ({seconds:.1f} s; cached in {partial.parent})")
         return {**made_from, **before, "rows": rows, "sha256": digest, "source_sha256": raw}
 
-    record = write_folder(folder, build)
-    what = "lines" if columns is None else "rows"
-    seconds = time.perf_counter() - start
-    say(f"read {path}: {record['rows']:,} {what} into a memory-mapped table ({seconds:.1f} s; cached in {folder})")
-    return record
+    return build
 
 
 def with_row_index(dataset: Dataset, column: str = "label") -> Dataset:

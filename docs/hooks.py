@@ -6,11 +6,13 @@ text: ``cli`` the command-line reference, read from each command module's parser
 (``sentlab.cli.COMMANDS``); ``presets`` the table of packaged presets (``sentlab.presets.list_presets``);
 ``data`` the data sets (``sentlab.data.sources``).
 
-A measured figure quoted on more than one page lives once, in ``docs/figures.yaml`` (its value, what
-it is, and where its command, hardware and date are); a page quotes it as
+A measured figure is read from the run that measured it: ``docs/figures.yaml`` names, for each figure,
+its record in ``benchmarks/records/`` (``benchmarks/record.py`` keeps a run there with its command,
+date, commit and machine), the key of the value in it and the format. A page quotes the figure as
 ``<!--fig:NAME-->VALUE<!--/fig-->`` (the comment is invisible on the site and in a repository
-browser), and the value between the markers is regenerated from the file like any region, so two
-pages cannot quote one figure differently.
+browser), and the value between the markers is regenerated from the record like any region, so no
+page can quote a figure no record holds, nor two pages one figure differently. ``records`` is the
+table of the records the figures come from.
 
     python docs/hooks.py            # rewrite the generated regions and figures of every page (and README.md)
     python docs/hooks.py --check    # exit 1 naming each stale page (tests/test_docs.py runs the same check)
@@ -21,6 +23,7 @@ As an mkdocs hook it refuses to build a page whose generated text is stale.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -76,21 +79,66 @@ def data_table() -> str:
     return "\n".join(rows)
 
 
-GENERATORS = {"cli": cli_reference, "presets": presets_table, "data": data_table}
+RECORDS = DOCS.parent / "benchmarks" / "records"
 FIGURE = re.compile(r"<!--fig:(?P<name>[\w.-]+)-->(?P<value>.*?)<!--/fig-->")
 
 
-def figures() -> dict[str, dict]:
-    """``docs/figures.yaml``: name -> value, what, source."""
+def record(name: str, records: Path = RECORDS) -> dict:
+    path = records / f"{name}.json"
+    if not path.is_file():
+        raise KeyError(f"no record {name!r} in {records}")
+    return json.loads(path.read_text("utf-8"))
+
+
+def lookup(data, key: str):
+    """``data``'s value at the dotted ``key`` (``result.tasks.0.score``: a number indexes a list)."""
+    for part in key.split("."):
+        try:
+            data = data[int(part)] if isinstance(data, list) else data[part]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise KeyError(f"no {key!r} (stopped at {part!r})") from None
+    return data
+
+
+def figures(records: Path = RECORDS) -> dict[str, dict]:
+    """``docs/figures.yaml``: name -> what, source, record, key, format, and the value read from the
+    record (``format`` applied to the value times ``scale``)."""
     import yaml
 
-    return yaml.safe_load((DOCS / "figures.yaml").read_text("utf-8"))
+    known = yaml.safe_load((DOCS / "figures.yaml").read_text("utf-8"))
+    for name, figure in known.items():
+        try:
+            value = lookup(record(figure["record"], records), figure["key"])
+            figure["value"] = figure.get("format", "{}").format(value * figure.get("scale", 1))
+        except (KeyError, TypeError, ValueError) as err:
+            raise KeyError(f"figure {name!r}: {err.args[0] if err.args else err}") from None
+    return known
+
+
+def records_table(records: Path = RECORDS) -> str:
+    """The records the figures are read from: name, date, machine, command."""
+    rows = ["| record | date | machine | command |", "|---|---|---|---|"]
+    for path in sorted(records.glob("*.json")):
+        r = json.loads(path.read_text("utf-8"))
+        m = r["machine"]
+        cpu = m.get("cpu") or {}
+        where = ", ".join(m.get("gpus") or []) or (
+            f"{cpu.get('model', '?')}, {cpu.get('cores', '?')} cores ({', '.join(cpu.get('flags', [])) or 'no flags read'})"
+        )
+        if "transcribed" in r:
+            where += "; transcribed, not kept by record.py"
+        command = r["command"].replace("|", "\\|")
+        rows.append(f"| `{r['name']}` | {r['date'][:10]} | {where} | `{command}` |")
+    return "\n".join(rows)
+
+
+GENERATORS = {"cli": cli_reference, "presets": presets_table, "data": data_table, "records": records_table}
 
 
 def _figure(match: re.Match, known: dict[str, dict]) -> str:
     name = match.group("name")
     if name not in known:
-        raise KeyError(f"figure {name!r} is not in docs/figures.yaml")
+        raise KeyError(f"figure {name!r} is not in docs/figures.yaml (a figure names its record there)")
     return f"<!--fig:{name}-->{known[name]['value']}<!--/fig-->"
 
 

@@ -5,6 +5,7 @@ text): each says so on its first line (``# needs: ...``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -103,23 +104,59 @@ def test_generated_reference_pages_are_current(tmp_path):
     assert "sentlab train" in (ROOT / "docs" / "reference" / "cli.md").read_text("utf-8")  # in the repository
 
 
-def test_a_figure_quoted_on_two_pages_is_one_figure(tmp_path):
-    """Each figure of docs/figures.yaml is quoted through its marker on at least two pages (else it
-    needs no entry), every marker names a figure the file has, and a page whose quoted value differs
-    from the file's is found (python docs/hooks.py rewrites it)."""
+def test_every_quoted_figure_is_read_from_its_record(tmp_path):
+    """Each figure of docs/figures.yaml is quoted on some page, every marker names a figure the file
+    has, each value is the record's value at the key in the figure's format, and a page whose quoted
+    value differs from the record's is found (python docs/hooks.py rewrites it)."""
     hooks = load_hooks()
     known = hooks.figures()
-    quoted: dict[str, set[str]] = {}
+    quoted = set()
     for page in hooks.pages():
         for match in hooks.FIGURE.finditer(page.read_text("utf-8")):
             assert match.group("name") in known, f"{page}: unknown figure {match.group('name')}"
-            quoted.setdefault(match.group("name"), set()).add(str(page))
-    assert {name for name, where in quoted.items() if len(where) >= 2} == set(known)
+            quoted.add(match.group("name"))
+    assert quoted == set(known)
+    for name, figure in known.items():  # a second reading of the record, by hand
+        data = json.loads((hooks.RECORDS / f"{figure['record']}.json").read_text("utf-8"))
+        for part in figure["key"].split("."):
+            data = data[int(part)] if isinstance(data, list) else data[part]
+        assert figure["value"] == figure["format"].format(data * figure.get("scale", 1)), name
     page = tmp_path / "page.md"
     page.write_text("RankCSE reached <!--fig:rankcse-listnet-student-->65.2<!--/fig--> here.\n")
     assert hooks.stale_pages(tmp_path) == [page]
     value = known["rankcse-listnet-student"]["value"]
     assert f"<!--fig:rankcse-listnet-student-->{value}<!--/fig-->" in hooks.refreshed(page.read_text())
+
+
+def test_a_figure_no_record_holds_cannot_reach_a_page(tmp_path):
+    """A figure whose record is missing, or whose record lacks its key, stops the build with its name."""
+    hooks = load_hooks()
+    with pytest.raises(KeyError, match="no record"):
+        hooks.figures(records=tmp_path)  # an empty records folder
+    for path in hooks.RECORDS.glob("*.json"):
+        data = json.loads(path.read_text("utf-8"))
+        data["result"] = {}
+        (tmp_path / path.name).write_text(json.dumps(data))
+    with pytest.raises(KeyError, match="figure '.+': no 'result[.]"):
+        hooks.figures(records=tmp_path)
+    page = tmp_path / "page.md"
+    page.write_text("<!--fig:a-figure-of-no-one-->1.0<!--/fig-->\n")
+    with pytest.raises(KeyError, match="a-figure-of-no-one"):
+        hooks.refreshed(page.read_text())
+
+
+def test_every_record_says_where_and_when_it_was_measured():
+    """A record holds its command, date, machine and result; one kept by benchmarks/record.py its
+    commit; one copied from the pages (before records were kept) says so."""
+    hooks = load_hooks()
+    records = sorted(hooks.RECORDS.glob("*.json"))
+    assert records
+    for path in records:
+        r = json.loads(path.read_text("utf-8"))
+        assert r["name"] == path.stem and r["command"] and r["result"], path
+        assert r["date"][:4] == "2026" and r["machine"]["cpu"]["cores"] >= 1, path
+        assert r["machine"].get("gpus") is not None, path
+        assert r.get("transcribed") or r["commit"]["sha"], path
 
 
 def load_hooks():

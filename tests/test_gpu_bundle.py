@@ -35,3 +35,26 @@ def test_a_bundle_over_the_limit_is_refused_in_one_line_and_removed(tmp_path, da
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and "exceeds 1 MiB" in errors[0] and "Traceback" not in done.stderr
     assert not (tmp_path / "b").exists()
+
+
+def test_every_dependency_sentlab_declares_is_on_the_node_or_in_the_bundle():
+    """sentlab's dependencies and its test extra: each is in the node's image or carried."""
+    import re
+
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    declared = [*project["dependencies"], *project["optional-dependencies"]["test"]]
+    names = {re.split(r"[<>=!\[ ;]", spec, maxsplit=1)[0].lower().replace("_", "-") for spec in declared}
+    bundle = load_bundle_script()
+    missing = names - set(bundle.IMAGE_HAS) - set(bundle.NODE_NEEDS)
+    assert not missing, f"neither in the image nor carried: {sorted(missing)}"
+
+
+def load_bundle_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_bundle", ROOT / "scripts" / "gpu_bundle.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -11,8 +11,9 @@ A part that fails still writes what it measured before the failure.
 * ``suite``: the whole test suite (data-dependent tests skip: the bundle's data is for the other
   parts), with the counts, each failure's first line and the skips grouped by reason.
 * ``speed``: the card's matmul rate in fp32, TF32 and bf16; SimCSE's step on a random-init BERT-base
-  five ways (``benchmarks/train_throughput.py``); the raw LM's useful tokens a second, packed, bf16,
-  compiled (``benchmarks/rawlm_throughput.py``).
+  five ways (``benchmarks/train_throughput.py``); the RSE GPU preset's step with
+  ``rse.mini_batch_size: auto`` against the whole batch (synthetic triples of Wikipedia lines); the
+  raw LM's useful tokens a second, packed, bf16, compiled (``benchmarks/rawlm_throughput.py``).
 * ``presets``: every GPU preset whose start is a BERT-base architecture and whose data the bundle
   carries (Wikipedia sentences), for a few dozen steps on random weights of that architecture in its
   own precision: seconds, the losses (finite, or the part fails), the precision and runtime read
@@ -31,9 +32,10 @@ import argparse
 import datetime
 import json
 import lzma
+import math
 import os
-import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tarfile
@@ -47,17 +49,17 @@ PARTS = ("install", "suite", "speed", "presets", "claim-a")
 PART_SECONDS = 540  # each part stays under nine minutes (a job step is ten)
 
 
-def machine() -> dict:
-    """The machine as this Python sees it (torch read in a child: ``install`` may have just put it there)."""
-    code = (
-        "import json, torch; d = torch.cuda.is_available(); print(json.dumps({'torch': torch.__version__, "
-        "'cuda': torch.version.cuda, 'device': torch.cuda.get_device_name(0) if d else 'cpu', "
-        "'capability': list(torch.cuda.get_device_capability(0)) if d else None, "
-        "'bf16': bool(d and torch.cuda.is_bf16_supported())}))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    found = json.loads(done.stdout) if done.returncode == 0 else {"torch": None, "error": done.stderr[-300:]}
-    return {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(), **found}
+def provenance(bundle: Path) -> dict:
+    """The machine (``benchmarks/record.py``'s block: CPU, memory, GPU, torch, sentlab) and the commit:
+    the checkout's, else, on a node given a copy without git, the one the bundle was built from."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import record
+
+    found = record.commit()
+    if found["sha"] is None and (bundle / "bundle.json").is_file():
+        built = json.loads((bundle / "bundle.json").read_text("utf-8")).get("commit")
+        found = {"sha": built, "dirty": None, "from": "bundle.json"}
+    return {"machine": record.machine(), "commit": found}
 
 
 def run(command: list[str], timeout: float, env: dict | None = None, cwd: Path = ROOT) -> dict:
@@ -252,6 +254,7 @@ def part_speed(args, record: dict) -> None:
     record["rawlm_tokens"] = run(
         [sys.executable, "benchmarks/rawlm_throughput.py", *rawlm], timeout=PART_SECONDS / 3, env=env
     )
+    rse_step(args, record)
     failed = [
         name for name in ("simcse_step", "rawlm_tokens") if record[name]["exit_code"] or not record[name]["result"]
     ]
@@ -270,64 +273,49 @@ RUNNABLE = {
 }
 
 
-def part_presets(args, record: dict) -> None:
-    sys.path.insert(0, str(ROOT / "src"))
-    from sentlab.presets import list_presets
+def bert_shape(tiny: bool) -> dict:
+    """``model.random_init`` of BERT-base (tiny: 2 x 64)."""
+    if tiny:
+        return {"layers": 2, "hidden_size": 64, "heads": 2, "intermediate_size": 128, "vocab_size": 500}
+    return {"layers": 12, "hidden_size": 768, "heads": 12, "intermediate_size": 3072, "vocab_size": 30522}
 
-    gpu = [p for p in list_presets() if p.hardware == "gpu"]
-    record["presets"] = {}
-    size = (
-        {"layers": 2, "hidden_size": 64, "heads": 2, "intermediate_size": 128, "vocab_size": 500}
-        if args.tiny
-        else {"layers": 12, "hidden_size": 768, "heads": 12, "intermediate_size": 3072, "vocab_size": 30522}
-    )
-    wiki = args.data / "wikipedia" / "wiki_sentences.txt"
-    steps = 2 if args.tiny else 30
-    for preset in gpu:
-        if preset.name not in RUNNABLE:
-            record["presets"][preset.name] = {
-                "skipped": "needs a teacher, a base encoder or labelled data the bundle does not carry"
-            }
-            continue
-        out = args.work / "presets" / preset.name
-        shutil.rmtree(out, ignore_errors=True)
-        sets = [f"train.output_dir={out}", f"data.train={wiki}", f"train.max_steps={steps}", "eval.dev_task=none"]
-        sets += ["eval.final_tasks=[]", "train.progress_bar=false", "train.logging_steps=1"]
-        if preset.name != "rawlm-gpu":
-            sets += ["model.name=''", *(f"model.random_init.{k}={v}" for k, v in size.items())]
-            sets += ["model.random_init.tokenizer=train", "model.random_init.max_positions=512"]
-        if args.tiny:
-            sets += ["train.mixed_precision=no", "train.compile=false", "train.batch_size=4"]
-            if preset.name == "rawlm-gpu":
-                sets += [
-                    *(f"model.random_init.{k}={v}" for k, v in size.items()),
-                    "mlm.heldout_lines=20",
-                    "model.max_seq_length=32",
-                ]
-        command = [sys.executable, "-m", "sentlab.cli", "train", preset.name, "--quiet"]
-        for item in sets:
-            command += ["--set", item]
-        done = run(
-            command,
-            timeout=(PART_SECONDS - 30) / len(RUNNABLE),
-            env={"HF_HUB_OFFLINE": "1", "SENTLAB_DATA": str(args.data)},
-        )
-        result = {"exit_code": done["exit_code"], "seconds": done["seconds"]}
-        if done["exit_code"]:
-            result["tail"] = done.get("tail", [])
-        metrics = out / "metrics.jsonl"
-        if metrics.is_file():
-            losses = [json.loads(line).get("loss") for line in metrics.read_text().splitlines()]
-            result["losses"] = [value for value in losses if value is not None]
-        for name in ("precision.json", "runtime.json"):
-            if (out / name).is_file():
-                result[name.split(".")[0]] = json.loads((out / name).read_text())
-        record["presets"][preset.name] = result
-    import math
 
-    bad = [
+def train_preset(args, preset: str, out: Path, sets: list[str], timeout: float) -> dict:
+    """``sentlab train PRESET`` on random weights of BERT-base for a few steps, without evaluation:
+    its exit code, seconds, losses, median step time (``seconds_per_step`` of the log after the first
+    two steps), and the precision and runtime it read back."""
+    shutil.rmtree(out, ignore_errors=True)
+    sets = [f"train.output_dir={out}", "eval.dev_task=none", "eval.final_tasks=[]", *sets]
+    sets += ["train.progress_bar=false", "train.logging_steps=1"]
+    if preset != "rawlm-gpu":
+        sets += ["model.name=''", *(f"model.random_init.{k}={v}" for k, v in bert_shape(args.tiny).items())]
+        sets += ["model.random_init.tokenizer=train", "model.random_init.max_positions=512"]
+    if args.tiny:
+        sets += ["train.mixed_precision=no", "train.compile=false", "train.batch_size=4"]
+    command = [sys.executable, "-m", "sentlab.cli", "train", preset, "--quiet"]
+    for item in sets:
+        command += ["--set", item]
+    done = run(command, timeout=timeout, env={"HF_HUB_OFFLINE": "1", "SENTLAB_DATA": str(args.data)})
+    result = {"exit_code": done["exit_code"], "seconds": done["seconds"]}
+    if done["exit_code"]:
+        result["tail"] = done.get("tail", [])
+    metrics = out / "metrics.jsonl"
+    if metrics.is_file():
+        records = [json.loads(line) for line in metrics.read_text().splitlines()]
+        result["losses"] = [r["loss"] for r in records if r.get("loss") is not None]
+        steps = [r["seconds_per_step"] for r in records if "seconds_per_step" in r and r.get("step", 0) > 2]
+        result["median_step_s"] = statistics.median(steps) if steps else None
+    for name in ("precision.json", "runtime.json"):
+        if (out / name).is_file():
+            result[name.split(".")[0]] = json.loads((out / name).read_text())
+    return result
+
+
+def failed_runs(results: dict) -> list[str]:
+    """The runs of ``results`` that did not finish with finite losses and a precision read back."""
+    return [
         name
-        for name, r in record["presets"].items()
+        for name, r in results.items()
         if "exit_code" in r
         and (
             r["exit_code"]
@@ -336,6 +324,67 @@ def part_presets(args, record: dict) -> None:
             or "precision" not in r
         )
     ]
+
+
+def rse_step(args, record: dict) -> None:
+    """The RSE GPU preset's step with ``rse.mini_batch_size: auto`` against the whole batch in one
+    piece (no Gradient Cache), on random weights and synthetic entailment triples made of the
+    bundle's Wikipedia lines (the step's cost does not depend on what the sentences say)."""
+    lines = (args.data / "wikipedia" / "wiki_sentences.txt").read_text("utf-8").splitlines()
+    batch, steps = (8, 4) if args.tiny else (512, 20)
+    triples = args.work / "rse-synthetic.jsonl"
+    with triples.open("w", encoding="utf-8") as f:
+        for i in range(batch * (steps + 2)):
+            premise, entailed, contradicted = lines[3 * i : 3 * i + 3]
+            f.write(json.dumps({"sentence1": premise, "sentence2": entailed, "gold_label": "entailment"}) + "\n")
+            f.write(json.dumps({"sentence1": premise, "sentence2": contradicted, "gold_label": "contradiction"}) + "\n")
+    sets = [
+        f"rse.sources=[{{relation: entailment, path: {triples}, format: nli-jsonl}}]",
+        "rse.weights={entailment: 1.0}",
+        f"train.max_steps={steps}",
+        f"data.train={args.data / 'wikipedia' / 'wiki_sentences.txt'}",  # the random start's vocabulary
+    ]
+    runs = {}
+    for name, size in (("auto", "auto"), ("whole_batch", "null")):
+        extra = [] if args.tiny else [f"train.batch_size={batch}"]
+        runs[name] = train_preset(
+            args,
+            "rse-sts-bert-base",
+            args.work / "rse-step" / name,
+            [*sets, *extra, f"rse.mini_batch_size={size}"],
+            timeout=PART_SECONDS / 5,
+        )
+        runs[name]["chunking"] = runs[name].get("runtime", {}).get("chunking")
+    auto, whole = runs["auto"].get("median_step_s"), runs["whole_batch"].get("median_step_s")
+    runs["auto_over_whole_batch"] = round(auto / whole, 3) if auto and whole else None
+    record["rse_step"] = runs
+    bad = failed_runs({k: v for k, v in runs.items() if isinstance(v, dict)})
+    if bad:
+        raise RuntimeError(f"rse step failed: {', '.join(bad)}")
+
+
+def part_presets(args, record: dict) -> None:
+    sys.path.insert(0, str(ROOT / "src"))
+    from sentlab.presets import list_presets
+
+    gpu = [p for p in list_presets() if p.hardware == "gpu"]
+    record["presets"] = {}
+    wiki = args.data / "wikipedia" / "wiki_sentences.txt"
+    steps = 2 if args.tiny else 30
+    for preset in gpu:
+        if preset.name not in RUNNABLE:
+            record["presets"][preset.name] = {
+                "skipped": "needs a teacher, a base encoder or labelled data the bundle does not carry"
+            }
+            continue
+        sets = [f"data.train={wiki}", f"train.max_steps={steps}"]
+        if args.tiny and preset.name == "rawlm-gpu":
+            sets += [f"model.random_init.{k}={v}" for k, v in bert_shape(True).items()]
+            sets += ["mlm.heldout_lines=20", "model.max_seq_length=32"]
+        record["presets"][preset.name] = train_preset(
+            args, preset.name, args.work / "presets" / preset.name, sets, timeout=(PART_SECONDS - 30) / len(RUNNABLE)
+        )
+    bad = failed_runs(record["presets"])
     if bad:
         raise RuntimeError(f"{len(bad)} preset(s) failed: {', '.join(bad)}")
 
@@ -416,7 +465,7 @@ def main() -> int:
             record["traceback_tail"] = traceback.format_exc().strip().splitlines()[-4:]
             failed.append(part)
         record["seconds"] = round(time.perf_counter() - start, 1)
-        record["machine"] = machine()
+        record |= provenance(args.bundle)
         (args.out / f"{part}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         print(
             f"{part}: {record['status']} in {record['seconds']:.0f} s -> {args.out / (part + '.json')}", file=sys.stderr

@@ -31,6 +31,7 @@ def test_train_end_to_end_writes_a_loadable_run(tiny_backbone, corpus_file, fake
     assert not any("eval_samples_per_second" in r for r in records)  # no eval dataset: no made-up speed
     losses = [r["loss"] for r in records if "loss" in r]
     assert len(losses) == 12 and np.mean(losses[-3:]) < np.mean(losses[:3])
+    assert all(r["seconds_per_step"] > 0 for r in records if "loss" in r)
     reloaded = SentenceTransformer(str(paths.model))
     after = reloaded.encode(PROBE)
     assert not np.allclose(after, before)  # it trained
@@ -301,3 +302,26 @@ def test_the_loss_plot_is_skipped_in_one_line_without_matplotlib(tmp_path, monke
     engine.plot_loss(metrics, tmp_path / "loss.png")
     assert not (tmp_path / "loss.png").exists()
     assert "loss plot skipped: matplotlib is not installed" in capsys.readouterr().err
+
+
+def test_step_time_is_the_interval_over_its_steps_and_leaves_out_evaluation(monkeypatch):
+    from types import SimpleNamespace
+
+    from sentlab.training import callbacks
+
+    clock = iter([10.0, 16.0, 20.0, 21.0])
+    monkeypatch.setattr(callbacks.time, "perf_counter", lambda: next(clock))
+    timer, state = callbacks.StepTime(), SimpleNamespace(global_step=0)
+    timer.on_train_begin(None, state, None)  # 10.0
+    state.global_step = 3
+    logs = {"loss": 1.0}
+    timer.on_log(None, state, None, logs=logs)  # 16.0: 6 s over 3 steps
+    assert logs["seconds_per_step"] == 2.0
+    timer.on_evaluate(None, state, None)  # 20.0: the clock restarts after the evaluation
+    state.global_step = 4
+    logs = {"loss": 0.5}
+    timer.on_log(None, state, None, logs=logs)  # 21.0: 1 s over 1 step, not 5 s
+    assert logs["seconds_per_step"] == 1.0
+    dev = {"eval_sts": 0.5}
+    timer.on_log(None, state, None, logs=dev)  # an evaluation record gets no step time
+    assert "seconds_per_step" not in dev

@@ -1,5 +1,5 @@
-"""Trainer callbacks: stop on a NaN loss, log a loss's components, keep a metrics log, checkpoint the
-loss's own trainable state."""
+"""Trainer callbacks: stop on a NaN loss, log a loss's components and the step time, keep a metrics
+log, checkpoint the loss's own trainable state."""
 
 from __future__ import annotations
 
@@ -50,6 +50,32 @@ class LossComponentsLog(TrainerCallback):
         components = getattr(self.loss, "last_components", None)
         if logs is not None and "loss" in logs and components:
             logs.update({f"{name}_last": float(value) for name, value in components.items()})
+
+
+class StepTime(TrainerCallback):
+    """Add ``seconds_per_step`` to each training-loss log record: the wall time since the previous one
+    over the steps between them; put it before :class:`MetricsLog`. Logging reads the loss back from
+    the device, so the interval holds finished steps; the clock restarts after an evaluation or a
+    checkpoint, which the interval therefore leaves out (the first interval holds the start-up)."""
+
+    def __init__(self):
+        self.last: tuple[float, int] | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.last = (time.perf_counter(), state.global_step)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs is None or "loss" not in logs or self.last is None:
+            return
+        now, (then, step) = time.perf_counter(), self.last
+        if state.global_step > step:
+            logs["seconds_per_step"] = round((now - then) / (state.global_step - step), 4)
+        self.last = (now, state.global_step)
+
+    def on_evaluate(self, args, state, control, **kwargs):
+        self.last = (time.perf_counter(), state.global_step)
+
+    on_save = on_evaluate
 
 
 class MetricsLog(TrainerCallback):

@@ -70,6 +70,7 @@ from sentlab.training.callbacks import (
     LossComponentsLog,
     LossStateCheckpoint,
     MetricsLog,
+    StepTime,
     StopOnNonFiniteLoss,
     WallClockBudget,
     load_loss_state,
@@ -348,6 +349,7 @@ def build_trainer(
             data_collator=collator,
             callbacks=[
                 LossComponentsLog(loss),
+                StepTime(),
                 MetricsLog(paths.metrics),
                 StopOnNonFiniteLoss(),  # NaN logged, then stop
                 LossStateCheckpoint(loss, model),
@@ -654,8 +656,8 @@ def _has_cuda() -> bool:
 
 def plot_loss(metrics_path: Path, out_path: Path, metric: str = DEV_METRIC) -> None:
     """Training loss (and the dev score ``metric``, if logged) against the step, as a PNG; where
-    matplotlib is not installed (an offline node's image, which sentlab's GPU check installs without
-    dependencies), said in one line and skipped: the metrics file holds the same numbers."""
+    matplotlib is not installed (an offline node's image without it: sentlab's GPU check installs
+    without dependencies), said in one line and skipped: the metrics file holds the same numbers."""
     try:
         import matplotlib
     except ImportError:

@@ -1,0 +1,231 @@
+"""Keep a benchmark's run as a record: ``benchmarks/records/NAME.json``.
+
+A record is what a page needs to quote a figure: the command line, the date, the commit (and whether
+the working tree differed from it), the machine (CPU model and the flags that decide its speed, cores,
+memory, GPU, Python, torch and sentlab), the seconds and the command's JSON result. The pages' figures
+are read from the records when the docs are built (``docs/figures.yaml`` names each figure's record
+and key; ``docs/hooks.py`` writes it in), so a figure no record holds cannot reach a page.
+
+    python benchmarks/record.py NAME -- python benchmarks/rankencoder_sts.py --model minilm
+    python benchmarks/record.py NAME --result runs/x/results.json -- sentlab eval --model minilm --tasks sts --output runs/x/results.json
+    python benchmarks/record.py NAME --from OUT/speed.json     # a JSON written on another machine (the GPU check's parts)
+    python benchmarks/record.py --list                         # every record: name, date, machine, command
+
+The result is the last JSON object the command printed, or ``--result FILE`` (a file the command
+writes). A command that fails or prints no JSON leaves the record as it was and exits non-zero. Like
+asv, records are files in the repository, one per named run; unlike asv (runs of milliseconds, many
+repeats a commit), a run here takes minutes, so a record is one run, replaced by the next run of the
+same name; ``git log -p benchmarks/records/NAME.json`` is its history over commits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = ROOT / "benchmarks" / "records"
+# the CPU flags that decide a benchmark's speed (vector width, bf16 / int8 units)
+FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile", "asimd", "sve")
+PROBE = (
+    "import json, torch\n"
+    "d = torch.cuda.is_available()\n"
+    "gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if d else []\n"
+    "try:\n    import sentlab; version = sentlab.__version__\nexcept Exception:\n    version = None\n"
+    "print(json.dumps({'torch': torch.__version__, 'cuda': torch.version.cuda, 'gpus': gpus,"
+    " 'capability': list(torch.cuda.get_device_capability(0)) if d else None,"
+    " 'bf16': bool(d and torch.cuda.is_bf16_supported()), 'sentlab': version}))"
+)
+
+
+def _cpu() -> dict:
+    found: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = (part.strip() for part in line.partition(":"))
+            if key in ("model name", "cpu family", "flags", "Features") and key not in found:
+                found[key] = value
+    except OSError:
+        pass
+    model = found.get("model name") or platform.processor() or platform.machine()
+    if "cpu family" in found:
+        model += f" (family {found['cpu family']})"
+    flags = set((found.get("flags") or found.get("Features") or "").split())
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"model": model, "flags": [f for f in FLAGS if f in flags], "cores": usable}
+
+
+def _memory_gb() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    return None
+
+
+def machine() -> dict:
+    """The machine as this Python sees it. torch and sentlab are read in a child process: a caller
+    may have just installed them (the GPU check's ``install``)."""
+    done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True)
+    found = json.loads(done.stdout) if done.returncode == 0 else {"torch": None, "error": done.stderr[-300:]}
+    return {
+        "cpu": _cpu(),
+        "memory_gb": _memory_gb(),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        **found,
+    }
+
+
+def commit() -> dict:
+    """The checkout's commit and whether its tracked files differ from it (None outside git)."""
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    sha = git("rev-parse", "HEAD")
+    return {"sha": sha, "dirty": bool(git("status", "--porcelain", "--untracked-files=no")) if sha else None}
+
+
+def now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def last_json(text: str) -> dict | list | None:
+    """The last JSON object (or list) printed in ``text``: one line, or an indented block from a line
+    that starts with ``{`` to the end."""
+    lines = text.splitlines()
+    for start in range(len(lines) - 1, -1, -1):
+        if lines[start].startswith(("{", "[")):
+            for end in (start + 1, len(lines)):
+                try:
+                    return json.loads("\n".join(lines[start:end]))
+                except ValueError:
+                    continue
+    return None
+
+
+def write(name: str, record: dict, folder: Path = RECORDS) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    partial.replace(path)
+    return path
+
+
+def read(name: str, folder: Path = RECORDS) -> dict:
+    path = folder / f"{name}.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"no record {name!r} in {folder} (python benchmarks/record.py {name} -- COMMAND)")
+    return json.loads(path.read_text("utf-8"))
+
+
+def run(name: str, command: list[str], result_file: Path | None, folder: Path = RECORDS) -> int:
+    """Run ``command`` (its output passes through), then keep its JSON as the record ``name``."""
+    if result_file is not None and result_file.exists():
+        result_file.unlink()  # a file from an earlier run must not pass for this run's result
+    date, start = now(), time.perf_counter()
+    lines = []
+    try:
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:
+            for line in child.stdout:
+                sys.stdout.write(line)
+                lines.append(line)
+        code = child.returncode
+    except OSError as err:
+        print(f"record.py: cannot run {command[0]}: {err.strerror}", file=sys.stderr)
+        return 127
+    seconds = round(time.perf_counter() - start, 1)
+    if code:
+        print(f"record.py: the command exited with {code}; record {name!r} left as it was", file=sys.stderr)
+        return code
+    if result_file is not None:
+        try:
+            result = json.loads(result_file.read_text("utf-8"))
+        except (OSError, ValueError) as err:
+            print(f"record.py: {result_file}: no JSON result ({err}); record {name!r} left as it was", file=sys.stderr)
+            return 1
+    else:
+        result = last_json("".join(lines))
+        if result is None:
+            print(f"record.py: the command printed no JSON; record {name!r} left as it was", file=sys.stderr)
+            return 1
+    record = {
+        "name": name,
+        "command": " ".join(command),
+        "date": date,
+        "seconds": seconds,
+        "commit": commit(),
+        "machine": machine(),
+        "result": result,
+    }
+    print(f"record.py: wrote {write(name, record, folder)}", file=sys.stderr)
+    return 0
+
+
+def imported(name: str, source: Path, folder: Path = RECORDS) -> int:
+    """A JSON written on another machine that carries its own command, date and machine (the GPU
+    check's part files), kept as the record ``name``."""
+    try:
+        data = json.loads(source.read_text("utf-8"))
+    except (OSError, ValueError) as err:
+        print(f"record.py: {source}: not a JSON file ({err})", file=sys.stderr)
+        return 1
+    missing = [key for key in ("command", "date", "machine") if key not in data]
+    if missing:
+        print(f"record.py: {source}: has no {', '.join(missing)}; run the command through record.py", file=sys.stderr)
+        return 1
+    record = {"name": name, "command": data["command"], "date": data["date"], "seconds": data.get("seconds")}
+    record |= {"commit": data.get("commit"), "machine": data["machine"], "imported_from": source.name, "result": data}
+    print(f"record.py: wrote {write(name, record, folder)}", file=sys.stderr)
+    return 0
+
+
+def listing(folder: Path = RECORDS) -> list[str]:
+    rows = []
+    for path in sorted(folder.glob("*.json")):
+        r = json.loads(path.read_text("utf-8"))
+        where = ", ".join(r["machine"].get("gpus") or []) or r["machine"].get("cpu", {}).get("model", "?")
+        rows.append(f"{r['name']}\t{r['date'][:10]}\t{where}\t{r['command']}")
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    command: list[str] = []
+    if "--" in argv:
+        argv, command = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("name", nargs="?", help="the record's name: benchmarks/records/NAME.json")
+    parser.add_argument("--result", type=Path, help="read the result from this file the command writes")
+    parser.add_argument("--from", dest="source", type=Path, help="keep this JSON file (with its machine) instead")
+    parser.add_argument("--list", action="store_true", help="list the records")
+    parser.add_argument("--records", type=Path, default=RECORDS, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(listing(args.records)))
+        return 0
+    if not args.name or not args.name.replace("-", "").replace("_", "").replace(".", "").isalnum():
+        parser.error("give the record a name of letters, digits, '-', '_' and '.'")
+    if args.source is not None:
+        return imported(args.name, args.source, args.records)
+    if not command:
+        parser.error("give the command after --")
+    return run(args.name, command, args.result, args.records)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

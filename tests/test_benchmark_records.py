@@ -1,0 +1,81 @@
+"""benchmarks/record.py: a run kept with its command, date, commit, machine and JSON result, or not
+kept at all."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def record():
+    spec = importlib.util.spec_from_file_location("bench_record", ROOT / "benchmarks" / "record.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+def test_a_run_is_kept_with_its_provenance_and_its_last_json(record, tmp_path, capsys):
+    code = "import json; print('warming up'); print(json.dumps({'a': 1})); print(json.dumps({'b': 2}, indent=1))"
+    assert record.main(["one", "--records", str(tmp_path), "--", *python(code)]) == 0
+    kept = json.loads((tmp_path / "one.json").read_text())
+    assert kept["result"] == {"b": 2}  # the last object, an indented block
+    assert kept["name"] == "one" and kept["command"].endswith(code)
+    assert kept["commit"]["sha"] and len(kept["commit"]["sha"]) == 40  # the test runs in the checkout
+    assert kept["machine"]["cpu"]["cores"] >= 1 and kept["machine"]["torch"]
+    assert kept["machine"]["gpus"] == [] or all(isinstance(g, str) for g in kept["machine"]["gpus"])
+    assert kept["date"].startswith("20") and kept["seconds"] >= 0
+    assert "warming up" in capsys.readouterr().out  # the command's output passes through
+
+
+def test_a_failed_run_or_one_without_json_leaves_the_record_as_it_was(record, tmp_path, capsys):
+    (tmp_path / "kept.json").write_text('{"name": "kept"}')
+    assert record.main(["kept", "--records", str(tmp_path), "--", *python("import sys; print('{}'); sys.exit(3)")]) == 3
+    assert record.main(["kept", "--records", str(tmp_path), "--", *python("print('no json here')")]) == 1
+    assert (tmp_path / "kept.json").read_text() == '{"name": "kept"}'
+    err = capsys.readouterr().err
+    assert "exited with 3" in err and "printed no JSON" in err
+    assert record.main(["kept", "--records", str(tmp_path), "--", "/no/such/program"]) == 127
+
+
+def test_a_result_file_from_an_earlier_run_is_not_taken_for_this_one(record, tmp_path):
+    result = tmp_path / "result.json"
+    result.write_text('{"stale": true}')
+    # the command writes nothing: the earlier file is removed first, so nothing is recorded
+    assert record.main(["r", "--records", str(tmp_path), "--result", str(result), "--", *python("pass")]) == 1
+    assert not (tmp_path / "r.json").exists()
+    write = f"open({str(result)!r}, 'w').write('{{\"fresh\": 1}}')"
+    assert record.main(["r", "--records", str(tmp_path), "--result", str(result), "--", *python(write)]) == 0
+    assert json.loads((tmp_path / "r.json").read_text())["result"] == {"fresh": 1}
+
+
+def test_a_file_from_another_machine_is_kept_only_with_its_machine(record, tmp_path, capsys):
+    (tmp_path / "out").mkdir()
+    part = tmp_path / "out" / "speed.json"  # what the node wrote under $OUT
+    part.write_text(json.dumps({"part": "speed", "seconds": 3.0}))
+    assert record.main(["gpu", "--records", str(tmp_path), "--from", str(part)]) == 1
+    assert "has no command, date, machine" in capsys.readouterr().err
+    machine = {"cpu": {"model": "x", "flags": [], "cores": 16}, "gpus": ["NVIDIA H100"]}
+    part.write_text(
+        json.dumps({"part": "speed", "command": "check.py speed", "date": "2026-11-25", "machine": machine})
+    )
+    assert record.main(["gpu", "--records", str(tmp_path), "--from", str(part)]) == 0
+    kept = json.loads((tmp_path / "gpu.json").read_text())
+    assert kept["machine"]["gpus"] == ["NVIDIA H100"] and kept["result"]["part"] == "speed"
+    assert record.listing(tmp_path) == ["gpu\t2026-11-25\tNVIDIA H100\tcheck.py speed"]
+
+
+def test_a_name_that_is_not_a_file_name_is_refused(record, tmp_path):
+    with pytest.raises(SystemExit) as refused:
+        record.main(["../elsewhere", "--records", str(tmp_path), "--", *python("print('{}')")])
+    assert refused.value.code == 2

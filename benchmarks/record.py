@@ -2,17 +2,20 @@
 
 A record is what a page needs to quote a figure: the command line, the date, the commit (and whether
 the working tree differed from it), the machine (CPU model and the flags that decide its speed, cores,
-memory, GPU, Python, torch and sentlab), the seconds and the command's JSON result. The pages' figures
-are read from the records when the docs are built (``docs/figures.yaml`` names each figure's record
-and key; ``docs/hooks.py`` writes it in), so a figure no record holds cannot reach a page.
+memory, GPU, Python, torch and sentlab), the seconds and the command's JSON result. A figure a page
+quotes through a marker is read from its record when the docs are built (``docs/figures.yaml`` names
+each figure's record and key; ``docs/hooks.py`` writes it in), so a marker cannot quote a figure no
+record holds.
 
     python benchmarks/record.py NAME -- python benchmarks/rankencoder_sts.py --model minilm
     python benchmarks/record.py NAME --result runs/x/results.json -- sentlab eval --model minilm --tasks sts --output runs/x/results.json
     python benchmarks/record.py NAME --from OUT/speed.json     # a JSON written on another machine (the GPU check's parts)
     python benchmarks/record.py --list                         # every record: name, date, machine, command
 
-The result is the last JSON object the command printed, or ``--result FILE`` (a file the command
-writes). A command that fails or prints no JSON leaves the record as it was and exits non-zero. Like
+The result is the last JSON object the command printed at the start of a line, or ``--result FILE``
+(a file the command writes; an earlier file there is moved aside first). The commit and machine are
+read before the run. A command that fails or prints no JSON leaves the record as it was and exits
+non-zero; so does a ``--from`` file of a failed or ``--tiny`` part. Like
 asv, records are files in the repository, one per named run; unlike asv (runs of milliseconds, many
 repeats a commit), a run here takes minutes, so a record is one run, replaced by the next run of the
 same name; ``git log -p benchmarks/records/NAME.json`` is its history over commits.
@@ -22,9 +25,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -76,7 +81,12 @@ def machine() -> dict:
     """The machine as this Python sees it. torch and sentlab are read in a child process: a caller
     may have just installed them (the GPU check's ``install``)."""
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True)
-    found = json.loads(done.stdout) if done.returncode == 0 else {"torch": None, "error": done.stderr[-300:]}
+    try:
+        found = json.loads(done.stdout.strip().splitlines()[-1]) if done.returncode == 0 else None
+    except (ValueError, IndexError):
+        found = None
+    if found is None:
+        found = {"torch": None, "gpus": [], "error": (done.stderr or done.stdout)[-300:]}
     return {
         "cpu": _cpu(),
         "memory_gb": _memory_gb(),
@@ -87,7 +97,8 @@ def machine() -> dict:
 
 
 def commit() -> dict:
-    """The checkout's commit and whether its tracked files differ from it (None outside git)."""
+    """The checkout's commit; where its tracked files differ from it, the files and the sha256 of
+    ``git diff HEAD`` (so a dirty run names the change it ran with). None outside git."""
 
     def git(*args: str) -> str | None:
         try:
@@ -97,7 +108,26 @@ def commit() -> dict:
         return done.stdout.strip() if done.returncode == 0 else None
 
     sha = git("rev-parse", "HEAD")
-    return {"sha": sha, "dirty": bool(git("status", "--porcelain", "--untracked-files=no")) if sha else None}
+    if sha is None:
+        return {"sha": None, "dirty": None}
+    changed = (git("diff", "HEAD", "--name-only") or "").split()
+    found: dict = {"sha": sha, "dirty": bool(changed)}
+    if changed:
+        found["changed"] = changed
+        found["diff_sha256"] = hashlib.sha256((git("diff", "HEAD") or "").encode()).hexdigest()
+    return found
+
+
+def provenance() -> dict:
+    """The commit and the machine, read before a run (the tree as it ran); an error here is kept as
+    the error, never lost with the run's result."""
+    found = {}
+    for key, read in (("commit", commit), ("machine", machine)):
+        try:
+            found[key] = read()
+        except Exception as err:  # noqa: BLE001 - provenance is best effort, the result is not
+            found[key] = {"error": f"{type(err).__name__}: {err}"}
+    return found
 
 
 def now() -> str:
@@ -105,17 +135,17 @@ def now() -> str:
 
 
 def last_json(text: str) -> dict | list | None:
-    """The last JSON object (or list) printed in ``text``: one line, or an indented block from a line
-    that starts with ``{`` to the end."""
-    lines = text.splitlines()
-    for start in range(len(lines) - 1, -1, -1):
-        if lines[start].startswith(("{", "[")):
-            for end in (start + 1, len(lines)):
-                try:
-                    return json.loads("\n".join(lines[start:end]))
-                except ValueError:
-                    continue
-    return None
+    """The last JSON object (or list) printed in ``text`` that starts a line: one line or an indented
+    block, whatever is printed after it."""
+    decoder, found, offset = json.JSONDecoder(), None, 0
+    for line in text.splitlines(keepends=True):
+        if line.startswith(("{", "[")):
+            try:
+                found = decoder.raw_decode(text, offset)[0]
+            except ValueError:
+                pass
+        offset += len(line)
+    return found
 
 
 def write(name: str, record: dict, folder: Path = RECORDS) -> Path:
@@ -136,9 +166,11 @@ def read(name: str, folder: Path = RECORDS) -> dict:
 
 def run(name: str, command: list[str], result_file: Path | None, folder: Path = RECORDS) -> int:
     """Run ``command`` (its output passes through), then keep its JSON as the record ``name``."""
-    if result_file is not None and result_file.exists():
-        result_file.unlink()  # a file from an earlier run must not pass for this run's result
-    date, start = now(), time.perf_counter()
+    if result_file is not None and result_file.exists():  # an earlier run's file must not pass for this one's
+        aside = result_file.with_name(result_file.name + ".before-record")
+        result_file.replace(aside)
+        print(f"record.py: moved the earlier {result_file} to {aside}", file=sys.stderr)
+    known, date, start = provenance(), now(), time.perf_counter()
     lines = []
     try:
         with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:
@@ -164,15 +196,7 @@ def run(name: str, command: list[str], result_file: Path | None, folder: Path = 
         if result is None:
             print(f"record.py: the command printed no JSON; record {name!r} left as it was", file=sys.stderr)
             return 1
-    record = {
-        "name": name,
-        "command": " ".join(command),
-        "date": date,
-        "seconds": seconds,
-        "commit": commit(),
-        "machine": machine(),
-        "result": result,
-    }
+    record = {"name": name, "command": shlex.join(command), "date": date, "seconds": seconds, **known, "result": result}
     print(f"record.py: wrote {write(name, record, folder)}", file=sys.stderr)
     return 0
 
@@ -188,6 +212,10 @@ def imported(name: str, source: Path, folder: Path = RECORDS) -> int:
     missing = [key for key in ("command", "date", "machine") if key not in data]
     if missing:
         print(f"record.py: {source}: has no {', '.join(missing)}; run the command through record.py", file=sys.stderr)
+        return 1
+    if data.get("status", "ok") != "ok" or data.get("tiny"):
+        why = "a --tiny run" if data.get("tiny") else f"a part that {data['status']} ({data.get('error', '')})"
+        print(f"record.py: {source}: {why} is not kept as a record", file=sys.stderr)
         return 1
     record = {"name": name, "command": data["command"], "date": data["date"], "seconds": data.get("seconds")}
     record |= {"commit": data.get("commit"), "machine": data["machine"], "imported_from": source.name, "result": data}

@@ -90,14 +90,42 @@ def record(name: str, records: Path = RECORDS) -> dict:
     return json.loads(path.read_text("utf-8"))
 
 
+SELECT = re.compile(r"(?P<name>[^.\[]+)\[(?P<where>[^\]]+)\]")
+
+
 def lookup(data, key: str):
-    """``data``'s value at the dotted ``key`` (``result.tasks.0.score``: a number indexes a list)."""
-    for part in key.split("."):
+    """``data``'s value at the dotted ``key``: ``result.tasks.STS12`` walks objects, a number indexes a
+    list, and ``results[lambda_inf=0.1,corpus_size=10000]`` picks the one item of a list whose fields
+    have those values (so a re-run that adds or reorders rows cannot move the figure to another row)."""
+    for part in re.findall(r"[^.\[]+(?:\[[^\]]*\])?", key):
+        selected = SELECT.fullmatch(part)
         try:
-            data = data[int(part)] if isinstance(data, list) else data[part]
-        except (KeyError, IndexError, ValueError, TypeError):
+            if selected:
+                wanted = dict(item.split("=", 1) for item in selected["where"].split(","))
+                items = [
+                    item
+                    for item in data[selected["name"]]
+                    if all(_same(item.get(field), value) for field, value in wanted.items())
+                ]
+                if len(items) != 1:
+                    raise KeyError(f"{len(items)} items of {selected['name']!r} match {selected['where']}")
+                data = items[0]
+            else:
+                data = data[int(part)] if isinstance(data, list) else data[part]
+        except KeyError as err:
+            if selected and err.args and " match " in str(err.args[0]):
+                raise
+            raise KeyError(f"no {key!r} (stopped at {part!r})") from None
+        except (IndexError, ValueError, TypeError, AttributeError):
             raise KeyError(f"no {key!r} (stopped at {part!r})") from None
     return data
+
+
+def _same(found, wanted: str) -> bool:
+    try:
+        return float(found) == float(wanted)
+    except (TypeError, ValueError):
+        return str(found) == wanted
 
 
 def figures(records: Path = RECORDS) -> dict[str, dict]:

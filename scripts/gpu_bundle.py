@@ -169,9 +169,14 @@ def main(argv: list[str] | None = None) -> int:
         if p.is_file()
     }
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    # the wheel holds the working tree: say when it differs from the commit
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     total = checkout_bytes() + sum(f["bytes"] for f in files.values())
     record = {
         "commit": commit,
+        "dirty": bool(dirty),
         "target": {"python": args.python_version, "platform": args.platform},
         "tiny": args.tiny,
         "versions": versions,

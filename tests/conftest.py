@@ -18,6 +18,16 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 DEVICE = training_device()
 
 
+@pytest.fixture(autouse=True)
+def progress_lines_on():
+    """Each test starts with progress lines on: a command run with --quiet in an earlier test (the
+    setting is process-wide) must not silence the lines a later test reads."""
+    from sentlab.progress import set_quiet
+
+    set_quiet(False)
+    yield
+
+
 @pytest.fixture(scope="session")
 def device() -> torch.device:
     return DEVICE

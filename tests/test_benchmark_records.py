@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -30,12 +31,21 @@ def test_a_run_is_kept_with_its_provenance_and_its_last_json(record, tmp_path, c
     assert record.main(["one", "--records", str(tmp_path), "--", *python(code)]) == 0
     kept = json.loads((tmp_path / "one.json").read_text())
     assert kept["result"] == {"b": 2}  # the last object, an indented block
-    assert kept["name"] == "one" and kept["command"].endswith(code)
-    assert kept["commit"]["sha"] and len(kept["commit"]["sha"]) == 40  # the test runs in the checkout
+    assert kept["name"] == "one" and shlex.split(kept["command"]) == python(code)  # quoted as a shell reads it
+    if (ROOT / ".git").exists():  # a checkout (a copy without git, e.g. on a GPU node, has no commit)
+        assert len(kept["commit"]["sha"]) == 40
+        assert kept["commit"]["dirty"] == bool(kept["commit"].get("changed"))
     assert kept["machine"]["cpu"]["cores"] >= 1 and kept["machine"]["torch"]
     assert kept["machine"]["gpus"] == [] or all(isinstance(g, str) for g in kept["machine"]["gpus"])
     assert kept["date"].startswith("20") and kept["seconds"] >= 0
     assert "warming up" in capsys.readouterr().out  # the command's output passes through
+
+
+def test_the_last_json_is_found_whatever_is_printed_after_it(record):
+    block = json.dumps({"b": 2}, indent=1)
+    assert record.last_json('{"a": 1}\n' + block + "\ndone in 3 s\n") == {"b": 2}
+    assert record.last_json(block + "\nwrote runs/x\n") == {"b": 2}
+    assert record.last_json("progress {not json\n") is None
 
 
 def test_a_failed_run_or_one_without_json_leaves_the_record_as_it_was(record, tmp_path, capsys):
@@ -51,9 +61,10 @@ def test_a_failed_run_or_one_without_json_leaves_the_record_as_it_was(record, tm
 def test_a_result_file_from_an_earlier_run_is_not_taken_for_this_one(record, tmp_path):
     result = tmp_path / "result.json"
     result.write_text('{"stale": true}')
-    # the command writes nothing: the earlier file is removed first, so nothing is recorded
+    # the command writes nothing: the earlier file was moved aside first, so nothing is recorded
     assert record.main(["r", "--records", str(tmp_path), "--result", str(result), "--", *python("pass")]) == 1
     assert not (tmp_path / "r.json").exists()
+    assert (tmp_path / "result.json.before-record").read_text() == '{"stale": true}'  # kept, not deleted
     write = f"open({str(result)!r}, 'w').write('{{\"fresh\": 1}}')"
     assert record.main(["r", "--records", str(tmp_path), "--result", str(result), "--", *python(write)]) == 0
     assert json.loads((tmp_path / "r.json").read_text())["result"] == {"fresh": 1}
@@ -66,6 +77,11 @@ def test_a_file_from_another_machine_is_kept_only_with_its_machine(record, tmp_p
     assert record.main(["gpu", "--records", str(tmp_path), "--from", str(part)]) == 1
     assert "has no command, date, machine" in capsys.readouterr().err
     machine = {"cpu": {"model": "x", "flags": [], "cores": 16}, "gpus": ["NVIDIA H100"]}
+    for refused in ({"status": "failed", "error": "boom"}, {"status": "ok", "tiny": True}):
+        run = {"part": "speed", "command": "check.py speed", "date": "2026-11-25", "machine": machine, **refused}
+        part.write_text(json.dumps(run))
+        assert record.main(["gpu", "--records", str(tmp_path), "--from", str(part)]) == 1
+    assert "is not kept as a record" in capsys.readouterr().err
     part.write_text(
         json.dumps({"part": "speed", "command": "check.py speed", "date": "2026-11-25", "machine": machine})
     )

@@ -1,9 +1,11 @@
 """sentlab's check on a GPU node without network, one part at a time (``benchmarks/gpu/check.sh PART``).
 
 Each part writes one JSON file, ``$OUT/<part>.json`` (``$OUT``, else ``--out``, else
-``runs/gpu-check``): the part, its command line, the date, the machine (Python, torch, CUDA, the card),
-its seconds, ``status`` (``ok`` or ``failed`` with the first line of the error) and what it measured.
-A part that fails still writes what it measured before the failure.
+``runs/gpu-check``): the part, its command line, the date, the machine and commits
+(``benchmarks/record.py``'s blocks; ``record.py --from`` keeps the file as a record), its seconds,
+``status`` (``ok`` or ``failed`` with the first line of the error) and what it measured. The file is
+written after each measurement and no command a part starts runs past its nine minutes, so a part that
+fails or is cut short keeps what it measured.
 
 * ``install``: sentlab and the bundle's wheels installed offline (``pip --no-index --no-deps``) into
   the image's Python, then sentlab's version, torch, CUDA and the card read back, with every module
@@ -12,7 +14,7 @@ A part that fails still writes what it measured before the failure.
   parts), with the counts, each failure's first line and the skips grouped by reason.
 * ``speed``: the card's matmul rate in fp32, TF32 and bf16; SimCSE's step on a random-init BERT-base
   five ways (``benchmarks/train_throughput.py``); the RSE GPU preset's step with
-  ``rse.mini_batch_size: auto`` against the whole batch (synthetic triples of Wikipedia lines); the
+  ``rse.mini_batch_size: auto`` against the whole batch and chunks of 64 (synthetic triples); the
   raw LM's useful tokens a second, packed, bf16, compiled (``benchmarks/rawlm_throughput.py``).
 * ``presets``: every GPU preset whose start is a BERT-base architecture and whose data the bundle
   carries (Wikipedia sentences), for a few dozen steps on random weights of that architecture in its
@@ -47,24 +49,39 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("install", "suite", "speed", "presets", "claim-a")
 PART_SECONDS = 540  # each part stays under nine minutes (a job step is ten)
+DEADLINE = float("inf")  # the running part's end (time.monotonic()): no child command runs past it
 
 
 def provenance(bundle: Path) -> dict:
-    """The machine (``benchmarks/record.py``'s block: CPU, memory, GPU, torch, sentlab) and the commit:
-    the checkout's, else, on a node given a copy without git, the one the bundle was built from."""
+    """The machine (``benchmarks/record.py``'s block: CPU, memory, GPU, torch, sentlab) and the
+    commits: the checkout's (the benchmark scripts that ran; None in a copy without git) and the
+    bundle's (sentlab's wheel that ran, with whether its tree differed from that commit)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import record
 
-    found = record.commit()
-    if found["sha"] is None and (bundle / "bundle.json").is_file():
-        built = json.loads((bundle / "bundle.json").read_text("utf-8")).get("commit")
-        found = {"sha": built, "dirty": None, "from": "bundle.json"}
+    found = {"checkout": record.commit()}
+    if (bundle / "bundle.json").is_file():
+        built = json.loads((bundle / "bundle.json").read_text("utf-8"))
+        found["bundle"] = {"sha": built.get("commit"), "dirty": built.get("dirty")}
     return {"machine": record.machine(), "commit": found}
+
+
+def same_code(bundle: Path) -> None:
+    """On a node: refuse a bundle built from another commit than the checkout's (its wheel is the
+    sentlab that runs, the checkout's scripts drive it)."""
+    found = provenance(bundle)["commit"]
+    checkout, built = found["checkout"].get("sha"), found.get("bundle", {}).get("sha")
+    if checkout and built and checkout != built:
+        raise RuntimeError(
+            f"the bundle was built at {built[:12]}, the checkout is at {checkout[:12]}: rebuild it "
+            "(python scripts/gpu_bundle.py --dest .gpu)"
+        )
 
 
 def run(command: list[str], timeout: float, env: dict | None = None, cwd: Path = ROOT) -> dict:
     """A child command: its exit code, seconds, JSON on stdout when it printed one, and the tail of
-    its output when it failed."""
+    its output when it failed. It gets ``timeout`` seconds, or what is left of the part's time."""
+    timeout = max(1.0, min(timeout, DEADLINE - time.monotonic()))
     start = time.perf_counter()
     try:
         done = subprocess.run(
@@ -236,6 +253,7 @@ def random_bert(folder: Path, data: Path, tiny: bool) -> Path:
 
 def part_speed(args, record: dict) -> None:
     record["matmul"] = matmul_rates(args.tiny)
+    args.save()
     env = {"HF_HUB_OFFLINE": "1", "SENTLAB_DATA": str(args.data)}
     model = random_bert(args.work / "random-bert-base", args.data, args.tiny)
     steps = ["--steps", "3", "--warmup", "1"] if args.tiny else ["--steps", "30", "--warmup", "10"]
@@ -245,6 +263,7 @@ def part_speed(args, record: dict) -> None:
         timeout=PART_SECONDS / 2,
         env=env,
     )
+    args.save()
     rawlm = ["--vocab", "8192", "--pack", "--steps", "3" if args.tiny else "40", "--batch", "8" if args.tiny else "256"]
     if not args.tiny:
         rawlm += ["--layers", "8", "--hidden", "512", "--heads", "8", "--max-length", "128", "--precision", "bf16"]
@@ -254,12 +273,16 @@ def part_speed(args, record: dict) -> None:
     record["rawlm_tokens"] = run(
         [sys.executable, "benchmarks/rawlm_throughput.py", *rawlm], timeout=PART_SECONDS / 3, env=env
     )
-    rse_step(args, record)
+    args.save()
     failed = [
         name for name in ("simcse_step", "rawlm_tokens") if record[name]["exit_code"] or not record[name]["result"]
     ]
+    try:
+        rse_step(args, record, model)
+    except RuntimeError as err:
+        failed.append(str(err))
     if failed:
-        raise RuntimeError(f"{', '.join(failed)} failed")
+        raise RuntimeError(f"{'; '.join(failed)} failed")
 
 
 # the GPU presets this part can run: their start is BERT-base and their data Wikipedia sentences
@@ -280,14 +303,17 @@ def bert_shape(tiny: bool) -> dict:
     return {"layers": 12, "hidden_size": 768, "heads": 12, "intermediate_size": 3072, "vocab_size": 30522}
 
 
-def train_preset(args, preset: str, out: Path, sets: list[str], timeout: float) -> dict:
-    """``sentlab train PRESET`` on random weights of BERT-base for a few steps, without evaluation:
-    its exit code, seconds, losses, median step time (``seconds_per_step`` of the log after the first
-    two steps), and the precision and runtime it read back."""
+def train_preset(args, preset: str, out: Path, sets: list[str], timeout: float, start: Path | None = None) -> dict:
+    """``sentlab train PRESET`` on random weights of BERT-base (``start``, else built by the run) for a
+    few steps, without evaluation: its exit code, seconds, losses, median step time
+    (``seconds_per_step`` of the log after the first two steps), and the precision and runtime it read
+    back."""
     shutil.rmtree(out, ignore_errors=True)
     sets = [f"train.output_dir={out}", "eval.dev_task=none", "eval.final_tasks=[]", *sets]
     sets += ["train.progress_bar=false", "train.logging_steps=1"]
-    if preset != "rawlm-gpu":
+    if start is not None:
+        sets += [f"model.name={start}"]
+    elif preset != "rawlm-gpu":
         sets += ["model.name=''", *(f"model.random_init.{k}={v}" for k, v in bert_shape(args.tiny).items())]
         sets += ["model.random_init.tokenizer=train", "model.random_init.max_positions=512"]
     if args.tiny:
@@ -326,41 +352,43 @@ def failed_runs(results: dict) -> list[str]:
     ]
 
 
-def rse_step(args, record: dict) -> None:
+def rse_step(args, record: dict, model: Path) -> None:
     """The RSE GPU preset's step with ``rse.mini_batch_size: auto`` against the whole batch in one
-    piece (no Gradient Cache), on random weights and synthetic entailment triples made of the
-    bundle's Wikipedia lines (the step's cost does not depend on what the sentences say)."""
+    piece (no Gradient Cache) and against chunks of 64 rows (Gradient Cache's own cost), on random
+    weights of BERT-base (``model``) and synthetic entailment triples of the bundle's Wikipedia lines
+    (the step's cost does not depend on what the sentences say; the lines are reused when too few)."""
     lines = (args.data / "wikipedia" / "wiki_sentences.txt").read_text("utf-8").splitlines()
-    batch, steps = (8, 4) if args.tiny else (512, 20)
+    steps = 4 if args.tiny else 20
+    batch = 4 if args.tiny else 512  # train_preset's tiny batch; the preset's own on a card
     triples = args.work / "rse-synthetic.jsonl"
     with triples.open("w", encoding="utf-8") as f:
         for i in range(batch * (steps + 2)):
-            premise, entailed, contradicted = lines[3 * i : 3 * i + 3]
+            premise, entailed, contradicted = (lines[(3 * i + k) % len(lines)] for k in range(3))
             f.write(json.dumps({"sentence1": premise, "sentence2": entailed, "gold_label": "entailment"}) + "\n")
             f.write(json.dumps({"sentence1": premise, "sentence2": contradicted, "gold_label": "contradiction"}) + "\n")
     sets = [
         f"rse.sources=[{{relation: entailment, path: {triples}, format: nli-jsonl}}]",
         "rse.weights={entailment: 1.0}",
         f"train.max_steps={steps}",
-        f"data.train={args.data / 'wikipedia' / 'wiki_sentences.txt'}",  # the random start's vocabulary
     ]
-    runs = {}
-    for name, size in (("auto", "auto"), ("whole_batch", "null")):
-        extra = [] if args.tiny else [f"train.batch_size={batch}"]
+    runs = record["rse_step"] = {}
+    for name, size in (("auto", "auto"), ("whole_batch", "null"), ("chunks_of_64", "64")):
         runs[name] = train_preset(
             args,
             "rse-sts-bert-base",
             args.work / "rse-step" / name,
-            [*sets, *extra, f"rse.mini_batch_size={size}"],
-            timeout=PART_SECONDS / 5,
+            [*sets, f"rse.mini_batch_size={size}"],
+            timeout=PART_SECONDS / 6,
+            start=model,
         )
         runs[name]["chunking"] = runs[name].get("runtime", {}).get("chunking")
+        args.save()
     auto, whole = runs["auto"].get("median_step_s"), runs["whole_batch"].get("median_step_s")
     runs["auto_over_whole_batch"] = round(auto / whole, 3) if auto and whole else None
-    record["rse_step"] = runs
     bad = failed_runs({k: v for k, v in runs.items() if isinstance(v, dict)})
+    bad += [k for k, v in runs.items() if isinstance(v, dict) and "exit_code" in v and not v.get("median_step_s")]
     if bad:
-        raise RuntimeError(f"rse step failed: {', '.join(bad)}")
+        raise RuntimeError(f"rse step failed or logged no step time: {', '.join(sorted(set(bad)))}")
 
 
 def part_presets(args, record: dict) -> None:
@@ -384,6 +412,7 @@ def part_presets(args, record: dict) -> None:
         record["presets"][preset.name] = train_preset(
             args, preset.name, args.work / "presets" / preset.name, sets, timeout=(PART_SECONDS - 30) / len(RUNNABLE)
         )
+        args.save()
     bad = failed_runs(record["presets"])
     if bad:
         raise RuntimeError(f"{len(bad)} preset(s) failed: {', '.join(bad)}")
@@ -446,7 +475,14 @@ def main() -> int:
         record = {"part": part, "command": " ".join(sys.argv), "tiny": args.tiny}
         record["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         start = time.perf_counter()
+        global DEADLINE
+        DEADLINE = time.monotonic() + PART_SECONDS
+        path = args.out / f"{part}.json"
+        # what the part has measured so far, written after each measurement (a killed part keeps it)
+        args.save = lambda record=record, path=path: path.write_text(json.dumps(record, indent=1) + "\n", "utf-8")
         try:
+            if not args.tiny:
+                same_code(args.bundle)
             if part != "install":
                 if not args.tiny:
                     ensure_installed(args, record)
@@ -466,7 +502,7 @@ def main() -> int:
             failed.append(part)
         record["seconds"] = round(time.perf_counter() - start, 1)
         record |= provenance(args.bundle)
-        (args.out / f"{part}.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        args.save()
         print(
             f"{part}: {record['status']} in {record['seconds']:.0f} s -> {args.out / (part + '.json')}", file=sys.stderr
         )

@@ -309,7 +309,7 @@ def test_step_time_is_the_interval_over_its_steps_and_leaves_out_evaluation(monk
 
     from sentlab.training import callbacks
 
-    clock = iter([10.0, 16.0, 20.0, 21.0])
+    clock = iter([10.0, 16.0, 30.0, 31.0])
     monkeypatch.setattr(callbacks.time, "perf_counter", lambda: next(clock))
     timer, state = callbacks.StepTime(), SimpleNamespace(global_step=0)
     timer.on_train_begin(None, state, None)  # 10.0
@@ -317,11 +317,14 @@ def test_step_time_is_the_interval_over_its_steps_and_leaves_out_evaluation(monk
     logs = {"loss": 1.0}
     timer.on_log(None, state, None, logs=logs)  # 16.0: 6 s over 3 steps
     assert logs["seconds_per_step"] == 2.0
-    timer.on_evaluate(None, state, None)  # 20.0: the clock restarts after the evaluation
+    timer.on_evaluate(None, state, None)
+    timer.on_save(None, state, None)  # evaluation and checkpoint: 16.0 to 30.0, left out
+    timer.on_step_begin(None, state, None)  # 30.0: the clock restarts as step 4 begins
     state.global_step = 4
     logs = {"loss": 0.5}
-    timer.on_log(None, state, None, logs=logs)  # 21.0: 1 s over 1 step, not 5 s
+    timer.on_log(None, state, None, logs=logs)  # 31.0: 1 s over 1 step, not 15 s
     assert logs["seconds_per_step"] == 1.0
+    timer.on_step_begin(None, state, None)  # no evaluation since: the clock runs on (no clock read)
     dev = {"eval_sts": 0.5}
     timer.on_log(None, state, None, logs=dev)  # an evaluation record gets no step time
     assert "seconds_per_step" not in dev

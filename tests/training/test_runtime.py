@@ -29,7 +29,11 @@ def test_a_plain_run_records_what_ran(tiny_backbone, corpus_file, tmp_path):
     assert record["compile"] == {"requested": False, "networks": [], "graphs": 0}
     # train.fused_optimizer: auto is fused AdamW on CUDA and on a CPU (the optimizer itself says so)
     assert record["optimizer"] == {"class": "AdamW", "fused": True, "foreach": None}
-    assert record["dataloader"] == {"workers": 0, "pin_memory": DEVICE.type == "cuda"}
+    assert record["dataloader"] == {
+        "workers": 0,
+        "pin_memory": DEVICE.type == "cuda",
+        "batch_sampler": "ShuffledBatchSampler",
+    }
     assert record["chunking"] is None
     assert "runtime read back: " in paths.log.read_text()
 

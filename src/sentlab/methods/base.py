@@ -73,6 +73,7 @@ class Method:
     simcse_mlp: ClassVar[bool] = True  # with pooler cls, put SimCSE's MLP over [CLS] (SimCSE-based methods)
     training_only_modules: ClassVar[tuple[type[nn.Module], ...]] = (SimCSEMLPHead,)
     min_batch_size: ClassVar[int] = 2  # in-batch negatives: a batch of one row learns nothing (loss 0)
+    in_batch_negatives: bool = False  # the other rows of a batch are its negatives (train.no_duplicates)
 
     def __init__(self, cfg: TrainConfig, paths: RunPaths):
         if not isinstance(cfg, self.config_class):
@@ -260,9 +261,31 @@ def _train_source(cfg: TrainConfig, first: int | None = None) -> tuple[Path, int
     limit = cfg.data.limit
     if first is not None:
         limit = first if limit is None else min(limit, first)
+    if isinstance(cfg.data.columns, dict):
+        raise ConfigError(
+            f"data.columns: {cfg.method} reads one text column; give its name as a list ([name]), not a mapping"
+        )
     if not cfg.data.columns and path.suffix.lower() in TABLE_SUFFIXES:
         raise ConfigError(f"{path}: a {path.suffix} file needs data.columns (the column that holds the sentences)")
     return path, limit, cfg.data.columns[:1] or None
+
+
+def column_roles(columns: list[str] | dict[str, str], roles: tuple[str, ...], required: int, what: str) -> list[str]:
+    """``data.columns`` as the file's column names in the order of ``roles``: a list names them in that
+    order, a mapping by role (``{anchor: question, positive: answer}``); the first ``required`` roles
+    must be there."""
+    if isinstance(columns, dict):
+        unknown = sorted(set(columns) - set(roles))
+        if unknown:
+            raise ConfigError(f"data.columns: {what} has the roles {', '.join(roles)}; not {', '.join(unknown)}")
+        missing = [role for role in roles[:required] if role not in columns]
+        if missing:
+            raise ConfigError(f"data.columns: {what} needs the role(s) {', '.join(missing)}")
+        return [columns[role] for role in roles if role in columns]
+    if not required <= len(columns) <= len(roles):
+        wanted = f"[{', '.join(roles[:required])}]" + (f" or [{', '.join(roles)}]" if len(roles) > required else "")
+        raise ConfigError(f"data.columns: {what} needs {wanted}, got {list(columns)}")
+    return list(columns)
 
 
 def read_train_sentences(cfg: TrainConfig, first: int | None = None) -> list[str]:

@@ -117,6 +117,10 @@ class CT(Method):
     config_class = CTConfig
     simcse_mlp = False
 
+    @property
+    def in_batch_negatives(self) -> bool:
+        return self.cfg.ct.in_batch
+
     def train_dataset(self) -> Dataset:
         table = train_table(self.cfg)
         if self.cfg.ct.in_batch:

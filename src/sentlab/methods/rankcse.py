@@ -58,6 +58,7 @@ class RankCSEConfig(TrainConfig):
 @register
 class RankCSEMethod(Method):
     name = "rankcse"
+    in_batch_negatives = True
     config_class = RankCSEConfig
     run_files = {"teacher_vectors": "teacher_vectors"}
 

@@ -65,6 +65,7 @@ class RankEncoderConfig(TrainConfig):
 @register
 class RankEncoderMethod(Method):
     name = "rankencoder"
+    in_batch_negatives = True
     config_class = RankEncoderConfig
     run_files = {
         "base_index": "base_index",

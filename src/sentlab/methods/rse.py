@@ -206,6 +206,7 @@ class RSE(Method):
     """Relational contrastive learning over multi-source triples."""
 
     name = "rse"
+    in_batch_negatives = True
     config_class = RSEConfig
     default_mlp_only_train = False  # RSE's MLP stays at inference
 

@@ -18,8 +18,7 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 
 from sentlab.data.tables import column_table
-from sentlab.errors import ConfigError
-from sentlab.methods.base import Method, register
+from sentlab.methods.base import Method, column_roles, register
 from sentlab.training.config import TrainConfig
 
 
@@ -36,6 +35,7 @@ class SimCSEUnsup(Method):
     """Unsupervised SimCSE: each sentence is encoded twice; dropout makes the two views differ."""
 
     name = "simcse-unsup"
+    in_batch_negatives = True
     config_class = SimCSEUnsupConfig
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
@@ -49,12 +49,12 @@ class SimCSESup(Method):
     name = "simcse-sup"
     config_class = SimCSESupConfig
     default_mlp_only_train = False  # the official supervised script keeps the MLP at inference
+    in_batch_negatives = True
 
     def train_dataset(self) -> Dataset:
-        columns = self.cfg.data.columns or ["sent0", "sent1", "hard_neg"]
-        if len(columns) not in (2, 3):
-            raise ConfigError(f"data.columns: supervised SimCSE needs 2 or 3 columns, got {columns}")
-        names = ["anchor", "positive", "negative"][: len(columns)]
+        roles = ("anchor", "positive", "negative")
+        columns = column_roles(self.cfg.data.columns or ["sent0", "sent1", "hard_neg"], roles, 2, "supervised SimCSE")
+        names = list(roles[: len(columns)])
         return column_table(self.cfg.data.train, columns, names, limit=self.cfg.data.limit)
 
     def loss(self, model: SentenceTransformer) -> nn.Module:

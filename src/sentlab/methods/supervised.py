@@ -3,18 +3,25 @@ methods as in the TSDAE paper (Sec. 4): "target → NLI+STS", "NLI+STS → targe
 followed by in-domain supervised training (Fig. 2). A run's ``model/`` is the next run's
 ``model.name`` (``sentlab pipeline`` chains the configs).
 
-``supervised.loss``:
+``supervised.loss``, sentence-transformers' losses by name:
 
 * ``mnrl`` - ``MultipleNegativesRankingLoss`` (the paper's MNRL, Sec. 5.1: cross-entropy over
-  in-batch negatives, cosine × ``scale``) on (anchor, positive[, hard negative]) rows;
+  in-batch negatives, cosine × ``scale``; with a hard-negative column, supervised SimCSE's objective
+  with sentence-transformers' head-less encoder) on (anchor, positive[, negative]) rows;
 * ``cosine-mse`` - ``CosineSimilarityLoss`` (MSE between the cosine and the gold score scaled to
   [0, 1]), the paper's MSE loss on STS-B train / TwitterPara;
-* ``cosent`` - ``CoSENTLoss`` on scored pairs.
+* ``cosent`` - ``CoSENTLoss`` (Su 2022) and ``angle`` - ``AnglELoss`` (Li and Li 2023, the same
+  ranking loss on the angle difference) on scored pairs.
 
-``supervised.format`` says how ``data.train`` is read: ``table`` (a .jsonl / .csv / .tsv with
-``data.columns``: 2-3 text columns for mnrl, 2 text columns + a score column otherwise), ``snli``
-(a folder in SentEval's SNLI layout; triplets from the ``supervised.split`` split) or ``stsb`` (an
-``sts-<split>.csv`` of SentEval's STS-B, scores 0-5).
+``supervised.format`` says how ``data.train`` is read: ``table`` (a .jsonl / .csv / .tsv whose
+``data.columns`` name, in order or by role, the text1 / text2 / score columns of scored pairs or the
+anchor / positive[ / negative] columns of pairs and triplets), ``snli`` (a folder in SentEval's SNLI
+layout; triplets from the ``supervised.split`` split) or ``stsb`` (an ``sts-<split>.csv`` of
+SentEval's STS-B, scores 0-5).
+
+Scores are on the scale ``supervised.score_range`` ([low, high]; [0, 5] for ``stsb``; unset: the
+data's own lowest and highest score, said in one line); a score outside it is refused with its row,
+and each becomes (score - low) / (high - low).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from datasets import Dataset
-from pydantic import Field
+from pydantic import Field, field_validator
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer import losses
 from torch import nn
@@ -32,16 +39,32 @@ from sentlab.data.nli import read_snli_triplets
 from sentlab.data.sts import read_stsb
 from sentlab.data.tables import column_table
 from sentlab.errors import ConfigError, DataError
-from sentlab.methods.base import Method, register
+from sentlab.methods.base import Method, column_roles, register
+from sentlab.progress import say
 from sentlab.training.config import TrainConfig, _Section
+
+SCORED_LOSSES = ("cosine-mse", "cosent", "angle")
 
 
 class SupervisedSection(_Section):
-    loss: Literal["mnrl", "cosine-mse", "cosent"] = "mnrl"
+    loss: Literal["mnrl", "cosine-mse", "cosent", "angle"] = Field(
+        "mnrl", description="mnrl: pairs or triplets; cosine-mse, cosent, angle: scored pairs"
+    )
     format: Literal["table", "snli", "stsb"] = "table"
     split: str = Field("train", description="split of an snli folder / stsb file name")
-    scale: float = Field(20.0, gt=0, description="mnrl / cosent: similarity scale")
-    score_max: float = Field(5.0, gt=0, description="scores are divided by this (STS: 5)")
+    scale: float = Field(20.0, gt=0, description="mnrl / cosent / angle: similarity scale")
+    score_range: tuple[float, float] | None = Field(
+        None,
+        description="the scores' scale [low, high]: a score outside it is refused (stsb: [0, 5]; unset: the "
+        "data's lowest and highest score)",
+    )
+
+    @field_validator("score_range")
+    @classmethod
+    def _ordered(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and not value[0] < value[1]:
+            raise ValueError(f"needs low < high, got {list(value)}")
+        return value
 
 
 class SupervisedConfig(TrainConfig):
@@ -60,9 +83,13 @@ class Supervised(Method):
     config_class = SupervisedConfig
     simcse_mlp = False
 
+    @property
+    def in_batch_negatives(self) -> bool:
+        return self.cfg.supervised.loss == "mnrl"
+
     def train_dataset(self) -> Dataset:
         s, data = self.cfg.supervised, self.cfg.data
-        scored = s.loss != "mnrl"
+        scored = s.loss in SCORED_LOSSES
         if s.format == "snli":
             if scored:
                 raise ConfigError("supervised.format snli gives triplets; use supervised.loss: mnrl")
@@ -72,33 +99,49 @@ class Supervised(Method):
             )
         if s.format == "stsb":
             if not scored:
-                raise ConfigError("supervised.format stsb gives scored pairs; use supervised.loss cosine-mse or cosent")
+                raise ConfigError(
+                    f"supervised.format stsb gives scored pairs; use supervised.loss {' / '.join(SCORED_LOSSES)}"
+                )
             path = Path(data.train)
             pairs = read_stsb(path.parent, path.stem.removeprefix("sts-"))
             n = data.limit or len(pairs.scores)
+            scores = self.scaled([float(x) for x in pairs.scores[:n]], s.score_range or (0.0, 5.0), "score")
             return Dataset.from_dict(
-                {
-                    "sentence1": pairs.sentences1[:n],
-                    "sentence2": pairs.sentences2[:n],
-                    "score": [float(x) / s.score_max for x in pairs.scores[:n]],
-                }
-            )
-        columns = data.columns
-        if scored and len(columns) != 3:
-            raise ConfigError(f"data.columns: scored pairs need [text1, text2, score], got {columns}")
-        if not scored and len(columns) not in (2, 3):
-            raise ConfigError(
-                f"data.columns: mnrl needs [anchor, positive] or [anchor, positive, negative], got {columns}"
+                {"sentence1": pairs.sentences1[:n], "sentence2": pairs.sentences2[:n], "score": scores}
             )
         if not scored:
-            names = ["anchor", "positive", "negative"][: len(columns)]
-            return column_table(data.train, columns, names, limit=data.limit)
-        table = column_table(data.train, columns, ["sentence1", "sentence2", "score"], limit=data.limit)
+            roles = ("anchor", "positive", "negative")
+            columns = column_roles(data.columns, roles, 2, f"supervised.loss {s.loss} (pairs or triplets)")
+            return self.checked(column_table(data.train, columns, list(roles[: len(columns)]), limit=data.limit))
+        columns = column_roles(data.columns, ("text1", "text2", "score"), 3, f"supervised.loss {s.loss} (scored pairs)")
+        table = self.checked(column_table(data.train, columns, ["sentence1", "sentence2", "score"], limit=data.limit))
         try:  # a float a row: the scored pairs are a labelled set, small beside their text
-            scores = [float(value) / s.score_max for value in table["score"]]
+            raw = [float(value) for value in table["score"]]
         except ValueError as err:
             raise DataError(f"{data.train}: score column {columns[2]!r} is not a number ({err})") from None
+        if s.score_range is None:
+            low, high = min(raw), max(raw)
+            if low == high:
+                raise DataError(f"{data.train}: every score is {low:g}; scored pairs need scores that differ")
+            say(f"supervised.score_range: read from the data as [{low:g}, {high:g}] (set it to state the scale)")
+        scores = self.scaled(raw, s.score_range or (low, high), columns[2])
         return table.remove_columns("score").add_column("score", scores)
+
+    def checked(self, table: Dataset) -> Dataset:
+        if len(table) == 0:
+            raise DataError(f"{self.cfg.data.train}: no rows")
+        return table
+
+    def scaled(self, scores: list[float], scale: tuple[float, float], column: str) -> list[float]:
+        """``scores`` mapped from ``scale`` to [0, 1]; a score outside the scale is refused with its row."""
+        low, high = scale
+        for row, value in enumerate(scores, start=1):
+            if not low <= value <= high:  # NaN too
+                raise DataError(
+                    f"{self.cfg.data.train}: row {row}: {column} {value:g} is outside supervised.score_range "
+                    f"[{low:g}, {high:g}]"
+                )
+        return [(value - low) / (high - low) for value in scores]
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         s = self.cfg.supervised
@@ -106,4 +149,6 @@ class Supervised(Method):
             return losses.MultipleNegativesRankingLoss(model, scale=s.scale)
         if s.loss == "cosent":
             return losses.CoSENTLoss(model, scale=s.scale)
+        if s.loss == "angle":
+            return losses.AnglELoss(model, scale=s.scale)
         return losses.CosineSimilarityLoss(model)

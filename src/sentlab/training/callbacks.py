@@ -55,14 +55,20 @@ class LossComponentsLog(TrainerCallback):
 class StepTime(TrainerCallback):
     """Add ``seconds_per_step`` to each training-loss log record: the wall time since the previous one
     over the steps between them; put it before :class:`MetricsLog`. Logging reads the loss back from
-    the device, so the interval holds finished steps; the clock restarts after an evaluation or a
-    checkpoint, which the interval therefore leaves out (the first interval holds the start-up)."""
+    the device, so the interval holds finished steps. After an evaluation or a checkpoint the clock
+    restarts as the next step begins, so the interval leaves out the evaluation and every file the
+    checkpoint's callbacks write (the first interval holds the start-up)."""
 
     def __init__(self):
         self.last: tuple[float, int] | None = None
+        self.paused = False
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.last = (time.perf_counter(), state.global_step)
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if self.paused:
+            self.last, self.paused = (time.perf_counter(), state.global_step), False
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if logs is None or "loss" not in logs or self.last is None:
@@ -73,7 +79,7 @@ class StepTime(TrainerCallback):
         self.last = (now, state.global_step)
 
     def on_evaluate(self, args, state, control, **kwargs):
-        self.last = (time.perf_counter(), state.global_step)
+        self.paused = True
 
     on_save = on_evaluate
 

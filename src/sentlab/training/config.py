@@ -93,7 +93,11 @@ class ModelSection(_Section):
 
 class DataSection(_Section):
     train: str = Field(description="training file (.txt: one sentence a line; .jsonl/.csv/.tsv: columns)")
-    columns: list[str] = Field(default_factory=list, description="columns to read from a table file")
+    columns: list[str] | dict[str, str] = Field(
+        default_factory=list,
+        description="columns to read from a table file: their names in the method's order, or a mapping of "
+        "role to name (supervised / simcse-sup: {anchor, positive, negative} or {text1, text2, score})",
+    )
     limit: int | None = Field(None, gt=0, description="use only the first N rows (the rest of a text file is not read)")
     data_dir: str | None = Field(None, description="evaluation data folder (default: $SENTLAB_DATA or ../shared/data)")
 
@@ -107,6 +111,11 @@ class LossSection(_Section):
 class TrainSection(_Section):
     output_dir: str
     batch_size: int = Field(64, gt=0, description="per device")
+    no_duplicates: bool = Field(
+        False,
+        description="no text twice in a batch (sentence-transformers' NoDuplicatesBatchSampler), for methods with "
+        "in-batch negatives, where a repeated text is a false negative",
+    )
     learning_rate: float = Field(3e-5, gt=0)
     epochs: float = Field(1.0, gt=0)
     max_steps: int = Field(-1, description="stop after this many steps, at least 1 (-1: run the epochs)")

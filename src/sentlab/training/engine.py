@@ -41,6 +41,7 @@ from sentence_transformers import (
     SentenceTransformerTrainer,
     SentenceTransformerTrainingArguments,
 )
+from sentence_transformers.base.sampler import NoDuplicatesBatchSampler
 from sentence_transformers.sentence_transformer.data_collator import (
     SentenceTransformerDataCollator,
 )
@@ -135,6 +136,22 @@ def dev_metric(evaluator) -> str | None:
         return None
     main = getattr(evaluator, "main_metric", None)
     return f"eval_{evaluator.name}_{main}" if main else DEV_METRIC
+
+
+def no_duplicates(cfg: TrainConfig, method: Method) -> dict[str, object]:
+    """``train.no_duplicates``: sentence-transformers' ``NoDuplicatesBatchSampler`` (no text twice in a
+    batch, where a second copy would be a false negative); refused in one line for a method without
+    in-batch negatives or one that batches its own way."""
+    if not cfg.train.no_duplicates:
+        return {}
+    if not method.in_batch_negatives:
+        raise ConfigError(
+            f"train.no_duplicates: {cfg.method} has no in-batch negatives (a repeated text is no false negative "
+            "there); remove the setting"
+        )
+    if "batch_sampler" in method.training_arguments():
+        raise ConfigError(f"train.no_duplicates: {cfg.method} batches its rows its own way; remove one of the two")
+    return {"batch_sampler": NoDuplicatesBatchSampler}
 
 
 def training_arguments(
@@ -257,6 +274,7 @@ class SentlabTrainer(SentenceTransformerTrainer):
             pin_memory=self.args.dataloader_pin_memory,
             chunking=chunking_record(self.loss),
             frozen=frozen_placements(self.loss),
+            batch_sampler=getattr(self.args.batch_sampler, "__name__", str(self.args.batch_sampler)),
         )
         if self.is_world_process_zero():
             say(runtime_summary(self.runtime))
@@ -317,7 +335,7 @@ def build_trainer(
         paths,
         has_dev=metric is not None,
         learning_rate_mapping=method.learning_rate_mapping(),
-        method_arguments=method.training_arguments(),
+        method_arguments={**method.training_arguments(), **no_duplicates(cfg, method)},
         metric=metric,
     )
     with args.main_process_first(desc="frozen inputs"):  # the other processes then reuse the saved files

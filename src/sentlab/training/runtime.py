@@ -162,9 +162,10 @@ def runtime_record(
     pin_memory: bool,
     chunking: dict[str, Any] | None,
     frozen: dict[str, str | None] | None = None,
+    batch_sampler: str | None = None,
 ) -> dict[str, Any]:
     """What ran at the first step: the device, compile (networks and graphs built), the optimizer, the
-    data loader's workers and pinned memory, and the batch chunking (Gradient Cache) of the loss.
+    data loader's workers, pinned memory and batch sampler, and the batch chunking (Gradient Cache) of the loss.
     ``graphs`` is None for a compiled run that ended before a compiled step (its first step runs
     eagerly while the precision is read back)."""
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else None
@@ -173,7 +174,7 @@ def runtime_record(
         "device_name": name,
         "compile": {"requested": compile_requested, "networks": compiled, "graphs": graphs},
         "optimizer": optimizer_record(optimizer),
-        "dataloader": {"workers": int(workers), "pin_memory": bool(pin_memory)},
+        "dataloader": {"workers": int(workers), "pin_memory": bool(pin_memory), "batch_sampler": batch_sampler},
         "chunking": chunking,
         "frozen_tables": frozen or {},
     }
@@ -199,6 +200,8 @@ def runtime_summary(record: dict[str, Any]) -> str:
         f"{' (' + record['device_name'] + ')' if record['device_name'] else ''}, {compiled}, optimizer {opt}, "
         f"{loader['workers']} data-loader worker(s), pinned memory {'on' if loader['pin_memory'] else 'off'}"
     )
+    if loader.get("batch_sampler"):
+        line += f", batches from {loader['batch_sampler']}"
     chunking = record["chunking"]
     if chunking:
         size = chunking["mini_batch_size"]

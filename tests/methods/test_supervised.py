@@ -1,0 +1,153 @@
+"""Labelled data for the supervised method: scored pairs on a stated or read scale, pairs and triplets
+with columns named in order or by role, sentence-transformers' losses by name, and batches without
+duplicates where the other rows are negatives."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from sentence_transformers.base.sampler import NoDuplicatesBatchSampler
+from sentence_transformers.sentence_transformer import losses
+
+from sentlab.errors import ConfigError, DataError
+from sentlab.methods.supervised import Supervised
+from sentlab.training import engine
+from tests.methods.test_baselines import method_config
+
+
+def scored_jsonl(path, scores):
+    words = ["a cat sat", "the dog ran", "birds fly", "fish swim", "a man walks", "rain falls"]
+    with path.open("w", encoding="utf-8") as f:
+        for i, score in enumerate(scores):
+            f.write(json.dumps({"question": words[i % 6], "answer": words[(i + 1) % 6], "grade": score}) + "\n")
+    return path
+
+
+def supervised(tmp_path, backbone, train, columns, **section):
+    cfg = method_config("supervised", backbone, train, tmp_path / "run", section={"supervised": section}, max_steps=2)
+    cfg.data.columns = columns
+    return cfg
+
+
+def test_scored_pairs_by_role_are_scaled_from_the_stated_range(tiny_backbone, tmp_path):
+    train = scored_jsonl(tmp_path / "pairs.jsonl", [1, 5, 3, 2])
+    cfg = supervised(
+        tmp_path,
+        tiny_backbone,
+        train,
+        {"text2": "answer", "score": "grade", "text1": "question"},  # a mapping: its order does not matter
+        loss="angle",
+        score_range=[1, 5],
+    )
+    rows = Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+    assert rows.column_names == ["sentence1", "sentence2", "score"]
+    assert rows["sentence1"][0] == "a cat sat" and rows["sentence2"][0] == "the dog ran"
+    np.testing.assert_allclose(rows["score"], [0.0, 1.0, 0.5, 0.25])  # (score - 1) / (5 - 1)
+
+
+def test_a_score_outside_the_stated_range_is_refused_with_its_row(tiny_backbone, tmp_path):
+    train = scored_jsonl(tmp_path / "pairs.jsonl", [1, 5, 6, 2])
+    cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss="cosent", score_range=[0, 5])
+    with pytest.raises(DataError, match=r"row 3: grade 6 is outside supervised.score_range \[0, 5\]"):
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+
+
+def test_an_unstated_range_is_read_from_the_data_and_said(tiny_backbone, tmp_path, capsys):
+    train = scored_jsonl(tmp_path / "pairs.jsonl", [2, 4, 3])
+    cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss="cosine-mse")
+    rows = Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+    np.testing.assert_allclose(rows["score"], [0.0, 1.0, 0.5])
+    assert "read from the data as [2, 4]" in capsys.readouterr().err
+    flat = scored_jsonl(tmp_path / "flat.jsonl", [3, 3])
+    cfg = supervised(tmp_path, tiny_backbone, flat, ["question", "answer", "grade"], loss="cosine-mse")
+    with pytest.raises(DataError, match="every score is 3"):
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+
+
+@pytest.mark.parametrize(
+    "columns, loss, message",
+    [
+        (["question", "answer"], "cosent", r"needs \[text1, text2, score\]"),
+        ({"text1": "question", "label": "grade"}, "cosent", "not label"),
+        ({"anchor": "question", "negative": "answer"}, "mnrl", "needs the role.s. positive"),
+        (
+            ["question", "answer", "grade", "answer"],
+            "mnrl",
+            r"needs \[anchor, positive\] or \[anchor, positive, negative\]",
+        ),
+    ],
+)
+def test_columns_that_do_not_fit_the_loss_are_refused(tiny_backbone, tmp_path, columns, loss, message):
+    train = scored_jsonl(tmp_path / "pairs.jsonl", [1, 2])
+    cfg = supervised(tmp_path, tiny_backbone, train, columns, loss=loss)
+    with pytest.raises(ConfigError, match=message):
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+
+
+def test_each_loss_name_is_sentence_transformers_loss(tiny_backbone, tmp_path):
+    train = scored_jsonl(tmp_path / "pairs.jsonl", [1, 2])
+    expected = {
+        "mnrl": losses.MultipleNegativesRankingLoss,
+        "cosine-mse": losses.CosineSimilarityLoss,
+        "cosent": losses.CoSENTLoss,
+        "angle": losses.AnglELoss,
+    }
+    for name, cls in expected.items():
+        cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss=name, scale=7.0)
+        method = Supervised(cfg, engine.RunPaths(tmp_path / "run"))
+        loss = method.loss(method.build_model())
+        assert type(loss) is cls, name
+        if name != "cosine-mse":
+            assert loss.scale == 7.0
+
+
+def test_triplets_train_end_to_end_with_no_text_twice_in_a_batch(tiny_backbone, tmp_path):
+    """Triplets whose anchors repeat: with train.no_duplicates the trainer batches through
+    NoDuplicatesBatchSampler (read back in runtime.json), and none of its batches holds a text twice."""
+    anchors, positives = ["a cat sat", "the dog ran", "birds fly"], ["fish swim", "a man walks", "rain falls", "sun"]
+    negatives = ["snow", "wind blows", "a car", "trees", "the sea"]
+    rows = [(anchors[i % 3], positives[i % 4], negatives[i % 5]) for i in range(48)]  # anchors repeat every 3 rows
+    train = tmp_path / "triplets.csv"
+    train.write_text("q,pos,neg\n" + "".join(f"{a},{p},{n}\n" for a, p, n in rows), encoding="utf-8")
+    cfg = supervised(tmp_path, tiny_backbone, train, ["q", "pos", "neg"], loss="mnrl")
+    cfg.train.no_duplicates = True
+    cfg.train.batch_size = 3
+    trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "run"))
+    loader = trainer.get_train_dataloader()
+    sampler = getattr(loader, "batch_sampler", None)
+    sampler = getattr(sampler, "batch_sampler", sampler)  # Accelerate wraps it
+    assert isinstance(sampler, NoDuplicatesBatchSampler)
+    dataset = trainer.train_dataset
+    for batch in sampler:
+        seen = [text for i in batch for text in dataset[int(i)].values() if isinstance(text, str)]
+        assert len(seen) == len(set(seen)), seen
+    paths = engine.train(cfg, evaluate=False)
+    runtime = json.loads(paths.runtime.read_text())
+    assert runtime["dataloader"]["batch_sampler"] == "NoDuplicatesBatchSampler"
+    losses_seen = [json.loads(line).get("loss") for line in paths.metrics.read_text().splitlines()]
+    assert all(np.isfinite(v) for v in losses_seen if v is not None) and any(v is not None for v in losses_seen)
+
+
+def test_no_duplicates_is_refused_where_there_are_no_in_batch_negatives(tiny_backbone, corpus_file, tmp_path):
+    cfg = method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "run", "cls", max_steps=1, no_duplicates=True)
+    with pytest.raises(ConfigError, match="tsdae has no in-batch negatives"):
+        engine.build_trainer(cfg, engine.RunPaths(tmp_path / "run"))
+
+
+@pytest.mark.parametrize("content", ["", "q,pos,neg\n"])
+def test_an_empty_triplet_file_is_one_line_and_a_non_zero_exit(tiny_backbone, tmp_path, content):
+    train = tmp_path / "triplets.csv"
+    train.write_text(content, encoding="utf-8")
+    cfg = supervised(tmp_path, tiny_backbone, train, ["q", "pos", "neg"], loss="mnrl")
+    config = tmp_path / "config.yaml"
+    config.write_text(cfg.to_yaml())
+    done = subprocess.run(
+        [sys.executable, "-m", "sentlab.cli", "train", str(config), "--quiet"], capture_output=True, text=True
+    )
+    assert done.returncode != 0
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "triplets.csv" in lines[0], done.stderr

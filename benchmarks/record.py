@@ -214,7 +214,9 @@ def imported(name: str, source: Path, folder: Path = RECORDS) -> int:
         print(f"record.py: {source}: has no {', '.join(missing)}; run the command through record.py", file=sys.stderr)
         return 1
     if data.get("status", "ok") != "ok" or data.get("tiny"):
-        why = "a --tiny run" if data.get("tiny") else f"a part that {data['status']} ({data.get('error', '')})"
+        why = (
+            "a --tiny run" if data.get("tiny") else f"a part whose status is {data['status']!r} {data.get('error', '')}"
+        )
         print(f"record.py: {source}: {why} is not kept as a record", file=sys.stderr)
         return 1
     record = {"name": name, "command": data["command"], "date": data["date"], "seconds": data.get("seconds")}
@@ -236,7 +238,10 @@ def main(argv: list[str]) -> int:
     command: list[str] = []
     if "--" in argv:
         argv, command = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        usage="%(prog)s NAME [--result FILE] -- COMMAND ... | %(prog)s NAME --from FILE | %(prog)s --list",
+    )
     parser.add_argument("name", nargs="?", help="the record's name: benchmarks/records/NAME.json")
     parser.add_argument("--result", type=Path, help="read the result from this file the command writes")
     parser.add_argument("--from", dest="source", type=Path, help="keep this JSON file (with its machine) instead")

@@ -79,6 +79,95 @@ def data_table() -> str:
     return "\n".join(rows)
 
 
+def _type(annotation) -> str:
+    import typing
+
+    text = getattr(annotation, "__name__", None) if not typing.get_args(annotation) else None
+    text = text or str(annotation).replace("typing.", "")
+    return re.sub(r"\b(?:[a-z_]+\.)+(?=[A-Z])", "", text).replace("NoneType", "None")
+
+
+def _default(field) -> str:
+    from pydantic import BaseModel
+    from pydantic_core import PydanticUndefined
+
+    if field.is_required():
+        return "required"
+    if field.default_factory is not None:
+        value = field.default_factory()
+        return "(a section)" if isinstance(value, BaseModel) else f"`{value}`"
+    value = field.default
+    return "`null`" if value is None else f"`{value}`" if value is not PydanticUndefined else ""
+
+
+def _fields(model, prefix: str, rows: list[str]) -> None:
+    from pydantic import BaseModel
+
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        sub = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+        if sub is None:
+            inner = [a for a in getattr(annotation, "__args__", ()) if isinstance(a, type) and issubclass(a, BaseModel)]
+            kind = "list of" if str(annotation).startswith("list[") else None
+            if inner and kind:  # a list of sections (rse.sources)
+                rows.append(
+                    f"| `{prefix}{name}` | list of `{inner[0].__name__}` | {_default(field)} | {field.description or ''} |"
+                )
+                _fields(inner[0], f"{prefix}{name}[].", rows)
+                continue
+            if inner:  # an optional section (model.random_init)
+                sub = inner[0]
+        if sub is not None:
+            rows.append(
+                f"| `{prefix}{name}` | section | {_default(field)} | {(field.description or sub.__doc__ or '').splitlines()[0]} |"
+            )
+            _fields(sub, f"{prefix}{name}.", rows)
+            continue
+        description = (field.description or "").replace("|", "\\|")
+        kind = _type(annotation).replace("|", "\\|")
+        rows.append(f"| `{prefix}{name}` | `{kind}` | {_default(field)} | {description} |")
+
+
+def config_reference() -> str:
+    """Every key of a training config: the sections every method shares, then each method's own,
+    read from the pydantic schema (``sentlab.training.config``, each method's config class)."""
+    from sentlab.training.config import TrainConfig, registered_configs
+
+    header = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    lines = ["## Every method", ""]
+    rows: list[str] = []
+    shared = {name: f for name, f in TrainConfig.model_fields.items() if name != "method"}
+    for name, field in shared.items():
+        rows.append(f"| `{name}` | section | {_default(field)} | |")
+        _fields(field.annotation if name != "about" else field.annotation.__args__[0], f"{name}.", rows)
+    lines += [*header, *rows, ""]
+    for method, config in registered_configs().items():
+        own = [n for n in config.model_fields if n not in TrainConfig.model_fields]
+        overridden = [
+            n for n in ("data",) if config.model_fields[n].annotation is not TrainConfig.model_fields[n].annotation
+        ]
+        lines += [f"## `method: {method}`", ""]
+        if not own and not overridden:
+            lines += ["No section of its own.", ""]
+            continue
+        rows = []
+        for name in [*own, *overridden]:
+            field = config.model_fields[name]
+            _fields(field.annotation, f"{name}.", rows)
+        lines += [*header, *rows, ""]
+    return "\n".join(lines).rstrip()
+
+
+SHOWN_PRESET = "simcse-unsup-minilm-cpu"  # the main job's preset, shown whole on the presets page
+
+
+def preset_yaml() -> str:
+    """The YAML file of :data:`SHOWN_PRESET`, as sentlab ships it."""
+    from sentlab.presets import packaged_file
+
+    return f"`{SHOWN_PRESET}`:\n\n```yaml\n{packaged_file(SHOWN_PRESET).read_text('utf-8').rstrip()}\n```"
+
+
 RECORDS = DOCS.parent / "benchmarks" / "records"
 FIGURE = re.compile(r"<!--fig:(?P<name>[\w.-]+)-->(?P<value>.*?)<!--/fig-->")
 
@@ -160,7 +249,14 @@ def records_table(records: Path = RECORDS) -> str:
     return "\n".join(rows)
 
 
-GENERATORS = {"cli": cli_reference, "presets": presets_table, "data": data_table, "records": records_table}
+GENERATORS = {
+    "cli": cli_reference,
+    "presets": presets_table,
+    "data": data_table,
+    "records": records_table,
+    "config": config_reference,
+    "preset": preset_yaml,
+}
 
 
 def _figure(match: re.Match, known: dict[str, dict]) -> str:

@@ -74,6 +74,7 @@ IMAGE_HAS = [
     "pyyaml",
     "tqdm",
     "matplotlib",
+    "tensorboard",
 ]
 STS = ["senteval/downstream/STS", "senteval/downstream/SICK"]  # the STS tasks sentlab scores (SICK-R too)
 WIKIPEDIA = "wikipedia/wiki_sentences.txt"

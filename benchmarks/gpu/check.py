@@ -281,8 +281,39 @@ def part_speed(args, record: dict) -> None:
         rse_step(args, record, model)
     except RuntimeError as err:
         failed.append(str(err))
+    record["targets"] = speed_targets(record)
     if failed:
         raise RuntimeError(f"{'; '.join(failed)} failed")
+
+
+def speed_targets(record: dict) -> dict:
+    """The issue's speed targets read from what the part measured: each value, its bound and whether
+    it was met (None where the measurement is missing). They are set for a card; on a CPU they are
+    computed all the same and mean little."""
+
+    def get(*keys):
+        value = record
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value
+
+    found = {
+        "simcse_step_sentlab_compiled_over_plain_compiled": (
+            get("simcse_step", "result", "ratio_to_plain_compiled", "sentlab_compiled"),
+            "<=",
+            1.10,
+        ),
+        "rse_auto_over_whole_batch": (get("rse_step", "auto_over_whole_batch"), "<=", 1.2),
+        "rawlm_useful_share_of_bf16_peak": (get("rawlm_tokens", "result", "share_of_peak"), ">=", 0.35),
+    }
+    return {
+        name: {
+            "value": value,
+            "bound": f"{op} {bound}",
+            "met": None if value is None else (value <= bound if op == "<=" else value >= bound),
+        }
+        for name, (value, op, bound) in found.items()
+    }
 
 
 # the GPU presets this part can run: their start is BERT-base and their data Wikipedia sentences
@@ -461,7 +492,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("part", choices=[*PARTS, "all"])
     parser.add_argument("--tiny", action="store_true", help="tiny sizes on whatever device there is (CI: a CPU)")
-    parser.add_argument("--bundle", type=Path, default=ROOT / ".gpu")
+    parser.add_argument("--bundle", type=Path, default=ROOT / ".gpu", help="the bundle folder (default: .gpu)")
     parser.add_argument("--out", type=Path, default=None, help="default: $OUT, else runs/gpu-check")
     args = parser.parse_args()
     args.out = (args.out or Path(os.environ.get("OUT") or ROOT / "runs" / "gpu-check")).resolve()
@@ -478,8 +509,13 @@ def main() -> int:
         global DEADLINE
         DEADLINE = time.monotonic() + PART_SECONDS
         path = args.out / f"{part}.json"
-        # what the part has measured so far, written after each measurement (a killed part keeps it)
+        if path.is_file():  # an earlier call's file (claim-a's first call, a part run again) is kept beside
+            path.replace(path.with_name(f"{part}.previous.json"))
+        # what the part has measured so far, written after each measurement: a killed part's file keeps
+        # it, with status "running" (record.py keeps only a part that ended ok)
         args.save = lambda record=record, path=path: path.write_text(json.dumps(record, indent=1) + "\n", "utf-8")
+        record |= {"status": "running", **provenance(args.bundle)}
+        args.save()
         try:
             if not args.tiny:
                 same_code(args.bundle)
@@ -501,7 +537,7 @@ def main() -> int:
             record["traceback_tail"] = traceback.format_exc().strip().splitlines()[-4:]
             failed.append(part)
         record["seconds"] = round(time.perf_counter() - start, 1)
-        record |= provenance(args.bundle)
+        record |= provenance(args.bundle)  # again: install may have just put sentlab there
         args.save()
         print(
             f"{part}: {record['status']} in {record['seconds']:.0f} s -> {args.out / (part + '.json')}", file=sys.stderr

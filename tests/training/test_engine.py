@@ -328,3 +328,58 @@ def test_step_time_is_the_interval_over_its_steps_and_leaves_out_evaluation(monk
     dev = {"eval_sts": 0.5}
     timer.on_log(None, state, None, logs=dev)  # an evaluation record gets no step time
     assert "seconds_per_step" not in dev
+
+
+def test_a_run_reported_to_tensorboard_holds_the_loss_its_components_step_time_and_dev_score(
+    tiny_backbone, corpus_file, fake_sts_dir, tmp_path
+):
+    """train.report_to: [tensorboard]: the event file in RUN/tensorboard, read back, holds every
+    training log record's loss, the loss's own components (MLM's accuracy), the step time and the
+    dev score; the run log says where it reports and what a crash loses."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from tests.methods.test_baselines import method_config
+
+    cfg = method_config("mlm", tiny_backbone, corpus_file, tmp_path / "run", max_steps=4, eval_steps=2)
+    cfg.train.report_to = ["tensorboard"]
+    cfg.eval.dev_task = "STS-B"
+    cfg.data.data_dir = str(fake_sts_dir)
+    paths = engine.train(cfg, evaluate=False)
+    events = EventAccumulator(str(paths.root / "tensorboard"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    for tag in ("train/loss", "train/mlm_accuracy_last", "train/seconds_per_step", "eval/stsb-dev_spearman_cosine"):
+        assert tag in tags, sorted(tags)
+    assert [e.step for e in events.Scalars("train/loss")] == [1, 2, 3, 4]
+    logged = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
+    assert [e.value for e in events.Scalars("train/loss")] == pytest.approx([r["loss"] for r in logged if "loss" in r])
+    log = paths.log.read_text()
+    assert "a checkpoint every 2 steps: a crash loses at most the 2 steps" in log and "reporting to tensorboard" in log
+
+
+def test_report_to_an_integration_that_is_not_there_is_refused_in_one_line(tiny_backbone, corpus_file, tmp_path):
+    from sentlab.errors import ConfigError
+
+    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2)
+    cfg.train.report_to = ["tensorboardd"]
+    with pytest.raises(ConfigError, match="unknown integration 'tensorboardd'"):
+        engine.train(cfg, evaluate=False)
+
+
+def test_early_stopping_stops_after_its_patience_and_keeps_the_best(tiny_backbone, corpus_file, fake_sts_dir, tmp_path):
+    """A threshold no dev score can clear (a Spearman gains at most 2): training stops after the first
+    evaluation and `patience` more, long before max_steps."""
+    from sentlab.errors import ConfigError
+
+    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", fake_sts_dir, max_steps=40, eval_steps=2)
+    cfg.train.early_stopping_patience = 2
+    cfg.train.early_stopping_threshold = 2.0
+    cfg.train.start_is_candidate = False
+    paths = engine.train(cfg, evaluate=False)
+    steps = [json.loads(line)["step"] for line in paths.metrics.read_text().splitlines()]
+    assert max(steps) == 6  # evaluations at 2 (the first best), 4 and 6 (no gain of 2.0): stop
+    none = tiny_config(tiny_backbone, corpus_file, tmp_path / "none", max_steps=4)
+    none.train.early_stopping_patience = 2
+    with pytest.raises(ConfigError, match="no dev score to watch"):
+        engine.train(none, evaluate=False)

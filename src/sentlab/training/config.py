@@ -139,6 +139,21 @@ class TrainSection(_Section):
         "beats it",
     )
     logging_steps: int = Field(10, gt=0)
+    report_to: list[str] = Field(
+        default_factory=list,
+        description="where the trainer also sends each log record (loss, step time, the loss's components, dev "
+        "scores): its integrations by name, e.g. [tensorboard] (event files in RUN/tensorboard; pip install "
+        "'sentlab[tensorboard]'), [wandb], [mlflow]; refused in one line when one is not installed",
+    )
+    early_stopping_patience: int | None = Field(
+        None,
+        gt=0,
+        description="stop after this many dev evaluations in a row without a better dev score (transformers' "
+        "EarlyStoppingCallback; needs a dev task and keep_best)",
+    )
+    early_stopping_threshold: float = Field(
+        0.0, ge=0, description="with early_stopping_patience: the least gain in the dev score that counts as better"
+    )
     mixed_precision: Literal["no", "fp16", "bf16"] = Field(
         "no",
         description="no (fp32), fp16 (GPU, with loss scaling) or bf16 (GPU, or a CPU with AVX-512 BF16 / AMX); "

@@ -48,7 +48,7 @@ from sentence_transformers.sentence_transformer.data_collator import (
 from sentence_transformers.sentence_transformer.evaluation import (
     EmbeddingSimilarityEvaluator,
 )
-from transformers import PrinterCallback, set_seed
+from transformers import EarlyStoppingCallback, PrinterCallback, TrainerCallback, set_seed
 
 from sentlab.data.sts import load_sts_task
 from sentlab.devices import training_device, training_device_type
@@ -138,6 +138,38 @@ def dev_metric(evaluator) -> str | None:
     return f"eval_{evaluator.name}_{main}" if main else DEV_METRIC
 
 
+def reporting(names: list[str]) -> list[str] | str:
+    """``train.report_to``: the trainer's integrations by name; one that is unknown or not installed
+    is refused in one line (transformers would warn and go on, or fail deep in the first step)."""
+    if not names:
+        return "none"
+    from transformers.integrations import INTEGRATION_TO_CALLBACK, get_available_reporting_integrations
+
+    available = set(get_available_reporting_integrations())
+    for name in names:
+        if name not in INTEGRATION_TO_CALLBACK:
+            raise ConfigError(
+                f"train.report_to: unknown integration {name!r} (one of {', '.join(INTEGRATION_TO_CALLBACK)})"
+            )
+        if name not in available:
+            extra = " ('sentlab[tensorboard]')" if name == "tensorboard" else ""
+            raise ConfigError(f"train.report_to: {name} is not installed (pip install {name}{extra})")
+    return list(names)
+
+
+def early_stopping(cfg: TrainConfig, has_dev: bool) -> list[TrainerCallback]:
+    """``train.early_stopping_patience``: transformers' ``EarlyStoppingCallback`` on the dev score, or
+    a one-line refusal where there is no dev score to watch or no best checkpoint to keep."""
+    t = cfg.train
+    if t.early_stopping_patience is None:
+        return []
+    if not has_dev:
+        raise ConfigError("train.early_stopping_patience: there is no dev score to watch (eval.dev_task: none)")
+    if not t.keep_best:
+        raise ConfigError("train.early_stopping_patience needs train.keep_best: true (the best checkpoint is kept)")
+    return [EarlyStoppingCallback(t.early_stopping_patience, t.early_stopping_threshold)]
+
+
 def no_duplicates(cfg: TrainConfig, method: Method) -> dict[str, object]:
     """``train.no_duplicates``: sentence-transformers' ``NoDuplicatesBatchSampler`` (no text twice in a
     batch, where a second copy would be a false negative); refused in one line for a method without
@@ -195,7 +227,7 @@ def training_arguments(
         data_seed=t.seed,
         dataloader_num_workers=t.dataloader_workers,
         disable_tqdm=not t.progress_bar,
-        report_to="none",
+        report_to=reporting(t.report_to),
         ddp_find_unused_parameters=True,
         # without an accelerator, Accelerate only runs multi-process (gloo) DDP when told it is on CPU
         use_cpu=device_type == "cpu",
@@ -375,7 +407,16 @@ def build_trainer(
         )
     if cfg.train.max_minutes is not None:
         trainer.add_callback(WallClockBudget(cfg.train.max_minutes))
+    for callback in early_stopping(cfg, metric is not None):
+        trainer.add_callback(callback)
     trainer.add_callback(MarkCheckpointComplete(cfg.train.save_total_limit))  # last: after every file is written
+    handler = trainer.callback_handler
+    # the loss's components and the step time join a log record before any integration sends it
+    first = [c for c in handler.callbacks if isinstance(c, (LossComponentsLog, StepTime))]
+    handler.callbacks = first + [c for c in handler.callbacks if c not in first]
+    for callback in handler.callbacks:
+        if type(callback).__name__ == "TensorBoardCallback":
+            callback.logging_dir = str(paths.root / "tensorboard")
     if not bars():  # quiet: transformers prints every log record when its progress bar is off
         trainer.remove_callback(PrinterCallback)
     trainer.sentlab_method = method
@@ -450,6 +491,12 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
     say(f"training {cfg.method} into {paths.root}" + (f" from {Path(checkpoint).name}" if checkpoint else ""))
     try:
         trainer = build_trainer(cfg, paths)
+        every = trainer.args.save_steps
+        say(
+            f"a checkpoint every {every} steps: a crash loses at most the {every} steps since the last one, "
+            "and --resume continues from it"
+            + (f"; reporting to {', '.join(cfg.train.report_to)}" if cfg.train.report_to else "")
+        )
         start = (
             StartCandidate(trainer, paths)
             if trainer.args.load_best_model_at_end and cfg.train.start_is_candidate

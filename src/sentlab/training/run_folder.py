@@ -29,7 +29,15 @@ RUN_FILES: dict[str, str] = {
 }
 # settings that change where a run is written or how it reports, not what it learns
 NOT_LEARNED = {
-    "train": ("output_dir", "progress_bar", "logging_steps", "compile", "fused_optimizer", "dataloader_workers"),
+    "train": (
+        "output_dir",
+        "progress_bar",
+        "logging_steps",
+        "report_to",
+        "compile",
+        "fused_optimizer",
+        "dataloader_workers",
+    ),
     "data": ("data_dir",),
     "eval": ("compare_start",),
     "model": ("inference_max_seq_length",),

@@ -26,6 +26,8 @@ def test_train_end_to_end_writes_a_loadable_run(tiny_backbone, corpus_file, fake
         assert path.is_file(), path
     modules = json.loads((paths.model / "modules.json").read_text())
     assert [m["type"].rsplit(".", 1)[-1] for m in modules] == ["Transformer", "Pooling"]  # MLP head removed
+    card = (paths.model / "README.md").read_text()  # the rebuilt model kept the trained one's card data
+    assert "loss:SimCSELoss" in card and "Gao, Yao, Chen. SimCSE" in card and "## Trained with sentlab" in card
     records = [json.loads(line) for line in paths.metrics.read_text().splitlines()]
     assert any(engine.DEV_METRIC in r for r in records)
     assert not any("eval_samples_per_second" in r for r in records)  # no eval dataset: no made-up speed

@@ -28,5 +28,9 @@ class FlowNLLLoss(nn.Module):
         super().__init__()
         self.model = model
 
+    @property
+    def citation(self) -> str:
+        return "Li, Zhou, He, Wang, Yang, Li. On the Sentence Embeddings from Pre-trained Language Models. EMNLP 2020."
+
     def forward(self, sentence_features: list[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         return -self.model(sentence_features[0])["flow_log_likelihood"].mean()

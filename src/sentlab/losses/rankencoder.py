@@ -170,6 +170,6 @@ class RankEncoderLoss(nn.Module):
     @property
     def citation(self) -> str:
         return (
-            "Seonwoo, Wang, Zhang, Liu, Wang, Ye, Yan, Oh. Ranking-Enhanced Unsupervised Sentence "
+            "Seonwoo, Wang, Seo, Choudhary, Li, Li, Xu, Park, Oh. Ranking-Enhanced Unsupervised Sentence "
             "Representation Learning. ACL 2023."
         )

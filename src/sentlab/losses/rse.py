@@ -109,6 +109,10 @@ class RSELoss(nn.Module):
             self.anchors(heads, labels, vectors), tails, negatives, self.temperature, gather=self.gather_across_devices
         )
 
+    @property
+    def citation(self) -> str:
+        return "Wang, Li. Relational Sentence Embedding for Flexible Semantic Matching. 2022."
+
     def forward(self, sentence_features: list[dict[str, Tensor]], labels: Tensor) -> Tensor:
         embeddings = embed_columns(self.model, list(sentence_features), separate_first=False)
         return self.relational_nce(embeddings, labels)

@@ -82,6 +82,13 @@ from sentlab.training.checkpoints import (
     newest_complete_checkpoint,
 )
 from sentlab.training.config import TrainConfig
+from sentlab.training.model_card import (
+    CONFIG_FILE,
+    describe_run,
+    keep_card_data,
+    sentlab_version,
+    write_sentlab_section,
+)
 from sentlab.training.run_folder import (
     RunPaths,
     changed_settings,
@@ -358,8 +365,9 @@ def build_trainer(
     method = method or get_method(cfg.method)(cfg, paths)
     say(f"reading the training data ({cfg.data.train})")
     train_dataset = method.train_dataset()
-    check_enough_rows(cfg, method, len(train_dataset))
-    say(f"{len(train_dataset):,} training rows ({', '.join(train_dataset.column_names)})")
+    rows = len(train_dataset)
+    check_enough_rows(cfg, method, rows)
+    say(f"{rows:,} training rows ({', '.join(train_dataset.column_names)})")
     evaluator = build_dev_evaluator(cfg)
     metric = dev_metric(evaluator) or method.own_dev_metric()
     args = training_arguments(
@@ -377,6 +385,7 @@ def build_trainer(
     if model is None:
         say(f"loading the model ({cfg.model.label}) and building {method.name}")
         model = method.build_model()
+    describe_run(model, cfg, rows)
     # packing tokenises the whole text once, into a cached table beside it: the main process builds
     # it, the others then read it instead of tokenising too and racing to write the same file
     with args.main_process_first(desc="batching"):
@@ -420,6 +429,7 @@ def build_trainer(
     if not bars():  # quiet: transformers prints every log record when its progress bar is off
         trainer.remove_callback(PrinterCallback)
     trainer.sentlab_method = method
+    trainer.sentlab_rows = rows  # the training rows as read (a method may regroup them: MLM's packed blocks)
     trainer.sentlab_precision = resolve_precision(cfg.train.mixed_precision, training_device_type())
     trainer.precision_file = paths.precision
     trainer.runtime_file = paths.runtime
@@ -532,8 +542,10 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         own = "model.inference_max_seq_length" if cfg.model.inference_max_seq_length else "the start model's own"
         length = final.max_seq_length  # read back from the model that is saved and evaluated
         say(f"saved model's max_seq_length: {length} ({own}; training truncated at {cfg.model.max_seq_length})")
+        keep_card_data(final, trainer.model)
         method.save(final)
-        write_json(paths.fingerprint, run_fingerprint(cfg))
+        fingerprint = run_fingerprint(cfg)
+        write_json(paths.fingerprint, fingerprint)
         say(f"model saved to {paths.model}")
         plot_loss(paths.metrics, paths.loss_plot, trainer.args.metric_for_best_model or DEV_METRIC)
         if evaluate and "sts" in cfg.eval.final_tasks:
@@ -556,6 +568,17 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
                 say(f"results written to {results_path}")
             if cfg.eval.compare_start:
                 evaluate_start_model(cfg, paths, method, final.device, length)
+        precision = trainer.precision_record or {}
+        card = {
+            "version": sentlab_version(),
+            "rows": trainer.sentlab_rows,
+            "sha256": fingerprint["train_sha256"],
+            "steps": trainer.state.global_step,
+            "precision": precision.get("ran"),
+            "command": f"sentlab train {CONFIG_FILE}",
+        }
+        write_sentlab_section(cfg, paths.root, paths.model, card)
+        say(f"model card: {paths.model / 'README.md'} (sentence-transformers' card with a sentlab section)")
     return paths
 
 

@@ -1,0 +1,66 @@
+"""The card of a saved model: sentence-transformers' README with what sentlab knows (base model,
+data, citation) and a sentlab section (method, data hash, settings, scores beside the start's, the
+config and the command that reproduce it)."""
+
+from __future__ import annotations
+
+import json
+
+from sentence_transformers import SentenceTransformer
+
+from sentlab.cache import file_sha256
+from sentlab.training import engine
+from sentlab.training.model_card import BEGIN, CONFIG_FILE, hub_id, sentlab_section, write_sentlab_section
+from tests.conftest import tiny_config
+
+
+def test_a_trained_folder_carries_a_card_that_says_how_it_was_made(tiny_backbone, corpus_file, tmp_path):
+    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=3)
+    paths = engine.train(cfg, evaluate=False)
+    card = (paths.model / "README.md").read_text("utf-8")
+    assert card.count(BEGIN) == 1 and "## Trained with sentlab" in card
+    assert "`simcse-unsup`, SimCSE (Gao et al. 2021)" in card
+    assert "Gao, Yao, Chen. SimCSE" in card  # the loss cites its paper in sentence-transformers' citations
+    assert f"sha256 `{file_sha256(corpus_file)}`" in card and "96 rows" in card
+    assert "batch 8, 3 steps" in card and "precision fp32" in card
+    assert "Unnamed Dataset" not in card and f"{corpus_file.name} (96 rows)" in card
+    assert "Not scored at the end of training" in card
+    assert f"sentlab train {CONFIG_FILE}" in card
+    assert (paths.model / CONFIG_FILE).read_text() == paths.config.read_text()  # the folder reproduces itself
+    SentenceTransformer(str(paths.model))  # still an ordinary sentence-transformers folder
+
+
+def test_the_section_puts_scores_beside_the_start_models_and_is_written_once(tmp_path):
+    from sentlab.training.config import load_config
+
+    cfg = load_config("rankencoder-minilm-cpu", [])
+    run, model = tmp_path / "run", tmp_path / "run" / "model"
+    model.mkdir(parents=True)
+    (model / "README.md").write_text("# the card sentence-transformers wrote\n")
+    (run / "config.yaml").write_text(cfg.to_yaml())
+    report = {"tasks": {"STS-B": {"spearman": 81.5}}, "summary": {"sts_avg": 78.0}}
+    (run / "results.json").write_text(json.dumps(report))
+    report = {"tasks": {"STS-B": {"spearman": 82.0}}, "summary": {"sts_avg": 78.9}}
+    (run / "start_results.json").write_text(json.dumps(report))
+    (run / "selection.json").write_text(
+        json.dumps({"metric": "dev", "start": 0.87, "best_checkpoint": 0.86, "kept_step": 0})
+    )
+    record = {"version": "0", "rows": 1920, "sha256": "ab", "steps": 30, "precision": "fp32 on cpu", "command": "x"}
+    section = sentlab_section(cfg, run, record)
+    assert "| STS-B | 81.50 | 82.00 |" in section and "| STS avg | 78.00 | 78.90 |" in section
+    assert "kept step 0, best checkpoint 0.8600 against the start model's 0.8700" in section
+    assert "it loses Eq. 7" in section  # what plain sentence-transformers loses of a RankEncoder folder
+    assert "`sentence-transformers/all-MiniLM-L6-v2`" in section
+    write_sentlab_section(cfg, run, model, record)
+    write_sentlab_section(cfg, run, model, record)  # again: replaced, not appended twice
+    text = (model / "README.md").read_text()
+    assert text.count(BEGIN) == 1 and text.startswith("# the card sentence-transformers wrote")
+
+
+def test_only_a_hub_name_or_an_alias_becomes_the_base_model(tmp_path):
+    assert hub_id("minilm") == "sentence-transformers/all-MiniLM-L6-v2"
+    assert hub_id("bert-base-uncased") is None or hub_id("bert-base-uncased") == "bert-base-uncased"
+    assert hub_id("google-bert/bert-base-uncased") == "google-bert/bert-base-uncased"
+    folder = tmp_path / "org" / "model"
+    folder.mkdir(parents=True)
+    assert hub_id(str(folder)) is None and hub_id("") is None

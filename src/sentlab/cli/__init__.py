@@ -1,7 +1,7 @@
 """sentlab: learn sentence embeddings with little or no labelled data, and measure them honestly.
 
 Commands: presets, train, pipeline, eval, encode, similarity, index, analyze, content-words, corpus-size, plot,
-report, cache, data. Errors a user can fix (bad input, bad options) are printed as one line,
+report, cache, data, push. Errors a user can fix (bad input, bad options) are printed as one line,
 ``sentlab: error: ...``, with a non-zero exit code.
 """
 
@@ -25,6 +25,7 @@ from sentlab.cli import (
     pipeline,
     plot,
     presets,
+    push,
     report,
     similarity,
     train,
@@ -51,6 +52,7 @@ COMMANDS = (
     report,
     cache,
     data,
+    push,
 )
 
 

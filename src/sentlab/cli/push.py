@@ -1,0 +1,64 @@
+"""``sentlab push``: upload a saved model folder to the Hugging Face Hub (or another hub at
+``$HF_ENDPOINT``) through ``huggingface_hub``, with its model card naming the repository."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+PLACEHOLDER = "sentence_transformers_model_id"  # sentence-transformers' card names the model so until it has an id
+WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
+def check_folder(folder: Path) -> None:
+    """A sentence-transformers folder with weights, or a one-line error."""
+    from sentlab.errors import DataError
+
+    if not folder.is_dir():
+        raise DataError(f"{folder}: no such folder")
+    if not (folder / "modules.json").is_file():
+        raise DataError(f"{folder}: not a saved sentence-transformers model (no modules.json)")
+    if not any(path.name in WEIGHTS for path in folder.rglob("*")):
+        raise DataError(f"{folder}: no model weights (model.safetensors) in it; nothing to push")
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    from sentlab.errors import ConfigError
+    from sentlab.progress import say
+
+    folder = Path(args.folder)
+    check_folder(folder)
+    if args.repo_id.count("/") != 1:
+        raise ConfigError(f"{args.repo_id!r}: a repository id is NAMESPACE/NAME")
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        raise ConfigError("HF_HUB_OFFLINE is set: pushing needs the hub (unset it for this command)")
+    from huggingface_hub import HfApi
+
+    readme = folder / "README.md"
+    if readme.is_file() and PLACEHOLDER in (text := readme.read_text("utf-8")):
+        readme.write_text(text.replace(PLACEHOLDER, args.repo_id), encoding="utf-8")  # the card's usage code
+    api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None)
+    say(f"pushing {folder} to {api.endpoint}/{args.repo_id}")
+    api.create_repo(args.repo_id, private=True if args.private else None, exist_ok=True)  # None: the account default
+    commit = api.upload_folder(
+        repo_id=args.repo_id,
+        folder_path=str(folder),
+        commit_message=args.message,
+        ignore_patterns=["checkpoint-*/**", "*.lock"],
+    )
+    print(f"pushed {folder} to {args.repo_id}: {commit.commit_url}")
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "push",
+        help="upload a saved model folder to the Hugging Face Hub (token: $HF_TOKEN or `hf auth login`; "
+        "another hub: $HF_ENDPOINT)",
+    )
+    p.add_argument("folder", help="a saved model folder (e.g. runs/NAME/model)")
+    p.add_argument("repo_id", help="NAMESPACE/NAME on the hub; created if it does not exist")
+    p.add_argument("--private", action="store_true", help="create the repository private")
+    p.add_argument("--message", default="model trained with sentlab", help="the commit message")
+    p.set_defaults(func=cmd_push)

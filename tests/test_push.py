@@ -1,0 +1,135 @@
+"""``sentlab push`` against a local stand-in of the hub's upload API (repository creation, the
+preupload check, the commit of base64 file contents), so no test touches the network."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from sentence_transformers import SentenceTransformer
+
+from tests.conftest import the_error
+
+
+class StandInHub(BaseHTTPRequestHandler):
+    """The three calls ``HfApi.create_repo`` and ``upload_folder`` make, answered as the hub does for
+    small files (every file "regular": its bytes travel inside the commit)."""
+
+    repos: dict[str, dict[str, bytes]] = {}
+    private: dict[str, bool] = {}
+    calls: list[str] = []
+
+    def log_message(self, *args):
+        pass
+
+    def _reply(self, body: dict, status: int = 200) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        StandInHub.calls.append(self.path)
+        host = f"http://{self.headers['Host']}"
+        if self.path == "/api/repos/create":
+            request = json.loads(body)
+            repo = f"{request.get('organization') or 'user'}/{request['name']}"
+            self.repos.setdefault(repo, {})
+            self.private[repo] = request.get("visibility") == "private"
+            return self._reply({"url": f"{host}/{repo}", "name": repo, "id": repo})
+        if self.path == "/api/validate-yaml":  # the card's metadata, checked before a README is committed
+            return self._reply({"errors": [], "warnings": []})
+        parts = self.path.split("?")[0].split("/")  # /api/models/NS/NAME/preupload|commit/REVISION
+        if len(parts) < 7:
+            return self._reply({"error": f"unknown call {self.path}"}, 404)
+        repo, action = f"{parts[3]}/{parts[4]}", parts[5]
+        if repo not in self.repos:
+            return self._reply({"error": "Repository not found"}, 404)
+        if action == "preupload":
+            files = json.loads(body)["files"]
+            found = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None} for f in files]
+            return self._reply({"files": found, "commitOid": "0" * 40})
+        if action == "commit":
+            for line in body.decode().splitlines():
+                item = json.loads(line)
+                if item["key"] == "file":
+                    self.repos[repo][item["value"]["path"]] = base64.b64decode(item["value"]["content"])
+            return self._reply({"commitUrl": f"{host}/{repo}/commit/{'a' * 40}", "commitOid": "a" * 40})
+        return self._reply({"error": f"unknown call {self.path}"}, 404)
+
+
+@pytest.fixture()
+def hub():
+    StandInHub.repos, StandInHub.private, StandInHub.calls = {}, {}, []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), StandInHub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def push(args: list[str], endpoint: str, offline: bool = False) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_TOKEN")}
+    env |= {"HF_ENDPOINT": endpoint, "HF_TOKEN": "hf_standin", "HF_HUB_DISABLE_XET": "1", "NO_PROXY": "127.0.0.1"}
+    if offline:
+        env["HF_HUB_OFFLINE"] = "1"
+    return subprocess.run(
+        [sys.executable, "-m", "sentlab.cli", "push", *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def saved_model(tiny_backbone: Path, folder: Path) -> Path:
+    model = SentenceTransformer(str(tiny_backbone))
+    model.save(str(folder))
+    return folder
+
+
+def test_a_saved_folder_is_pushed_whole_and_its_card_names_the_repository(tiny_backbone, tmp_path, hub):
+    folder = saved_model(tiny_backbone, tmp_path / "model")
+    done = push([str(folder), "me/my-model", "--private"], hub)
+    assert done.returncode == 0, (StandInHub.calls, done.stderr[-2000:])
+    uploaded = StandInHub.repos["me/my-model"]
+    local = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    assert uploaded == local and "model.safetensors" in uploaded  # every file, byte for byte
+    assert StandInHub.private["me/my-model"]
+    assert b'SentenceTransformer("me/my-model")' in uploaded["README.md"]  # not the placeholder id
+    assert "pushed" in done.stdout and "me/my-model" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "make, args, message",
+    [
+        (lambda f: f.mkdir(), ["me/x"], "not a saved sentence-transformers model"),
+        (lambda f: (f.mkdir(), (f / "modules.json").write_text("[]")), ["me/x"], "no model weights"),
+        (None, ["me/x"], "no such folder"),
+        ("model", ["not-a-repo-id"], "a repository id is NAMESPACE/NAME"),
+    ],
+)
+def test_a_folder_that_cannot_be_pushed_is_one_line_and_a_non_zero_exit(
+    tiny_backbone, tmp_path, hub, make, args, message
+):
+    folder = tmp_path / "folder"
+    if make == "model":
+        saved_model(tiny_backbone, folder)
+    elif make is not None:
+        make(folder)
+    done = push([str(folder), *args], hub)
+    assert done.returncode != 0
+    assert message in the_error(done.stderr)
+    assert StandInHub.repos == {}  # nothing was created
+
+
+def test_pushing_while_offline_is_refused_in_one_line(tiny_backbone, tmp_path, hub):
+    folder = saved_model(tiny_backbone, tmp_path / "model")
+    done = push([str(folder), "me/my-model"], hub, offline=True)
+    assert done.returncode != 0 and "HF_HUB_OFFLINE is set" in the_error(done.stderr)

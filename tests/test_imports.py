@@ -168,7 +168,7 @@ LAYERS = [
         "sentlab.precision",
     ],
     ["sentlab.data", "sentlab.presets"],
-    ["sentlab.encoders", "sentlab.rank.index", "sentlab.rank.vectors"],
+    ["sentlab.encoders", "sentlab.rank.index", "sentlab.rank.vectors", "sentlab.mining"],
     ["sentlab.losses"],
     ["sentlab.evaluation", "sentlab.rank", "sentlab.reporting.plots"],
     ["sentlab.training.config", "sentlab.training.run_folder", "sentlab.training.samplers"],

@@ -1,7 +1,7 @@
 """sentlab: learn sentence embeddings with little or no labelled data, and measure them honestly.
 
 Commands: presets, train, pipeline, eval, encode, similarity, index, analyze, content-words, corpus-size, plot,
-report, cache, data, push. Errors a user can fix (bad input, bad options) are printed as one line,
+report, cache, data, mine, push. Errors a user can fix (bad input, bad options) are printed as one line,
 ``sentlab: error: ...``, with a non-zero exit code.
 """
 
@@ -22,6 +22,7 @@ from sentlab.cli import (
     encode,
     index,
     link_prediction,
+    mine,
     pipeline,
     plot,
     presets,
@@ -52,6 +53,7 @@ COMMANDS = (
     report,
     cache,
     data,
+    mine,
     push,
 )
 

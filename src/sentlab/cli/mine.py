@@ -1,0 +1,101 @@
+"""``sentlab mine``: hard negatives for (anchor, positive) pairs, written as triplets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from sentlab.cli.common import load, model_args, positive_int
+
+
+def _columns(text: str) -> list[str] | dict[str, str]:
+    import yaml
+
+    from sentlab.errors import ConfigError
+
+    value = yaml.safe_load(text)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        return value
+    raise ConfigError(f"--columns {text!r}: give [anchor, positive] names or {{anchor: NAME, positive: NAME}}")
+
+
+def cmd_mine(args: argparse.Namespace) -> int:
+    from sentlab.data.readers import read_sentences
+    from sentlab.data.tables import column_table
+    from sentlab.errors import DataError
+    from sentlab.methods.base import column_roles
+    from sentlab.mining import mine
+    from sentlab.progress import say
+
+    out = Path(args.output)
+    if out.suffix != ".jsonl":
+        raise DataError(f"{out}: the triplets are written as .jsonl")
+    columns = column_roles(_columns(args.columns), ("anchor", "positive"), 2, "mining (pairs)")
+    pairs = column_table(args.input, columns, ["anchor", "positive"])
+    if len(pairs) == 0:
+        raise DataError(f"{args.input}: no rows")
+    corpus = read_sentences(args.corpus) if args.corpus else None
+    model = load(args)
+    say(f"mining negatives for {len(pairs):,} pairs from {'the corpus' if corpus else 'their positives'}")
+    triplets, report = mine(
+        pairs,
+        model,
+        corpus=corpus,
+        num_negatives=args.num_negatives,
+        range_min=args.range_min,
+        range_max=args.range_max,
+        max_score=args.max_score,
+        absolute_margin=args.absolute_margin,
+        relative_margin=args.relative_margin,
+        sampling=args.sampling,
+        use_faiss=args.faiss,
+        batch_size=args.batch_size,
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")
+    with partial.open("w", encoding="utf-8") as f:
+        for row in triplets:
+            f.write(json.dumps({k: row[k] for k in ("anchor", "positive", "negative")}, ensure_ascii=False) + "\n")
+    partial.replace(out)
+    report_path = out.with_suffix(".report.json")
+    report_path.write_text(json.dumps(report.to_dict(), indent=1) + "\n", encoding="utf-8")
+    print(
+        f"{report.triplets:,} triplets for {report.anchors_with_a_negative:,} of {report.pairs:,} pairs written to "
+        f"{out} ({report.dropped_as_the_same_text} negatives dropped as the same text as the anchor or a positive; "
+        f"{report_path})"
+    )
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "mine",
+        help="hard negatives for (anchor, positive) pairs (sentence-transformers' mine_hard_negatives), "
+        "written as triplets the supervised method reads",
+    )
+    model_args(p)
+    p.add_argument("--input", required=True, help="the pairs: .tsv / .csv with a header, or .jsonl")
+    p.add_argument(
+        "--columns", default="[anchor, positive]", help="[ANCHOR, POSITIVE] names or {anchor: ..., positive: ...}"
+    )
+    p.add_argument("--corpus", default=None, help="a text file of candidates, one a line (default: the positives)")
+    p.add_argument("--output", required=True, help="the triplets, .jsonl (anchor, positive, negative)")
+    p.add_argument("--num-negatives", type=positive_int, default=1, help="negatives an anchor (a triplet each)")
+    p.add_argument("--range-min", type=int, default=0, help="skip this many of the most similar candidates")
+    p.add_argument("--range-max", type=positive_int, default=None, help="consider only this many candidates")
+    p.add_argument("--max-score", type=float, default=None, help="drop candidates scoring above this")
+    p.add_argument("--absolute-margin", type=float, default=None, help="a negative scores below positive - margin")
+    p.add_argument(
+        "--relative-margin",
+        type=float,
+        default=0.05,
+        help="a negative scores below (1 - margin) x positive (NV-Retriever's positive-aware mining; default 0.05)",
+    )
+    p.add_argument(
+        "--sampling", choices=("top", "random"), default="top", help="the hardest, or a random pick in range"
+    )
+    p.add_argument("--faiss", action="store_true", help="search with faiss (large corpora)")
+    p.set_defaults(func=cmd_mine)

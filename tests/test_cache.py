@@ -107,17 +107,15 @@ def test_a_second_cache_over_the_same_model_encodes_nothing(tiny_backbone_no_dro
 
 
 def test_cache_commands_report_and_clear(tiny_backbone_no_dropout, tmp_path, isolated_cache, capsys):
-    model_dir = tmp_path / "model"
-    build_encoder(str(tiny_backbone_no_dropout), "mean").save(str(model_dir))
-    texts = tmp_path / "texts.txt"  # more than the 256 distinct texts a list needs to be stored
-    texts.write_text("".join(f"the dog {' '.join(['runs'] * (i % 7))} in park {i}\n" for i in range(300)))
-    argv = ["encode", "--model", str(model_dir), "--input", str(texts), "--output", str(tmp_path / "e.npy"), "--quiet"]
-    assert main(argv) == 0
+    # more than the 256 distinct texts a list needs to be stored
+    texts = [f"the dog {' '.join(['runs'] * (i % 7))} in park {i}" for i in range(300)]
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    first = EmbeddingCache(model, store=EmbeddingStore.default()).encode(texts)
     info = cache_info()
     assert info["root"] == str(isolated_cache) and info["embeddings"]["entries"] == 1
-    first = np.load(tmp_path / "e.npy")
-    assert main(argv) == 0
-    np.testing.assert_array_equal(np.load(tmp_path / "e.npy"), first)
+    again = EmbeddingCache(model, store=EmbeddingStore.default())
+    np.testing.assert_array_equal(again.encode(texts), first)
+    assert again.encoded == 0  # read back, not encoded
     capsys.readouterr()
     assert main(["cache", "info"]) == 0
     assert "embeddings: 1 entries" in capsys.readouterr().out

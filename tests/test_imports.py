@@ -170,7 +170,7 @@ LAYERS = [
     ["sentlab.data", "sentlab.presets"],
     ["sentlab.encoders", "sentlab.rank.index", "sentlab.rank.vectors", "sentlab.mining"],
     ["sentlab.losses"],
-    ["sentlab.evaluation", "sentlab.rank", "sentlab.reporting.plots"],
+    ["sentlab.evaluation", "sentlab.rank", "sentlab.reporting.plots", "sentlab.encoding"],
     ["sentlab.training.config", "sentlab.training.run_folder", "sentlab.training.samplers"],
     ["sentlab.methods"],
     ["sentlab.training"],

@@ -1,40 +1,57 @@
-"""``sentlab encode``: embed a text file into a .npy matrix."""
+"""``sentlab encode``: embed a text file into a .npy matrix, in chunks, resumable, over one or
+several processes (:mod:`sentlab.encoding`)."""
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from sentlab.cli.common import backend_args, embedding_cache, load, model_args
-from sentlab.errors import DataError
-from sentlab.progress import bars, say
+from sentlab.cli.common import backend_args, load, model_args, positive_int
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
-    import numpy as np
+    from sentlab.encoding import encode_file
+    from sentlab.errors import ConfigError
 
-    from sentlab.data.readers import read_sentences
-
-    sentences = read_sentences(args.input)
-    out = Path(args.output)
-    if out.suffix != ".npy":
-        raise DataError(f"{out}: output must end in .npy")
+    if args.no_cache:
+        raise ConfigError("--no-cache: sentlab encode reads and writes no embedding cache (its output resumes itself)")
+    devices = [d.strip() for d in args.devices.split(",") if d.strip()] if args.devices else None
     model = load(args)
-    say(f"encoding {len(sentences):,} sentences of {args.input}")
-    embeddings = embedding_cache(args, model).encode(sentences, batch_size=args.batch_size, show_progress_bar=bars())
-    if args.normalize:
-        embeddings = embeddings / np.maximum(np.linalg.norm(embeddings, axis=1, keepdims=True), 1e-12)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    np.save(out, np.asarray(embeddings, dtype=np.float32))
-    print(f"{len(sentences)} embeddings of dimension {embeddings.shape[1]} written to {out}")
+    record = encode_file(
+        model,
+        args.input,
+        args.output,
+        chunk_rows=args.chunk_rows,
+        batch_size=args.batch_size,
+        normalize=args.normalize,
+        devices=devices,
+    )
+    plan = record["plan"]
+    rate = f", {record['sentences_per_second']:,.0f} sentences/s" if record.get("sentences_per_second") else ""
+    print(f"{plan['rows']} embeddings of dimension {plan['dim']} written to {args.output}{rate}")
     return 0
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("encode", help="embed a text file (one sentence a line) into a .npy matrix")
+    p = sub.add_parser(
+        "encode",
+        help="embed a text file (one sentence a line) into a .npy matrix, in resumable chunks, on one or several "
+        "processes",
+    )
     model_args(p)
     backend_args(p)
     p.add_argument("--input", required=True, help="UTF-8 text file, one sentence a line")
     p.add_argument("--output", required=True, help="the .npy file to write (float32, one row a sentence)")
     p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings")
+    p.add_argument(
+        "--chunk-rows",
+        type=positive_int,
+        default=50_000,
+        help="sentences encoded and written at a time; a killed run resumes after the last chunk written",
+    )
+    p.add_argument(
+        "--devices",
+        default=None,
+        help="encode with sentence-transformers' multi-process pool, one process a device: cpu,cpu or "
+        "cuda:0,cuda:1 (default: one process)",
+    )
     p.set_defaults(func=cmd_encode)

@@ -1,0 +1,124 @@
+"""Encoding a text file of any size into one ``.npy`` matrix, in chunks, resumable.
+
+The sentences are read from sentlab's memory-mapped table of the file (converted once, cached), so
+the text never has to fit in memory; each chunk of ``chunk_rows`` sentences is encoded (in one
+process, or by sentence-transformers' multi-process pool over ``devices``) and written into a
+memory-mapped ``OUT.partial`` in ``.npy`` format, so the matrix never has to fit in memory either.
+After each chunk, ``OUT.progress.json`` records the chunks done; a run killed at any point and
+started again with the same model, text and settings encodes only the chunks not done (the chunk in
+flight is encoded again), and anything else starts over. The finished matrix is renamed to ``OUT``
+with ``OUT.json`` beside it: what it holds (model setting, text sha256, rows, dimension) and how it
+was made (processes, seconds, sentences a second); a run asked for the same again does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+from sentence_transformers import SentenceTransformer
+
+from sentlab.data.tables import sentence_table, text_record
+from sentlab.errors import DataError
+from sentlab.evaluation.scoring import embedding_setting
+from sentlab.paths import write_text_atomic
+from sentlab.progress import bars, say
+
+FORMAT = 1
+
+
+def encode_file(
+    model: SentenceTransformer,
+    source: str | Path,
+    out: str | Path,
+    chunk_rows: int = 50_000,
+    batch_size: int = 128,
+    normalize: bool = False,
+    devices: list[str] | None = None,
+) -> dict:
+    """Encode every line of ``source`` into ``out`` (float32, one row a line); returns ``OUT.json``'s record."""
+    from numpy.lib.format import open_memmap
+    from tqdm.auto import tqdm
+
+    source, out = Path(source), Path(out)
+    if out.suffix != ".npy":
+        raise DataError(f"{out}: output must end in .npy")
+    table = sentence_table(source)
+    rows = len(table)
+    if rows == 0:
+        raise DataError(f"{source}: no sentences")
+    plan = {
+        "format": FORMAT,
+        "source": str(source),
+        "source_sha256": text_record(source)["sha256"],
+        "rows": rows,
+        "dim": model.get_embedding_dimension(),
+        "normalize": normalize,
+        "model": embedding_setting(model),
+    }
+    record_path = out.with_name(out.name + ".json")
+    if out.is_file() and record_path.is_file():
+        finished = json.loads(record_path.read_text("utf-8"))
+        if finished.get("plan") == plan and out.stat().st_size == finished.get("bytes"):
+            say(f"{out}: already holds these embeddings ({rows:,} rows); nothing to do")
+            return finished
+    partial, progress = out.with_name(out.name + ".partial"), out.with_name(out.name + ".progress.json")
+    run = {"plan": plan, "chunk_rows": chunk_rows}
+    done: set[int] = set()
+    if partial.is_file() and progress.is_file():
+        saved = json.loads(progress.read_text("utf-8"))
+        if {k: saved.get(k) for k in run} == run:
+            done = set(saved["done"])
+        else:
+            say(f"{out}: an unfinished run with other settings is there; starting over")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shape = (rows, plan["dim"])
+    matrix = open_memmap(partial, mode="r+" if done else "w+", dtype=np.float32, shape=shape)
+    chunks = math.ceil(rows / chunk_rows)
+    todo = [c for c in range(chunks) if c not in done]
+    if done:
+        say(f"{out}: resuming, {len(done)} of {chunks} chunks already encoded")
+    pool = model.start_multi_process_pool(devices) if devices else None
+    start, encoded = time.perf_counter(), 0
+    try:
+        left = rows - sum(min(chunk_rows, rows - c * chunk_rows) for c in done)
+        with tqdm(total=left, unit="sentence", disable=not bars(), desc="encoding") as bar:
+            for chunk in todo:
+                begin, end = chunk * chunk_rows, min((chunk + 1) * chunk_rows, rows)
+                texts = table[begin:end]["sentence"]
+                matrix[begin:end] = model.encode(
+                    texts,
+                    batch_size=batch_size,
+                    normalize_embeddings=normalize,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                    pool=pool,
+                )
+                matrix.flush()
+                done.add(chunk)
+                write_text_atomic(progress, json.dumps({**run, "done": sorted(done)}) + "\n")
+                encoded += end - begin
+                bar.update(end - begin)
+    finally:
+        if pool is not None:
+            model.stop_multi_process_pool(pool)
+    seconds = time.perf_counter() - start
+    del matrix
+    partial.replace(out)
+    record = {
+        "plan": plan,
+        "bytes": out.stat().st_size,
+        "chunks": chunks,
+        "chunk_rows": chunk_rows,
+        "encoded_now": encoded,
+        "resumed_chunks": chunks - len(todo),
+        "processes": devices or [str(model.device)],
+        "seconds": round(seconds, 2),
+        "sentences_per_second": round(encoded / seconds, 1) if seconds > 0 else None,
+    }
+    write_text_atomic(record_path, json.dumps(record, indent=1) + "\n")
+    progress.unlink(missing_ok=True)
+    return record

@@ -1,0 +1,98 @@
+"""sentlab encode: a text file into one .npy in chunks, resumable after a kill without encoding the
+finished chunks again, on one process or several."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sentlab.cli import main
+from sentlab.encoders import build_encoder
+from sentlab.encoding import encode_file
+from tests.conftest import the_error
+
+
+@pytest.fixture()
+def texts(tmp_path):
+    path = tmp_path / "texts.txt"
+    path.write_text("".join(f"the dog {' '.join(['runs'] * (i % 7))} in park {i}\n" for i in range(250)))
+    return path
+
+
+def test_a_killed_run_resumes_and_encodes_only_what_was_left(tiny_backbone_no_dropout, texts, tmp_path, monkeypatch):
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    whole = model.encode(texts.read_text().splitlines(), batch_size=64)
+    out = tmp_path / "e.npy"
+    original, calls = model.encode, []
+
+    def killed_at_the_third_chunk(sentences, **kwargs):
+        calls.append(len(sentences))
+        if len(calls) == 3:
+            raise KeyboardInterrupt("killed")
+        return original(sentences, **kwargs)
+
+    monkeypatch.setattr(model, "encode", killed_at_the_third_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        encode_file(model, texts, out, chunk_rows=64, batch_size=64)
+    assert not out.exists() and json.loads((tmp_path / "e.npy.progress.json").read_text())["done"] == [0, 1]
+    calls.clear()
+    monkeypatch.setattr(
+        model, "encode", lambda sentences, **kwargs: calls.append(len(sentences)) or original(sentences, **kwargs)
+    )
+    record = encode_file(model, texts, out, chunk_rows=64, batch_size=64)
+    assert calls == [64, 58]  # chunks 2 and 3 only
+    assert record["resumed_chunks"] == 2 and record["encoded_now"] == 122
+    result = np.load(out)
+    assert result.shape == (250, whole.shape[1]) and result.dtype == np.float32
+    # encode() sorts its input by length before batching, so a chunk's batches are not those of the
+    # whole list: other padding, float32 rounding of the mean (1e-5 absolute on rows of norm about 1)
+    np.testing.assert_allclose(result, whole, atol=1e-5)
+    assert not (tmp_path / "e.npy.progress.json").exists() and not (tmp_path / "e.npy.partial").exists()
+    calls.clear()
+    assert encode_file(model, texts, out, chunk_rows=64, batch_size=64)["plan"] == record["plan"]
+    assert calls == []  # the same again: nothing to do
+
+
+def test_other_settings_start_over_instead_of_mixing_two_runs(tiny_backbone_no_dropout, texts, tmp_path, monkeypatch):
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    out = tmp_path / "e.npy"
+    original, calls = model.encode, []
+
+    def killed(sentences, **kwargs):
+        calls.append(len(sentences))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return original(sentences, **kwargs)
+
+    monkeypatch.setattr(model, "encode", killed)
+    with pytest.raises(KeyboardInterrupt):
+        encode_file(model, texts, out, chunk_rows=64)
+    monkeypatch.setattr(model, "encode", original)
+    normalized = encode_file(model, texts, out, chunk_rows=64, normalize=True)
+    assert normalized["resumed_chunks"] == 0  # normalised rows are other rows: nothing of the first run kept
+    np.testing.assert_allclose(np.linalg.norm(np.load(out), axis=1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_two_processes_give_the_rows_one_process_gives(tiny_backbone_no_dropout, texts, tmp_path):
+    """sentence-transformers' multi-process pool (two CPU processes) against one process; the pool
+    batches its own share of each chunk, so rows may differ by padding's rounding (float32: 1e-5)."""
+    model_dir = tmp_path / "model"
+    build_encoder(str(tiny_backbone_no_dropout), "mean").save(str(model_dir))
+    argv = ["encode", "--model", str(model_dir), "--input", str(texts), "--chunk-rows", "100", "--quiet"]
+    assert main([*argv, "--output", str(tmp_path / "one.npy")]) == 0
+    assert main([*argv, "--output", str(tmp_path / "two.npy"), "--devices", "cpu,cpu"]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "two.npy"), np.load(tmp_path / "one.npy"), atol=1e-5)
+    assert json.loads((tmp_path / "two.npy.json").read_text())["processes"] == ["cpu", "cpu"]
+
+
+def test_bad_input_is_one_line(tiny_backbone_no_dropout, tmp_path, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    argv = ["encode", "--model", str(tiny_backbone_no_dropout), "--input", str(empty)]
+    assert main([*argv, "--output", str(tmp_path / "e.npy")]) != 0
+    assert "no sentences" in the_error(capsys.readouterr().err)
+    assert main([*argv, "--output", str(tmp_path / "e.txt")]) != 0
+    assert "must end in .npy" in the_error(capsys.readouterr().err)

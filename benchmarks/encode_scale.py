@@ -57,7 +57,8 @@ def run_child(args, backend: str, devices: str, output: Path, kill_at_half: bool
                 pass
             time.sleep(0.05)
         process.wait()
-        killed = {"killed_after_s": round(time.perf_counter() - start, 1), "chunks_done": half}
+        written = json.loads(progress.read_text())["done"] if progress.is_file() else None
+        killed = {"killed_after_s": round(time.perf_counter() - start, 1), "chunks_written": written}
         return {**killed, "resumed": run_child(args, backend, devices, output)}
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode:

@@ -5,7 +5,8 @@ preset's dev task (STS-B dev), and confirmed on the test items here. Prints one 
 
     python benchmarks/supervised_seeds.py --preset stsb-minilm-cpu --seeds 1 2 3 --output runs/stsb-minilm-cpu-seeds
 
-A seed whose run folder holds a finished model is not trained again; its scores are reused.
+A seed whose run folder holds a finished model is not trained again; its scores are reused (an
+``--output`` that holds runs of another preset or ``--set`` is refused).
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ def main() -> None:
     from sentlab.training.config import load_config
 
     args.output.mkdir(parents=True, exist_ok=True)
+    asked = {"preset": args.preset, "set": args.set}
+    kept = args.output / "asked.json"
+    if kept.is_file() and json.loads(kept.read_text("utf-8")) != asked:  # its models and scores are another's
+        raise SystemExit(f"{args.output} holds runs of {kept.read_text('utf-8').strip()}; give another --output")
+    kept.write_text(json.dumps(asked) + "\n", encoding="utf-8")
     start_name = load_config(args.preset, args.set).model.name
     start = scored(start_name, args.output / "start.json")
     trained, per_seed = [], {}

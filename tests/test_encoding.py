@@ -96,3 +96,70 @@ def test_bad_input_is_one_line(tiny_backbone_no_dropout, tmp_path, capsys):
     assert "no sentences" in the_error(capsys.readouterr().err)
     assert main([*argv, "--output", str(tmp_path / "e.txt")]) != 0
     assert "must end in .npy" in the_error(capsys.readouterr().err)
+
+
+def test_a_progress_file_never_vouches_for_another_runs_matrix(tiny_backbone_no_dropout, texts, tmp_path, monkeypatch):
+    """Run A killed after two chunks; run B (other settings) starts over and is killed before its
+    first chunk; A again must not take B's empty matrix for its two chunks."""
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    out, original = tmp_path / "e.npy", model.encode
+
+    def kill_after(n):
+        calls = []
+
+        def encode(sentences, **kwargs):
+            calls.append(1)
+            if len(calls) > n:
+                raise KeyboardInterrupt
+            return original(sentences, **kwargs)
+
+        return encode
+
+    monkeypatch.setattr(model, "encode", kill_after(2))
+    with pytest.raises(KeyboardInterrupt):
+        encode_file(model, texts, out, chunk_rows=64)
+    monkeypatch.setattr(model, "encode", kill_after(0))
+    with pytest.raises(KeyboardInterrupt):
+        encode_file(model, texts, out, chunk_rows=64, normalize=True)
+    monkeypatch.setattr(model, "encode", original)
+    record = encode_file(model, texts, out, chunk_rows=64)
+    assert record["resumed_chunks"] == 0
+    assert np.all(np.linalg.norm(np.load(out), axis=1) > 0)  # no row of zeros
+
+
+def test_a_finished_record_never_vouches_for_another_matrix(tiny_backbone_no_dropout, texts, tmp_path, monkeypatch):
+    """A finished P, then a run of P' killed between its rename and its record: asking for P again
+    encodes it (the old record was removed before the rename), it does not return P''s rows."""
+    from pathlib import Path
+
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    out = tmp_path / "e.npy"
+    encode_file(model, texts, out, chunk_rows=64)
+    plain = np.load(out)
+    real_replace = Path.replace
+
+    def killed_after_rename(self, target):
+        real_replace(self, target)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "replace", killed_after_rename)
+    with pytest.raises(KeyboardInterrupt):
+        encode_file(model, texts, out, chunk_rows=64, normalize=True)
+    monkeypatch.setattr(Path, "replace", real_replace)
+    record = encode_file(model, texts, out, chunk_rows=64)
+    assert record["encoded_now"] == 250
+    np.testing.assert_allclose(np.load(out), plain, atol=1e-6)
+
+
+def test_several_processes_are_refused_for_an_exported_backend(tiny_backbone_no_dropout, texts, tmp_path, capsys):
+    argv = [
+        "encode",
+        "--model",
+        str(tiny_backbone_no_dropout),
+        "--input",
+        str(texts),
+        "--output",
+        str(tmp_path / "e.npy"),
+    ]
+    assert main([*argv, "--backend", "onnx", "--devices", "cpu,cpu"]) != 0
+    assert "--devices runs torch" in the_error(capsys.readouterr().err)

@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pytest
 from datasets import Dataset
-from sentence_transformers import SentenceTransformer
 
 from sentlab.cli import main
 from sentlab.encoders import build_encoder, load_encoder
@@ -106,7 +105,3 @@ def test_bad_pairs_are_one_line_and_a_non_zero_exit(tiny_backbone, tmp_path, cap
     argv = ["mine", "--model", str(tiny_backbone), "--input", str(source), "--columns", columns]
     assert main([*argv, "--output", str(tmp_path / "t.jsonl")]) != 0
     assert message in the_error(capsys.readouterr().err)
-
-
-def test_a_model_from_build_encoder_is_a_sentence_transformer(tiny_backbone):
-    assert isinstance(build_encoder(str(tiny_backbone), "mean"), SentenceTransformer)

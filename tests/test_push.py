@@ -100,7 +100,9 @@ def test_a_saved_folder_is_pushed_whole_and_its_card_names_the_repository(tiny_b
     assert done.returncode == 0, (StandInHub.calls, done.stderr[-2000:])
     uploaded = StandInHub.repos["me/my-model"]
     local = {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
-    assert uploaded == local and "model.safetensors" in uploaded  # every file, byte for byte
+    assert set(uploaded) == set(local) and "model.safetensors" in uploaded
+    assert all(uploaded[name] == local[name] for name in local if name != "README.md")  # byte for byte
+    assert b"sentence_transformers_model_id" in local["README.md"]  # the folder's own card is left as it was
     assert StandInHub.private["me/my-model"]
     assert b'SentenceTransformer("me/my-model")' in uploaded["README.md"]  # not the placeholder id
     assert "pushed" in done.stdout and "me/my-model" in done.stdout

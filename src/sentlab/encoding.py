@@ -68,20 +68,28 @@ def encode_file(
     partial, progress = out.with_name(out.name + ".partial"), out.with_name(out.name + ".progress.json")
     run = {"plan": plan, "chunk_rows": chunk_rows}
     done: set[int] = set()
+    shape = (rows, plan["dim"])
     if partial.is_file() and progress.is_file():
         saved = json.loads(progress.read_text("utf-8"))
         if {k: saved.get(k) for k in run} == run:
             done = set(saved["done"])
         else:
             say(f"{out}: an unfinished run with other settings is there; starting over")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    shape = (rows, plan["dim"])
-    matrix = open_memmap(partial, mode="r+" if done else "w+", dtype=np.float32, shape=shape)
+    matrix = None
+    if done:
+        matrix = open_memmap(partial, mode="r+")
+        if matrix.shape != shape or matrix.dtype != np.float32:  # not the matrix the progress describes
+            say(f"{out}: the unfinished matrix is not {shape[0]} x {shape[1]} float32; starting over")
+            matrix, done = None, set()
+    if matrix is None:
+        progress.unlink(missing_ok=True)  # before the new matrix: no record may describe its zeros
+        out.parent.mkdir(parents=True, exist_ok=True)
+        matrix = open_memmap(partial, mode="w+", dtype=np.float32, shape=shape)
     chunks = math.ceil(rows / chunk_rows)
     todo = [c for c in range(chunks) if c not in done]
     if done:
         say(f"{out}: resuming, {len(done)} of {chunks} chunks already encoded")
-    pool = model.start_multi_process_pool(devices) if devices else None
+    pool = model.start_multi_process_pool(devices) if devices else None  # devices: checked by the caller
     start, encoded = time.perf_counter(), 0
     try:
         left = rows - sum(min(chunk_rows, rows - c * chunk_rows) for c in done)
@@ -107,6 +115,7 @@ def encode_file(
             model.stop_multi_process_pool(pool)
     seconds = time.perf_counter() - start
     del matrix
+    record_path.unlink(missing_ok=True)  # an earlier matrix's record must not describe this one
     partial.replace(out)
     record = {
         "plan": plan,

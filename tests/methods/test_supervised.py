@@ -151,3 +151,19 @@ def test_an_empty_triplet_file_is_one_line_and_a_non_zero_exit(tiny_backbone, tm
     assert done.returncode != 0
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "triplets.csv" in lines[0], done.stderr
+
+
+def test_settings_that_would_do_nothing_are_refused(tiny_backbone, tmp_path):
+    from types import SimpleNamespace
+
+    train = scored_jsonl(tmp_path / "pairs.jsonl", [1, 2])
+    cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer"], loss="mnrl", score_range=[0, 5])
+    with pytest.raises(ConfigError, match="reads no scores"):
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+    cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss="cosent", format="stsb")
+    with pytest.raises(ConfigError, match="has its own columns"):
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+    cfg.train.no_duplicates = True  # a method whose rows are drawn as they are read (RSE's negatives)
+    drawn = SimpleNamespace(in_batch_negatives=True, rows_drawn_on_read=True, training_arguments=dict)
+    with pytest.raises(ConfigError, match="draws a row's negative as the row is read"):
+        engine.no_duplicates(cfg, drawn)

@@ -385,3 +385,11 @@ def test_early_stopping_stops_after_its_patience_and_keeps_the_best(tiny_backbon
     none.train.early_stopping_patience = 2
     with pytest.raises(ConfigError, match="no dev score to watch"):
         engine.train(none, evaluate=False)
+    last = tiny_config(tiny_backbone, corpus_file, tmp_path / "last", fake_sts_dir, max_steps=4, keep_best=False)
+    last.train.early_stopping_patience = 2
+    with pytest.raises(ConfigError, match="needs train.keep_best"):
+        engine.train(last, evaluate=False)
+    alone = tiny_config(tiny_backbone, corpus_file, tmp_path / "alone", fake_sts_dir, max_steps=4)
+    alone.train.early_stopping_threshold = 0.1
+    with pytest.raises(ConfigError, match="does nothing without train.early_stopping_patience"):
+        engine.train(alone, evaluate=False)

@@ -53,14 +53,21 @@ def test_the_section_puts_scores_beside_the_start_models_and_is_written_once(tmp
     assert "`sentence-transformers/all-MiniLM-L6-v2`" in section
     write_sentlab_section(cfg, run, model, record)
     write_sentlab_section(cfg, run, model, record)  # again: replaced, not appended twice
+    import time
+
+    later = sentlab_section(cfg, run, record, since=time.time() + 60)  # files an earlier run left
+    assert "| STS-B |" not in later and "kept step" not in later and "Not scored" in later
+    (run / "selection.json").write_text(json.dumps({"metric": "dev", "start": 0.87, "best_checkpoint": None}))
+    assert "best checkpoint none scored" in sentlab_section(cfg, run, record)
     text = (model / "README.md").read_text()
     assert text.count(BEGIN) == 1 and text.startswith("# the card sentence-transformers wrote")
 
 
-def test_only_a_hub_name_or_an_alias_becomes_the_base_model(tmp_path):
+def test_only_a_hub_name_or_an_alias_becomes_the_base_model(tmp_path, monkeypatch):
     assert hub_id("minilm") == "sentence-transformers/all-MiniLM-L6-v2"
-    assert hub_id("bert-base-uncased") is None or hub_id("bert-base-uncased") == "bert-base-uncased"
+    assert hub_id("bert-base-uncased") == "bert-base-uncased"
     assert hub_id("google-bert/bert-base-uncased") == "google-bert/bert-base-uncased"
-    folder = tmp_path / "org" / "model"
-    folder.mkdir(parents=True)
-    assert hub_id(str(folder)) is None and hub_id("") is None
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "org" / "model").mkdir(parents=True)
+    for local in (str(tmp_path / "org" / "model"), "org/model", "~/mymodel", "./model", "a/b/c", ""):
+        assert hub_id(local) is None, local

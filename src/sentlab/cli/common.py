@@ -48,7 +48,8 @@ def model_args(parser: argparse.ArgumentParser) -> None:
     quiet_arg(parser)
 
 
-def backend_args(parser: argparse.ArgumentParser) -> None:
+def backend_args(parser: argparse.ArgumentParser, cache: bool = True) -> None:
+    """--backend and --precision; --no-cache for a command that reads the embedding cache."""
     parser.add_argument(
         "--backend",
         choices=("torch", "onnx", "openvino"),
@@ -64,11 +65,12 @@ def backend_args(parser: argparse.ArgumentParser) -> None:
         "dynamic quantisation); bf16 (torch, or openvino on a CPU with BF16); fp16 / tf32 "
         "(torch, GPUs)",
     )
-    parser.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="do not read or write the embedding cache ($SENTLAB_CACHE, see `sentlab cache info`)",
-    )
+    if cache:
+        parser.add_argument(
+            "--no-cache",
+            action="store_true",
+            help="do not read or write the embedding cache ($SENTLAB_CACHE, see `sentlab cache info`)",
+        )
 
 
 def set_arg(parser: argparse.ArgumentParser, what: str = "a config value") -> None:

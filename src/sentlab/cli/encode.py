@@ -12,9 +12,11 @@ def cmd_encode(args: argparse.Namespace) -> int:
     from sentlab.encoding import encode_file
     from sentlab.errors import ConfigError
 
-    if args.no_cache:
-        raise ConfigError("--no-cache: sentlab encode reads and writes no embedding cache (its output resumes itself)")
     devices = [d.strip() for d in args.devices.split(",") if d.strip()] if args.devices else None
+    if devices and (args.backend != "torch" or args.precision == "tf32"):
+        # the pool's processes are spawned: an exported model does not travel to them, and torch's
+        # process-wide switches (TF32, fp32 pinning) are not theirs
+        raise ConfigError(f"--devices runs torch in fp32, fp16 or bf16 only, not {args.backend} {args.precision}")
     model = load(args)
     record = encode_file(
         model,
@@ -38,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "processes",
     )
     model_args(p)
-    backend_args(p)
+    backend_args(p, cache=False)  # no embedding cache: the output resumes itself
     p.add_argument("--input", required=True, help="UTF-8 text file, one sentence a line")
     p.add_argument("--output", required=True, help="the .npy file to write (float32, one row a sentence)")
     p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings")

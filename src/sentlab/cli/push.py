@@ -1,5 +1,6 @@
 """``sentlab push``: upload a saved model folder to the Hugging Face Hub (or another hub at
-``$HF_ENDPOINT``) through ``huggingface_hub``, with its model card naming the repository."""
+``$HF_ENDPOINT``) through ``huggingface_hub``; the card uploaded names the repository in its usage
+code (the folder's own README.md is not changed)."""
 
 from __future__ import annotations
 
@@ -33,20 +34,23 @@ def cmd_push(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.repo_id!r}: a repository id is NAMESPACE/NAME")
     if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
         raise ConfigError("HF_HUB_OFFLINE is set: pushing needs the hub (unset it for this command)")
-    from huggingface_hub import HfApi
+    from huggingface_hub import CommitOperationAdd, HfApi
 
-    readme = folder / "README.md"
-    if readme.is_file() and PLACEHOLDER in (text := readme.read_text("utf-8")):
-        readme.write_text(text.replace(PLACEHOLDER, args.repo_id), encoding="utf-8")  # the card's usage code
     api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None)
     say(f"pushing {folder} to {api.endpoint}/{args.repo_id}")
     api.create_repo(args.repo_id, private=True if args.private else None, exist_ok=True)  # None: the account default
+    readme = folder / "README.md"
+    card = None
+    if readme.is_file():  # the card's usage code names the repository; the folder itself is left as it is
+        card = CommitOperationAdd("README.md", readme.read_text("utf-8").replace(PLACEHOLDER, args.repo_id).encode())
     commit = api.upload_folder(
         repo_id=args.repo_id,
         folder_path=str(folder),
         commit_message=args.message,
-        ignore_patterns=["checkpoint-*/**", "*.lock"],
+        ignore_patterns=["checkpoint-*/**", "*.lock", "README.md"],
     )
+    if card is not None:
+        commit = api.create_commit(repo_id=args.repo_id, operations=[card], commit_message=f"{args.message}: card")
     print(f"pushed {folder} to {args.repo_id}: {commit.commit_url}")
     return 0
 

@@ -74,6 +74,7 @@ class Method:
     training_only_modules: ClassVar[tuple[type[nn.Module], ...]] = (SimCSEMLPHead,)
     min_batch_size: ClassVar[int] = 2  # in-batch negatives: a batch of one row learns nothing (loss 0)
     in_batch_negatives: bool = False  # the other rows of a batch are its negatives (train.no_duplicates)
+    rows_drawn_on_read: ClassVar[bool] = False  # a row's texts are drawn as it is read (no sampler can see them)
 
     def __init__(self, cfg: TrainConfig, paths: RunPaths):
         if not isinstance(cfg, self.config_class):

@@ -207,6 +207,7 @@ class RSE(Method):
 
     name = "rse"
     in_batch_negatives = True
+    rows_drawn_on_read = True  # each read draws the row's in-relation negative anew (InRelationNegatives)
     config_class = RSEConfig
     default_mlp_only_train = False  # RSE's MLP stays at inference
 

@@ -90,6 +90,10 @@ class Supervised(Method):
     def train_dataset(self) -> Dataset:
         s, data = self.cfg.supervised, self.cfg.data
         scored = s.loss in SCORED_LOSSES
+        if s.score_range is not None and not scored:
+            raise ConfigError(f"supervised.score_range: supervised.loss {s.loss} reads no scores; remove it")
+        if data.columns and s.format != "table":
+            raise ConfigError(f"data.columns: supervised.format {s.format} has its own columns; remove data.columns")
         if s.format == "snli":
             if scored:
                 raise ConfigError("supervised.format snli gives triplets; use supervised.loss: mnrl")

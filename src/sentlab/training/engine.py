@@ -32,6 +32,7 @@ import contextlib
 import json
 import logging
 import shutil
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -169,6 +170,8 @@ def early_stopping(cfg: TrainConfig, has_dev: bool) -> list[TrainerCallback]:
     a one-line refusal where there is no dev score to watch or no best checkpoint to keep."""
     t = cfg.train
     if t.early_stopping_patience is None:
+        if t.early_stopping_threshold:
+            raise ConfigError("train.early_stopping_threshold does nothing without train.early_stopping_patience")
         return []
     if not has_dev:
         raise ConfigError("train.early_stopping_patience: there is no dev score to watch (eval.dev_task: none)")
@@ -190,6 +193,11 @@ def no_duplicates(cfg: TrainConfig, method: Method) -> dict[str, object]:
         )
     if "batch_sampler" in method.training_arguments():
         raise ConfigError(f"train.no_duplicates: {cfg.method} batches its rows its own way; remove one of the two")
+    if method.rows_drawn_on_read:
+        raise ConfigError(
+            f"train.no_duplicates: {cfg.method} draws a row's negative as the row is read, so the sampler cannot "
+            "see the texts a batch gets; remove the setting"
+        )
     return {"batch_sampler": NoDuplicatesBatchSampler}
 
 
@@ -498,6 +506,7 @@ def changes_since_start(cfg: TrainConfig, paths: RunPaths) -> list[str]:
 
 
 def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: bool, evaluate: bool) -> RunPaths:
+    started = time.time() - 1  # files of this run are written after it (1 s: file systems' coarse mtimes)
     say(f"training {cfg.method} into {paths.root}" + (f" from {Path(checkpoint).name}" if checkpoint else ""))
     try:
         trainer = build_trainer(cfg, paths)
@@ -575,9 +584,9 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
             "sha256": fingerprint["train_sha256"],
             "steps": trainer.state.global_step,
             "precision": precision.get("ran"),
-            "command": f"sentlab train {CONFIG_FILE}",
+            "command": f"sentlab train {CONFIG_FILE} --set train.output_dir=runs/reproduced",
         }
-        write_sentlab_section(cfg, paths.root, paths.model, card)
+        write_sentlab_section(cfg, paths.root, paths.model, card, since=started)
         say(f"model card: {paths.model / 'README.md'} (sentence-transformers' card with a sentlab section)")
     return paths
 

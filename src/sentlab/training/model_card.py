@@ -65,12 +65,15 @@ def sentlab_version() -> str:
 
 
 def hub_id(name: str) -> str | None:
-    """The hub id of a start model given by alias or hub name; None for a local folder or no model."""
+    """The hub id of a start model given by alias or hub name (the rules sentlab loads by); None for a
+    local folder or no model."""
+    from sentlab.encoders.loading import HUB_NAME
+
     if name in HUB_IDS:
         return HUB_IDS[name]
-    if name and name.count("/") == 1 and not Path(name).exists() and not name.startswith((".", "/")):
-        return name
-    return None
+    if not name or name.startswith((".", "/", "~")) or name.count("/") > 1 or Path(name).expanduser().exists():
+        return None
+    return name if HUB_NAME.match(name) else None
 
 
 def describe_run(model: SentenceTransformer, cfg: TrainConfig, rows: int) -> None:
@@ -83,7 +86,7 @@ def describe_run(model: SentenceTransformer, cfg: TrainConfig, rows: int) -> Non
         data.base_model = start
     source = Path(cfg.data.train).name if cfg.data.train else "the method's sources"
     data.train_datasets = [{"name": f"{source} ({rows:,} rows)"}]
-    data.model_name = f"{cfg.method} on {source}" + (f" from {start or cfg.model.label}" if cfg.model.name else "")
+    data.model_name = f"{cfg.method} on {source}" + (f" from {start}" if start else "")  # no local paths
     data.add_tags(["sentlab", f"sentlab-{cfg.method}"])
 
 
@@ -105,8 +108,14 @@ def _scores(path: Path) -> dict[str, float]:
     return found
 
 
-def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any]) -> str:
-    """The card's sentlab section: ``record`` holds version, command, rows and sha256 of the data."""
+def _fresh(path: Path, since: float) -> bool:
+    """``path`` was written by this run (a file an earlier run left in the folder is not its result)."""
+    return path.is_file() and path.stat().st_mtime >= since
+
+
+def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: float = 0.0) -> str:
+    """The card's sentlab section: ``record`` holds version, command, rows and sha256 of the data;
+    only the run's files written at or after ``since`` (this run's start) are read."""
     t = cfg.train
     paper = (cfg.about.paper if cfg.about else None) or PAPERS.get(cfg.method)
     lines = [
@@ -122,15 +131,16 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any]) -> str:
         + f", learning rate {t.learning_rate:g}, training length {cfg.model.max_seq_length} tokens, "
         f"precision {record.get('precision') or t.mixed_precision}, seed {t.seed}",
     ]
-    selection = json.loads((run / "selection.json").read_text("utf-8")) if (run / "selection.json").is_file() else {}
+    selection = json.loads((run / "selection.json").read_text("utf-8")) if _fresh(run / "selection.json", since) else {}
     if selection.get("metric"):
-        start_dev = selection.get("start")
+        start_dev, best = selection.get("start"), selection.get("best_checkpoint")
         lines.append(
             f"- **Dev** ({selection['metric']}): kept step {selection.get('kept_step')}, best checkpoint "
-            f"{selection.get('best_checkpoint', float('nan')):.4f}"
+            + (f"{best:.4f}" if best is not None else "none scored")
             + (f" against the start model's {start_dev:.4f}" if start_dev is not None else "")
         )
-    trained, start = _scores(run / "results.json"), _scores(run / "start_results.json")
+    trained = _scores(run / "results.json") if _fresh(run / "results.json", since) else {}
+    start = _scores(run / "start_results.json") if _fresh(run / "start_results.json", since) else {}
     if trained:
         lines += ["", "| STS (Spearman × 100, test) | this model | start model |", "|---|---:|---:|"]
         for task, value in trained.items():
@@ -142,8 +152,8 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any]) -> str:
         lines += ["", f"**Loading it**: {PLAIN_LOADING[cfg.method]}."]
     lines += [
         "",
-        f"**Reproduce**: the run's config is `{CONFIG_FILE}` in this folder (the data at the path it names, with "
-        "the sha256 above):",
+        f"**Reproduce**: the run's config is `{CONFIG_FILE}` in this folder; from the folder the run started in "
+        "(its data paths are relative to it; the data's sha256 is above), into a new run folder:",
         "",
         "```bash",
         f"{record['command']}",
@@ -153,7 +163,9 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_sentlab_section(cfg: TrainConfig, run: Path, model_folder: Path, record: dict[str, Any]) -> None:
+def write_sentlab_section(
+    cfg: TrainConfig, run: Path, model_folder: Path, record: dict[str, Any], since: float = 0.0
+) -> None:
     """Copy the run's config into the model folder and put the sentlab section at the end of its
     README.md (replacing an earlier one), where sentence-transformers wrote its card."""
     config = run / "config.yaml"
@@ -163,4 +175,4 @@ def write_sentlab_section(cfg: TrainConfig, run: Path, model_folder: Path, recor
     text = readme.read_text("utf-8") if readme.is_file() else ""
     if BEGIN in text:
         text = text[: text.index(BEGIN)] + text[text.index(END) + len(END) :].lstrip("\n")
-    readme.write_text(text.rstrip("\n") + "\n\n" + sentlab_section(cfg, run, record), encoding="utf-8")
+    readme.write_text(text.rstrip("\n") + "\n\n" + sentlab_section(cfg, run, record, since), encoding="utf-8")

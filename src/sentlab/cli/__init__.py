@@ -1,6 +1,6 @@
 """sentlab: learn sentence embeddings with little or no labelled data, and measure them honestly.
 
-Commands: presets, train, pipeline, eval, encode, similarity, index, analyze, content-words, corpus-size, plot,
+Commands: presets, train, pipeline, eval, compare, encode, similarity, index, analyze, content-words, corpus-size, plot,
 report, cache, data, mine, push. Errors a user can fix (bad input, bad options) are printed as one line,
 ``sentlab: error: ...``, with a non-zero exit code.
 """
@@ -16,6 +16,7 @@ from sentlab.cli import (
     adapt,
     analyze,
     cache,
+    compare,
     content_words,
     corpus_size,
     data,
@@ -42,6 +43,7 @@ COMMANDS = (
     pipeline,
     eval_command,
     adapt,
+    compare,
     encode,
     similarity,
     link_prediction,

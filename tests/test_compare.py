@@ -42,9 +42,22 @@ def test_two_configs_are_compared_over_seeds_on_the_same_items(tiny_backbone, co
     }
     assert seeds == {1, 2}
     scores = tmp_path / "cmp" / "mine" / "seed-1" / "scores.json"
-    before = scores.stat().st_mtime_ns
+    weights = next((tmp_path / "cmp" / "mine" / "seed-1" / "model").rglob("model.safetensors"))
+    before = (scores.stat().st_mtime_ns, weights.stat().st_mtime_ns)
     assert main([*argv, "--quiet"]) == 0  # again: every seed finished and scored, nothing redone
-    assert scores.stat().st_mtime_ns == before
+    assert (scores.stat().st_mtime_ns, weights.stat().st_mtime_ns) == before
+    edited = yaml.safe_load(open(first))
+    edited["train"]["learning_rate"] = 1e-3
+    open(first, "w").write(yaml.safe_dump(edited))  # the same file name, another config: not the runs kept
+    assert main(argv) != 0
+    assert "asked otherwise" in the_error(capsys.readouterr().err)
     argv[argv.index("2")] = "3"  # other seeds into the same folder: refused
     assert main(argv) != 0
     assert "asked otherwise" in the_error(capsys.readouterr().err)
+
+
+def test_repeated_or_single_seeds_are_refused(tiny_backbone, corpus_file, tmp_path, capsys):
+    first, second = configs(tiny_backbone, corpus_file, tmp_path)
+    for seeds in (["1", "1"], ["1"]):
+        assert main(["compare", first, second, "--seeds", *seeds, "--output", str(tmp_path / "cmp")]) != 0
+        assert "two or more different seeds" in the_error(capsys.readouterr().err)

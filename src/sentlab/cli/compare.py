@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from sentlab.cli.common import data_dir_arg, quiet_arg, set_arg
+from sentlab.paths import write_text_atomic
 
 
 def _label(config: str) -> str:
@@ -19,57 +20,81 @@ def _label(config: str) -> str:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from sentlab.cache import file_sha256
     from sentlab.errors import ConfigError
+    from sentlab.evaluation.task_cards import load_task_card
     from sentlab.evaluation.uncertainty import seed_item_difference
     from sentlab.reporting.claims import task_items
+    from sentlab.training.checkpoints import checkpoint_folders
     from sentlab.training.config import load_config
     from sentlab.training.engine import train
+    from sentlab.training.run_folder import RunPaths, run_fingerprint
 
     labels = [_label(c) for c in args.configs]
     if labels[0] == labels[1]:
         raise ConfigError(f"both configs are called {labels[0]!r}: give files of different names")
+    if len(set(args.seeds)) != len(args.seeds) or len(args.seeds) < 2:
+        raise ConfigError(f"--seeds {' '.join(map(str, args.seeds))}: give two or more different seeds")
     out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    asked = {"configs": args.configs, "set": args.set, "seeds": args.seeds, "task_cards": args.task_card}
+    # every run's config first, and the cards: a bad one stops the comparison before any training
+    planned = {}
+    for config, label in zip(args.configs, labels):
+        for seed in args.seeds:
+            run = out / label / f"seed-{seed}"
+            sets = [*args.set, f"train.seed={seed}", f"train.output_dir={run}", "eval.final_tasks=[]"]
+            sets += [f"data.data_dir={args.data_dir}"] if args.data_dir else []
+            sets += ["train.progress_bar=false"] if args.quiet else []
+            planned[(label, seed)] = load_config(config, sets)
+    cards = {card: load_task_card(card).name for card in args.task_card}
+    if len(set(cards.values())) != len(cards):
+        raise ConfigError("two task cards share a name: their results would overwrite each other")
+    files = [c for c in [*args.configs, *args.task_card] if Path(c).is_file()]
+    asked = {
+        "configs": args.configs,
+        "set": args.set,
+        "seeds": args.seeds,
+        "task_cards": args.task_card,
+        "data_dir": args.data_dir,
+        "files_sha256": {f: file_sha256(Path(f)) for f in files},
+    }
     kept = out / "asked.json"
     if kept.is_file() and json.loads(kept.read_text("utf-8")) != asked:
         raise ConfigError(f"{out} holds a comparison asked otherwise ({kept}); give another --output")
+    out.mkdir(parents=True, exist_ok=True)
     kept.write_text(json.dumps(asked) + "\n", encoding="utf-8")
-    scoring = [x for card in args.task_card for x in ("--task-card", card)] if args.task_card else ["--tasks", "sts"]
-    if args.data_dir:
-        scoring += ["--data-dir", args.data_dir]
-    results: dict[str, list[dict]] = {}
-    for config, label in zip(args.configs, labels):
-        results[label] = []
-        for seed in args.seeds:
-            run = out / label / f"seed-{seed}"
-            if not (run / "model" / "modules.json").is_file():
-                sets = [*args.set, f"train.seed={seed}", f"train.output_dir={run}", "eval.final_tasks=[]"]
-                if args.data_dir:
-                    sets.append(f"data.data_dir={args.data_dir}")
-                if args.quiet:
-                    sets.append("train.progress_bar=false")
-                train(load_config(config, sets), evaluate=False)
-            scores = run / "scores.json"
-            if not scores.is_file():
-                with contextlib.redirect_stdout(sys.stderr):  # stdout holds the comparison
-                    code = _evaluate(["--model", str(run / "model"), "--items", "--output", str(scores), *scoring])
-                if code:
-                    return code
-            results[label].append(json.loads(scores.read_text("utf-8")))
-    headlines = [_card_name(card) for card in args.task_card] if args.task_card else ["sts_avg"]
+    results: dict[str, list[dict]] = {label: [] for label in labels}
+    for (label, seed), cfg in planned.items():
+        paths = RunPaths(out / label / f"seed-{seed}")
+        finished = paths.fingerprint.is_file() and (paths.model / "modules.json").is_file()
+        if finished and json.loads(paths.fingerprint.read_text("utf-8")) != run_fingerprint(cfg):
+            raise ConfigError(f"{paths.root} was trained from another config or text; give another --output")
+        if not finished:  # a run cut short continues from its last checkpoint
+            train(cfg, resume=bool(checkpoint_folders(paths.checkpoints)), evaluate=False)
+        scores = paths.root / "scores.json"
+        if not scores.is_file():
+            scoring = [x for card in args.task_card for x in ("--task-card", card)] or ["--tasks", "sts"]
+            data_dir = args.data_dir or cfg.data.data_dir
+            scoring += ["--data-dir", data_dir] if data_dir else []
+            with contextlib.redirect_stdout(sys.stderr):  # stdout holds the comparison
+                _evaluate(["--model", str(paths.model), "--items", "--output", str(scores), *scoring])
+        results[label].append(json.loads(scores.read_text("utf-8")))
+    headlines = list(cards.values()) or ["sts_avg"]
     first, second = labels
     rows = {}
     for task in headlines:
         a = [task_items(r, task) for r in results[first]]
         b = [task_items(r, task) for r in results[second]]
         rows[task] = seed_item_difference(a, b).to_dict()
-    (out / "compare.json").write_text(json.dumps({"first": first, "second": second, "tasks": rows}, indent=1) + "\n")
+    report = json.dumps({"first": first, "second": second, "tasks": rows}, indent=1) + "\n"
+    write_text_atomic(out / "compare.json", report)
     print(f"{first} minus {second}, {len(args.seeds)} seeds (95 % interval over seeds and items):")
     for task, d in rows.items():
         verdict = "beyond the noise" if d["beyond_noise"] else "not beyond the noise"
         seeds = ", ".join(f"{x:+.2f}" for x in d["per_seed"])
-        print(f"  {task}: {d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}], per seed {seeds}: {verdict}")
+        print(
+            f"  {task}: {d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]; each {first} seed minus the "
+            f"{second} mean: {seeds}; {verdict}"
+        )
     print(f"written to {out / 'compare.json'}")
     return 0
 
@@ -83,13 +108,6 @@ def _evaluate(argv: list[str]) -> int:
     add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["eval", *argv])
     return args.func(args)
-
-
-def _card_name(card: str) -> str:
-    """The task a card's results are filed under: its ``name``."""
-    import yaml
-
-    return str(yaml.safe_load(Path(card).read_text("utf-8"))["name"])
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

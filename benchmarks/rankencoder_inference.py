@@ -32,11 +32,13 @@ def main() -> None:
     args = parser.parse_args()
 
     from sentlab.encoders import load_encoder
+    from sentlab.encoders.backends import pin_float32_math
     from sentlab.progress import set_quiet
     from sentlab.rank.index import CorpusIndex
     from sentlab.rank.model import RankScorer
 
     set_quiet(True)
+    pin_float32_math()  # fp32 means IEEE fp32 on every CPU (no bf16 or TF32 shortcuts)
     data = Path(os.environ.get("SENTLAB_DATA", "../shared/data"))
     with (data / "wikipedia" / "wiki_sentences.txt").open(encoding="utf-8") as f:
         lines = [next(f).rstrip("\n") for _ in range(max(args.sizes) + 2 * args.pairs)]

@@ -160,6 +160,11 @@ def test_settings_that_would_do_nothing_are_refused(tiny_backbone, tmp_path):
     cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer"], loss="mnrl", score_range=[0, 5])
     with pytest.raises(ConfigError, match="reads no scores"):
         Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+    cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss="cosine-mse", scale=30)
+    with pytest.raises(ConfigError, match="cosine-mse has no similarity scale"):
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+    cfg.supervised = type(cfg.supervised)(loss="cosine-mse")  # the default scale, unstated, is not refused
+    assert len(Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()) == 2
     cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss="cosent", format="stsb")
     with pytest.raises(ConfigError, match="has its own columns"):
         Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()

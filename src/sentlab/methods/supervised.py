@@ -92,6 +92,8 @@ class Supervised(Method):
         scored = s.loss in SCORED_LOSSES
         if s.score_range is not None and not scored:
             raise ConfigError(f"supervised.score_range: supervised.loss {s.loss} reads no scores; remove it")
+        if s.loss == "cosine-mse" and "scale" in s.model_fields_set:
+            raise ConfigError("supervised.scale: supervised.loss cosine-mse has no similarity scale; remove it")
         if data.columns and s.format != "table":
             raise ConfigError(f"data.columns: supervised.format {s.format} has its own columns; remove data.columns")
         if s.format == "snli":

@@ -162,3 +162,33 @@ def write_evalrank(root: Path) -> Path:
     background = ["the dog runs", "a dog runs", "the cat sits", "a cat sits", "music plays", "the car drives"]
     (folder / "background_sent.txt").write_text("\n".join(background) + "\n", encoding="utf-8")
     return folder
+
+
+def write_sts(root: Path, pairs: int = 12, seed: int = 0) -> Path:
+    """Every STS task of the ``sts`` family in its layout under ``root`` (STS12-16 as the hub copies'
+    single ``all`` subset, STS-B dev and test, SICK test), ``pairs`` random scored pairs each."""
+    rng = random.Random(seed)
+
+    def rows() -> list[tuple[str, str, float]]:
+        return [(_sentence(rng, 5), _sentence(rng, 5), round(rng.uniform(0, 5), 2)) for _ in range(pairs)]
+
+    sts = root / "senteval" / "downstream" / "STS"
+    for year in range(12, 17):
+        folder = sts / f"STS{year}-en-test"
+        folder.mkdir(parents=True)
+        scored = rows()
+        (folder / "STS.input.all.txt").write_text("".join(f"{a}\t{b}\n" for a, b, _ in scored), encoding="utf-8")
+        (folder / "STS.gs.all.txt").write_text("".join(f"{s}\n" for *_, s in scored), encoding="utf-8")
+    (sts / "STSBenchmark").mkdir()
+    for split in ("dev", "test"):
+        (sts / "STSBenchmark" / f"sts-{split}.csv").write_text(
+            "".join(f"g\tf\t2012\t{i:04d}\t{s}\t{a}\t{b}\n" for i, (a, b, s) in enumerate(rows())),
+            encoding="utf-8",
+        )
+    (root / "senteval" / "downstream" / "SICK").mkdir()
+    (root / "senteval" / "downstream" / "SICK" / "SICK_test_annotated.txt").write_text(
+        "pair_ID\tsentence_A\tsentence_B\trelatedness_score\n"
+        + "".join(f"{i}\t{a}\t{b}\t{s}\n" for i, (a, b, s) in enumerate(rows())),
+        encoding="utf-8",
+    )
+    return root

@@ -1,5 +1,5 @@
-"""sentlab compare: two configs over seeds, scored on the same items, the difference with its
-interval over seeds and items; finished seeds are not trained again."""
+"""sentlab compare: configs over seeds, scored on the same items, each one's difference from the last
+with its interval over seeds and items; finished seeds are not trained again."""
 
 from __future__ import annotations
 
@@ -9,32 +9,53 @@ import yaml
 
 from sentlab.cli import main
 from tests.conftest import the_error, tiny_config, write_scored_pairs_card
+from tests.fake_data import write_sts
 
 
 def configs(tiny_backbone, corpus_file, tmp_path):
     first = tiny_config(tiny_backbone, corpus_file, tmp_path / "unused", max_steps=2).model_dump()
     second = json.loads(json.dumps(first))
     second["loss"]["temperature"] = 0.5  # "your own loss": SimCSE at another temperature
+    third = json.loads(json.dumps(first))
+    third["train"]["learning_rate"] = 1e-3
     paths = []
-    for name, tree in (("mine", second), ("simcse", first)):
+    for name, tree in (("mine", second), ("faster", third), ("simcse", first)):
         path = tmp_path / f"{name}.yaml"
         path.write_text(yaml.safe_dump(tree))
         paths.append(str(path))
     return paths
 
 
-def test_two_configs_are_compared_over_seeds_on_the_same_items(tiny_backbone, corpus_file, tmp_path, capsys):
+def test_configs_are_compared_with_the_last_over_seeds_on_the_same_items(tiny_backbone, corpus_file, tmp_path, capsys):
     card = write_scored_pairs_card(tmp_path, corpus_file, "my-task")
-    first, second = configs(tiny_backbone, corpus_file, tmp_path)
-    argv = ["compare", first, second, "--seeds", "1", "2", "--task-card", str(card), "--output", str(tmp_path / "cmp")]
+    data = write_sts(tmp_path / "data")
+    first, second, baseline = configs(tiny_backbone, corpus_file, tmp_path)
+    argv = ["compare", first, second, baseline, "--seeds", "1", "2", "--task-card", str(card), "--sts"]
+    argv += ["--data-dir", str(data), "--output", str(tmp_path / "cmp")]
     assert main([*argv, "--quiet"]) == 0
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
-    assert (result["first"], result["second"]) == ("mine", "simcse")
-    d = result["tasks"]["my-task"]
-    assert len(d["per_seed"]) == 2 and d["low"] <= d["difference"] <= d["high"] and d["seeds"] == 2
+    assert result["baseline"] == "simcse" and set(result["minus_baseline"]) == {"mine", "faster"}
+    for label in ("mine", "faster"):
+        for task in ("sts_avg", "my-task"):
+            d = result["minus_baseline"][label][task]
+            assert len(d["per_seed"]) == 2 and d["low"] <= d["difference"] <= d["high"] and d["seeds"] == 2
+            # the difference is the two configs' means apart, each mean read back from the seeds' own files
+            means = {}
+            for side in (label, "simcse"):
+                files = [tmp_path / "cmp" / side / f"seed-{s}" / "scores.json" for s in (1, 2)]
+                scores = [json.loads(f.read_text()) for f in files]
+                mine = [
+                    r["summary"]["sts_avg"] if task == "sts_avg" else r["tasks"][task]["scores"]["spearman"]
+                    for r in scores
+                ]
+                assert result["scores"][side][task]["per_seed"] == mine
+                means[side] = sum(mine) / 2
+            # the same scores, summed in another order: float64 rounding stays far below 1e-9 on a 0-100 scale
+            assert abs(d["difference"] - (means[label] - means["simcse"])) < 1e-9
     out = capsys.readouterr().out
-    assert "mine minus simcse, 2 seeds" in out and "my-task:" in out
-    for run in ("mine/seed-1", "mine/seed-2", "simcse/seed-1", "simcse/seed-2"):
+    assert "mine minus simcse, 2 seeds" in out and "faster minus simcse, 2 seeds" in out and "my-task:" in out
+    assert "sts_avg:" in out
+    for run in ("mine/seed-1", "mine/seed-2", "faster/seed-1", "simcse/seed-1", "simcse/seed-2"):
         assert (tmp_path / "cmp" / run / "model" / "modules.json").is_file()
     seeds = {
         yaml.safe_load((tmp_path / "cmp" / r / "config.yaml").read_text())["train"]["seed"]
@@ -56,8 +77,10 @@ def test_two_configs_are_compared_over_seeds_on_the_same_items(tiny_backbone, co
     assert "asked otherwise" in the_error(capsys.readouterr().err)
 
 
-def test_repeated_or_single_seeds_are_refused(tiny_backbone, corpus_file, tmp_path, capsys):
-    first, second = configs(tiny_backbone, corpus_file, tmp_path)
+def test_repeated_or_single_seeds_and_a_single_config_are_refused(tiny_backbone, corpus_file, tmp_path, capsys):
+    first, second, _ = configs(tiny_backbone, corpus_file, tmp_path)
+    assert main(["compare", first, "--output", str(tmp_path / "cmp")]) != 0
+    assert "two or more configs" in the_error(capsys.readouterr().err)
     for seeds in (["1", "1"], ["1"]):
         assert main(["compare", first, second, "--seeds", *seeds, "--output", str(tmp_path / "cmp")]) != 0
         assert "two or more different seeds" in the_error(capsys.readouterr().err)

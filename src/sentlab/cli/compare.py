@@ -1,12 +1,14 @@
-"""``sentlab compare``: two training configs (a preset, or your own method's config) over seeds,
-each seed's kept model scored on the same items, and the difference with the multi-bootstrap over
-seeds and items (:func:`sentlab.evaluation.uncertainty.seed_item_difference`)."""
+"""``sentlab compare``: two or more training configs (presets, or your own method's config) over
+seeds, each seed's kept model scored on the same items, and each config's difference from the last
+(the baseline) with the multi-bootstrap over seeds and items
+(:func:`sentlab.evaluation.uncertainty.seed_item_difference`)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -19,11 +21,16 @@ def _label(config: str) -> str:
     return path.stem if path.suffix in (".yaml", ".yml") else config
 
 
+def _spread(scores: list[float]) -> dict:
+    """The seeds' scores, their mean and their standard deviation (n - 1)."""
+    return {"per_seed": scores, "mean": statistics.mean(scores), "sd": statistics.stdev(scores)}
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from sentlab.cache import file_sha256
     from sentlab.errors import ConfigError
     from sentlab.evaluation.task_cards import load_task_card
-    from sentlab.evaluation.uncertainty import seed_item_difference
+    from sentlab.evaluation.uncertainty import headline, seed_item_difference
     from sentlab.reporting.claims import task_items
     from sentlab.training.checkpoints import checkpoint_folders
     from sentlab.training.config import load_config
@@ -31,8 +38,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from sentlab.training.run_folder import RunPaths, run_fingerprint
 
     labels = [_label(c) for c in args.configs]
-    if labels[0] == labels[1]:
-        raise ConfigError(f"both configs are called {labels[0]!r}: give files of different names")
+    if len(labels) < 2:
+        raise ConfigError("give two or more configs: each is compared with the last")
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"two configs are called alike ({', '.join(labels)}): give files of different names")
     if len(set(args.seeds)) != len(args.seeds) or len(args.seeds) < 2:
         raise ConfigError(f"--seeds {' '.join(map(str, args.seeds))}: give two or more different seeds")
     out = Path(args.output)
@@ -54,6 +63,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "set": args.set,
         "seeds": args.seeds,
         "task_cards": args.task_card,
+        "sts": args.sts,
         "data_dir": args.data_dir,
         "files_sha256": {f: file_sha256(Path(f)) for f in files},
     }
@@ -72,29 +82,39 @@ def cmd_compare(args: argparse.Namespace) -> int:
             train(cfg, resume=bool(checkpoint_folders(paths.checkpoints)), evaluate=False)
         scores = paths.root / "scores.json"
         if not scores.is_file():
-            scoring = [x for card in args.task_card for x in ("--task-card", card)] or ["--tasks", "sts"]
+            scoring = [x for card in args.task_card for x in ("--task-card", card)]
+            scoring += ["--tasks", "sts"] if args.sts or not args.task_card else []
             data_dir = args.data_dir or cfg.data.data_dir
             scoring += ["--data-dir", data_dir] if data_dir else []
             with contextlib.redirect_stdout(sys.stderr):  # stdout holds the comparison
                 _evaluate(["--model", str(paths.model), "--items", "--output", str(scores), *scoring])
         results[label].append(json.loads(scores.read_text("utf-8")))
-    headlines = list(cards.values()) or ["sts_avg"]
-    first, second = labels
-    rows = {}
-    for task in headlines:
-        a = [task_items(r, task) for r in results[first]]
-        b = [task_items(r, task) for r in results[second]]
-        rows[task] = seed_item_difference(a, b).to_dict()
-    report = json.dumps({"first": first, "second": second, "tasks": rows}, indent=1) + "\n"
-    write_text_atomic(out / "compare.json", report)
-    print(f"{first} minus {second}, {len(args.seeds)} seeds (95 % interval over seeds and items):")
-    for task, d in rows.items():
-        verdict = "beyond the noise" if d["beyond_noise"] else "not beyond the noise"
-        seeds = ", ".join(f"{x:+.2f}" for x in d["per_seed"])
-        print(
-            f"  {task}: {d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]; each {first} seed minus the "
-            f"{second} mean: {seeds}; {verdict}"
-        )
+    headlines = (["sts_avg"] if args.sts or not cards else []) + list(cards.values())
+    *others, baseline = labels
+    differences = {
+        label: {
+            task: seed_item_difference(
+                [task_items(r, task) for r in results[label]], [task_items(r, task) for r in results[baseline]]
+            ).to_dict()
+            for task in headlines
+        }
+        for label in others
+    }
+    means = {
+        label: {task: _spread([headline(task_items(r, task)) for r in results[label]]) for task in headlines}
+        for label in labels
+    }
+    report = {"baseline": baseline, "seeds": args.seeds, "scores": means, "minus_baseline": differences}
+    write_text_atomic(out / "compare.json", json.dumps(report, indent=1) + "\n")
+    for label, rows in differences.items():
+        print(f"{label} minus {baseline}, {len(args.seeds)} seeds (95 % interval over seeds and items):")
+        for task, d in rows.items():
+            verdict = "beyond the noise" if d["beyond_noise"] else "not beyond the noise"
+            seeds = ", ".join(f"{x:+.2f}" for x in d["per_seed"])
+            print(
+                f"  {task}: {d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]; each {label} seed minus "
+                f"the {baseline} mean: {seeds}; {verdict}"
+            )
     print(f"written to {out / 'compare.json'}")
     return 0
 
@@ -113,12 +133,15 @@ def _evaluate(argv: list[str]) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare",
-        help="train two configs over seeds and compare their models on the same items (multi-bootstrap over "
-        "seeds and items): e.g. your own method against SimCSE",
+        help="train two or more configs over seeds and compare their models on the same items (multi-bootstrap "
+        "over seeds and items): e.g. your own method against SimCSE",
     )
-    p.add_argument("configs", nargs=2, metavar="CONFIG", help="two presets or YAML configs: the first minus the second")
+    p.add_argument(
+        "configs", nargs="+", metavar="CONFIG", help="two or more presets or YAML configs: each minus the last"
+    )
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="training seeds (default 1 2 3)")
     p.add_argument("--task-card", action="append", default=[], help="score on this card (repeatable; default: STS)")
+    p.add_argument("--sts", action="store_true", help="score on STS as well as on the task cards")
     p.add_argument("--output", required=True, help="folder of the runs, their scores and compare.json")
     set_arg(p, "a config value of both configs")
     data_dir_arg(p)

@@ -1,0 +1,216 @@
+"""What hard negatives give when fine-tuning all-MiniLM-L6-v2 on labelled pairs: the ``supervised``
+method's MultipleNegativesRankingLoss trained with (a) in-batch negatives only, (b) the data's own
+negatives where it has them, (c) negatives mined by ``sentlab mine`` with the start model, each over
+the same seeds by ``sentlab compare`` (baseline: (a)), every kept model scored on STS and on QQP
+duplicate-question retrieval. Prints one JSON object.
+
+    python benchmarks/hard_negatives.py --output runs/hard-negatives --seeds 1 2 3
+
+Training data (``$SENTLAB_DATA``; the test splits are kept for scoring):
+
+* ``qqp``: QQP dev's duplicate pairs whose questions are not in QQP test. Its non-duplicate pairs
+  share a question with a duplicate pair too rarely to give each anchor a negative, so QQP has no (b).
+* ``flickr8k``: two captions of one image, one pair per training image (Flickr_8k.trainImages). No (b).
+* ``snli``: SNLI dev's (premise, entailment, contradiction) triplets; (b) is the contradiction.
+
+Scoring: STS (the seven tasks' average) and the task card ``qqp-duplicates`` written here from QQP
+test: each duplicate pair's first question is a query, its duplicate the relevant document, among
+every other test question (queries' own texts left out of the corpus); MAP@100 is its headline.
+Settings shared by every run: batch 64, one epoch, learning rate 2e-5 with 10 % warm-up, length 64,
+fp32, ``train.no_duplicates`` (a text twice in a batch would be its own false negative), no dev
+selection (the final model is scored). Mining: ``sentlab mine`` defaults (one negative an anchor, the
+top candidate below NV-Retriever's relative margin 0.05, candidates: the pairs' positives).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import random
+import sys
+from pathlib import Path
+
+SETTINGS = {
+    "method": "supervised",
+    "model": {"name": "minilm", "max_seq_length": 64},
+    "supervised": {"loss": "mnrl", "format": "table"},
+    "train": {
+        "mixed_precision": "no",
+        "batch_size": 64,
+        "learning_rate": 2.0e-5,
+        "epochs": 1,
+        "warmup_ratio": 0.1,
+        "no_duplicates": True,
+        "progress_bar": False,
+    },
+    "eval": {"dev_task": "none", "final_tasks": []},
+}
+
+
+def sentlab(argv: list[str]) -> None:
+    from sentlab.cli import main
+
+    with contextlib.redirect_stdout(sys.stderr):  # stdout holds the one JSON object
+        code = main(argv)
+    if code:
+        raise SystemExit(f"sentlab {' '.join(argv)} exited with {code}")
+
+
+def utf8_lines(path: Path) -> tuple[list[str], int]:
+    """The file's lines; a line that is not UTF-8 (QQP's dump has a few) is left out and counted."""
+    lines, skipped = [], 0
+    for raw in path.read_bytes().split(b"\n"):
+        try:
+            line = raw.decode("utf-8").rstrip("\r")
+        except UnicodeDecodeError:
+            skipped += 1
+            continue
+        if line:
+            lines.append(line)
+    return lines, skipped
+
+
+def qqp_rows(path: Path) -> tuple[list[tuple[str, str, str]], int]:
+    lines, skipped = utf8_lines(path)
+    rows = [tuple(f[:3]) for f in (line.split("\t") for line in lines) if len(f) >= 3 and f[1].strip() and f[2].strip()]
+    return rows, skipped
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def qqp_card(data: Path, folder: Path, queries: int, seed: int) -> tuple[Path, dict]:
+    """The QQP test duplicate-retrieval card (BEIR layout) in ``folder``."""
+    rows, skipped = qqp_rows(data / "relations" / "qqp" / "test.tsv")
+    relevant: dict[str, set[str]] = {}
+    for label, q1, q2 in rows:
+        if label == "1" and q1 != q2:
+            relevant.setdefault(q1, set()).add(q2)
+    chosen = sorted(relevant)
+    random.Random(seed).shuffle(chosen)
+    chosen = set(chosen[:queries])
+    texts = sorted({q for _, q1, q2 in rows for q in (q1, q2)} - chosen)
+    ids = {text: f"d{i}" for i, text in enumerate(texts)}
+    query_rows, qrels = [], []
+    for number, query in enumerate(sorted(chosen)):
+        hits = [ids[t] for t in sorted(relevant[query]) if t in ids]
+        if hits:
+            query_rows.append({"_id": f"q{number}", "text": query})
+            qrels += [f"q{number}\t{hit}\t1" for hit in hits]
+    folder.mkdir(parents=True, exist_ok=True)
+    write_jsonl(folder / "corpus.jsonl", [{"_id": ids[t], "text": t} for t in texts])
+    write_jsonl(folder / "queries.jsonl", query_rows)
+    (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(qrels) + "\n", encoding="utf-8")
+    card = folder / "qqp-duplicates.yaml"
+    card.write_text(
+        "name: qqp-duplicates\nkind: retrieval\ncorpus: corpus.jsonl\nqueries: queries.jsonl\nqrels: qrels.tsv\n",
+        encoding="utf-8",
+    )
+    return card, {"queries": len(query_rows), "corpus": len(texts), "relevant": len(qrels), "skipped_lines": skipped}
+
+
+def training_rows(name: str, data: Path, held_out: set[str], seed: int) -> tuple[list[dict], dict]:
+    """(anchor, positive[, negative]) rows of one training set, and what was read."""
+    if name == "qqp":
+        rows, skipped = qqp_rows(data / "relations" / "qqp" / "dev.tsv")
+        pairs = [(q1, q2) for label, q1, q2 in rows if label == "1" and q1 != q2]
+        kept = [p for p in pairs if not held_out & set(p)]  # no test question is trained on
+        return [{"anchor": a, "positive": p} for a, p in kept], {
+            "duplicate_pairs": len(pairs),
+            "dropped_sharing_a_test_question": len(pairs) - len(kept),
+            "skipped_lines": skipped,
+        }
+    if name == "flickr8k":
+        folder = data / "relations" / "flickr8k"
+        images = set(utf8_lines(folder / "Flickr_8k.trainImages.txt")[0])
+        captions: dict[str, list[str]] = {}
+        for line in utf8_lines(folder / "Flickr8k.token.txt")[0]:
+            key, caption = line.split("\t", 1)
+            image = key.split("#", 1)[0]
+            if image in images:
+                captions.setdefault(image, []).append(caption.strip())
+        rng = random.Random(seed)
+        rows = []
+        for image in sorted(captions):
+            if len(captions[image]) >= 2:
+                anchor, positive = rng.sample(captions[image], 2)
+                rows.append({"anchor": anchor, "positive": positive})
+        return rows, {"images": len(captions)}
+    from sentlab.data.nli import read_snli_triplets
+
+    triplets = read_snli_triplets(data / "senteval" / "downstream" / "SNLI", "dev")
+    return [{"anchor": a, "positive": p, "negative": n} for a, p, n in triplets], {"triplets": len(triplets)}
+
+
+def config(train: Path, columns: list[str], out: Path) -> Path:
+    import yaml
+
+    tree = json.loads(json.dumps(SETTINGS))
+    tree["data"] = {"train": str(train.resolve()), "columns": {c: c for c in columns}}
+    out.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--datasets", nargs="+", default=["qqp", "flickr8k", "snli"])
+    parser.add_argument("--queries", type=int, default=2000, help="QQP test queries of the retrieval card")
+    args = parser.parse_args()
+
+    data = Path(os.environ.get("SENTLAB_DATA", "../shared/data"))
+    out = args.output.resolve()
+    card, card_counts = qqp_card(data, out / "qqp-duplicates", args.queries, seed=0)
+    held_out = {
+        json.loads(line)["text"] for name in ("corpus", "queries") for line in open(card.parent / f"{name}.jsonl")
+    }
+    start = out / "start.json"
+    if not start.is_file():
+        sentlab(["eval", "--model", "minilm", "--tasks", "sts", "--task-card", str(card), "--items", "--quiet",
+                 "--output", str(start)])  # fmt: skip
+    start_scores = json.loads(start.read_text("utf-8"))
+    summary = {
+        "settings": SETTINGS,
+        "card": card_counts,
+        "start": {
+            "model": "minilm",
+            "sts_avg": start_scores["summary"]["sts_avg"],
+            "qqp-duplicates": start_scores["tasks"]["qqp-duplicates"]["scores"],
+        },  # fmt: skip
+        "datasets": {},
+    }
+    for name in args.datasets:
+        folder = out / name
+        folder.mkdir(parents=True, exist_ok=True)
+        rows, read = training_rows(name, data, held_out, seed=0)
+        write_jsonl(folder / "pairs.jsonl", [{"anchor": r["anchor"], "positive": r["positive"]} for r in rows])
+        configs = {"in-batch": config(folder / "pairs.jsonl", ["anchor", "positive"], folder / "in-batch.yaml")}
+        if "negative" in rows[0]:
+            write_jsonl(folder / "own.jsonl", rows)
+            configs["own-negatives"] = config(folder / "own.jsonl", ["anchor", "positive", "negative"], folder / "own-negatives.yaml")  # fmt: skip
+        mined = folder / "mined.jsonl"
+        report = mined.with_suffix(".report.json")  # written after the triplets: the mining finished
+        if not report.is_file():
+            sentlab(["mine", "--model", "minilm", "--input", str(folder / "pairs.jsonl"), "--output", str(mined)])
+        configs["mined"] = config(mined, ["anchor", "positive", "negative"], folder / "mined.yaml")
+        compared = [str(configs[k]) for k in ("mined", "own-negatives", "in-batch") if k in configs]
+        cards = ["--task-card", str(card), "--sts"]
+        seeds = [str(s) for s in args.seeds]
+        sentlab(["compare", *compared, "--seeds", *seeds, *cards, "--output", str(folder / "runs"), "--quiet"])
+        summary["datasets"][name] = {
+            "read": read,
+            "pairs": len(rows),
+            "mining": json.loads(report.read_text("utf-8")),
+            "compare": json.loads((folder / "runs" / "compare.json").read_text("utf-8")),
+        }
+    print(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sentence_transformers import SentenceTransformer
 
-from tests.conftest import the_error
+from tests.conftest import the_error, tiny_config
 
 
 class StandInHub(BaseHTTPRequestHandler):
@@ -78,13 +78,13 @@ def hub():
     server.shutdown()
 
 
-def push(args: list[str], endpoint: str, offline: bool = False) -> subprocess.CompletedProcess:
+def push(args: list[str], endpoint: str, offline: bool = False, command: str = "push") -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_TOKEN")}
     env |= {"HF_ENDPOINT": endpoint, "HF_TOKEN": "hf_standin", "HF_HUB_DISABLE_XET": "1", "NO_PROXY": "127.0.0.1"}
     if offline:
         env["HF_HUB_OFFLINE"] = "1"
     return subprocess.run(
-        [sys.executable, "-m", "sentlab.cli", "push", *args], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-m", "sentlab.cli", command, *args], capture_output=True, text=True, env=env, timeout=120
     )
 
 
@@ -135,3 +135,35 @@ def test_pushing_while_offline_is_refused_in_one_line(tiny_backbone, tmp_path, h
     folder = saved_model(tiny_backbone, tmp_path / "model")
     done = push([str(folder), "me/my-model"], hub, offline=True)
     assert done.returncode != 0 and "HF_HUB_OFFLINE is set" in the_error(done.stderr)
+
+
+def test_train_pushes_the_kept_model_once_trained(tiny_backbone, corpus_file, tmp_path, hub):
+    import yaml
+
+    config = tmp_path / "tiny.yaml"
+    config.write_text(
+        yaml.safe_dump(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2).model_dump())
+    )
+    done = push([str(config), "--no-eval", "--push-to-hub", "me/trained", "--quiet"], hub, command="train")
+    assert done.returncode == 0, (StandInHub.calls, done.stderr[-2000:])
+    model = tmp_path / "run" / "model"
+    uploaded = StandInHub.repos["me/trained"]
+    local = {str(p.relative_to(model)): p.read_bytes() for p in model.rglob("*") if p.is_file()}
+    assert set(uploaded) == set(local) and uploaded["model.safetensors"] == local["model.safetensors"]
+    assert not StandInHub.private["me/trained"]  # the account's default: --private was not given
+    assert "pushed" in done.stdout and "me/trained" in done.stdout
+
+
+@pytest.mark.parametrize("repo, offline, message", [("trained", False, "NAMESPACE/NAME"), ("me/x", True, "OFFLINE")])
+def test_a_push_that_cannot_happen_is_refused_before_training(
+    tiny_backbone, corpus_file, tmp_path, hub, repo, offline, message
+):
+    import yaml
+
+    config = tmp_path / "tiny.yaml"
+    config.write_text(
+        yaml.safe_dump(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2).model_dump())
+    )
+    done = push([str(config), "--no-eval", "--push-to-hub", repo], hub, offline=offline, command="train")
+    assert done.returncode != 0 and message in the_error(done.stderr)
+    assert not (tmp_path / "run").exists() and StandInHub.calls == []  # nothing trained, nothing sent

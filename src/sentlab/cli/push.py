@@ -24,34 +24,48 @@ def check_folder(folder: Path) -> None:
         raise DataError(f"{folder}: no model weights (model.safetensors) in it; nothing to push")
 
 
-def cmd_push(args: argparse.Namespace) -> int:
+def check_destination(repo_id: str) -> None:
+    """A repository id the hub takes, and the hub reachable by setting, or a one-line error (asked
+    before anything is trained or uploaded)."""
     from sentlab.errors import ConfigError
-    from sentlab.progress import say
 
-    folder = Path(args.folder)
-    check_folder(folder)
-    if args.repo_id.count("/") != 1:
-        raise ConfigError(f"{args.repo_id!r}: a repository id is NAMESPACE/NAME")
+    if repo_id.count("/") != 1 or not all(repo_id.split("/")):
+        raise ConfigError(f"{repo_id!r}: a repository id is NAMESPACE/NAME")
     if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
         raise ConfigError("HF_HUB_OFFLINE is set: pushing needs the hub (unset it for this command)")
+
+
+def push_folder(folder: Path, repo_id: str, private: bool = False, message: str = "model trained with sentlab") -> str:
+    """Upload ``folder`` to ``repo_id`` (created if missing) with its card naming the repository;
+    returns the commit's address."""
     from huggingface_hub import CommitOperationAdd, HfApi
 
+    from sentlab.progress import say
+
+    check_folder(folder)
+    check_destination(repo_id)
     api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None)
-    say(f"pushing {folder} to {api.endpoint}/{args.repo_id}")
-    api.create_repo(args.repo_id, private=True if args.private else None, exist_ok=True)  # None: the account default
+    say(f"pushing {folder} to {api.endpoint}/{repo_id}")
+    api.create_repo(repo_id, private=True if private else None, exist_ok=True)  # None: the account default
     readme = folder / "README.md"
     card = None
     if readme.is_file():  # the card's usage code names the repository; the folder itself is left as it is
-        card = CommitOperationAdd("README.md", readme.read_text("utf-8").replace(PLACEHOLDER, args.repo_id).encode())
+        card = CommitOperationAdd("README.md", readme.read_text("utf-8").replace(PLACEHOLDER, repo_id).encode())
     commit = api.upload_folder(
-        repo_id=args.repo_id,
+        repo_id=repo_id,
         folder_path=str(folder),
-        commit_message=args.message,
+        commit_message=message,
         ignore_patterns=["checkpoint-*/**", "*.lock", "README.md"],
     )
     if card is not None:
-        commit = api.create_commit(repo_id=args.repo_id, operations=[card], commit_message=f"{args.message}: card")
-    print(f"pushed {folder} to {args.repo_id}: {commit.commit_url}")
+        commit = api.create_commit(repo_id=repo_id, operations=[card], commit_message=f"{message}: card")
+    return commit.commit_url
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    folder = Path(args.folder)
+    url = push_folder(folder, args.repo_id, args.private, args.message)
+    print(f"pushed {folder} to {args.repo_id}: {url}")
     return 0
 
 

@@ -18,8 +18,17 @@ def cmd_train(args: argparse.Namespace) -> int:
     from sentlab.training.engine import train
 
     cfg = load_config(args.config, train_overrides(args))
+    if args.push_to_hub:
+        from sentlab.cli.push import check_destination
+
+        check_destination(args.push_to_hub)  # before the training, not after it
     paths = train(cfg, resume=args.resume, evaluate=not args.no_eval, allow_changed=args.allow_changed_settings)
     print_outcome(paths)
+    if args.push_to_hub:
+        from sentlab.cli.push import push_folder
+
+        url = push_folder(paths.model, args.push_to_hub, args.private)
+        print(f"pushed {paths.model} to {args.push_to_hub}: {url}")
     return 0
 
 
@@ -56,6 +65,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     set_arg(p)
     p.add_argument("--resume", action="store_true", help="continue from the newest checkpoint of the run")
     p.add_argument("--no-eval", action="store_true", help="skip the final STS evaluation")
+    p.add_argument(
+        "--push-to-hub",
+        metavar="REPO_ID",
+        default=None,
+        help="upload the saved model to this hub repository once trained, as sentlab push does",
+    )
+    p.add_argument("--private", action="store_true", help="with --push-to-hub: create the repository private")
     allow_changed_arg(p)
     data_dir_arg(p)
     quiet_arg(p)

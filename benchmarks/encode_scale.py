@@ -2,7 +2,10 @@
 one process and on several (sentence-transformers' multi-process pool), for each ``--backends``;
 then a run killed (SIGKILL) once half its chunks are written, and resumed. Each setting runs in a
 fresh process: sentences a second, seconds, peak resident memory (the process and its pool's
-children), the output's size. Prints one JSON object.
+children), the output's size, and the threads each process ran (``--threads N``: OMP_NUM_THREADS and
+torch's own count set to N in every process, the pool's included; 0: the libraries' default). Several
+devices shard torch models only: another backend with ``cpu,cpu`` is listed as not run. Prints one JSON
+object.
 
     python benchmarks/encode_scale.py --model minilm --sentences 20000 --chunk-rows 2500 --devices cpu cpu,cpu
 """
@@ -27,6 +30,10 @@ def child(args) -> None:
     from sentlab.progress import set_quiet
 
     set_quiet(True)
+    if args.child_threads:
+        import torch
+
+        torch.set_num_threads(args.child_threads)
     ns = argparse.Namespace(
         model=args.model, pooler=None, max_seq_length=None, device="cpu", backend=args.child_backend, precision="fp32"
     )
@@ -36,13 +43,19 @@ def child(args) -> None:
     peak = max(
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     )
-    print(json.dumps({**{k: v for k, v in record.items() if k != "plan"}, "peak_rss_mib": round(peak / 1024, 1)}))
+    import torch
+
+    record = {k: v for k, v in record.items() if k != "plan"}
+    print(json.dumps({**record, "peak_rss_mib": round(peak / 1024, 1), "torch_threads": torch.get_num_threads()}))
 
 
-def run_child(args, backend: str, devices: str, output: Path, kill_at_half: bool = False) -> dict:
+def run_child(args, backend: str, devices: str, output: Path, threads: int = 0, kill_at_half: bool = False) -> dict:
     command = [sys.executable, __file__, "--model", args.model, "--input", str(args.input), "--output", str(output)]
     command += ["--chunk-rows", str(args.chunk_rows), "--child-backend", backend, "--child-devices", devices]
+    command += ["--child-threads", str(threads)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TQDM_DISABLE": "1"}
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
     start = time.perf_counter()
     if kill_at_half:
         progress = output.with_name(output.name + ".progress.json")
@@ -59,7 +72,7 @@ def run_child(args, backend: str, devices: str, output: Path, kill_at_half: bool
         process.wait()
         written = json.loads(progress.read_text())["done"] if progress.is_file() else None
         killed = {"killed_after_s": round(time.perf_counter() - start, 1), "chunks_written": written}
-        return {**killed, "resumed": run_child(args, backend, devices, output)}
+        return {**killed, "resumed": run_child(args, backend, devices, output, threads)}
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode:
         return {"exit_code": done.returncode, "tail": done.stderr.strip().splitlines()[-3:]}
@@ -76,11 +89,13 @@ def main() -> None:
     parser.add_argument("--chunk-rows", type=int, default=2500)
     parser.add_argument("--devices", nargs="+", default=["cpu", "cpu,cpu"])
     parser.add_argument("--backends", nargs="+", default=["torch"])
+    parser.add_argument("--threads", type=int, nargs="+", default=[0], help="threads a process (0: the default)")
     parser.add_argument("--work", type=Path, default=Path("runs/encode-scale"))
     parser.add_argument("--input", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--output", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--child-backend", help=argparse.SUPPRESS)
     parser.add_argument("--child-devices", help=argparse.SUPPRESS)
+    parser.add_argument("--child-threads", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_backend:
         child(args)
@@ -93,19 +108,24 @@ def main() -> None:
     runs = {}
     for backend in args.backends:
         for devices in args.devices:
-            output = args.work / f"{backend}-{devices.replace(',', '+')}.npy"
-            for stale in args.work.glob(output.name + "*"):
-                stale.unlink()
-            runs[f"{backend} {devices}"] = run_child(args, backend, devices, output)
+            for threads in args.threads:
+                name = f"{backend} {devices}" + (f" threads={threads}" if threads else "")
+                if backend != "torch" and "," in devices:
+                    runs[name] = {"not_run": "several devices shard torch models only"}
+                    continue
+                output = args.work / f"{backend}-{devices.replace(',', '+')}-{threads}.npy"
+                for stale in args.work.glob(output.name + "*"):
+                    stale.unlink()
+                runs[name] = run_child(args, backend, devices, output, threads)
     output = args.work / "killed.npy"
     for stale in args.work.glob(output.name + "*"):
         stale.unlink()
-    killed = run_child(args, args.backends[0], args.devices[0], output, kill_at_half=True)
+    killed = run_child(args, args.backends[0], args.devices[0], output, args.threads[0], kill_at_half=True)
     summary = {
         "model": args.model,
         "sentences": args.sentences,
         "chunk_rows": args.chunk_rows,
-        "threads": os.cpu_count(),
+        "cpu_count": os.cpu_count(),
         "runs": runs,
         "killed_at_half_and_resumed": killed,
     }

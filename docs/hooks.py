@@ -4,7 +4,8 @@ browser, an editor and the site, and cannot drift from the code.
 Between ``<!-- sentlab:NAME begin ... -->`` and ``<!-- sentlab:NAME end -->`` a page holds generated
 text: ``cli`` the command-line reference, read from each command module's parser
 (``sentlab.cli.COMMANDS``); ``presets`` the table of packaged presets (``sentlab.presets.list_presets``);
-``data`` the data sets (``sentlab.data.sources``).
+``data`` the data sets (``sentlab.data.sources``); ``hard_negatives`` the table of the hard-negative
+comparison, read from its record.
 
 A measured figure is read from the run that measured it: ``docs/figures.yaml`` names, for each figure,
 its record in ``benchmarks/records/`` (``benchmarks/record.py`` keeps a run there with its command,
@@ -249,6 +250,35 @@ def records_table(records: Path = RECORDS) -> str:
     return "\n".join(rows)
 
 
+NEGATIVES = {"in-batch": "in-batch only", "own-negatives": "the data's own", "mined": "mined (sentlab mine)"}
+
+
+def hard_negatives_table(records: Path = RECORDS) -> str:
+    """The hard-negative comparison (record ``hard-negatives-minilm``): each training set and kind of
+    negative, its mean and sd over seeds on each task, and its margin over in-batch negatives only."""
+    result = record("hard-negatives-minilm", records)["result"]
+    tasks = {"sts_avg": "STS avg", "qqp-duplicates": "QQP retrieval MAP@100"}
+    head = "| trained on | negatives | rows | " + " | ".join(f"{t} | minus in-batch [95 %]" for t in tasks.values())
+    rows = [head + " |", "|---|---|---:|" + "---:|---|" * len(tasks)]
+    start = result["start"]
+    cells = [f"{start['sts_avg']:.2f}", f"{start['qqp-duplicates']['map@100']:.2f}"]
+    rows.append("| (start model) | | |" + "".join(f" {c} | |" for c in cells))
+    for name, dataset in result["datasets"].items():
+        compare = dataset["compare"]
+        for label, kind in NEGATIVES.items():
+            if label not in compare["scores"]:
+                continue
+            rows_trained = dataset["mining"]["triplets"] if label == "mined" else dataset["pairs"]
+            line = f"| {name} | {kind} | {rows_trained:,} |"
+            for task in tasks:
+                score = compare["scores"][label][task]
+                line += f" {score['mean']:.2f} (sd {score['sd']:.2f}) |"
+                d = compare["minus_baseline"].get(label, {}).get(task)
+                line += f" {d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}] |" if d else " |"
+            rows.append(line)
+    return "\n".join(rows)
+
+
 GENERATORS = {
     "cli": cli_reference,
     "presets": presets_table,
@@ -256,6 +286,7 @@ GENERATORS = {
     "records": records_table,
     "config": config_reference,
     "preset": preset_yaml,
+    "hard_negatives": hard_negatives_table,
 }
 
 

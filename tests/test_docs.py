@@ -239,3 +239,36 @@ def test_benchmarks_page_stays_a_short_reference():
     """
     size = len((ROOT / "docs" / "results.md").read_text(encoding="utf-8"))
     assert size <= 25_000, f"docs/results.md is {size:,} characters (at most 25,000)"
+
+
+def test_the_hard_negative_table_is_read_from_its_record(tmp_path):
+    """Each row's mean, sd and margin over in-batch negatives come from the record's comparison; a
+    kind of negative a training set lacks has no row."""
+    hooks = load_hooks()
+
+    def scores(mean):
+        return {"sts_avg": {"mean": mean, "sd": 0.25}, "qqp-duplicates": {"mean": mean / 2, "sd": 0.5}}
+
+    margin = {"difference": 1.5, "low": -0.25, "high": 3.0}
+    result = {
+        "start": {"sts_avg": 78.87, "qqp-duplicates": {"map@100": 40.0}},
+        "datasets": {
+            "qqp": {
+                "pairs": 3794,
+                "mining": {"triplets": 3793},
+                "compare": {
+                    "scores": {"mined": scores(80.0), "in-batch": scores(79.0)},
+                    "minus_baseline": {"mined": {"sts_avg": margin, "qqp-duplicates": margin}},
+                },
+            }
+        },
+    }
+    (tmp_path / "hard-negatives-minilm.json").write_text(json.dumps({"result": result}))
+    table = hooks.hard_negatives_table(records=tmp_path).splitlines()
+    assert table[2] == "| (start model) | | | 78.87 | | 40.00 | |"
+    assert table[3] == "| qqp | in-batch only | 3,794 | 79.00 (sd 0.25) | | 39.50 (sd 0.50) | |"
+    assert table[4] == (
+        "| qqp | mined (sentlab mine) | 3,793 | 80.00 (sd 0.25) | +1.50 [-0.25, +3.00] | 40.00 (sd 0.50) "
+        "| +1.50 [-0.25, +3.00] |"
+    )
+    assert len(table) == 5 and not any("the data's own" in row for row in table)

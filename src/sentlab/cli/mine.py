@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from sentlab.cli.common import load, model_args, positive_int
+from sentlab.paths import write_text_atomic
 
 
 def _columns(text: str) -> list[str] | dict[str, str]:
@@ -61,9 +62,10 @@ def cmd_mine(args: argparse.Namespace) -> int:
             f.write(json.dumps({k: row[k] for k in ("anchor", "positive", "negative")}, ensure_ascii=False) + "\n")
     partial.replace(out)
     report_path = out.with_suffix(".report.json")
-    report_path.write_text(json.dumps(report.to_dict(), indent=1) + "\n", encoding="utf-8")
+    write_text_atomic(report_path, json.dumps(report.to_dict(), indent=1) + "\n")  # written last: the run finished
     print(
-        f"{report.triplets:,} triplets for {report.anchors_with_a_negative:,} of {report.pairs:,} pairs written to "
+        f"{report.triplets:,} triplets for {report.pairs:,} pairs ({report.anchors_with_a_negative:,} distinct anchors "
+        f"with a negative) written to "
         f"{out} ({report.dropped_as_the_same_text} negatives dropped as the same text as the anchor or a positive; "
         f"{report_path})"
     )

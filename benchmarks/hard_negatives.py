@@ -6,20 +6,30 @@ duplicate-question retrieval. Prints one JSON object.
 
     python benchmarks/hard_negatives.py --output runs/hard-negatives --seeds 1 2 3
 
-Training data (``$SENTLAB_DATA``; the test splits are kept for scoring):
+Training data (``$SENTLAB_DATA``). A pair with a text that is also a scored text (STS's test sets,
+compared blind to case, spacing and punctuation) or a question of the QQP card is dropped and counted:
+Flickr8k's captions and SNLI's sentences recur in STS12-16 and STS-B.
 
-* ``qqp``: QQP dev's duplicate pairs whose questions are not in QQP test. Its non-duplicate pairs
-  share a question with a duplicate pair too rarely to give each anchor a negative, so QQP has no (b).
+* ``qqp``: QQP dev's duplicate pairs. Its non-duplicate pairs share a question with a duplicate pair
+  too rarely to give each anchor a negative, so QQP has no (b).
 * ``flickr8k``: two captions of one image, one pair per training image (Flickr_8k.trainImages). No (b).
 * ``snli``: SNLI dev's (premise, entailment, contradiction) triplets; (b) is the contradiction.
 
-Scoring: STS (the seven tasks' average) and the task card ``qqp-duplicates`` written here from QQP
+Every kind of negative trains on the same (anchor, positive) rows: those the mining found a negative
+for. Scoring: STS (the seven tasks' average) and the task card ``qqp-duplicates`` written here from QQP
 test: each duplicate pair's first question is a query, its duplicate the relevant document, among
 every other test question (queries' own texts left out of the corpus); MAP@100 is its headline.
-Settings shared by every run: batch 64, one epoch, learning rate 2e-5 with 10 % warm-up, length 64,
-fp32, ``train.no_duplicates`` (a text twice in a batch would be its own false negative), no dev
-selection (the final model is scored). Mining: ``sentlab mine`` defaults (one negative an anchor, the
-top candidate below NV-Retriever's relative margin 0.05, candidates: the pairs' positives).
+all-MiniLM-L6-v2 itself was trained on Quora duplicates, SNLI / MultiNLI and Flickr30k captions
+(its model card): the start model has seen these kinds of data, and the comparison is of fine-tuning
+it further, not of a model new to them. Settings shared by every run: batch 64, one epoch, learning
+rate 2e-5 with 10 % warm-up, length 64, fp32, ``train.no_duplicates`` (a text twice in a batch would
+be its own false negative), no dev selection (the final model is scored). Mining: ``sentlab mine``
+defaults (one negative a pair, the top candidate below NV-Retriever's relative margin 0.05,
+candidates: the pairs' positives), with the start model.
+
+Files already made are reused only when what they were made from is unchanged (the start model's
+scores per card content, the mined triplets per pairs file), and ``sentlab compare`` reuses a
+finished seed only for the same config, data and card files.
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ import json
 import os
 import random
 import sys
+from collections import Counter
 from pathlib import Path
 
 SETTINGS = {
@@ -58,24 +69,26 @@ def sentlab(argv: list[str]) -> None:
         raise SystemExit(f"sentlab {' '.join(argv)} exited with {code}")
 
 
-def utf8_lines(path: Path) -> tuple[list[str], int]:
-    """The file's lines; a line that is not UTF-8 (QQP's dump has a few) is left out and counted."""
+def utf8_lines(path: Path) -> tuple[list[tuple[int, str]], int]:
+    """(number, text) of the file's lines; a line that is not UTF-8 (QQP's dump has a few) is left out
+    and counted, as ``sentlab.data.relations.read_qqp(bad_bytes="skip")`` does."""
     lines, skipped = [], 0
-    for raw in path.read_bytes().split(b"\n"):
+    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
         try:
             line = raw.decode("utf-8").rstrip("\r")
         except UnicodeDecodeError:
             skipped += 1
             continue
         if line:
-            lines.append(line)
+            lines.append((number, line))
     return lines, skipped
 
 
-def qqp_rows(path: Path) -> tuple[list[tuple[str, str, str]], int]:
-    lines, skipped = utf8_lines(path)
-    rows = [tuple(f[:3]) for f in (line.split("\t") for line in lines) if len(f) >= 3 and f[1].strip() and f[2].strip()]
-    return rows, skipped
+def fields(path: Path, number: int, line: str, count: int) -> list[str]:
+    found = line.split("\t")
+    if len(found) < count or not all(f.strip() for f in found[:count]):
+        raise SystemExit(f"{path}:{number}: expected {count} non-empty tab-separated fields")
+    return found
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> None:
@@ -84,9 +97,16 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
+def read_jsonl(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
 def qqp_card(data: Path, folder: Path, queries: int, seed: int) -> tuple[Path, dict]:
     """The QQP test duplicate-retrieval card (BEIR layout) in ``folder``."""
-    rows, skipped = qqp_rows(data / "relations" / "qqp" / "test.tsv")
+    path = data / "relations" / "qqp" / "test.tsv"
+    lines, skipped = utf8_lines(path)
+    rows = [fields(path, number, line, 3)[:3] for number, line in lines]
     relevant: dict[str, set[str]] = {}
     for label, q1, q2 in rows:
         if label == "1" and q1 != q2:
@@ -114,23 +134,34 @@ def qqp_card(data: Path, folder: Path, queries: int, seed: int) -> tuple[Path, d
     return card, {"queries": len(query_rows), "corpus": len(texts), "relevant": len(qrels), "skipped_lines": skipped}
 
 
-def training_rows(name: str, data: Path, held_out: set[str], seed: int) -> tuple[list[dict], dict]:
+def scored_texts(data: Path, card: Path) -> set[str]:
+    """Every text a model is scored on (STS's test sets, the card's queries and corpus), compared
+    blind to case, spacing and punctuation."""
+    from sentlab.data.sts import STS_TASKS, load_sts_task
+    from sentlab.mining import same_text_key
+
+    texts = [json.loads(line)["text"] for name in ("corpus", "queries") for line in open(card.parent / f"{name}.jsonl", encoding="utf-8")]  # fmt: skip
+    for task in STS_TASKS:
+        pairs = load_sts_task(task, data)
+        texts += [*pairs.sentences1, *pairs.sentences2]
+    return {same_text_key(text) for text in texts}
+
+
+def training_rows(name: str, data: Path, seed: int) -> tuple[list[dict], dict]:
     """(anchor, positive[, negative]) rows of one training set, and what was read."""
     if name == "qqp":
-        rows, skipped = qqp_rows(data / "relations" / "qqp" / "dev.tsv")
-        pairs = [(q1, q2) for label, q1, q2 in rows if label == "1" and q1 != q2]
-        kept = [p for p in pairs if not held_out & set(p)]  # no test question is trained on
-        return [{"anchor": a, "positive": p} for a, p in kept], {
-            "duplicate_pairs": len(pairs),
-            "dropped_sharing_a_test_question": len(pairs) - len(kept),
-            "skipped_lines": skipped,
-        }
+        from sentlab.data.relations import read_qqp
+
+        duplicates, skipped = read_qqp(data / "relations" / "qqp" / "dev.tsv", bad_bytes="skip")
+        rows = [{"anchor": t.head, "positive": t.tail} for t in duplicates if t.head != t.tail]
+        return rows, {"duplicate_pairs": len(rows), "skipped_lines": skipped}
     if name == "flickr8k":
         folder = data / "relations" / "flickr8k"
-        images = set(utf8_lines(folder / "Flickr_8k.trainImages.txt")[0])
+        images = {line.strip() for _, line in utf8_lines(folder / "Flickr_8k.trainImages.txt")[0]}
         captions: dict[str, list[str]] = {}
-        for line in utf8_lines(folder / "Flickr8k.token.txt")[0]:
-            key, caption = line.split("\t", 1)
+        path = folder / "Flickr8k.token.txt"
+        for number, line in utf8_lines(path)[0]:
+            key, caption = fields(path, number, line, 2)[:2]
             image = key.split("#", 1)[0]
             if image in images:
                 captions.setdefault(image, []).append(caption.strip())
@@ -147,6 +178,19 @@ def training_rows(name: str, data: Path, held_out: set[str], seed: int) -> tuple
     return [{"anchor": a, "positive": p, "negative": n} for a, p, n in triplets], {"triplets": len(triplets)}
 
 
+def same_rows(rows: list[dict], mined: list[dict]) -> list[dict]:
+    """The rows whose (anchor, positive) the mining gave a negative, as often as it did."""
+    left = Counter((r["anchor"], r["positive"]) for r in mined)
+    kept = []
+    for row in rows:
+        if left[row["anchor"], row["positive"]] > 0:
+            left[row["anchor"], row["positive"]] -= 1
+            kept.append(row)
+    if len(kept) != len(mined):
+        raise SystemExit(f"{len(mined) - len(kept)} mined triplets have no pair of their own")
+    return kept
+
+
 def config(train: Path, columns: list[str], out: Path) -> Path:
     import yaml
 
@@ -160,17 +204,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--datasets", nargs="+", default=["qqp", "flickr8k", "snli"])
+    parser.add_argument(
+        "--datasets", nargs="+", choices=("qqp", "flickr8k", "snli"), default=["qqp", "flickr8k", "snli"]
+    )
     parser.add_argument("--queries", type=int, default=2000, help="QQP test queries of the retrieval card")
     args = parser.parse_args()
+
+    from sentlab.cache import file_sha256
+    from sentlab.mining import same_text_key
 
     data = Path(os.environ.get("SENTLAB_DATA", "../shared/data"))
     out = args.output.resolve()
     card, card_counts = qqp_card(data, out / "qqp-duplicates", args.queries, seed=0)
-    held_out = {
-        json.loads(line)["text"] for name in ("corpus", "queries") for line in open(card.parent / f"{name}.jsonl")
-    }
-    start = out / "start.json"
+    held_out = scored_texts(data, card)
+    card_sha = file_sha256(card.parent / "corpus.jsonl")[:12] + file_sha256(card.parent / "queries.jsonl")[:12]
+    start = out / f"start-{card_sha}-{file_sha256(card.parent / 'qrels.tsv')[:12]}.json"  # per card content
     if not start.is_file():
         sentlab(["eval", "--model", "minilm", "--tasks", "sts", "--task-card", str(card), "--items", "--quiet",
                  "--output", str(start)])  # fmt: skip
@@ -188,16 +236,24 @@ def main() -> None:
     for name in args.datasets:
         folder = out / name
         folder.mkdir(parents=True, exist_ok=True)
-        rows, read = training_rows(name, data, held_out, seed=0)
-        write_jsonl(folder / "pairs.jsonl", [{"anchor": r["anchor"], "positive": r["positive"]} for r in rows])
-        configs = {"in-batch": config(folder / "pairs.jsonl", ["anchor", "positive"], folder / "in-batch.yaml")}
-        if "negative" in rows[0]:
-            write_jsonl(folder / "own.jsonl", rows)
+        rows, read = training_rows(name, data, seed=0)
+        kept = [r for r in rows if not any(same_text_key(text) in held_out for text in r.values())]
+        read["dropped_sharing_a_scored_text"] = len(rows) - len(kept)
+        pairs = folder / "pairs.jsonl"
+        write_jsonl(pairs, [{"anchor": r["anchor"], "positive": r["positive"]} for r in kept])
+        mined, report, source = folder / "mined.jsonl", folder / "mined.report.json", folder / "mined.source.json"
+        made_from = {"pairs_sha256": file_sha256(pairs)}
+        if not (report.is_file() and source.is_file() and json.loads(source.read_text("utf-8")) == made_from):
+            source.unlink(missing_ok=True)
+            sentlab(["mine", "--model", "minilm", "--input", str(pairs), "--output", str(mined)])
+            source.write_text(json.dumps(made_from) + "\n", encoding="utf-8")
+        triplets = read_jsonl(mined)
+        same = same_rows(kept, triplets)  # every kind of negative: the rows the mining found a negative for
+        write_jsonl(folder / "in-batch.jsonl", [{"anchor": r["anchor"], "positive": r["positive"]} for r in same])
+        configs = {"in-batch": config(folder / "in-batch.jsonl", ["anchor", "positive"], folder / "in-batch.yaml")}
+        if "negative" in kept[0]:
+            write_jsonl(folder / "own.jsonl", same)
             configs["own-negatives"] = config(folder / "own.jsonl", ["anchor", "positive", "negative"], folder / "own-negatives.yaml")  # fmt: skip
-        mined = folder / "mined.jsonl"
-        report = mined.with_suffix(".report.json")  # written after the triplets: the mining finished
-        if not report.is_file():
-            sentlab(["mine", "--model", "minilm", "--input", str(folder / "pairs.jsonl"), "--output", str(mined)])
         configs["mined"] = config(mined, ["anchor", "positive", "negative"], folder / "mined.yaml")
         compared = [str(configs[k]) for k in ("mined", "own-negatives", "in-batch") if k in configs]
         cards = ["--task-card", str(card), "--sts"]
@@ -205,7 +261,8 @@ def main() -> None:
         sentlab(["compare", *compared, "--seeds", *seeds, *cards, "--output", str(folder / "runs"), "--quiet"])
         summary["datasets"][name] = {
             "read": read,
-            "pairs": len(rows),
+            "pairs": len(kept),
+            "rows_trained": len(same),
             "mining": json.loads(report.read_text("utf-8")),
             "compare": json.loads((folder / "runs" / "compare.json").read_text("utf-8")),
         }

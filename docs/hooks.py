@@ -268,8 +268,7 @@ def hard_negatives_table(records: Path = RECORDS) -> str:
         for label, kind in NEGATIVES.items():
             if label not in compare["scores"]:
                 continue
-            rows_trained = dataset["mining"]["triplets"] if label == "mined" else dataset["pairs"]
-            line = f"| {name} | {kind} | {rows_trained:,} |"
+            line = f"| {name} | {kind} | {dataset['rows_trained']:,} |"
             for task in tasks:
                 score = compare["scores"][label][task]
                 line += f" {score['mean']:.2f} (sd {score['sd']:.2f}) |"

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -78,9 +79,13 @@ def hub():
     server.shutdown()
 
 
-def push(args: list[str], endpoint: str, offline: bool = False, command: str = "push") -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_TOKEN")}
-    env |= {"HF_ENDPOINT": endpoint, "HF_TOKEN": "hf_standin", "HF_HUB_DISABLE_XET": "1", "NO_PROXY": "127.0.0.1"}
+def push(
+    args: list[str], endpoint: str, offline: bool = False, command: str = "push", token: str | None = "hf_standin"
+) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "HF_TOKEN", "HF_TOKEN_PATH")}
+    env |= {"HF_ENDPOINT": endpoint, "HF_HUB_DISABLE_XET": "1", "NO_PROXY": "127.0.0.1"}
+    # no token: a hub home of its own with no stored token either
+    env |= {"HF_TOKEN": token} if token else {"HF_HOME": tempfile.mkdtemp()}
     if offline:
         env["HF_HUB_OFFLINE"] = "1"
     return subprocess.run(
@@ -154,9 +159,18 @@ def test_train_pushes_the_kept_model_once_trained(tiny_backbone, corpus_file, tm
     assert "pushed" in done.stdout and "me/trained" in done.stdout
 
 
-@pytest.mark.parametrize("repo, offline, message", [("trained", False, "NAMESPACE/NAME"), ("me/x", True, "OFFLINE")])
+@pytest.mark.parametrize(
+    "args, offline, token, message",
+    [
+        (["--push-to-hub", "trained"], False, "hf_standin", "NAMESPACE/NAME"),
+        (["--push-to-hub", "me/a--b"], False, "hf_standin", "not a repository id the hub takes"),
+        (["--push-to-hub", "me/x"], True, "hf_standin", "OFFLINE"),
+        (["--push-to-hub", "me/x"], False, None, "no hub token"),
+        (["--private"], False, "hf_standin", "--private applies to --push-to-hub"),
+    ],
+)
 def test_a_push_that_cannot_happen_is_refused_before_training(
-    tiny_backbone, corpus_file, tmp_path, hub, repo, offline, message
+    tiny_backbone, corpus_file, tmp_path, hub, args, offline, token, message
 ):
     import yaml
 
@@ -164,6 +178,6 @@ def test_a_push_that_cannot_happen_is_refused_before_training(
     config.write_text(
         yaml.safe_dump(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2).model_dump())
     )
-    done = push([str(config), "--no-eval", "--push-to-hub", repo], hub, offline=offline, command="train")
+    done = push([str(config), "--no-eval", *args], hub, offline=offline, command="train", token=token)
     assert done.returncode != 0 and message in the_error(done.stderr)
     assert not (tmp_path / "run").exists() and StandInHub.calls == []  # nothing trained, nothing sent

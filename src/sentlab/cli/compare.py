@@ -54,10 +54,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
             sets += [f"data.data_dir={args.data_dir}"] if args.data_dir else []
             sets += ["train.progress_bar=false"] if args.quiet else []
             planned[(label, seed)] = load_config(config, sets)
-    cards = {card: load_task_card(card).name for card in args.task_card}
+    loaded = {card: load_task_card(card) for card in args.task_card}
+    cards = {card: task.name for card, task in loaded.items()}
     if len(set(cards.values())) != len(cards):
         raise ConfigError("two task cards share a name: their results would overwrite each other")
-    files = [c for c in [*args.configs, *args.task_card] if Path(c).is_file()]
+    named = [
+        str(t.path(f)) for t in loaded.values() for f in ("file", "test", "corpus", "queries", "qrels") if getattr(t, f)
+    ]
+    files = [c for c in [*args.configs, *args.task_card, *named] if Path(c).is_file()]  # the cards' data files too
     asked = {
         "configs": args.configs,
         "set": args.set,
@@ -143,7 +147,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--task-card", action="append", default=[], help="score on this card (repeatable; default: STS)")
     p.add_argument("--sts", action="store_true", help="score on STS as well as on the task cards")
     p.add_argument("--output", required=True, help="folder of the runs, their scores and compare.json")
-    set_arg(p, "a config value of both configs")
+    set_arg(p, "a config value of every config")
     data_dir_arg(p)
     quiet_arg(p)
     p.set_defaults(func=cmd_compare)

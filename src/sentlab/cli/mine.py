@@ -34,6 +34,7 @@ def cmd_mine(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.suffix != ".jsonl":
         raise DataError(f"{out}: the triplets are written as .jsonl")
+    out.with_suffix(".report.json").unlink(missing_ok=True)  # an earlier run's report never vouches for this one
     columns = column_roles(_columns(args.columns), ("anchor", "positive"), 2, "mining (pairs)")
     pairs = column_table(args.input, columns, ["anchor", "positive"])
     if len(pairs) == 0:

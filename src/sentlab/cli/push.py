@@ -27,12 +27,21 @@ def check_folder(folder: Path) -> None:
 def check_destination(repo_id: str) -> None:
     """A repository id the hub takes, and the hub reachable by setting, or a one-line error (asked
     before anything is trained or uploaded)."""
+    from huggingface_hub import get_token
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
     from sentlab.errors import ConfigError
 
     if repo_id.count("/") != 1 or not all(repo_id.split("/")):
         raise ConfigError(f"{repo_id!r}: a repository id is NAMESPACE/NAME")
+    try:
+        validate_repo_id(repo_id)  # the hub's own rule for names (characters, "--", "..", length)
+    except HFValidationError as err:
+        raise ConfigError(f"{repo_id!r}: not a repository id the hub takes ({str(err).splitlines()[0]})") from None
     if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
         raise ConfigError("HF_HUB_OFFLINE is set: pushing needs the hub (unset it for this command)")
+    if get_token() is None:
+        raise ConfigError("no hub token: set HF_TOKEN or run `hf auth login` before pushing")
 
 
 def push_folder(folder: Path, repo_id: str, private: bool = False, message: str = "model trained with sentlab") -> str:

@@ -17,6 +17,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     from sentlab.training.config import load_config
     from sentlab.training.engine import train
 
+    if args.private and not args.push_to_hub:
+        from sentlab.errors import ConfigError
+
+        raise ConfigError("--private applies to --push-to-hub REPO_ID; give both or neither")
     cfg = load_config(args.config, train_overrides(args))
     if args.push_to_hub:
         from sentlab.cli.push import check_destination

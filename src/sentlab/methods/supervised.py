@@ -52,7 +52,9 @@ class SupervisedSection(_Section):
     )
     format: Literal["table", "snli", "stsb"] = "table"
     split: str = Field("train", description="split of an snli folder / stsb file name")
-    scale: float = Field(20.0, gt=0, description="mnrl / cosent / angle: similarity scale")
+    scale: float | None = Field(
+        None, gt=0, description="mnrl / cosent / angle: similarity scale (unset: 20, sentence-transformers' default)"
+    )
     score_range: tuple[float, float] | None = Field(
         None,
         description="the scores' scale [low, high]: a score outside it is refused (stsb: [0, 5]; unset: the "
@@ -92,7 +94,7 @@ class Supervised(Method):
         scored = s.loss in SCORED_LOSSES
         if s.score_range is not None and not scored:
             raise ConfigError(f"supervised.score_range: supervised.loss {s.loss} reads no scores; remove it")
-        if s.loss == "cosine-mse" and "scale" in s.model_fields_set:
+        if s.loss == "cosine-mse" and s.scale is not None:
             raise ConfigError("supervised.scale: supervised.loss cosine-mse has no similarity scale; remove it")
         if data.columns and s.format != "table":
             raise ConfigError(f"data.columns: supervised.format {s.format} has its own columns; remove data.columns")
@@ -151,10 +153,11 @@ class Supervised(Method):
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         s = self.cfg.supervised
+        scale = 20.0 if s.scale is None else s.scale
         if s.loss == "mnrl":
-            return losses.MultipleNegativesRankingLoss(model, scale=s.scale)
+            return losses.MultipleNegativesRankingLoss(model, scale=scale)
         if s.loss == "cosent":
-            return losses.CoSENTLoss(model, scale=s.scale)
+            return losses.CoSENTLoss(model, scale=scale)
         if s.loss == "angle":
-            return losses.AnglELoss(model, scale=s.scale)
+            return losses.AnglELoss(model, scale=scale)
         return losses.CosineSimilarityLoss(model)

@@ -2,9 +2,11 @@
 one process and on several (sentence-transformers' multi-process pool), for each ``--backends``;
 then a run killed (SIGKILL) once half its chunks are written, and resumed. Each setting runs in a
 fresh process: sentences a second, seconds, peak resident memory (the process and its pool's
-children), the output's size, and the threads each process ran (``--threads N``: OMP_NUM_THREADS and
-torch's own count set to N in every process, the pool's included; 0: the libraries' default). Several
-devices shard torch models only: another backend with ``cpu,cpu`` is listed as not run. Prints one JSON
+children), the output's size, and the threads (``--threads N``: OMP_NUM_THREADS=N for the process and
+the pool's processes it starts, and torch's own count set to N in the main one; 0: the libraries'
+default; ``torch_threads`` is the main process's count read back). Several
+devices shard torch models only, and ``--threads`` sets torch's threads only: another backend with
+``cpu,cpu`` or a thread count is listed as not run (it uses its runtime's own thread count). Prints one JSON
 object.
 
     python benchmarks/encode_scale.py --model minilm --sentences 20000 --chunk-rows 2500 --devices cpu cpu,cpu
@@ -112,6 +114,9 @@ def main() -> None:
                 name = f"{backend} {devices}" + (f" threads={threads}" if threads else "")
                 if backend != "torch" and "," in devices:
                     runs[name] = {"not_run": "several devices shard torch models only"}
+                    continue
+                if backend != "torch" and threads:
+                    runs[name] = {"not_run": "--threads sets torch's threads; onnx / openvino keep their own"}
                     continue
                 output = args.work / f"{backend}-{devices.replace(',', '+')}-{threads}.npy"
                 for stale in args.work.glob(output.name + "*"):

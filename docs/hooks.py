@@ -255,20 +255,24 @@ NEGATIVES = {"in-batch": "in-batch only", "own-negatives": "the data's own", "mi
 
 def hard_negatives_table(records: Path = RECORDS) -> str:
     """The hard-negative comparison (record ``hard-negatives-minilm``): each training set and kind of
-    negative, its mean and sd over seeds on each task, and its margin over in-batch negatives only."""
+    negative, its pairs (those sharing no text with a scored set) and the rows trained (those the
+    mining gave a negative), its mean and sd over seeds on each task, and its margin over in-batch
+    negatives only."""
     result = record("hard-negatives-minilm", records)["result"]
     tasks = {"sts_avg": "STS avg", "qqp-duplicates": "QQP retrieval MAP@100"}
-    head = "| trained on | negatives | rows | " + " | ".join(f"{t} | minus in-batch [95 %]" for t in tasks.values())
-    rows = [head + " |", "|---|---|---:|" + "---:|---|" * len(tasks)]
+    head = "| trained on | negatives | pairs | rows | " + " | ".join(
+        f"{t} | minus in-batch [95 %]" for t in tasks.values()
+    )
+    rows = [head + " |", "|---|---|---:|---:|" + "---:|---|" * len(tasks)]
     start = result["start"]
     cells = [f"{start['sts_avg']:.2f}", f"{start['qqp-duplicates']['map@100']:.2f}"]
-    rows.append("| (start model) | | |" + "".join(f" {c} | |" for c in cells))
+    rows.append("| (start model) | | | |" + "".join(f" {c} | |" for c in cells))
     for name, dataset in result["datasets"].items():
         compare = dataset["compare"]
         for label, kind in NEGATIVES.items():
             if label not in compare["scores"]:
                 continue
-            line = f"| {name} | {kind} | {dataset['rows_trained']:,} |"
+            line = f"| {name} | {kind} | {dataset['pairs']:,} | {dataset['rows_trained']:,} |"
             for task in tasks:
                 score = compare["scores"][label][task]
                 line += f" {score['mean']:.2f} (sd {score['sd']:.2f}) |"

@@ -254,6 +254,7 @@ def test_the_hard_negative_table_is_read_from_its_record(tmp_path):
         "start": {"sts_avg": 78.87, "qqp-duplicates": {"map@100": 40.0}},
         "datasets": {
             "qqp": {
+                "pairs": 3794,
                 "rows_trained": 3793,
                 "compare": {
                     "scores": {"mined": scores(80.0), "in-batch": scores(79.0)},
@@ -264,10 +265,10 @@ def test_the_hard_negative_table_is_read_from_its_record(tmp_path):
     }
     (tmp_path / "hard-negatives-minilm.json").write_text(json.dumps({"result": result}))
     table = hooks.hard_negatives_table(records=tmp_path).splitlines()
-    assert table[2] == "| (start model) | | | 78.87 | | 40.00 | |"
-    assert table[3] == "| qqp | in-batch only | 3,793 | 79.00 (sd 0.25) | | 39.50 (sd 0.50) | |"
+    assert table[2] == "| (start model) | | | | 78.87 | | 40.00 | |"
+    assert table[3] == "| qqp | in-batch only | 3,794 | 3,793 | 79.00 (sd 0.25) | | 39.50 (sd 0.50) | |"
     assert table[4] == (
-        "| qqp | mined (sentlab mine) | 3,793 | 80.00 (sd 0.25) | +1.50 [-0.25, +3.00] | 40.00 (sd 0.50) "
+        "| qqp | mined (sentlab mine) | 3,794 | 3,793 | 80.00 (sd 0.25) | +1.50 [-0.25, +3.00] | 40.00 (sd 0.50) "
         "| +1.50 [-0.25, +3.00] |"
     )
     assert len(table) == 5 and not any("the data's own" in row for row in table)

@@ -56,6 +56,8 @@ class StandInHub(BaseHTTPRequestHandler):
         repo, action = f"{parts[3]}/{parts[4]}", parts[5]
         if repo not in self.repos:
             return self._reply({"error": "Repository not found"}, 404)
+        if "refused" in repo:  # a repository the token may not write to
+            return self._reply({"error": "You don't have the rights to create a model under this namespace"}, 403)
         if action == "preupload":
             files = json.loads(body)["files"]
             found = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False, "oid": None} for f in files]
@@ -181,3 +183,19 @@ def test_a_push_that_cannot_happen_is_refused_before_training(
     done = push([str(config), "--no-eval", *args], hub, offline=offline, command="train", token=token)
     assert done.returncode != 0 and message in the_error(done.stderr)
     assert not (tmp_path / "run").exists() and StandInHub.calls == []  # nothing trained, nothing sent
+
+
+def test_an_upload_that_fails_after_training_keeps_the_model_and_says_how_to_retry(
+    tiny_backbone, corpus_file, tmp_path, hub
+):
+    import yaml
+
+    config = tmp_path / "tiny.yaml"
+    config.write_text(
+        yaml.safe_dump(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2).model_dump())
+    )
+    done = push([str(config), "--no-eval", "--push-to-hub", "me/refused"], hub, command="train")
+    assert done.returncode != 0
+    error = the_error(done.stderr)
+    assert "the upload failed" in error and f"sentlab push {tmp_path / 'run' / 'model'} me/refused" in error
+    assert (tmp_path / "run" / "model" / "model.safetensors").is_file()

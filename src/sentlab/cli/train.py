@@ -30,8 +30,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     print_outcome(paths)
     if args.push_to_hub:
         from sentlab.cli.push import push_folder
+        from sentlab.errors import SentlabError
 
-        url = push_folder(paths.model, args.push_to_hub, args.private)
+        try:
+            url = push_folder(paths.model, args.push_to_hub, args.private)
+        except Exception as err:  # any failure of the upload (HTTP, network, rights): the model stays where it is
+            reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise SentlabError(
+                f"the upload failed ({reason}); the model is kept: sentlab push {paths.model} {args.push_to_hub}"
+            ) from None
         print(f"pushed {paths.model} to {args.push_to_hub}: {url}")
     return 0
 

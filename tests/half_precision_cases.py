@@ -183,9 +183,15 @@ def _supervised(kind: str, cfg: TrainConfig, backbone: Path) -> Built:
 
     model = tiny_encoder(backbone)
     if kind == "mnrl":
-        return losses.MultipleNegativesRankingLoss(model, scale=cfg.supervised.scale), columns_of(model, 3), None
+        return (
+            losses.MultipleNegativesRankingLoss(model, scale=cfg.supervised.similarity_scale),
+            columns_of(model, 3),
+            None,
+        )
     loss = (
-        losses.CoSENTLoss(model, scale=cfg.supervised.scale) if kind == "cosent" else losses.CosineSimilarityLoss(model)
+        losses.CoSENTLoss(model, scale=cfg.supervised.similarity_scale)
+        if kind == "cosent"
+        else losses.CosineSimilarityLoss(model)
     )
     return loss, columns_of(model, 2), torch.linspace(0, 1, BATCH, device=DEVICE)
 

@@ -61,6 +61,11 @@ class SupervisedSection(_Section):
         "data's lowest and highest score)",
     )
 
+    @property
+    def similarity_scale(self) -> float:
+        """``scale``, or sentence-transformers' default of 20 when unset."""
+        return 20.0 if self.scale is None else self.scale
+
     @field_validator("score_range")
     @classmethod
     def _ordered(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
@@ -153,7 +158,7 @@ class Supervised(Method):
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         s = self.cfg.supervised
-        scale = 20.0 if s.scale is None else s.scale
+        scale = s.similarity_scale
         if s.loss == "mnrl":
             return losses.MultipleNegativesRankingLoss(model, scale=scale)
         if s.loss == "cosent":

@@ -69,28 +69,6 @@ def sentlab(argv: list[str]) -> None:
         raise SystemExit(f"sentlab {' '.join(argv)} exited with {code}")
 
 
-def utf8_lines(path: Path) -> tuple[list[tuple[int, str]], int]:
-    """(number, text) of the file's lines; a line that is not UTF-8 (QQP's dump has a few) is left out
-    and counted, as ``sentlab.data.relations.read_qqp(bad_bytes="skip")`` does."""
-    lines, skipped = [], 0
-    for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
-        try:
-            line = raw.decode("utf-8").rstrip("\r")
-        except UnicodeDecodeError:
-            skipped += 1
-            continue
-        if line:
-            lines.append((number, line))
-    return lines, skipped
-
-
-def fields(path: Path, number: int, line: str, count: int) -> list[str]:
-    found = line.split("\t")
-    if len(found) < count or not all(f.strip() for f in found[:count]):
-        raise SystemExit(f"{path}:{number}: expected {count} non-empty tab-separated fields")
-    return found
-
-
 def write_jsonl(path: Path, rows: list[dict]) -> None:
     with path.open("w", encoding="utf-8") as f:
         for row in rows:
@@ -104,9 +82,11 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def qqp_card(data: Path, folder: Path, queries: int, seed: int) -> tuple[Path, dict]:
     """The QQP test duplicate-retrieval card (BEIR layout) in ``folder``."""
+    from sentlab.data.relations import numbered_lines, tab_fields
+
     path = data / "relations" / "qqp" / "test.tsv"
-    lines, skipped = utf8_lines(path)
-    rows = [fields(path, number, line, 3)[:3] for number, line in lines]
+    lines, skipped = numbered_lines(path, bad_bytes="skip")  # QQP's dump has a few lines that are not UTF-8
+    rows = [tab_fields(path, number, line, 3)[:3] for number, line in lines]
     relevant: dict[str, set[str]] = {}
     for label, q1, q2 in rows:
         if label == "1" and q1 != q2:
@@ -156,12 +136,14 @@ def training_rows(name: str, data: Path, seed: int) -> tuple[list[dict], dict]:
         rows = [{"anchor": t.head, "positive": t.tail} for t in duplicates if t.head != t.tail]
         return rows, {"duplicate_pairs": len(rows), "skipped_lines": skipped}
     if name == "flickr8k":
+        from sentlab.data.relations import numbered_lines, tab_fields
+
         folder = data / "relations" / "flickr8k"
-        images = {line.strip() for _, line in utf8_lines(folder / "Flickr_8k.trainImages.txt")[0]}
+        images = {line.strip() for _, line in numbered_lines(folder / "Flickr_8k.trainImages.txt")[0]}
         captions: dict[str, list[str]] = {}
         path = folder / "Flickr8k.token.txt"
-        for number, line in utf8_lines(path)[0]:
-            key, caption = fields(path, number, line, 2)[:2]
+        for number, line in numbered_lines(path)[0]:
+            key, caption = tab_fields(path, number, line, 2)[:2]
             image = key.split("#", 1)[0]
             if image in images:
                 captions.setdefault(image, []).append(caption.strip())
@@ -270,4 +252,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from sentlab.errors import SentlabError
+
+    try:
+        main()
+    except SentlabError as err:  # bad data: one line and a non-zero exit
+        raise SystemExit(f"hard_negatives: {err}") from None

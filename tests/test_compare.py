@@ -84,3 +84,24 @@ def test_repeated_or_single_seeds_and_a_single_config_are_refused(tiny_backbone,
     for seeds in (["1", "1"], ["1"]):
         assert main(["compare", first, second, "--seeds", *seeds, "--output", str(tmp_path / "cmp")]) != 0
         assert "two or more different seeds" in the_error(capsys.readouterr().err)
+
+
+def test_a_card_whose_data_is_missing_is_refused_before_any_training(tiny_backbone, corpus_file, tmp_path, capsys):
+    first, _, baseline = configs(tiny_backbone, corpus_file, tmp_path)
+    card = tmp_path / "gone.yaml"
+    card.write_text("name: gone\nkind: retrieval\ncorpus: corpus.jsonl\nqueries: queries.jsonl\nqrels: qrels.tsv\n")
+    argv = [
+        "compare",
+        first,
+        baseline,
+        "--seeds",
+        "1",
+        "2",
+        "--task-card",
+        str(card),
+        "--output",
+        str(tmp_path / "cmp"),
+    ]
+    assert main(argv) != 0
+    assert "task card data not found" in the_error(capsys.readouterr().err)
+    assert not (tmp_path / "cmp").exists()  # nothing trained

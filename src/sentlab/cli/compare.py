@@ -37,6 +37,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from sentlab.training.engine import train
     from sentlab.training.run_folder import RunPaths, run_fingerprint
 
+    score_sts = args.sts or not args.task_card  # STS: asked for, or the default without a card
+
     labels = [_label(c) for c in args.configs]
     if len(labels) < 2:
         raise ConfigError("give two or more configs: each is compared with the last")
@@ -58,10 +60,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     cards = {card: task.name for card, task in loaded.items()}
     if len(set(cards.values())) != len(cards):
         raise ConfigError("two task cards share a name: their results would overwrite each other")
-    named = [
-        str(t.path(f)) for t in loaded.values() for f in ("file", "test", "corpus", "queries", "qrels") if getattr(t, f)
-    ]
-    files = [c for c in [*args.configs, *args.task_card, *named] if Path(c).is_file()]  # the cards' data files too
+    named = [path for task in loaded.values() for path in task.files()]
+    missing = [str(path) for path in named if not path.is_file()]
+    if missing:  # found now, not after the training
+        raise ConfigError(f"task card data not found: {', '.join(missing)}")
+    files = [c for c in [*args.configs, *args.task_card, *map(str, named)] if Path(c).is_file()]
     asked = {
         "configs": args.configs,
         "set": args.set,
@@ -87,13 +90,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         scores = paths.root / "scores.json"
         if not scores.is_file():
             scoring = [x for card in args.task_card for x in ("--task-card", card)]
-            scoring += ["--tasks", "sts"] if args.sts or not args.task_card else []
+            scoring += ["--tasks", "sts"] if score_sts else []
             data_dir = args.data_dir or cfg.data.data_dir
             scoring += ["--data-dir", data_dir] if data_dir else []
             with contextlib.redirect_stdout(sys.stderr):  # stdout holds the comparison
                 _evaluate(["--model", str(paths.model), "--items", "--output", str(scores), *scoring])
         results[label].append(json.loads(scores.read_text("utf-8")))
-    headlines = (["sts_avg"] if args.sts or not cards else []) + list(cards.values())
+    headlines = (["sts_avg"] if score_sts else []) + list(cards.values())
     *others, baseline = labels
     differences = {
         label: {

@@ -58,7 +58,7 @@ class Triple:
     negative: str | None = None  # an in-relation hard negative tail (entailment: the contradiction)
 
 
-def _lines(path: str | Path, bad_bytes: str = "error") -> tuple[list[tuple[int, str]], int]:
+def numbered_lines(path: str | Path, bad_bytes: str = "error") -> tuple[list[tuple[int, str]], int]:
     """(line number, text) of each line; lines with bytes that are not UTF-8 are an error or skipped."""
     path = Path(path)
     if not path.is_file():
@@ -80,7 +80,7 @@ def _lines(path: str | Path, bad_bytes: str = "error") -> tuple[list[tuple[int, 
     return out, skipped
 
 
-def _fields(path: Path, number: int, line: str, count: int) -> list[str]:
+def tab_fields(path: Path, number: int, line: str, count: int) -> list[str]:
     fields = line.split("\t")
     if len(fields) < count:
         raise DataError(f"{path}:{number}: expected {count} tab-separated fields, got {len(fields)}")
@@ -96,7 +96,7 @@ def read_entailment(source: str | Path, split: str = "train") -> list[Triple]:
         rows = read_snli_triplets(source, split)
     else:
         labelled = []
-        for number, line in _lines(source)[0]:
+        for number, line in numbered_lines(source)[0]:
             try:
                 record = json.loads(line)
                 labelled.append((record["sentence1"], record["sentence2"], record["gold_label"]))
@@ -110,7 +110,7 @@ def read_entailment(source: str | Path, split: str = "train") -> list[Triple]:
 
 def read_qqp(path: str | Path, bad_bytes: str = "error") -> tuple[list[Triple], int]:
     path = Path(path)
-    lines, skipped = _lines(path, bad_bytes)
+    lines, skipped = numbered_lines(path, bad_bytes)
     triples = []
     header = lines[0][1].split("\t") if lines else []
     if "is_duplicate" in header:
@@ -120,7 +120,7 @@ def read_qqp(path: str | Path, bad_bytes: str = "error") -> tuple[list[Triple], 
         label, q1, q2 = 0, 1, 2
         body = lines
     for number, line in body:
-        fields = _fields(path, number, line, max(q1, q2, label) + 1)
+        fields = tab_fields(path, number, line, max(q1, q2, label) + 1)
         if fields[label].strip() not in ("0", "1"):
             raise DataError(f"{path}:{number}: label must be 0 or 1, got {fields[label]!r}")
         if fields[label].strip() == "1":
@@ -130,17 +130,19 @@ def read_qqp(path: str | Path, bad_bytes: str = "error") -> tuple[list[Triple], 
 
 def read_paranmt(path: str | Path) -> list[Triple]:
     path = Path(path)
-    return [Triple(f[0], "paraphrase", f[1]) for n, line in _lines(path)[0] for f in [_fields(path, n, line, 2)]]
+    return [
+        Triple(f[0], "paraphrase", f[1]) for n, line in numbered_lines(path)[0] for f in [tab_fields(path, n, line, 2)]
+    ]
 
 
 def read_captions(token_file: str | Path, images_file: str | Path | None = None) -> list[Triple]:
     token_file = Path(token_file)
     keep = None
     if images_file is not None:
-        keep = {line.strip() for _, line in _lines(images_file)[0] if line.strip()}
+        keep = {line.strip() for _, line in numbered_lines(images_file)[0] if line.strip()}
     by_image: dict[str, list[str]] = {}
-    for number, line in _lines(token_file)[0]:
-        key, caption = _fields(token_file, number, line, 2)[:2]
+    for number, line in numbered_lines(token_file)[0]:
+        key, caption = tab_fields(token_file, number, line, 2)[:2]
         image = key.split("#", 1)[0]
         if keep is None or image in keep:
             by_image.setdefault(image, []).append(caption.strip())
@@ -149,7 +151,7 @@ def read_captions(token_file: str | Path, images_file: str | Path | None = None)
 
 def read_qnli(path: str | Path) -> list[Triple]:
     path = Path(path)
-    lines = _lines(path)[0]
+    lines = numbered_lines(path)[0]
     if not lines:
         raise DataError(f"{path}: file is empty")
     header = lines[0][1].split("\t")
@@ -159,7 +161,7 @@ def read_qnli(path: str | Path) -> list[Triple]:
     return [
         Triple(f[q], "qa_entailment", f[s])
         for n, line in lines[1:]
-        for f in [_fields(path, n, line, len(header))]
+        for f in [tab_fields(path, n, line, len(header))]
         if f[y].strip() == "entailment"
     ]
 
@@ -173,7 +175,7 @@ def read_same_sent(path: str | Path) -> list[Triple]:
 def read_rse_json(path: str | Path) -> list[Triple]:
     """RSE's released data: ``{"sentence1", "sentence2", "label"}`` objects, the label a relation name."""
     path = Path(path)
-    lines = _lines(path)[0]
+    lines = numbered_lines(path)[0]
     text = "\n".join(line for _, line in lines).strip()
     if text.startswith("["):
         try:

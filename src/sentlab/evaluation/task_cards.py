@@ -94,6 +94,10 @@ class TaskCard(BaseModel):
     )
     folder: Path = Field(Path("."), exclude=True)
 
+    def files(self) -> list[Path]:
+        """The data files the card names (``file``, ``test``, ``corpus``, ``queries``, ``qrels``)."""
+        return [self.path(name) for name in ("file", "test", "corpus", "queries", "qrels") if getattr(self, name)]
+
     def path(self, name: str) -> Path:
         value = getattr(self, name)
         if not value:

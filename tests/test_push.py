@@ -144,13 +144,17 @@ def test_pushing_while_offline_is_refused_in_one_line(tiny_backbone, tmp_path, h
     assert done.returncode != 0 and "HF_HUB_OFFLINE is set" in the_error(done.stderr)
 
 
-def test_train_pushes_the_kept_model_once_trained(tiny_backbone, corpus_file, tmp_path, hub):
+def tiny_yaml(backbone: Path, corpus: Path, tmp_path: Path) -> Path:
+    """A two-step training config of the tiny model, written as a YAML file (runs into tmp_path/run)."""
     import yaml
 
     config = tmp_path / "tiny.yaml"
-    config.write_text(
-        yaml.safe_dump(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2).model_dump())
-    )
+    config.write_text(yaml.safe_dump(tiny_config(backbone, corpus, tmp_path / "run", max_steps=2).model_dump()))
+    return config
+
+
+def test_train_pushes_the_kept_model_once_trained(tiny_backbone, corpus_file, tmp_path, hub):
+    config = tiny_yaml(tiny_backbone, corpus_file, tmp_path)
     done = push([str(config), "--no-eval", "--push-to-hub", "me/trained", "--quiet"], hub, command="train")
     assert done.returncode == 0, (StandInHub.calls, done.stderr[-2000:])
     model = tmp_path / "run" / "model"
@@ -174,12 +178,7 @@ def test_train_pushes_the_kept_model_once_trained(tiny_backbone, corpus_file, tm
 def test_a_push_that_cannot_happen_is_refused_before_training(
     tiny_backbone, corpus_file, tmp_path, hub, args, offline, token, message
 ):
-    import yaml
-
-    config = tmp_path / "tiny.yaml"
-    config.write_text(
-        yaml.safe_dump(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2).model_dump())
-    )
+    config = tiny_yaml(tiny_backbone, corpus_file, tmp_path)
     done = push([str(config), "--no-eval", *args], hub, offline=offline, command="train", token=token)
     assert done.returncode != 0 and message in the_error(done.stderr)
     assert not (tmp_path / "run").exists() and StandInHub.calls == []  # nothing trained, nothing sent
@@ -188,12 +187,7 @@ def test_a_push_that_cannot_happen_is_refused_before_training(
 def test_an_upload_that_fails_after_training_keeps_the_model_and_says_how_to_retry(
     tiny_backbone, corpus_file, tmp_path, hub
 ):
-    import yaml
-
-    config = tmp_path / "tiny.yaml"
-    config.write_text(
-        yaml.safe_dump(tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2).model_dump())
-    )
+    config = tiny_yaml(tiny_backbone, corpus_file, tmp_path)
     done = push([str(config), "--no-eval", "--push-to-hub", "me/refused"], hub, command="train")
     assert done.returncode != 0
     error = the_error(done.stderr)

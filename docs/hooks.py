@@ -148,6 +148,9 @@ def config_reference() -> str:
             n for n in ("data",) if config.model_fields[n].annotation is not TrainConfig.model_fields[n].annotation
         ]
         lines += [f"## `method: {method}`", ""]
+        if config.not_read:  # refused when set (TrainConfig.unread; a method may add keys its settings idle)
+            idle = "; ".join(f"`{key}` ({instead})" for key, instead in config.not_read.items())
+            lines += [f"Does not read, and refuses: {idle}.", ""]
         if not own and not overridden:
             lines += ["No section of its own.", ""]
             continue

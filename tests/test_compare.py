@@ -13,7 +13,7 @@ from tests.fake_data import write_sts
 
 
 def configs(tiny_backbone, corpus_file, tmp_path):
-    first = tiny_config(tiny_backbone, corpus_file, tmp_path / "unused", max_steps=2).model_dump()
+    first = tiny_config(tiny_backbone, corpus_file, tmp_path / "unused", max_steps=2).to_tree()
     second = json.loads(json.dumps(first))
     second["loss"]["temperature"] = 0.5  # "your own loss": SimCSE at another temperature
     third = json.loads(json.dumps(first))

@@ -4,6 +4,7 @@ finished chunks again, on one process or several."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -163,3 +164,45 @@ def test_several_processes_are_refused_for_an_exported_backend(tiny_backbone_no_
     ]
     assert main([*argv, "--backend", "onnx", "--devices", "cpu,cpu"]) != 0
     assert "--devices runs torch" in the_error(capsys.readouterr().err)
+
+
+def test_a_disk_without_room_is_one_line_before_anything_is_encoded(
+    tiny_backbone_no_dropout, texts, tmp_path, monkeypatch, capsys
+):
+    """The matrix is allocated before the first chunk: a disk without room for it is refused in one
+    line that says what it needs and what is free (it died of SIGBUS after the first chunk before)."""
+    import errno
+    import os
+    import shutil
+    from collections import namedtuple
+
+    from sentence_transformers import SentenceTransformer
+
+    def encode(*args, **kwargs):
+        raise AssertionError("a chunk was encoded")
+
+    real = {
+        "encode": SentenceTransformer.encode,
+        "posix_fallocate": os.posix_fallocate,
+        "disk_usage": shutil.disk_usage,
+    }
+    monkeypatch.setattr(SentenceTransformer, "encode", encode)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**9, 10**9 - 1000, 1000))
+    argv = ["encode", "--model", str(tiny_backbone_no_dropout), "--input", str(texts), "--output"]
+    assert main([*argv, str(tmp_path / "full.npy")]) != 0
+    error = the_error(capsys.readouterr().err)
+    assert re.search(rf"full.npy.partial: needs 0.03 MB at {re.escape(str(tmp_path))}, 0.00 MB free$", error), error
+    assert not list(tmp_path.glob("full.npy*"))  # no half-made matrix left behind
+
+    def no_room(fd, offset, length):  # the free-space figure was stale: the allocation itself fails
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 10**12))
+    monkeypatch.setattr(os, "posix_fallocate", no_room)
+    assert main([*argv, str(tmp_path / "full.npy")]) != 0
+    assert "needs" in the_error(capsys.readouterr().err)
+    for module, name in ((SentenceTransformer, "encode"), (os, "posix_fallocate"), (shutil, "disk_usage")):
+        monkeypatch.setattr(module, name, real[name])
+    assert main([*argv, str(tmp_path / "full.npy")]) == 0  # with room, it runs
+    assert np.load(tmp_path / "full.npy").shape[0] == 250

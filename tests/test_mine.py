@@ -58,15 +58,84 @@ def test_mined_negatives_keep_the_relative_margin_and_are_never_the_positives_te
     assert report.pairs == 10 and report.settings["relative_margin"] == 0.05
 
 
-def test_the_guard_drops_what_the_scores_let_through(tiny_backbone):
-    """Without a margin, the hardest candidate of an anchor is its positive spelt another way: mined,
-    then dropped by the guard and counted."""
+def test_the_guard_passes_over_a_near_copy_and_takes_the_next_candidate(tiny_backbone):
+    """Without a margin, the hardest candidate of each anchor is its positive spelt another way: the
+    guard passes over it before the negatives are chosen, so each pair still gets one, the best
+    candidate that is not a copy (checked against the ranking computed here by hand)."""
     pairs = Dataset.from_dict({"anchor": ["the dog runs", "a cat sleeps"], "positive": ["dog run", "cat sleep"]})
-    corpus = ["Dog run!", "CAT SLEEP.", "the sea", "a tree"]
+    corpus = ["Dog run!", "CAT SLEEP.", "the sea", "a tree", "the red car", "a big house"]
     model = build_encoder(str(tiny_backbone), "mean")
     triplets, report = mine(pairs, model, corpus=corpus, num_negatives=1, relative_margin=None)
-    assert report.dropped_as_the_same_text >= 1
-    assert all(same_text_key(n) not in ("dog run", "cat sleep") for n in triplets["negative"])
+    assert report.same_text_passed_over >= 1 and report.short_for_the_same_text == 0
+    assert len(triplets) == 2  # no pair lost its negative to the guard
+    candidates = list(dict.fromkeys(corpus + list(pairs["positive"])))
+    embedded = model.encode(candidates, normalize_embeddings=True)
+    for row in triplets:
+        anchor = model.encode([row["anchor"]], normalize_embeddings=True)[0]
+        copies = {same_text_key(row["anchor"]), same_text_key(row["positive"])}
+        ranked = [candidates[i] for i in np.argsort(-(embedded @ anchor), kind="stable")]
+        expected = next(c for c in ranked if same_text_key(c) not in copies)
+        assert row["negative"] == expected, (row, ranked)
+
+
+@pytest.mark.parametrize(
+    "first, second, same",
+    [
+        ("What is C++?", "What is C#?", False),
+        ("It costs $100.", "It costs 100%.", False),
+        ("AT&T is big", "AT T is big", False),
+        ("किताब", "कताब", False),  # a Devanagari vowel sign is part of the word
+        ("मैं घर जा रहा हूँ", "मै घर जा रहा हू", False),
+        ("كَتَبَ الوَلَدُ", "كتب الولد", True),  # Arabic harakat are optional
+        ("שָׁלוֹם", "שלום", True),  # so are Hebrew points
+        ("Hello, World!", "hello   world", True),
+        ("ＡＢＣ １２３", "abc 123", True),  # full width (NFKC)
+        ("cafe\u0301", "café", True),  # composed and decomposed
+        ("“Quoted” (text)", '"quoted" text', True),
+    ],
+)
+def test_same_text_key_is_unicode_aware(first, second, same):
+    assert (same_text_key(first) == same_text_key(second)) is same
+
+
+def test_random_sampling_is_seeded_and_recorded(tiny_backbone):
+    pairs = Dataset.from_dict({"anchor": [a for a, _ in PAIRS], "positive": [p for _, p in PAIRS]})
+    model = build_encoder(str(tiny_backbone), "mean")
+    runs = [
+        mine(pairs, model, corpus=DISTRACTORS, sampling="random", seed=seed, relative_margin=None, range_max=8)
+        for seed in (3, 3, 4)
+    ]
+    assert runs[0][0]["negative"] == runs[1][0]["negative"] != runs[2][0]["negative"]
+    assert runs[0][1].settings["seed"] == 3 and runs[0][1].settings["sampling_strategy"] == "random"
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--range-min", "20", "--range-max", "5"], "the range holds 0 candidates, fewer than --num-negatives 1"),
+        (["--range-min", "-1"], "--range-min -1: must not be negative"),
+        (["--relative-margin", "1.5"], "must be in \\[0, 1\\) \\(none turns it off\\)"),
+        (["--max-score", "nan"], "--max-score nan: must be a finite number"),
+        (["--query-prompt-name", "title"], "--query-prompt-name title: the model has no such prompt"),
+    ],
+)
+def test_bad_mining_options_are_one_line(tiny_backbone, tmp_path, capsys, options, message):
+    import re
+
+    source = tmp_path / "pairs.tsv"
+    source.write_text("anchor\tpositive\nthe dog\ta dog\nthe cat\ta cat\n", encoding="utf-8")
+    argv = ["mine", "--model", str(tiny_backbone), "--input", str(source), "--output", str(tmp_path / "t.jsonl")]
+    assert main([*argv, *options]) != 0
+    assert re.search(message, the_error(capsys.readouterr().err))
+
+
+def test_the_relative_margin_turns_off(tiny_backbone, tmp_path):
+    source = tmp_path / "pairs.tsv"
+    source.write_text("anchor\tpositive\nthe dog\ta dog\nthe cat\ta cat\nthe car\ta red car\n", encoding="utf-8")
+    out = tmp_path / "t.jsonl"
+    argv = ["mine", "--model", str(tiny_backbone), "--input", str(source), "--output", str(out), "--quiet"]
+    assert main([*argv, "--relative-margin", "none"]) == 0
+    assert json.loads(out.with_suffix(".report.json").read_text())["settings"]["relative_margin"] is None
 
 
 def test_the_command_writes_triplets_the_supervised_method_reads(tiny_backbone, corpus_file, tmp_path, capsys):
@@ -86,8 +155,14 @@ def test_the_command_writes_triplets_the_supervised_method_reads(tiny_backbone, 
     from sentlab.training import engine
     from tests.methods.test_baselines import method_config
 
-    cfg = method_config("supervised", tiny_backbone, out, tmp_path / "run", section={"supervised": {"loss": "mnrl"}})
-    cfg.data.columns = ["anchor", "positive", "negative"]
+    cfg = method_config(
+        "supervised",
+        tiny_backbone,
+        out,
+        tmp_path / "run",
+        section={"supervised": {"loss": "mnrl"}},
+        data={"columns": ["anchor", "positive", "negative"]},
+    )
     assert len(Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()) == len(rows)
 
 

@@ -112,6 +112,8 @@ def test_a_saved_folder_is_pushed_whole_and_its_card_names_the_repository(tiny_b
     assert b"sentence_transformers_model_id" in local["README.md"]  # the folder's own card is left as it was
     assert StandInHub.private["me/my-model"]
     assert b'SentenceTransformer("me/my-model")' in uploaded["README.md"]  # not the placeholder id
+    commits = [call for call in StandInHub.calls if "/commit/" in call]
+    assert len(commits) == 1  # weights and card in one commit: a failure cannot leave weights without a card
     assert "pushed" in done.stdout and "me/my-model" in done.stdout
 
 
@@ -149,7 +151,7 @@ def tiny_yaml(backbone: Path, corpus: Path, tmp_path: Path) -> Path:
     import yaml
 
     config = tmp_path / "tiny.yaml"
-    config.write_text(yaml.safe_dump(tiny_config(backbone, corpus, tmp_path / "run", max_steps=2).model_dump()))
+    config.write_text(yaml.safe_dump(tiny_config(backbone, corpus, tmp_path / "run", max_steps=2).to_tree()))
     return config
 
 
@@ -187,9 +189,16 @@ def test_a_push_that_cannot_happen_is_refused_before_training(
 def test_an_upload_that_fails_after_training_keeps_the_model_and_says_how_to_retry(
     tiny_backbone, corpus_file, tmp_path, hub
 ):
-    config = tiny_yaml(tiny_backbone, corpus_file, tmp_path)
-    done = push([str(config), "--no-eval", "--push-to-hub", "me/refused"], hub, command="train")
+    import shlex
+
+    spaced = tmp_path / "my runs"
+    spaced.mkdir()
+    config = tiny_yaml(tiny_backbone, corpus_file, spaced)
+    done = push([str(config), "--no-eval", "--push-to-hub", "me/refused", "--private"], hub, command="train")
     assert done.returncode != 0
     error = the_error(done.stderr)
-    assert "the upload failed" in error and f"sentlab push {tmp_path / 'run' / 'model'} me/refused" in error
-    assert (tmp_path / "run" / "model" / "model.safetensors").is_file()
+    retry = error.split("the model is kept: ", 1)[1]
+    assert "the upload failed" in error
+    # the retry runs as printed: the path quoted, and --private kept (a retry that creates it keeps it private)
+    assert shlex.split(retry) == ["sentlab", "push", str(spaced / "run" / "model"), "me/refused", "--private"]
+    assert (spaced / "run" / "model" / "model.safetensors").is_file()

@@ -103,13 +103,67 @@ def run(command: list[str], timeout: float, env: dict | None = None, cwd: Path =
     return record
 
 
+# --tiny: how much of each data file the tiny copy keeps (every family scored on a few items a task)
+TINY_PAIRS, TINY_LINES, TINY_QUERIES, TINY_TITLES = 40, 400, 4, 40
+TINY_FOLDERS = ("senteval/downstream/STS", "senteval/downstream/SICK", "useb/data-eval/twitterpara")
+
+
+def first_lines(source: Path, target: Path, count: int, header: bool = False) -> None:
+    """The first ``count`` lines of ``source`` (after its header line when ``header``), bytes as they
+    are (line endings kept); line-aligned files (STS inputs and gold scores) stay aligned."""
+    with source.open("rb") as inp:
+        kept = [line for _, line in zip(range(count + header), inp)]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(b"".join(kept))
+
+
+def tiny_cqadupstack(source: Path, target: Path) -> None:
+    """USEB's CQADupStack archive cut to a few queries a forum, their relevant titles and a few more."""
+    import gzip
+
+    with gzip.open(source, "rt", encoding="utf-8") as inp:
+        forums = json.load(inp)
+    small = {}
+    for forum, data in forums.items():
+        queries = dict(list(data["queries"].items())[:TINY_QUERIES])
+        relevant = {q: data["relevant_docs"][q] for q in queries}
+        keep = {d for docs in relevant.values() for d in docs} | set(list(data["corpus"])[:TINY_TITLES])
+        corpus = {d: t for d, t in data["corpus"].items() if d in keep}
+        small[forum] = {"queries": queries, "corpus": corpus, "relevant_docs": relevant}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(target, "wt", encoding="utf-8") as out:
+        json.dump(small, out)
+
+
+def tiny_data(source: Path, work: Path) -> Path:
+    """``--tiny``'s data: the first lines of every STS, SICK and TwitterPara file, a few CQADupStack
+    queries a forum and the first Wikipedia lines of ``source`` (``$SENTLAB_DATA``), copied once into
+    the work folder, so that no tiny part touches a whole corpus or a whole task."""
+    target = work / "tiny-data"
+    if (target / ".complete").is_file():
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    for folder in TINY_FOLDERS:
+        for path in sorted((source / folder).rglob("*")):
+            if path.is_file():
+                header = path.parent.name == "SICK"
+                first_lines(path, target / path.relative_to(source), TINY_PAIRS, header=header)
+    wiki = "wikipedia/wiki_sentences.txt"
+    first_lines(source / wiki, target / wiki, TINY_LINES)
+    cqa = "useb/data-eval/cqadupstack"
+    for archive in (source / cqa).glob("cqadupstack_titles*.json.gz"):
+        tiny_cqadupstack(archive, target / cqa / archive.name)
+    (target / ".complete").touch()
+    return target
+
+
 def data_folder(bundle: Path, tiny: bool, work: Path) -> Path:
     """The bundle's data, unpacked once into the work folder (not into the bundle, which is carried);
-    in ``--tiny`` without a bundle, ``$SENTLAB_DATA``."""
+    in ``--tiny``, a tiny copy of it, or of ``$SENTLAB_DATA`` without a bundle (``tiny_data``)."""
     packed = bundle / "data"
+    if tiny and not packed.is_dir():
+        return tiny_data(Path(os.environ.get("SENTLAB_DATA", ROOT.parent / "shared" / "data")), work)
     if not packed.is_dir():
-        if tiny:
-            return Path(os.environ.get("SENTLAB_DATA", ROOT.parent / "shared" / "data"))
         raise RuntimeError(f"{packed}: no bundle data (build it with python scripts/gpu_bundle.py)")
     target = work / "data"
     done = target / ".complete"
@@ -121,7 +175,7 @@ def data_folder(bundle: Path, tiny: bool, work: Path) -> Path:
         with lzma.open(packed / "wiki_sentences.txt.xz", "rb") as inp:
             (target / "wikipedia" / "wiki_sentences.txt").write_bytes(inp.read())
         done.touch()
-    return target
+    return tiny_data(target, work) if tiny else target
 
 
 # -- the parts ------------------------------------------------------------------------------------------

@@ -62,7 +62,7 @@ def train(
     from sentlab.training.engine import train as train_run
 
     if isinstance(preset_or_config, TrainConfig):
-        tree = merge_sections(preset_or_config.model_dump(), overrides)
+        tree = merge_sections(preset_or_config.to_tree(), overrides)
         if data_dir is not None:
             tree.setdefault("data", {})["data_dir"] = str(data_dir)
         cfg = TrainConfig.model_validate(tree)

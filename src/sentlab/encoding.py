@@ -9,6 +9,8 @@ started again with the same model, text and settings encodes only the chunks not
 flight is encoded again), and anything else starts over. The finished matrix is renamed to ``OUT``
 with ``OUT.json`` beside it: what it holds (model setting, text sha256, rows, dimension) and how it
 was made (processes, seconds, sentences a second); a run asked for the same again does nothing.
+The matrix's bytes are allocated on disk before the first chunk is encoded, so a disk without room
+stops the run in one line ("needs N GB at FOLDER, M free") instead of a signal mid-write.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from sentence_transformers import SentenceTransformer
 from sentlab.data.tables import sentence_table, text_record
 from sentlab.errors import DataError
 from sentlab.evaluation.scoring import embedding_setting
-from sentlab.paths import write_text_atomic
+from sentlab.paths import reserve_file, write_text_atomic
 from sentlab.progress import bars, say
 
 FORMAT = 1
@@ -85,6 +87,13 @@ def encode_file(
         progress.unlink(missing_ok=True)  # before the new matrix: no record may describe its zeros
         out.parent.mkdir(parents=True, exist_ok=True)
         matrix = open_memmap(partial, mode="w+", dtype=np.float32, shape=shape)
+    try:  # the whole matrix on disk before the first chunk: a full disk is one line, not a SIGBUS
+        reserve_file(partial, partial.stat().st_size)
+    except DataError:
+        del matrix
+        if not done:
+            partial.unlink(missing_ok=True)
+        raise
     chunks = math.ceil(rows / chunk_rows)
     todo = [c for c in range(chunks) if c not in done]
     if done:

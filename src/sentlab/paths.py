@@ -54,3 +54,38 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
+
+
+def reserve_file(path: str | Path, size: int) -> None:
+    """Give the file ``path`` (already created, e.g. a sparse memory map) ``size`` bytes on disk now,
+    with ``posix_fallocate``: a disk without room is a one-line :class:`DataError` ("needs N GB at
+    FOLDER, M free") before anything is written, not a SIGBUS when a write into the map finds no
+    block. Bytes the file already holds on disk count (a resumed run). A file system that cannot
+    allocate ahead (``EOPNOTSUPP``) is checked against its free space only."""
+    import errno
+    import shutil
+
+    from sentlab.errors import DataError
+
+    path = Path(path)
+    held = path.stat().st_blocks * 512
+    free = shutil.disk_usage(path.parent).free
+
+    def amount(count: int) -> str:
+        return f"{count / 1e9:.2f} GB" if count >= 1e8 else f"{count / 1e6:.2f} MB"
+
+    def refused() -> DataError:
+        return DataError(f"{path}: needs {amount(size)} at {path.parent}, {amount(free)} free")
+
+    if size - held > free:
+        raise refused()
+    descriptor = os.open(path, os.O_RDWR)
+    try:
+        os.posix_fallocate(descriptor, 0, size)
+    except OSError as err:
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise refused() from None
+        if err.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+    finally:
+        os.close(descriptor)

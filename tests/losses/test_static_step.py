@@ -127,7 +127,7 @@ def test_a_packed_pretraining_run_compiles_each_network_once_whatever_the_masks(
     (tmp_path / "heldout.txt").write_text("\n".join(lines[:20]) + "\n", encoding="utf-8")
     corpus = tmp_path / "train.txt"
     corpus.write_text("\n".join(lines[20:] * 4) + "\n", encoding="utf-8")
-    tree = rawlm_config(corpus, tmp_path / "heldout.txt", tmp_path / "run", max_steps=3, compile=True).model_dump()
+    tree = rawlm_config(corpus, tmp_path / "heldout.txt", tmp_path / "run", max_steps=3, compile=True).to_tree()
     # no held-out evaluation: its no-grad forward is a graph of its own; this is the training step's
     tree["mlm"].update({"pack": True, "group_by_length": False, "heldout": None})
     cfg = TrainConfig.model_validate(tree)

@@ -17,11 +17,11 @@ from sentlab.training.config import TrainConfig
 from tests.training.test_engine import PROBE, train_until_killed
 
 
-def method_config(method, backbone, corpus, out, pooler="mean", section=None, **train):
+def method_config(method, backbone, corpus, out, pooler="mean", section=None, data=None, **train):
     tree = {
         "method": method,
         "model": {"name": str(backbone), "pooler": pooler, "max_seq_length": 16},
-        "data": {"train": str(corpus)},
+        "data": {"train": str(corpus), **(data or {})},
         "train": {
             "output_dir": str(out),
             "batch_size": 8,
@@ -220,9 +220,9 @@ def test_supervised_stage_and_pipeline_chain(tiny_backbone, corpus_file, tmp_pat
         tmp_path / "s2",
         "cls",
         max_steps=2,
-        section={"supervised": {"loss": "cosine-mse"}},
+        section={"supervised": {"loss": "cosine-mse", "score_range": [0, 5]}},
     )
-    tree = sup.model_dump()
+    tree = sup.to_tree()
     tree["data"]["columns"] = ["a", "b", "score"]
     tree["model"]["pooler"] = None
     import yaml

@@ -106,7 +106,7 @@ def test_a_raw_lm_pretrains_from_random_weights_and_saves_a_masked_lm_checkpoint
 def test_model_needs_a_name_or_random_init(corpus_file, tmp_path):
     from pydantic import ValidationError
 
-    tree = rawlm_config(corpus_file, corpus_file, tmp_path / "r").model_dump()
+    tree = rawlm_config(corpus_file, corpus_file, tmp_path / "r").to_tree()
     tree["model"]["name"] = "minilm"
     with pytest.raises(ValidationError, match="give model.name .* or model.random_init"):
         TrainConfig.model_validate(tree)
@@ -115,7 +115,7 @@ def test_model_needs_a_name_or_random_init(corpus_file, tmp_path):
 def test_heldout_lines_are_never_trained_on(corpus_file, tmp_path):
     from sentlab.methods import get_method
 
-    tree = rawlm_config(corpus_file, corpus_file, tmp_path / "r").model_dump()
+    tree = rawlm_config(corpus_file, corpus_file, tmp_path / "r").to_tree()
     tree["mlm"].update({"heldout": None, "heldout_lines": 10, "heldout_limit": 5})
     tree["data"]["limit"] = 50
     cfg = TrainConfig.model_validate(tree)
@@ -153,7 +153,7 @@ def test_a_packed_raw_lm_trains_on_full_length_blocks(corpus_file, tmp_path):
     (tmp_path / "heldout.txt").write_text("\n".join(lines[:20]) + "\n", encoding="utf-8")
     corpus = tmp_path / "train.txt"
     corpus.write_text("\n".join(lines[20:] * 4) + "\n", encoding="utf-8")
-    tree = rawlm_config(corpus, tmp_path / "heldout.txt", tmp_path / "run", max_steps=3, eval_steps=3).model_dump()
+    tree = rawlm_config(corpus, tmp_path / "heldout.txt", tmp_path / "run", max_steps=3, eval_steps=3).to_tree()
     tree["mlm"].update({"pack": True, "group_by_length": False})
     tree["model"]["max_seq_length"] = 16
     cfg = TrainConfig.model_validate(tree)
@@ -182,7 +182,7 @@ def test_a_packed_raw_lm_trains_on_full_length_blocks(corpus_file, tmp_path):
 def test_packing_and_length_grouping_are_refused_together(corpus_file, tmp_path):
     from pydantic import ValidationError
 
-    tree = rawlm_config(corpus_file, corpus_file, tmp_path / "r").model_dump()
+    tree = rawlm_config(corpus_file, corpus_file, tmp_path / "r").to_tree()
     tree["mlm"]["pack"] = True  # group_by_length is on in rawlm_config
     with pytest.raises(ValidationError, match="mlm.group_by_length has nothing to group"):
         TrainConfig.model_validate(tree)

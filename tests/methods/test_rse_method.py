@@ -69,7 +69,7 @@ def test_rse_trains_with_its_own_relation_lr_and_saves_a_loadable_folder(
 
 
 def test_rse_needs_sources_and_known_weight_names(tiny_backbone, corpus_file, qqp_file, tmp_path):
-    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "r").model_dump()
+    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "r").to_tree()
     tree["rse"]["weights"] = {"entailment": 1.0}
     cfg = TrainConfig.model_validate(tree)
     with pytest.raises(ConfigError, match="rse.weights names relations without data: entailment"):
@@ -86,7 +86,7 @@ def test_dev_selection_uses_the_relational_score_and_saves_the_selected_relation
 
     tree = rse_config(
         tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=6, eval_steps=2, learning_rate=5e-3
-    ).model_dump()
+    ).to_tree()
     tree["data"]["data_dir"] = str(data_dir)
     tree["eval"] = {"dev_task": "STS-B", "dev_limit": 60, "final_tasks": []}
     tree["rse"]["relation_lr"] = 0.5  # the vectors move a lot between checkpoints
@@ -122,7 +122,7 @@ def test_dev_selection_uses_the_relational_score_and_saves_the_selected_relation
 def test_all_above_merges_the_sources_into_plain_pairs_and_saves_a_plain_model(
     tiny_backbone, corpus_file, qqp_file, tmp_path
 ):
-    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2).model_dump()
+    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2).to_tree()
     tree["rse"]["merge_relations"] = True
     cfg = TrainConfig.model_validate(tree)
     trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "probe"))
@@ -144,7 +144,7 @@ def test_a_dev_task_card_is_scored_with_the_relational_mix(tiny_backbone, corpus
     (tmp_path / "dev.yaml").write_text(
         "name: mine\nkind: scored-pairs\nfile: dev.tsv\ncolumns: [s1, s2, score]\n", encoding="utf-8"
     )
-    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2).model_dump()
+    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2).to_tree()
     tree["eval"] = {"dev_task": str(tmp_path / "dev.yaml"), "final_tasks": []}
     trainer = engine.build_trainer(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / "probe"))
     from scipy.stats import spearmanr
@@ -169,7 +169,7 @@ def test_dev_direction_max_scores_dev_as_the_released_code(tiny_backbone, corpus
     code's STS-B dev scoring); forward (the default, the paper's) takes f(s1, s2, r)."""
     from scipy.stats import spearmanr
 
-    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2).model_dump()
+    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2).to_tree()
     tree["data"]["data_dir"] = str(data_dir)
     tree["eval"] = {"dev_task": "STS-B", "dev_limit": 80, "final_tasks": []}
     scores = {}

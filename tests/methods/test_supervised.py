@@ -28,9 +28,15 @@ def scored_jsonl(path, scores):
 
 
 def supervised(tmp_path, backbone, train, columns, **section):
-    cfg = method_config("supervised", backbone, train, tmp_path / "run", section={"supervised": section}, max_steps=2)
-    cfg.data.columns = columns
-    return cfg
+    return method_config(
+        "supervised",
+        backbone,
+        train,
+        tmp_path / "run",
+        section={"supervised": section},
+        data={"columns": columns} if columns else None,
+        max_steps=2,
+    )
 
 
 def test_scored_pairs_by_role_are_scaled_from_the_stated_range(tiny_backbone, tmp_path):
@@ -56,16 +62,49 @@ def test_a_score_outside_the_stated_range_is_refused_with_its_row(tiny_backbone,
         Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
 
 
-def test_an_unstated_range_is_read_from_the_data_and_said(tiny_backbone, tmp_path, capsys):
-    train = scored_jsonl(tmp_path / "pairs.jsonl", [2, 4, 3])
-    cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss="cosine-mse")
+def test_a_regression_needs_a_stated_scale_a_ranking_loss_reads_the_order(tiny_backbone, tmp_path, capsys):
+    train = scored_jsonl(tmp_path / "pairs.jsonl", [2, 4, 3])  # a 0-5 file whose scores span 2-4
+    with pytest.raises(ValueError, match="cosine-mse regresses the cosine .* state the scores' scale"):
+        supervised(tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss="cosine-mse")
+    stated = supervised(
+        tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss="cosine-mse", score_range=[0, 5]
+    )
+    np.testing.assert_allclose(
+        Supervised(stated, engine.RunPaths(tmp_path / "run")).train_dataset()["score"], [0.4, 0.8, 0.6]
+    )
+    cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss="cosent")
     rows = Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
-    np.testing.assert_allclose(rows["score"], [0.0, 1.0, 0.5])
-    assert "read from the data as [2, 4]" in capsys.readouterr().err
+    np.testing.assert_allclose(rows["score"], [0.0, 1.0, 0.5])  # the order kept, all CoSENT reads
+    assert "cosent reads only the scores' order; mapped from the data's [2, 4]" in capsys.readouterr().err
     flat = scored_jsonl(tmp_path / "flat.jsonl", [3, 3])
-    cfg = supervised(tmp_path, tiny_backbone, flat, ["question", "answer", "grade"], loss="cosine-mse")
+    cfg = supervised(tmp_path, tiny_backbone, flat, ["question", "answer", "grade"], loss="cosent")
     with pytest.raises(DataError, match="every score is 3"):
         Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+
+
+@pytest.mark.parametrize("bad", ["inf", "nan", "-Infinity", "1e400", "two"])
+def test_a_score_that_is_not_a_finite_number_is_refused_with_its_line(tiny_backbone, tmp_path, bad):
+    train = tmp_path / "pairs.tsv"
+    train.write_text(f"s1\ts2\tscore\na cat\ta dog\t1\nbirds fly\tfish swim\t{bad}\n", encoding="utf-8")
+    cfg = supervised(tmp_path, tiny_backbone, train, ["s1", "s2", "score"], loss="cosent", score_range=[0, 5])
+    with pytest.raises(DataError, match=rf"pairs.tsv:3: score column 'score': '{bad}' is not (a number|finite)"):
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+
+
+def test_a_column_of_numbers_is_never_read_as_a_text(tiny_backbone, tmp_path):
+    train = tmp_path / "pairs.tsv"
+    train.write_text("s1\ts2\tscore\na cat\ta dog\t0\nbirds fly\tfish swim\t2\n", encoding="utf-8")
+    # scored pairs named in order under the default loss (mnrl): the score is not a negative text
+    cfg = supervised(tmp_path, tiny_backbone, train, ["s1", "s2", "score"])
+    with pytest.raises(DataError, match=r"column 'score' \(negative\) holds numbers, not texts: .*cosine-mse, cosent"):
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+    cfg = supervised(tmp_path, tiny_backbone, train, {"text1": "s1", "text2": "s2", "score": "score"})
+    with pytest.raises(ConfigError, match="are scored pairs; supervised.loss mnrl reads"):
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+    texts = tmp_path / "triplets.tsv"  # the same shape with a text third column trains as triplets
+    texts.write_text("a\tp\tn\na cat\ta dog\tthe car\nbirds fly\tfish swim\t42 days\n", encoding="utf-8")
+    rows = Supervised(supervised(tmp_path, tiny_backbone, texts, ["a", "p", "n"]), engine.RunPaths(tmp_path / "run"))
+    assert rows.train_dataset()["negative"] == ["the car", "42 days"]
 
 
 @pytest.mark.parametrize(
@@ -97,7 +136,7 @@ def test_each_loss_name_is_sentence_transformers_loss(tiny_backbone, tmp_path):
         "angle": losses.AnglELoss,
     }
     for name, cls in expected.items():
-        stated = {} if name == "cosine-mse" else {"scale": 7.0}
+        stated = {"score_range": [0, 5]} if name == "cosine-mse" else {"scale": 7.0}
         cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss=name, **stated)
         method = Supervised(cfg, engine.RunPaths(tmp_path / "run"))
         loss = method.loss(method.build_model())
@@ -160,18 +199,20 @@ def test_settings_that_would_do_nothing_are_refused(tiny_backbone, tmp_path):
     from types import SimpleNamespace
 
     train = scored_jsonl(tmp_path / "pairs.jsonl", [1, 2])
-    cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer"], loss="mnrl", score_range=[0, 5])
-    with pytest.raises(ConfigError, match="reads no scores"):
-        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
-    cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss="cosine-mse", scale=30)
-    with pytest.raises(ConfigError, match="cosine-mse has no similarity scale"):
-        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
-    cfg.supervised = type(cfg.supervised)(loss="cosine-mse")  # the scale unstated is not refused,
-    cfg = type(cfg).model_validate(cfg.model_dump())  # not even once dumped and read back (as sentlab.train does)
+    scored = ["question", "answer", "grade"]
+    for columns, section, message in [
+        (["question", "answer"], {"loss": "mnrl", "score_range": [0, 5]}, "supervised.score_range: .* reads no scores"),
+        (scored, {"loss": "cosine-mse", "score_range": [0, 5], "scale": 30}, "supervised.scale: .* has no similarity"),
+        (scored, {"loss": "cosent", "format": "stsb"}, "data.columns: .* supervised.format stsb has its own columns"),
+        ([], {"loss": "cosent", "format": "stsb", "split": "dev"}, "supervised.split: .* sts-<split>.csv"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            supervised(tmp_path, tiny_backbone, train, columns, **section)
+    stated = {"loss": "cosine-mse", "score_range": [0, 5]}
+    cfg = supervised(tmp_path, tiny_backbone, train, scored, **stated)  # dumped and read back (as sentlab.train does)
+    cfg = type(cfg).model_validate(cfg.to_tree())
     assert len(Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()) == 2
-    cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss="cosent", format="stsb")
-    with pytest.raises(ConfigError, match="has its own columns"):
-        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+    cfg = supervised(tmp_path, tiny_backbone, train, [], loss="cosent", format="stsb")
     cfg.train.no_duplicates = True  # a method whose rows are drawn as they are read (RSE's negatives)
     drawn = SimpleNamespace(in_batch_negatives=True, rows_drawn_on_read=True, training_arguments=dict)
     with pytest.raises(ConfigError, match="draws a row's negative as the row is read"):

@@ -17,7 +17,7 @@ backbone, corpus, out, batch_size = Path(sys.argv[1]), Path(sys.argv[2]), Path(s
 method = sys.argv[5] if len(sys.argv) > 5 else "simcse-unsup"
 cfg = tiny_config(backbone, corpus, out / "run", max_steps=1, batch_size=batch_size, learning_rate=1e-2, pooler="mean")
 if method == "rankencoder":  # E1 = the same tiny model, corpus = the training sentences; both loss terms count
-    tree = cfg.model_dump()
+    tree = cfg.to_tree()
     tree["method"] = "rankencoder"
     tree["rank"] = {
         "base_encoder": str(backbone),
@@ -41,7 +41,7 @@ if method.startswith("rse"):  # two relations: paraphrase pairs (tab-separated) 
             partial = out / f"pairs.{os.getpid()}.partial"
             partial.write_text("".join(f"{s}\t{s.split()[-1]} {s}\n" for s in lines if s), encoding="utf-8")
             os.replace(partial, pairs)
-    tree = cfg.model_dump()
+    tree = cfg.to_tree()
     tree["method"] = "rse"
     tree["model"]["pooler"] = "cls"
     tree["rse"] = {

@@ -14,7 +14,7 @@ from sentlab.training.config import TrainConfig
 from tests.methods.test_mlm_pretraining import rawlm_config
 
 corpus, out = Path(sys.argv[1]), Path(sys.argv[2])
-tree = rawlm_config(corpus, corpus, out / "run", max_steps=1, batch_size=2).model_dump()
+tree = rawlm_config(corpus, corpus, out / "run", max_steps=1, batch_size=2).to_tree()
 tree["mlm"].update({"pack": True, "group_by_length": False, "heldout": None})
 tree["model"]["max_seq_length"] = 16
 rank = int(os.environ.get("RANK", "0"))

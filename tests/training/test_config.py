@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from sentlab.errors import ConfigError
@@ -73,3 +75,42 @@ def test_presets_are_valid():
     assert len(presets) >= 3
     for preset in presets:
         load_config(preset)
+
+
+def test_a_saved_preset_reads_back_as_the_same_config(tmp_path):
+    """``to_yaml`` leaves out what the method does not read, so the run folder's config and the model
+    card's ``sentlab_config.yaml`` load again (the refusal below would otherwise fire on them)."""
+    for preset in sorted(PRESETS_DIR.glob("*.yaml")):
+        cfg = load_config(preset)
+        again = load_config(write(tmp_path, cfg.to_yaml()))
+        assert again.model_dump() == cfg.model_dump(), preset.name
+
+
+def test_every_key_a_method_does_not_read_is_refused_naming_what_it_reads(tmp_path):
+    """One mechanism for every method: each registered config's ``not_read`` keys (a whole section, or
+    one key of it), set in a config file or by --set, are one-line errors that name the method and
+    what it reads instead; the same keys under a method that reads them load."""
+    from sentlab.training.config import TrainConfig, registered_configs
+
+    sections = {"loss": {"temperature": "0.1", "hard_negative_weight": "0.5"}, "data": {"train": "t.txt"}}
+    sections["data"]["columns"] = "[text]"
+    checked = 0
+    for method, config_class in registered_configs().items():
+        if config_class.__module__.split(".")[0] != "sentlab":
+            continue
+        preset = next((p for p in sorted(PRESETS_DIR.glob("*.yaml")) if load_config(p).method == method), None)
+        if preset is None:
+            continue
+        for dotted, instead in config_class.not_read.items():
+            section, _, key = dotted.partition(".")
+            key = key or next(iter(sections[section]))
+            option = f"--set {section}.{key}={sections[section][key]}"
+            with pytest.raises(
+                ConfigError, match=rf"^{re.escape(option)}: {section}.{key}: method {method} does not read it; "
+            ):
+                load_config(preset, [option.removeprefix("--set ")])
+            assert instead
+            checked += 1
+    assert checked >= 9  # loss under 5 methods, hard negatives under 3, RSE's data and its weight
+    assert "loss" not in TrainConfig.not_read  # the methods that read it take it
+    load_config(write(tmp_path, BASE + "loss:\n  temperature: 0.1\n"))

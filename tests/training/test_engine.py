@@ -128,7 +128,7 @@ def test_a_task_card_is_the_dev_task_and_picks_the_best_checkpoint(tiny_backbone
     from sentlab.training.config import TrainConfig
 
     card = write_scored_pairs_card(tmp_path, corpus_file, "my-dev", pairs=20)
-    tree = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=8, eval_steps=2).model_dump()
+    tree = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=8, eval_steps=2).to_tree()
     tree["eval"]["dev_task"] = str(card)
     trainer_paths = engine.train(TrainConfig.model_validate(tree), evaluate=False)
     records = [json.loads(line) for line in trainer_paths.metrics.read_text().splitlines()]

@@ -26,8 +26,82 @@ def test_a_trained_folder_carries_a_card_that_says_how_it_was_made(tiny_backbone
     assert "Unnamed Dataset" not in card and f"{corpus_file.name} (96 rows)" in card
     assert "Not scored at the end of training" in card
     assert f"sentlab train {CONFIG_FILE}" in card
-    assert (paths.model / CONFIG_FILE).read_text() == paths.config.read_text()  # the folder reproduces itself
     SentenceTransformer(str(paths.model))  # still an ordinary sentence-transformers folder
+
+
+def test_the_cards_reproduce_command_runs_as_written_from_where_it_says(tiny_backbone, corpus_file, tmp_path):
+    """No absolute local path on the card or in its config: the start model and the data by name; the
+    card's command, run in a folder holding the config and the files it names, trains again."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    import yaml
+
+    from tests.conftest import subprocess_env
+
+    cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2)
+    paths = engine.train(cfg, evaluate=False)
+    card = (paths.model / "README.md").read_text("utf-8")
+    config = (paths.model / CONFIG_FILE).read_text("utf-8")
+    for text in (card, config):
+        assert str(tmp_path) not in text and str(tiny_backbone) not in text  # no local absolute path
+    assert yaml.safe_load(config)["data"]["train"] == corpus_file.name
+    command = re.search(r"```bash\n(.*)\n```", card[card.index(BEGIN) :]).group(1)
+    assert command == f"sentlab train {CONFIG_FILE}"
+    assert f"`{corpus_file.name}`" in card and f"`{tiny_backbone.name}`" in card  # what it needs beside it
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(paths.model / CONFIG_FILE, elsewhere)
+    shutil.copy(corpus_file, elsewhere)
+    shutil.copytree(tiny_backbone, elsewhere / tiny_backbone.name)
+    argv = [sys.executable, "-m", "sentlab.cli", *command.split()[1:], "--no-eval", "--quiet"]
+    done = subprocess.run(argv, cwd=elsewhere, capture_output=True, text=True, env=subprocess_env(), timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (elsewhere / "runs" / "reproduced" / "model" / "model.safetensors").is_file()
+
+
+def test_a_card_of_the_kept_start_model_says_so_everywhere(tiny_backbone, corpus_file, tmp_path, monkeypatch):
+    """Dev selection keeps the start model: the card says so in its first sentence and in sentlab's
+    section, and sentence-transformers' part shows no later step's scores as the model's."""
+    from tests.conftest import write_scored_pairs_card
+
+    card_file = write_scored_pairs_card(tmp_path, corpus_file, "dev")
+    tree = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=4, eval_steps=2).to_tree()
+    tree["eval"] = {"dev_task": str(card_file), "final_tasks": []}
+    from sentlab.training.config import TrainConfig
+
+    keep_if_best = engine.StartCandidate.keep_if_best
+
+    def start_scores_best(self):
+        self.value = float("inf")  # every checkpoint scores below the start model
+        return keep_if_best(self)
+
+    monkeypatch.setattr(engine.StartCandidate, "keep_if_best", start_scores_best)
+    paths = engine.train(TrainConfig.model_validate(tree), evaluate=False)
+    card = (paths.model / "README.md").read_text("utf-8")
+    assert json.loads(paths.selection.read_text())["kept_step"] == 0
+    assert f"model: {tiny_backbone.name} itself, unchanged" in card and "finetuned" not in card
+    assert "**These are the start model's weights, unchanged**: training ran 4 steps" in card
+    logged = [line for line in card.splitlines() if line.startswith("| **")]
+    assert all(line.startswith("| **0**") for line in logged), logged  # no trained step in bold
+
+
+def test_the_cards_evaluation_is_the_kept_steps(tiny_backbone):
+    """describe_kept: the kept step's logged scores replace the last evaluation's; an evaluator with
+    nothing logged at that step is left out."""
+    from sentlab.training.model_card import describe_kept
+
+    model = SentenceTransformer(str(tiny_backbone))
+    first, second = object(), object()
+    model.model_card_data.eval_results_dict = {first: {"dev_spearman": 0.5}, second: {"other_map": 0.1}}
+    history = [{"step": 2, "eval_dev_spearman": 0.7, "epoch": 0.1}, {"step": 4, "eval_dev_spearman": 0.5}]
+    describe_kept(model, 2, history)
+    assert model.model_card_data.eval_results_dict == {first: {"dev_spearman": 0.7}}
+    assert model.model_card_data.best_model_step == 2
+    describe_kept(model, 3, history)
+    assert model.model_card_data.eval_results_dict == {}
 
 
 def test_the_section_puts_scores_beside_the_start_models_and_is_written_once(tmp_path):

@@ -17,7 +17,7 @@ PROBE = ["a man plays the guitar", "a dog runs in the park"]
 
 
 def rankcse_config(student, teachers, corpus, out, rankcse=None, **train) -> TrainConfig:
-    tree = tiny_config(student, corpus, out, **train).model_dump()
+    tree = tiny_config(student, corpus, out, **train).to_tree()
     tree["method"] = "rankcse"
     tree["rankcse"] = {"teachers": [str(t) for t in teachers], **(rankcse or {})}
     return TrainConfig.model_validate(tree)
@@ -54,7 +54,7 @@ def test_rankcse_config_is_validated(tiny_backbone, corpus_file, tmp_path):
         rankcse_config(
             tiny_backbone, [tiny_backbone], corpus_file, tmp_path, {"use_infonce": False, "beta": 0, "gamma": 0}
         )
-    tree = tiny_config(tiny_backbone, corpus_file, tmp_path).model_dump()
+    tree = tiny_config(tiny_backbone, corpus_file, tmp_path).to_tree()
     tree["method"] = "rankcse"
     with pytest.raises(ValueError, match="needs a 'rankcse' section"):
         TrainConfig.model_validate(tree)

@@ -20,7 +20,7 @@ PROBE = ["a man plays the guitar", "a dog runs in the park"]
 
 
 def rank_config(e2, e1, corpus, out, data_dir=None, rank=None, **train) -> TrainConfig:
-    tree = tiny_config(e2, corpus, out, data_dir, **train).model_dump()
+    tree = tiny_config(e2, corpus, out, data_dir, **train).to_tree()
     tree["method"] = "rankencoder"
     tree["rank"] = {
         "base_encoder": str(e1),
@@ -102,7 +102,7 @@ def test_prebuilt_index_of_another_encoder_is_refused(tiny_backbone, tiny_backbo
 def test_rank_section_is_validated(tiny_backbone, corpus_file, tmp_path):
     with pytest.raises(ValueError, match="exactly one of rank.corpus and rank.index"):
         rank_config(tiny_backbone, tiny_backbone, corpus_file, tmp_path, rank={"index": "x"})
-    tree = tiny_config(tiny_backbone, corpus_file, tmp_path).model_dump()
+    tree = tiny_config(tiny_backbone, corpus_file, tmp_path).to_tree()
     tree["method"] = "rankencoder"
     with pytest.raises(ValueError, match="needs a 'rank' section"):
         TrainConfig.model_validate(tree)
@@ -110,7 +110,7 @@ def test_rank_section_is_validated(tiny_backbone, corpus_file, tmp_path):
 
 def test_promptbert_base_objective(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path):
     """The second base: E2 with PromptBERT's template pooler trains under the rank loss."""
-    tree = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=2).model_dump()
+    tree = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=2).to_tree()
     tree["model"]["pooler"] = "prompt"
     paths = engine.train(TrainConfig.model_validate(tree), evaluate=False)
     rank_encoder = RankEncoder.load(paths.model)

@@ -131,7 +131,7 @@ def test_rse_mini_batch_auto_chooses_from_the_devices_memory(
     expected,
 ):
     monkeypatch.setattr(devices, "device_memory_bytes", lambda device: (int(free_gib * 2**30), 2**40))
-    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=1).model_dump()
+    tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=1).to_tree()
     tree["rse"]["mini_batch_size"] = "auto"
     paths = engine.train(type(rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path)).model_validate(tree))
     chunking = json.loads(paths.runtime.read_text())["chunking"]

@@ -23,18 +23,31 @@ def _columns(text: str) -> list[str] | dict[str, str]:
     raise ConfigError(f"--columns {text!r}: give [anchor, positive] names or {{anchor: NAME, positive: NAME}}")
 
 
+def _margin(text: str) -> float | None:
+    """``--relative-margin``: a number, or ``none`` / ``off`` for no relative margin."""
+    if text.strip().lower() in ("none", "off"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or none, got {text!r}") from None
+
+
 def cmd_mine(args: argparse.Namespace) -> int:
     from sentlab.data.readers import read_sentences
     from sentlab.data.tables import column_table
     from sentlab.errors import DataError
     from sentlab.methods.base import column_roles
-    from sentlab.mining import mine
+    from sentlab.mining import check_settings, mine
     from sentlab.progress import say
 
     out = Path(args.output)
     if out.suffix != ".jsonl":
         raise DataError(f"{out}: the triplets are written as .jsonl")
     out.with_suffix(".report.json").unlink(missing_ok=True)  # an earlier run's report never vouches for this one
+    check_settings(
+        args.num_negatives, args.range_min, args.range_max, args.max_score, args.absolute_margin, args.relative_margin
+    )  # before the data and the model are read
     columns = column_roles(_columns(args.columns), ("anchor", "positive"), 2, "mining (pairs)")
     pairs = column_table(args.input, columns, ["anchor", "positive"])
     if len(pairs) == 0:
@@ -53,8 +66,11 @@ def cmd_mine(args: argparse.Namespace) -> int:
         absolute_margin=args.absolute_margin,
         relative_margin=args.relative_margin,
         sampling=args.sampling,
+        seed=args.seed,
         use_faiss=args.faiss,
         batch_size=args.batch_size,
+        query_prompt_name=args.query_prompt_name,
+        corpus_prompt_name=args.corpus_prompt_name,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(f".{out.name}.partial")
@@ -67,8 +83,8 @@ def cmd_mine(args: argparse.Namespace) -> int:
     print(
         f"{report.triplets:,} triplets for {report.pairs:,} pairs ({report.anchors_with_a_negative:,} distinct anchors "
         f"with a negative) written to "
-        f"{out} ({report.dropped_as_the_same_text} negatives dropped as the same text as the anchor or a positive; "
-        f"{report_path})"
+        f"{out} ({report.same_text_passed_over} candidates passed over as the same text as the anchor or a "
+        f"positive, {report.short_for_the_same_text} negatives short for it; {report_path})"
     )
     return 0
 
@@ -88,17 +104,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", required=True, help="the triplets, .jsonl (anchor, positive, negative)")
     p.add_argument("--num-negatives", type=positive_int, default=1, help="negatives an anchor (a triplet each)")
     p.add_argument("--range-min", type=int, default=0, help="skip this many of the most similar candidates")
-    p.add_argument("--range-max", type=positive_int, default=None, help="consider only this many candidates")
+    p.add_argument(
+        "--range-max",
+        type=positive_int,
+        default=None,
+        help="search the most similar N candidates (default: sentence-transformers' range_min + 10 x "
+        "num_negatives + the most positives an anchor has, or + 1 x num_negatives without a margin or score cap)",
+    )
     p.add_argument("--max-score", type=float, default=None, help="drop candidates scoring above this")
     p.add_argument("--absolute-margin", type=float, default=None, help="a negative scores below positive - margin")
     p.add_argument(
         "--relative-margin",
-        type=float,
+        type=_margin,
         default=0.05,
-        help="a negative scores below (1 - margin) x positive (NV-Retriever's positive-aware mining; default 0.05)",
+        help="a negative scores below (1 - margin) x positive (NV-Retriever's positive-aware mining; default "
+        "0.05; none turns it off)",
     )
     p.add_argument(
         "--sampling", choices=("top", "random"), default="top", help="the hardest, or a random pick in range"
     )
+    p.add_argument("--seed", type=int, default=0, help="the random sampling's seed (recorded in the report)")
+    p.add_argument("--query-prompt-name", default=None, help="the model's prompt for the anchors (its prompts)")
+    p.add_argument("--corpus-prompt-name", default=None, help="the model's prompt for the candidates")
     p.add_argument("--faiss", action="store_true", help="search with faiss (large corpora)")
     p.set_defaults(func=cmd_mine)

@@ -45,9 +45,12 @@ def check_destination(repo_id: str) -> None:
 
 
 def push_folder(folder: Path, repo_id: str, private: bool = False, message: str = "model trained with sentlab") -> str:
-    """Upload ``folder`` to ``repo_id`` (created if missing) with its card naming the repository;
-    returns the commit's address."""
+    """Upload ``folder`` to ``repo_id`` (created if missing) in one commit: the weights and every file
+    of the folder (not its checkpoints or lock files) with the card naming the repository, so a
+    failed upload leaves the repository as it was, never weights without their card; returns the
+    commit's address."""
     from huggingface_hub import CommitOperationAdd, HfApi
+    from huggingface_hub.utils import filter_repo_objects
 
     from sentlab.progress import say
 
@@ -56,18 +59,15 @@ def push_folder(folder: Path, repo_id: str, private: bool = False, message: str 
     api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None)
     say(f"pushing {folder} to {api.endpoint}/{repo_id}")
     api.create_repo(repo_id, private=True if private else None, exist_ok=True)  # None: the account default
-    readme = folder / "README.md"
-    card = None
-    if readme.is_file():  # the card's usage code names the repository; the folder itself is left as it is
-        card = CommitOperationAdd("README.md", readme.read_text("utf-8").replace(PLACEHOLDER, repo_id).encode())
-    commit = api.upload_folder(
-        repo_id=repo_id,
-        folder_path=str(folder),
-        commit_message=message,
-        ignore_patterns=["checkpoint-*/**", "*.lock", "README.md"],
-    )
-    if card is not None:
-        commit = api.create_commit(repo_id=repo_id, operations=[card], commit_message=f"{message}: card")
+    files = sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file())
+    operations = []
+    for name in filter_repo_objects(files, ignore_patterns=["checkpoint-*/**", "*.lock"]):
+        if name == "README.md":  # the card's usage code names the repository; the folder is left as it is
+            text = (folder / name).read_text("utf-8").replace(PLACEHOLDER, repo_id)
+            operations.append(CommitOperationAdd(name, text.encode()))
+        else:
+            operations.append(CommitOperationAdd(name, str(folder / name)))
+    commit = api.create_commit(repo_id=repo_id, operations=operations, commit_message=message)
     return commit.commit_url
 
 

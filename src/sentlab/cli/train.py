@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 
 from sentlab.cli.common import (
     allow_changed_arg,
@@ -36,9 +37,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             url = push_folder(paths.model, args.push_to_hub, args.private)
         except Exception as err:  # any failure of the upload (HTTP, network, rights): the model stays where it is
             reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-            raise SentlabError(
-                f"the upload failed ({reason}); the model is kept: sentlab push {paths.model} {args.push_to_hub}"
-            ) from None
+            retry = shlex.join(["sentlab", "push", str(paths.model), args.push_to_hub])
+            retry += " --private" if args.private else ""  # a retry that creates the repository keeps it private
+            raise SentlabError(f"the upload failed ({reason}); the model is kept: {retry}") from None
         print(f"pushed {paths.model} to {args.push_to_hub}: {url}")
     return 0
 

@@ -41,6 +41,7 @@ class FlowSection(_Section):
 class BertFlowConfig(TrainConfig):
     method: Literal["bert-flow"]
     flow: FlowSection = Field(default_factory=FlowSection)
+    not_read = {"loss": "its objective is set in the flow section"}
 
     section = "flow"
     section_required = False

@@ -72,6 +72,7 @@ class CTSection(_Section):
 class CTConfig(TrainConfig):
     method: Literal["ct"]
     ct: CTSection = Field(default_factory=CTSection)
+    not_read = {"loss": "its objective is set in the ct section"}
 
     section = "ct"
     section_required = False

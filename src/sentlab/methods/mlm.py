@@ -83,6 +83,7 @@ class MLMSection(_Section):
 class MLMConfig(TrainConfig):
     method: Literal["mlm"]
     mlm: MLMSection = Field(default_factory=MLMSection)
+    not_read = {"loss": "its objective is set in the mlm section"}
 
     section = "mlm"
     section_required = False

@@ -40,6 +40,9 @@ class RankCSESection(_Section):
 class RankCSEConfig(TrainConfig):
     method: Literal["rankcse"]
     rankcse: RankCSESection
+    not_read = {
+        "loss.hard_negative_weight": "it reads one text column; hard negatives are simcse-sup's or supervised's third column"
+    }
 
     section = "rankcse"
     section_hint = "rankcse.teachers"

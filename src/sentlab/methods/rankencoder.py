@@ -51,6 +51,9 @@ class RankSection(_Section):
 class RankEncoderConfig(TrainConfig):
     method: Literal["rankencoder"]
     rank: RankSection
+    not_read = {
+        "loss.hard_negative_weight": "it reads one text column; hard negatives are simcse-sup's or supervised's third column"
+    }
 
     section = "rank"
     section_hint = "rank.base_encoder, rank.corpus"

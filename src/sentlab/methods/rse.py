@@ -101,6 +101,11 @@ class RSEConfig(TrainConfig):
 
     section = "rse"
     section_hint = "rse.sources: [{relation, path, format}, ...]"
+    not_read = {
+        "data.train": "its data are rse.sources",
+        "data.columns": "its data are rse.sources",
+        "loss.hard_negative_weight": "its relations and their weights are rse.sources and rse.weights",
+    }
 
 
 def read_source(source: RelationSource) -> list[rel.Triple]:

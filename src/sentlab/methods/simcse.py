@@ -25,9 +25,19 @@ from sentlab.training.config import TrainConfig
 class SimCSEUnsupConfig(TrainConfig):
     method: Literal["simcse-unsup"]
 
+    not_read = {
+        "loss.hard_negative_weight": "it reads one text column; hard negatives are simcse-sup's or supervised's third column"
+    }
+
 
 class SimCSESupConfig(TrainConfig):
     method: Literal["simcse-sup"]
+
+    def unread(self) -> dict[str, str]:
+        columns = self.data.columns
+        pairs = len(columns) == 2 if isinstance(columns, list) else bool(columns) and "negative" not in columns
+        negative = {"loss.hard_negative_weight": "data.columns names no hard-negative column"}
+        return {**super().unread(), **(negative if pairs else {})}
 
 
 @register

@@ -19,23 +19,33 @@ anchor / positive[ / negative] columns of pairs and triplets), ``snli`` (a folde
 layout; triplets from the ``supervised.split`` split) or ``stsb`` (an ``sts-<split>.csv`` of
 SentEval's STS-B, scores 0-5).
 
-Scores are on the scale ``supervised.score_range`` ([low, high]; [0, 5] for ``stsb``; unset: the
-data's own lowest and highest score, said in one line); a score outside it is refused with its row,
-and each becomes (score - low) / (high - low).
+Scores are on the scale ``supervised.score_range`` ([low, high]; [0, 5] for ``stsb``); a score
+outside it, or one that is not a finite number, is refused with its row, and each becomes
+(score - low) / (high - low). ``cosine-mse`` regresses the cosine on that value, so a table's scale
+must be stated; ``cosent`` and ``angle`` read only the scores' order, and without a stated scale take
+the data's lowest and highest score (said in one line).
+
+A column of numbers is never read as a text: scored pairs under ``mnrl`` (which reads texts) are
+refused in one line, as are scored roles (``{text1, text2, score}``) without a stated scored loss.
+Keys the settings leave idle (``split`` outside ``snli``, ``scale`` with ``cosine-mse``,
+``score_range`` with ``mnrl``, ``data.columns`` outside ``table``) and the ``loss`` section (this
+method's loss is ``supervised.loss``) are refused when set (:meth:`SupervisedConfig.unread`).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Literal
 
 from datasets import Dataset
-from pydantic import Field, field_validator
+from pydantic import Field, FiniteFloat, field_validator, model_validator
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer import losses
 from torch import nn
 
 from sentlab.data.nli import read_snli_triplets
+from sentlab.data.readers import table_line
 from sentlab.data.sts import read_stsb
 from sentlab.data.tables import column_table
 from sentlab.errors import ConfigError, DataError
@@ -51,14 +61,14 @@ class SupervisedSection(_Section):
         "mnrl", description="mnrl: pairs or triplets; cosine-mse, cosent, angle: scored pairs"
     )
     format: Literal["table", "snli", "stsb"] = "table"
-    split: str = Field("train", description="split of an snli folder / stsb file name")
+    split: str = Field("train", description="format snli: the split of the SNLI folder")
     scale: float | None = Field(
         None, gt=0, description="mnrl / cosent / angle: similarity scale (unset: 20, sentence-transformers' default)"
     )
-    score_range: tuple[float, float] | None = Field(
+    score_range: tuple[FiniteFloat, FiniteFloat] | None = Field(
         None,
-        description="the scores' scale [low, high]: a score outside it is refused (stsb: [0, 5]; unset: the "
-        "data's lowest and highest score)",
+        description="the scores' scale [low, high]: a score outside it is refused (stsb: [0, 5]; needed by "
+        "cosine-mse on a table; unset with cosent / angle, which read only the order: the data's lowest and highest)",
     )
 
     @property
@@ -80,6 +90,38 @@ class SupervisedConfig(TrainConfig):
 
     section = "supervised"
     section_required = False
+    not_read = {"loss": "its loss is supervised.loss, with the similarity scale supervised.scale"}
+
+    def unread(self) -> dict[str, str]:
+        s, idle = self.supervised, super().unread()
+        if s.format != "snli":
+            where = "the split is data.train's file name, sts-<split>.csv" if s.format == "stsb" else "data.train"
+            idle["supervised.split"] = f"it is read with format snli only; with format {s.format}, {where}"
+        if s.loss == "cosine-mse":
+            idle["supervised.scale"] = "supervised.loss cosine-mse has no similarity scale"
+        if s.loss not in SCORED_LOSSES:
+            idle["supervised.score_range"] = f"supervised.loss {s.loss} reads no scores"
+        if s.format != "table":
+            idle["data.columns"] = f"supervised.format {s.format} has its own columns"
+        return idle
+
+    @model_validator(mode="after")
+    def _stated_scale(self) -> SupervisedConfig:
+        s = self.supervised
+        if s.loss == "cosine-mse" and s.format == "table" and s.score_range is None:
+            raise ValueError(
+                "supervised.score_range: cosine-mse regresses the cosine on the score scaled to [0, 1], so state "
+                "the scores' scale, e.g. [0, 5] (the data's own lowest and highest need not be the scale's ends)"
+            )
+        return self
+
+
+def _number(value: object) -> float | None:
+    """``value`` as a float when it is one (a number, or a text that reads as one), else None."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 @register
@@ -97,12 +139,6 @@ class Supervised(Method):
     def train_dataset(self) -> Dataset:
         s, data = self.cfg.supervised, self.cfg.data
         scored = s.loss in SCORED_LOSSES
-        if s.score_range is not None and not scored:
-            raise ConfigError(f"supervised.score_range: supervised.loss {s.loss} reads no scores; remove it")
-        if s.loss == "cosine-mse" and s.scale is not None:
-            raise ConfigError("supervised.scale: supervised.loss cosine-mse has no similarity scale; remove it")
-        if data.columns and s.format != "table":
-            raise ConfigError(f"data.columns: supervised.format {s.format} has its own columns; remove data.columns")
         if s.format == "snli":
             if scored:
                 raise ConfigError("supervised.format snli gives triplets; use supervised.loss: mnrl")
@@ -124,19 +160,39 @@ class Supervised(Method):
             )
         if not scored:
             roles = ("anchor", "positive", "negative")
+            if isinstance(data.columns, dict) and {"text1", "text2", "score"} & set(data.columns):
+                raise ConfigError(
+                    f"data.columns: {{text1, text2, score}} are scored pairs; supervised.loss {s.loss} reads "
+                    f"(anchor, positive[, negative]) texts: set supervised.loss to {', '.join(SCORED_LOSSES)}"
+                )
             columns = column_roles(data.columns, roles, 2, f"supervised.loss {s.loss} (pairs or triplets)")
-            return self.checked(column_table(data.train, columns, list(roles[: len(columns)]), limit=data.limit))
+            table = self.checked(column_table(data.train, columns, list(roles[: len(columns)]), limit=data.limit))
+            for role, column in zip(roles, columns):
+                if all(_number(value) is not None for value in table[role]):
+                    raise DataError(
+                        f"{data.train}: column {column!r} ({role}) holds numbers, not texts: supervised.loss "
+                        f"{s.loss} reads (anchor, positive[, negative]) texts; for scored pairs set "
+                        f"supervised.loss to {', '.join(SCORED_LOSSES)} and data.columns to {{text1, text2, score}}"
+                    )
+            return table
         columns = column_roles(data.columns, ("text1", "text2", "score"), 3, f"supervised.loss {s.loss} (scored pairs)")
         table = self.checked(column_table(data.train, columns, ["sentence1", "sentence2", "score"], limit=data.limit))
-        try:  # a float a row: the scored pairs are a labelled set, small beside their text
-            raw = [float(value) for value in table["score"]]
-        except ValueError as err:
-            raise DataError(f"{data.train}: score column {columns[2]!r} is not a number ({err})") from None
-        if s.score_range is None:
+        raw = []
+        for index, value in enumerate(table["score"]):  # a float a row: a labelled set, small beside its text
+            number = _number(value)
+            if number is None or not math.isfinite(number):
+                line = table_line(data.train, index)
+                what = "is not a number" if number is None else "is not finite"
+                raise DataError(f"{data.train}:{line}: score column {columns[2]!r}: {value!r} {what}")
+            raw.append(number)
+        if s.score_range is None:  # cosent / angle: only the order counts (cosine-mse is refused unstated)
             low, high = min(raw), max(raw)
             if low == high:
                 raise DataError(f"{data.train}: every score is {low:g}; scored pairs need scores that differ")
-            say(f"supervised.score_range: read from the data as [{low:g}, {high:g}] (set it to state the scale)")
+            say(
+                f"supervised.score_range: {s.loss} reads only the scores' order; mapped from the data's "
+                f"[{low:g}, {high:g}] to [0, 1]"
+            )
         scores = self.scaled(raw, s.score_range or (low, high), columns[2])
         return table.remove_columns("score").add_column("score", scores)
 

@@ -46,6 +46,7 @@ class TSDAESection(_Section):
 class TSDAEConfig(TrainConfig):
     method: Literal["tsdae"]
     tsdae: TSDAESection = Field(default_factory=TSDAESection)
+    not_read = {"loss": "its objective is set in the tsdae section"}
 
     section = "tsdae"
     section_required = False

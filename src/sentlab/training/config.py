@@ -253,6 +253,44 @@ class TrainConfig(_Section):
     section: ClassVar[str | None] = None  # the method's own section, e.g. "rank"
     section_hint: ClassVar[str] = ""  # its required keys, named in the "needs a section" error
     section_required: ClassVar[bool] = True  # False when every key of the section has a default
+    # what the method never reads: a shared section ("loss") or one of its keys ("loss.hard_negative_weight")
+    # -> what it reads instead; setting one is refused (see unread())
+    not_read: ClassVar[dict[str, str]] = {}
+
+    def unread(self) -> dict[str, str]:
+        """The sections and keys (``"loss"``, ``"supervised.split"``) this config's method does not read
+        with these settings, each with what it reads instead: ``not_read``, and, in a method's config
+        that overrides this, the keys its other settings make idle. A config that sets one is refused
+        in one line (``_only_read_keys``); :meth:`to_tree` and :meth:`to_yaml` leave them out."""
+        return dict(self.not_read)
+
+    @model_validator(mode="after")
+    def _only_read_keys(self) -> TrainConfig:
+        """No setting silently does nothing: a key the user set (``model_fields_set``, so defaults
+        pass) that the method does not read is refused, naming what it reads instead."""
+        unread = self.unread()
+        for section in sorted(self.model_fields_set):
+            value = getattr(self, section)
+            if not isinstance(value, BaseModel):
+                continue
+            for key in sorted(value.model_fields_set):
+                dotted = f"{section}.{key}"
+                hit = dotted if dotted in unread else section if section in unread else None
+                if hit is not None:
+                    raise ValueError(f"{dotted}: method {self.method} does not read it; {unread[hit]}")
+        return self
+
+    def to_tree(self) -> dict[str, Any]:
+        """The config as nested mappings without the keys it does not read (:meth:`unread`): what
+        validates again as this config."""
+        tree = self.model_dump()
+        for dotted in self.unread():
+            section, _, key = dotted.partition(".")
+            if key and isinstance(tree.get(section), dict):
+                tree[section].pop(key, None)
+            elif not key:
+                tree.pop(section, None)
+        return tree
 
     @model_validator(mode="before")
     @classmethod
@@ -276,7 +314,7 @@ class TrainConfig(_Section):
         return config_adapter().validate_python(obj, **kwargs)
 
     def to_yaml(self) -> str:
-        return yaml.safe_dump(self.model_dump(), sort_keys=False)
+        return yaml.safe_dump(self.to_tree(), sort_keys=False)
 
     def data_sets(self) -> tuple[str, ...]:
         """The data sets (:mod:`sentlab.data.sources`) the config reads, in order: those of its
@@ -406,6 +444,9 @@ def load_config(
         return cfg
     except ValidationError as err:
         where, message = validation_message(err, tree)
+        named = message.split(":", 1)[0]
+        if not where and any(key == named for key, _ in pairs):  # a key refused by a config-wide check
+            where = named
         option = next(
             (
                 f"--set {key}={value}"

@@ -85,6 +85,7 @@ from sentlab.training.checkpoints import (
 from sentlab.training.config import TrainConfig
 from sentlab.training.model_card import (
     CONFIG_FILE,
+    describe_kept,
     describe_run,
     keep_card_data,
     sentlab_version,
@@ -536,8 +537,9 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         best = trainer.state.best_model_checkpoint
         if trainer.args.load_best_model_at_end and best and Path(best).is_dir():
             load_loss_state(trainer.loss, trainer.model, Path(best))  # the trainer restores only the model
-        if start is not None:
-            start.keep_if_best()
+        kept = start.keep_if_best() if start is not None else None
+        if kept is None and trainer.args.load_best_model_at_end and best:
+            kept = int(Path(best).name.split("-")[1])  # the trainer's best checkpoint, reloaded
     except TrainingDivergedError:
         raise  # the run folder stays: its loss log up to the NaN is the evidence to diagnose it
     except BaseException:
@@ -552,6 +554,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         length = final.max_seq_length  # read back from the model that is saved and evaluated
         say(f"saved model's max_seq_length: {length} ({own}; training truncated at {cfg.model.max_seq_length})")
         keep_card_data(final, trainer.model)
+        describe_kept(final, kept, trainer.state.log_history)  # the card describes the weights saved
         method.save(final)
         fingerprint = run_fingerprint(cfg)
         write_json(paths.fingerprint, fingerprint)
@@ -584,7 +587,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
             "sha256": fingerprint["train_sha256"],
             "steps": trainer.state.global_step,
             "precision": precision.get("ran"),
-            "command": f"sentlab train {CONFIG_FILE} --set train.output_dir=runs/reproduced",
+            "command": f"sentlab train {CONFIG_FILE}",
         }
         write_sentlab_section(cfg, paths.root, paths.model, card, since=started)
         say(f"model card: {paths.model / 'README.md'} (sentence-transformers' card with a sentlab section)")

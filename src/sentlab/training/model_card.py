@@ -11,15 +11,20 @@ losses do, and :func:`keep_card_data` carries all of it to a final model rebuilt
 training-only modules. Once the final scores exist, :func:`write_sentlab_section` adds
 one section of what a reader needs to trust and reuse the model: the method and paper, the start
 model, the training data (file, rows, sha256), the settings that matter, the dev score and the STS
-scores beside the start model's, sentlab's version, the config (copied into the folder) and the
-command that reproduces it, and, for a RankEncoder or RSE folder, what plain sentence-transformers
-keeps and what it loses.
+scores beside the start model's, sentlab's version, the config (written into the folder without a
+local absolute path: :func:`portable_tree`) and the command that reproduces it, and, for a
+RankEncoder or RSE folder, what plain sentence-transformers keeps and what it loses.
+
+The whole card describes the weights in the folder: when dev selection keeps an earlier step or the
+start model, :func:`describe_kept` makes sentence-transformers' part bold that step's row and show that
+step's evaluation, and the card says in its first sentence when the weights are the start model's.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +95,27 @@ def describe_run(model: SentenceTransformer, cfg: TrainConfig, rows: int) -> Non
     data.add_tags(["sentlab", f"sentlab-{cfg.method}"])
 
 
+def describe_kept(final: SentenceTransformer, kept: int | None, log_history: list[dict[str, Any]]) -> None:
+    """Before the save: sentence-transformers' card data describes the weights kept by dev selection
+    (``kept``: the step, 0 for the start model; None without selection, the last step's weights). The
+    bold row of the training log is the kept step's, and the evaluation shown is the one logged at
+    that step (the start model's, scored before the first step, for 0); an evaluator with nothing
+    logged at that step is left out rather than shown with another step's scores."""
+    if kept is None:
+        return
+    data = final.model_card_data
+    data.best_model_step = kept
+    logged = next(
+        (row for row in log_history if row.get("step") == kept and any(k.startswith("eval_") for k in row)), {}
+    )
+    for evaluator, metrics in list((data.eval_results_dict or {}).items()):
+        found = {key: logged.get(f"eval_{key}") for key in metrics}
+        if found and all(value is not None for value in found.values()):
+            data.eval_results_dict[evaluator] = found
+        else:
+            del data.eval_results_dict[evaluator]
+
+
 def keep_card_data(final: SentenceTransformer, trained: SentenceTransformer) -> None:
     """Before the save: a final model rebuilt without its training-only modules keeps the trained
     model's card data (the trainer's hyper-parameters, data, scores and the losses' citations)."""
@@ -113,25 +139,76 @@ def _fresh(path: Path, since: float) -> bool:
     return path.is_file() and path.stat().st_mtime >= since
 
 
+def portable_tree(cfg: TrainConfig) -> tuple[dict[str, Any], list[str]]:
+    """The run's config for the model folder (and the hub) with no local absolute path in it, and the
+    local files and folders it names (what a reproduction needs beside it): a path under the data
+    folder becomes ``$SENTLAB_DATA/...``, any other absolute path its file or folder name, a relative
+    path stays; ``train.output_dir`` is ``runs/reproduced`` and ``data.data_dir`` is left to
+    ``$SENTLAB_DATA``."""
+    from sentlab.paths import data_dir
+
+    root = data_dir(cfg.data.data_dir).resolve()
+    needed: list[str] = []
+
+    def portable(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: portable(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [portable(item) for item in value]
+        if not isinstance(value, str) or not value or "\n" in value:
+            return value
+        if os.path.isabs(value):
+            path = Path(value)
+            try:
+                return "$SENTLAB_DATA/" + path.resolve().relative_to(root).as_posix()
+            except ValueError:
+                needed.append(path.name)
+                return path.name
+        if not value.startswith("$") and Path(value).exists():
+            needed.append(value)
+        return value
+
+    tree = cfg.to_tree()
+    tree.pop("about", None)
+    tree["data"].pop("data_dir", None)
+    tree["train"]["output_dir"] = "runs/reproduced"
+    return portable(tree), list(dict.fromkeys(needed))
+
+
+def _local_name(name: str) -> str:
+    """A start model or data file as the card names it: a hub id, else no local absolute path."""
+    return hub_id(name) or (Path(name).name if os.path.isabs(name) else name)
+
+
 def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: float = 0.0) -> str:
     """The card's sentlab section: ``record`` holds version, command, rows and sha256 of the data;
     only the run's files written at or after ``since`` (this run's start) are read."""
     t = cfg.train
     paper = (cfg.about.paper if cfg.about else None) or PAPERS.get(cfg.method)
+    selection = json.loads((run / "selection.json").read_text("utf-8")) if _fresh(run / "selection.json", since) else {}
+    tree, needed = portable_tree(cfg)
     lines = [
         BEGIN,
         "## Trained with sentlab",
         "",
+    ]
+    if selection.get("kept_step") == 0:
+        lines += [
+            f"**These are the start model's weights, unchanged**: training ran {record.get('steps')} steps and no "
+            f"checkpoint scored higher than the start model on the dev task ({selection.get('metric')}), so the "
+            "start model was kept.",
+            "",
+        ]
+    lines += [
         f"- **Method**: `{cfg.method}`" + (f", {paper}" if paper else "") + f" (sentlab {record['version']})",
-        f"- **Start model**: `{hub_id(cfg.model.name) or cfg.model.label}`",
-        f"- **Training data**: `{cfg.data.train or 'the method sources in the config'}`, {record['rows']:,} rows"
-        + (f", sha256 `{record['sha256']}`" if record.get("sha256") else ""),
+        f"- **Start model**: `{_local_name(cfg.model.name) or cfg.model.label}`",
+        f"- **Training data**: `{tree['data'].get('train') or 'the method sources in the config'}`, "
+        f"{record['rows']:,} rows" + (f", sha256 `{record['sha256']}`" if record.get("sha256") else ""),
         f"- **Settings**: batch {t.batch_size}, "
         + (f"{record['steps']} steps" if record.get("steps") is not None else f"{t.epochs:g} epoch(s)")
         + f", learning rate {t.learning_rate:g}, training length {cfg.model.max_seq_length} tokens, "
         f"precision {record.get('precision') or t.mixed_precision}, seed {t.seed}",
     ]
-    selection = json.loads((run / "selection.json").read_text("utf-8")) if _fresh(run / "selection.json", since) else {}
     if selection.get("metric"):
         start_dev, best = selection.get("start"), selection.get("best_checkpoint")
         lines.append(
@@ -150,10 +227,15 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: 
         lines += ["", "Not scored at the end of training: `sentlab eval --model PATH` scores it."]
     if cfg.method in PLAIN_LOADING:
         lines += ["", f"**Loading it**: {PLAIN_LOADING[cfg.method]}."]
+    beside = ", ".join(f"`{name}`" for name in needed)
+    data_env = any("$SENTLAB_DATA/" in json.dumps(value) for value in tree.values())
     lines += [
         "",
-        f"**Reproduce**: the run's config is `{CONFIG_FILE}` in this folder; from the folder the run started in "
-        "(its data paths are relative to it; the data's sha256 is above), into a new run folder:",
+        f"**Reproduce**: the run's config is `{CONFIG_FILE}` in this folder. In a folder holding it"
+        + (f" and {beside}" if beside else "")
+        + (" (the data's sha256 is above)" if record.get("sha256") else "")
+        + (", with `$SENTLAB_DATA` set to sentlab's data folder" if data_env else "")
+        + ", this trains it again into `runs/reproduced`:",
         "",
         "```bash",
         f"{record['command']}",
@@ -166,13 +248,29 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: 
 def write_sentlab_section(
     cfg: TrainConfig, run: Path, model_folder: Path, record: dict[str, Any], since: float = 0.0
 ) -> None:
-    """Copy the run's config into the model folder and put the sentlab section at the end of its
-    README.md (replacing an earlier one), where sentence-transformers wrote its card."""
-    config = run / "config.yaml"
-    if config.is_file():
-        shutil.copyfile(config, model_folder / CONFIG_FILE)
+    """Write the run's config into the model folder (:func:`portable_tree`) and put the sentlab section
+    at the end of its README.md (replacing an earlier one), where sentence-transformers wrote its card;
+    when the start model was kept, the card's first sentence says so instead of "finetuned"."""
+    import yaml
+
+    from sentlab.paths import write_text_atomic
+
+    write_text_atomic(model_folder / CONFIG_FILE, yaml.safe_dump(portable_tree(cfg)[0], sort_keys=False))
     readme = model_folder / "README.md"
     text = readme.read_text("utf-8") if readme.is_file() else ""
     if BEGIN in text:
         text = text[: text.index(BEGIN)] + text[text.index(END) + len(END) :].lstrip("\n")
-    readme.write_text(text.rstrip("\n") + "\n\n" + sentlab_section(cfg, run, record, since), encoding="utf-8")
+    selection = run / "selection.json"
+    if _fresh(selection, since) and json.loads(selection.read_text("utf-8")).get("kept_step") == 0:
+        start = _local_name(cfg.model.name) or cfg.model.label
+        text = re.sub(
+            r"This is a \[sentence-transformers\]\(https://www\.SBERT\.net\) model.*?\. It maps",
+            lambda _: (
+                f"This is a [sentence-transformers](https://www.SBERT.net) model: {start} itself, unchanged "
+                "(training with sentlab kept no checkpoint that scored above it on the dev task). It maps"
+            ),
+            text,
+            count=1,
+            flags=re.S,
+        )
+    write_text_atomic(readme, text.rstrip("\n") + "\n\n" + sentlab_section(cfg, run, record, since))

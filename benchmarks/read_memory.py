@@ -114,14 +114,14 @@ def first_step(result: dict, run: Path, file_mb: float | None = None) -> dict:
 def make_text(source: Path, target: Path, size_mb: float) -> Path:
     if target.is_file() and target.stat().st_size >= size_mb * 1e6:
         return target
+    from sentlab.paths import atomic_path
+
     block = source.read_bytes()
-    partial = target.with_name(target.name + ".partial")
-    with partial.open("wb") as sink:
+    with atomic_path(target) as partial, partial.open("wb") as sink:
         written = 0
         while written < size_mb * 1e6:
             sink.write(block)
             written += len(block)
-    os.replace(partial, target)
     return target
 
 

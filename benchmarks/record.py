@@ -149,11 +149,10 @@ def last_json(text: str) -> dict | list | None:
 
 
 def write(name: str, record: dict, folder: Path = RECORDS) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
+    from sentlab.paths import write_text_atomic  # the one atomic writer
+
     path = folder / f"{name}.json"
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    partial.replace(path)
+    write_text_atomic(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     return path
 
 

@@ -93,6 +93,13 @@ def checkout_bytes() -> int:
     return sum((ROOT / name).stat().st_size for name in files.decode().split("\0") if name and (ROOT / name).is_file())
 
 
+def checkout_hashes(root: Path = ROOT) -> dict[str, str]:
+    """The sha256 of each tracked file of the checkout as it is on disk (``git ls-files``)."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True).stdout
+    names = [name for name in listed.decode().split("\0") if name and (root / name).is_file()]
+    return {name: file_sha256(root / name) for name in names}
+
+
 def compress(source: Path, target: Path, limit_bytes: int | None = None, lines: int | None = None) -> int:
     """``source`` xz-compressed to ``target`` (its first ``lines`` lines when given); the lines written."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -178,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     record = {
         "commit": commit,
         "dirty": bool(dirty),
+        # the checkout the bundle belongs to, file by file: a node's copy (a tar of git ls-files, no .git)
+        # is checked against it before any part runs (benchmarks/gpu/check.py)
+        "checkout": checkout_hashes(),
         "target": {"python": args.python_version, "platform": args.platform},
         "tiny": args.tiny,
         "versions": versions,

@@ -114,10 +114,14 @@ def make_tiny_backbone(
 
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path_factory, monkeypatch) -> Path:
-    """Each test gets its own sentlab cache folder: nothing read from or written to ~/.cache/sentlab."""
+    """Each test gets its own sentlab cache folder: nothing read from or written to ~/.cache/sentlab;
+    the folders the test used are no longer marked in use by this process when it ends."""
+    from sentlab.cache_folder import release_all_in_use
+
     folder = tmp_path_factory.mktemp("sentlab-cache")
     monkeypatch.setenv("SENTLAB_CACHE", str(folder))
-    return folder
+    yield folder
+    release_all_in_use()
 
 
 @pytest.fixture(scope="session")

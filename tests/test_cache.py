@@ -121,7 +121,7 @@ def test_cache_commands_report_and_clear(tiny_backbone_no_dropout, tmp_path, iso
     assert "embeddings: 1 entries" in capsys.readouterr().out
     assert main(["cache", "clear", "--embeddings"]) == 0
     assert cache_info()["embeddings"]["entries"] == 0
-    assert cache_clear() == 0
+    assert cache_clear() == (0, [])
 
 
 def test_eval_records_backend_and_precision_and_names_the_setting(tiny_backbone_no_dropout, data_dir, tmp_path):
@@ -164,6 +164,7 @@ def test_every_part_of_the_cache_is_counted_and_evicted_least_recently_used_firs
 
     from sentlab import progress
     from sentlab.cache import cache_entries, evict_cache
+    from sentlab.cache_folder import release_all_in_use
     from sentlab.data.tables import sentence_table, table_folder
 
     monkeypatch.setitem(progress._state, "quiet", False)  # an earlier --quiet command of this process
@@ -175,6 +176,7 @@ def test_every_part_of_the_cache_is_counted_and_evicted_least_recently_used_firs
     store = EmbeddingStore(isolated_cache / "embeddings")
     store.put(store.key({}, ["x"]), rows(10), {})
     old, recent = table_folder(corpus_file, None), table_folder(other, None)
+    release_all_in_use()  # as if another process had used them and exited
     os.utime(old / "complete.json", (1, 1))  # used long ago
     info = cache_info()
     assert info["text"]["entries"] == 2 and info["embeddings"]["entries"] == 1
@@ -187,8 +189,9 @@ def test_every_part_of_the_cache_is_counted_and_evicted_least_recently_used_firs
     capsys.readouterr()
     embedding = next(store.root.glob("*.npy")).name
     assert evict_cache(max_bytes=0) == [f"text/{old.name}", f"embeddings/{embedding}"]
-    assert "removed the 2 least recently used entries" in capsys.readouterr().err
+    assert "removed 2 entries" in capsys.readouterr().err
     sentence_table(corpus_file)
+    release_all_in_use()
     assert main(["cache", "info"]) == 0
     assert "text: 1 entries" in capsys.readouterr().out
     assert main(["cache", "clear", "--text"]) == 0
@@ -209,3 +212,129 @@ def test_an_embedding_cache_that_cannot_be_written_is_skipped_in_one_line(tmp_pa
     err = capsys.readouterr().err
     assert "not stored (No space left on device); the vectors are used without it" in err and "Traceback" not in err
     assert list(store.root.iterdir()) == []  # nothing half-written left
+
+
+def dead_pid() -> int:
+    """The PID of a process that has exited (its number is free until the system reuses it)."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from sentlab.cache_folder import hold_in_use
+assert hold_in_use(Path(sys.argv[1]))
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def test_builds_in_progress_and_leftovers_are_entries_by_one_rule(corpus_file, isolated_cache, capsys):
+    """Every part lists by one rule: a build in progress (a live PID in its name) counts toward the cap
+    and is never evicted or cleared; what a killed build left (a dead PID) counts, shows in cache info
+    and is cleaned first; lock files are not entries."""
+    from sentlab.cache import cache_entries, evict_cache
+
+    live, dead = os.getpid(), dead_pid()
+    for part, name in (
+        ("text", ".abc.partial-{pid}"),
+        ("rse", ".abc.partial-{pid}"),
+        ("exports", "f/.onnx-fp32.partial-{pid}"),
+    ):
+        for pid in (live, dead):
+            folder = isolated_cache / part / name.format(pid=pid)
+            folder.mkdir(parents=True)
+            (folder / "blob").write_bytes(b"x" * 1000)
+    embeddings = isolated_cache / "embeddings"
+    embeddings.mkdir()
+    (embeddings / f".key.npy.{dead}-0123abcd.tmp").write_bytes(b"y" * 500)  # atomic_path's, of a killed writer
+    (embeddings / f"key.npy.tmp-{dead}").write_bytes(b"y" * 500)  # an earlier version's
+    (isolated_cache / "text" / "abc.lock").touch()
+    states = {(e.part, e.state) for e in cache_entries()}
+    assert states == {(p, s) for p in ("text", "rse", "exports") for s in ("building", "leftover")} | {
+        ("embeddings", "leftover")
+    }
+    info = cache_info()
+    assert info["exports"]["building"] == {"entries": 1, "bytes": 1000}
+    assert info["exports"]["leftovers"] == {"entries": 1, "bytes": 1000} and info["exports"]["bytes"] == 2000
+    assert info["embeddings"]["leftovers"]["entries"] == 2 and info["text"]["entries"] == 0
+    capsys.readouterr()
+    assert main(["cache", "info"]) == 0
+    assert (
+        "exports: 0 entries, 1 being built (0.0 MB), 1 left by killed builds (0.0 MB), 0.0 MB"
+        in capsys.readouterr().out
+    )
+    removed = evict_cache(max_bytes=10**9)  # under the cap: the leftovers go all the same
+    assert len(removed) == 5 and {e.state for e in cache_entries()} == {"building"}
+    evict_cache(max_bytes=0)
+    freed, skipped = cache_clear()
+    assert freed == 0 and len(skipped) == 3  # the builds in progress stay
+    assert all(p.is_dir() for p in (isolated_cache / "text").glob(f".abc.partial-{live}"))
+    assert (isolated_cache / "text" / "abc.lock").exists()  # a lock file is never removed
+
+
+def test_an_entry_another_process_reads_is_neither_evicted_nor_cleared(corpus_file, isolated_cache, capsys):
+    """A process that uses a cached table marks it (a shared lock on its .lock file); eviction and
+    cache clear pass over it while that process runs, and remove it once it has exited."""
+    import subprocess
+    import sys
+
+    from sentlab.cache import evict_cache
+    from sentlab.cache_folder import release_all_in_use
+    from sentlab.data.tables import sentence_table, table_folder
+    from tests.conftest import subprocess_env
+
+    sentence_table(corpus_file)
+    release_all_in_use()  # this process is done with it; another one reads it now
+    folder = table_folder(corpus_file, None)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(folder)], stdout=subprocess.PIPE, text=True, env=subprocess_env()
+    )
+    try:
+        assert reader.stdout.readline().strip() == "held"
+        assert evict_cache(max_bytes=0) == [] and folder.is_dir()
+        assert cache_clear() == (0, [f"text/{folder.name}"]) and folder.is_dir()
+        assert main(["cache", "clear"]) == 0
+        assert "left 1 entries being built or read by another process" in capsys.readouterr().out
+    finally:
+        reader.kill()
+        reader.wait()
+    assert evict_cache(max_bytes=0) == [f"text/{folder.name}"] and not folder.exists()
+
+
+def test_an_unreadable_source_is_said_as_such(corpus_file, monkeypatch):
+    """A source the process may not read is named as the file that cannot be read, not as a cache
+    that cannot be written (with advice to move $SENTLAB_CACHE)."""
+    import errno
+
+    from sentlab.data import tables
+    from sentlab.errors import DataError
+
+    def denied(path, limit, out):
+        raise PermissionError(errno.EACCES, "Permission denied", str(corpus_file))
+
+    monkeypatch.setattr(tables, "write_text", denied)
+    with pytest.raises(DataError, match=rf"^{corpus_file}: cannot read it \(Permission denied\)$"):
+        tables.sentence_table(corpus_file)
+
+
+def test_atomic_writes_share_no_temporary_name_and_leave_nothing_on_error(tmp_path):
+    from sentlab.paths import TEMPORARY, atomic_path, write_text_atomic
+
+    target = tmp_path / "out.json"
+    with atomic_path(target) as first, atomic_path(target) as second:
+        assert first != second and TEMPORARY.match(first.name).group(1) == str(os.getpid())
+        first.write_text("1")
+        second.write_text("2")
+    assert target.read_text() == "1"  # each renames when its own block ends: the outer one last
+    with pytest.raises(RuntimeError), atomic_path(target) as temporary:
+        temporary.write_text("half")
+        raise RuntimeError("killed")
+    assert target.read_text() == "1" and sorted(p.name for p in tmp_path.iterdir()) == ["out.json"]
+    write_text_atomic(target, "whole")
+    assert target.read_text() == "whole"

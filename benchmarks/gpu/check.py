@@ -36,6 +36,7 @@ import json
 import lzma
 import math
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -47,6 +48,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "src"))
+from record import last_json  # noqa: E402 - the one reader of a benchmark's printed JSON
+
+from sentlab.paths import write_text_atomic  # noqa: E402 - the one atomic writer
+
 PARTS = ("install", "suite", "speed", "presets", "claim-a")
 PART_SECONDS = 540  # each part stays under nine minutes (a job step is ten)
 DEADLINE = float("inf")  # the running part's end (time.monotonic()): no child command runs past it
@@ -66,15 +73,35 @@ def provenance(bundle: Path) -> dict:
     return {"machine": record.machine(), "commit": found}
 
 
+def checkout_differences(bundle: Path, root: Path = ROOT) -> list[str]:
+    """The files of the checkout the bundle was built beside (``bundle.json``'s ``checkout``: each
+    tracked file's sha256) that this copy lacks or holds otherwise; a copy without ``.git`` (the
+    documented tar of ``git ls-files``) is checked by content, so it needs no commit to compare."""
+    import hashlib
+
+    built = json.loads((bundle / "bundle.json").read_text("utf-8")).get("checkout")
+    if not built:
+        return ["bundle.json records no checkout (rebuilt bundles do)"]
+    differ = []
+    for name, sha256 in sorted(built.items()):
+        path = root / name
+        if not path.is_file():
+            differ.append(f"{name} missing")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
+            differ.append(f"{name} differs")
+    return differ
+
+
 def same_code(bundle: Path) -> None:
-    """On a node: refuse a bundle built from another commit than the checkout's (its wheel is the
-    sentlab that runs, the checkout's scripts drive it)."""
-    found = provenance(bundle)["commit"]
-    checkout, built = found["checkout"].get("sha"), found.get("bundle", {}).get("sha")
-    if checkout and built and checkout != built:
+    """On a node: refuse a bundle built beside another checkout than this one (its wheel is the
+    sentlab that runs, the checkout's scripts drive it): file by file, with or without git."""
+    if not (bundle / "bundle.json").is_file():
+        raise RuntimeError(f"{bundle}: no bundle.json (build it with python scripts/gpu_bundle.py --dest .gpu)")
+    differ = checkout_differences(bundle)
+    if differ:
         raise RuntimeError(
-            f"the bundle was built at {built[:12]}, the checkout is at {checkout[:12]}: rebuild it "
-            "(python scripts/gpu_bundle.py --dest .gpu)"
+            f"the bundle was built beside another checkout: {len(differ)} file(s), e.g. {differ[0]}; rebuild it "
+            "(python scripts/gpu_bundle.py --dest .gpu) and copy both again"
         )
 
 
@@ -91,13 +118,8 @@ def run(command: list[str], timeout: float, env: dict | None = None, cwd: Path =
     except subprocess.TimeoutExpired as expired:
         code, out, err = 124, expired.stdout or "", f"timed out after {timeout:g} s"
         out = out.decode() if isinstance(out, bytes) else out
-    record: dict = {"command": " ".join(command), "exit_code": code, "seconds": round(time.perf_counter() - start, 1)}
-    try:  # the JSON object a benchmark prints last
-        record["result"] = (
-            json.loads(out[out.index("\n{") + 1 if "\n{" in out else out.index("{") :]) if "{" in out else None
-        )
-    except ValueError:
-        record["result"] = None
+    record: dict = {"command": shlex.join(command), "exit_code": code, "seconds": round(time.perf_counter() - start, 1)}
+    record["result"] = last_json(out)  # the JSON a benchmark prints last, whatever follows it (record.py's reader)
     if code:
         record["tail"] = (out + "\n" + (err if isinstance(err, str) else "")).strip().splitlines()[-12:]
     return record
@@ -187,7 +209,10 @@ def install_bundle(args, record: dict) -> None:
     record["pip"] = run(command, timeout=180)
     if record["pip"]["exit_code"]:
         raise RuntimeError("pip install from the bundle failed: " + " ".join(record["pip"].get("tail", [])[-1:]))
-    record["pip_check"] = run([sys.executable, "-m", "pip", "check"], timeout=60).get("tail", [])
+    checked = run([sys.executable, "-m", "pip", "check"], timeout=60)
+    record["pip_check"] = checked.get("tail", [])
+    if checked["exit_code"]:
+        raise RuntimeError("pip check failed: " + " ".join(checked.get("tail", [])[:1]))
 
 
 def ensure_installed(args, record: dict) -> None:
@@ -532,6 +557,7 @@ def part_claim_a(args, record: dict) -> None:
             record["pretrain"]["heldout"] = [r for r in rows if "eval_heldout-mlm_accuracy" in r][-1:]
         if not args.tiny:
             record["next"] = "the raw LM is kept in the work folder: run claim-a again for SimCSE and the scoring"
+            record["status_when_done"] = "incomplete"  # measured nothing yet: never a record (record.py --from)
             return
     simcse = [sys.executable, "benchmarks/rawlm_simcse.py", "--output", str(args.work / "claim-a")]
     simcse += ["--raw-lm", str(rawlm / "model"), "--seeds", "1", "2", "3"]
@@ -557,7 +583,7 @@ def main() -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     failed = []
     for part in PARTS if args.part == "all" else [args.part]:
-        record = {"part": part, "command": " ".join(sys.argv), "tiny": args.tiny}
+        record = {"part": part, "command": shlex.join(sys.argv), "tiny": args.tiny}
         record["date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         start = time.perf_counter()
         global DEADLINE
@@ -567,7 +593,7 @@ def main() -> int:
             path.replace(path.with_name(f"{part}.previous.json"))
         # what the part has measured so far, written after each measurement: a killed part's file keeps
         # it, with status "running" (record.py keeps only a part that ended ok)
-        args.save = lambda record=record, path=path: path.write_text(json.dumps(record, indent=1) + "\n", "utf-8")
+        args.save = lambda record=record, path=path: write_text_atomic(path, json.dumps(record, indent=1) + "\n")
         record |= {"status": "running", **provenance(args.bundle)}
         args.save()
         try:
@@ -584,7 +610,7 @@ def main() -> int:
                 "presets": part_presets,
                 "claim-a": part_claim_a,
             }[part](args, record)
-            record["status"] = "ok"
+            record["status"] = record.pop("status_when_done", "ok")
         except Exception as err:  # the part failed: what it measured so far is still written
             record["status"] = "failed"
             record["error"] = f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}"

@@ -44,7 +44,6 @@ name, then renamed), so a kill never leaves a half-written result that a rerun w
 from __future__ import annotations
 
 import json
-import os
 import random
 import time
 from array import array
@@ -63,6 +62,7 @@ from sentlab.adapt_plan import (  # noqa: F401 (the plan's data, re-exported)
 )
 from sentlab.errors import ConfigError, DataError, TrainingDivergedError
 from sentlab.evaluation.results import EvalReport, MetricsResult
+from sentlab.paths import atomic_path
 from sentlab.progress import say
 
 
@@ -104,12 +104,10 @@ def prepare(plan: AdaptPlan) -> Path:
     if not train_file.is_file():
         table = read_training_text(Path(plan.settings.text))
         order = shuffled_rows(len(table), 0)
-        partial = train_file.with_name(train_file.name + ".partial")
-        with partial.open("w", encoding="utf-8") as sink:
+        with atomic_path(train_file) as partial, partial.open("w", encoding="utf-8") as sink:
             for start in range(0, len(order), 10_000):
                 rows = table[order[start : start + 10_000].tolist()]["sentence"]
                 sink.write("".join(" ".join(s.split()) + "\n" for s in rows))
-        os.replace(partial, train_file)
     return train_file
 
 

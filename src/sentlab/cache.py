@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Sequence
@@ -37,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from sentlab.errors import DataError
+from sentlab.paths import TEMPORARY, atomic_path, write_text_atomic
 from sentlab.progress import say
 
 DEFAULT_MAX_GB = 20.0
@@ -104,19 +106,51 @@ def _folder_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else 0
 
 
-PARTS = ("embeddings", "exports", "text", "rse")  # every part of the cache, as cache info and clear name them
+# every part of the cache, as cache info and clear name them, and how deep its entries lie
+PARTS = ("embeddings", "exports", "text", "rse")
+DEPTH = {"embeddings": 1, "exports": 2, "text": 1, "rse": 1}  # exports: ROOT/exports/<fingerprint>/<setting>
+RECORD_OF = {"exports": "export.json"}  # a folder's record (its mtime: last used); else complete.json
+# what a build in progress writes, with the writer's PID: write_folder's folders, atomic_path's files,
+# and the temporary files of earlier versions of the embedding store
+IN_PROGRESS = (re.compile(r"^\..+\.partial-(\d+)$"), TEMPORARY, re.compile(r"^.+\.tmp-(\d+)$"))
+ORPHAN_AGE_S = 600.0  # a .npy without its .json older than this is what a killed write left
+
+
+def _writer(path: Path) -> int | None:
+    """The PID of the process writing ``path`` when it is a build in progress (or what one left)."""
+    for pattern in IN_PROGRESS:
+        found = pattern.match(path.name)
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (a cache shared between machines cannot tell)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists, owned by someone else
+        return True
+    return True
 
 
 @dataclass
 class CacheEntry:
     """One thing the cache holds: an embedding entry (its .npy and .json), an exported model's folder,
-    a table's folder."""
+    a table's folder; or a build in progress (``state`` "building"), or what a killed one left
+    (``state`` "leftover": a ``.partial-PID`` folder or a ``.tmp`` file whose process is gone)."""
 
     part: str
     paths: list[Path]
     bytes: int
     last_used: float  # its record's mtime (touched on every use)
-    lock: Path | None = None  # held while a folder is built: such a folder is never evicted
+    lock: Path | None = None  # exclusive while built or evicted, shared while a process reads it
+    record: Path | None = None
+    state: str = "ready"
 
     @property
     def name(self) -> str:
@@ -124,71 +158,86 @@ class CacheEntry:
 
 
 def cache_entries(root: str | Path | None = None) -> list[CacheEntry]:
-    """Every entry of every part of the cache, least recently used first (an entry another process
-    removes meanwhile is left out)."""
+    """Every entry of every part of the cache, by one rule for all parts, least recently used first:
+    each part's items at its depth are entries, builds in progress or leftovers (by the PID in their
+    name), and lock files are not entries (an entry another process removes meanwhile is left out)."""
+    from sentlab.cache_folder import lock_path
+
     root = cache_root(root)
     found: list[CacheEntry] = []
 
-    def add(part: str, paths: list[Path], record: Path, lock: Path | None = None) -> None:
+    def add(part: str, paths: list[Path], record: Path, lock: Path | None = None, state: str = "ready") -> None:
         try:
-            size = sum(_folder_bytes(p) if p.is_dir() else p.stat().st_size for p in paths)
-            found.append(CacheEntry(part, paths, size, record.stat().st_mtime, lock))
+            size = sum(_folder_bytes(p) if p.is_dir() else p.stat().st_size for p in paths if p.exists())
+            found.append(CacheEntry(part, paths, size, record.stat().st_mtime, lock, record, state))
         except OSError:  # removed while it was looked at
             pass
 
-    embeddings = root / "embeddings"
-    for meta in sorted(embeddings.glob("*.json")) if embeddings.is_dir() else []:
-        add("embeddings", [meta.with_suffix(".npy"), meta], meta)
-    exports = root / "exports"
-    for folder in sorted(exports.glob("*/*")) if exports.is_dir() else []:
-        if folder.is_dir():
-            add("exports", [folder], folder / "export.json" if (folder / "export.json").is_file() else folder)
-    for part in ("text", "rse"):
-        for folder in sorted((root / part).iterdir()) if (root / part).is_dir() else []:
-            if folder.is_dir() and not folder.name.startswith("."):  # ".NAME.partial-PID": being built
-                record = folder / "complete.json"
-                add(part, [folder], record if record.is_file() else folder, folder.with_name(folder.name + ".lock"))
+    for part in PARTS:
+        base = root / part
+        for item in sorted(base.glob("/".join(["*"] * DEPTH[part]))) if base.is_dir() else []:
+            writer = _writer(item)
+            if item.name.endswith(".lock"):
+                continue
+            if writer is not None:
+                add(part, [item], item, state="building" if _alive(writer) else "leftover")
+            elif part == "embeddings":
+                if item.suffix == ".json":
+                    add(part, [item.with_suffix(".npy"), item], item)
+                elif item.suffix == ".npy" and not item.with_suffix(".json").exists():
+                    with contextlib.suppress(OSError):
+                        if time.time() - item.stat().st_mtime > ORPHAN_AGE_S:
+                            add(part, [item], item, state="leftover")
+            elif item.is_dir():
+                record = item / RECORD_OF.get(part, "complete.json")
+                add(part, [item], record if record.is_file() else item, lock_path(item))
     return sorted(found, key=lambda entry: entry.last_used)
 
 
-def evict_cache(root: str | Path | None = None, max_bytes: int | None = None, keep: Sequence[Path] = ()) -> list[str]:
-    """Delete the least recently used entries of the whole cache until it fits ``max_bytes``
-    (``$SENTLAB_CACHE_MAX_GB``), except those in ``keep`` (just written), folders being built (their
-    lock held) and entries used since the list was made; says what it removed, and returns their
-    names. Best effort: nothing on a read-only cache, and an entry another process removes first is
-    not counted."""
+def _remove(entry: CacheEntry, check_use: bool = True) -> bool:
+    """Delete ``entry`` under its lock taken exclusively without waiting (an entry being built or read
+    by another process is passed over, False); ``check_use``: not if it was used since it was listed."""
     from filelock import FileLock, Timeout
 
+    try:
+        with FileLock(str(entry.lock), timeout=0) if entry.lock else contextlib.nullcontext():
+            if check_use and entry.record is not None and entry.record.exists():
+                if entry.record.stat().st_mtime != entry.last_used:
+                    return False  # used since the list was made
+            existed = [p for p in entry.paths if p.exists()]
+            for path in existed:
+                shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+    except (Timeout, OSError):  # being built or read, or a cache this process may not change
+        return False
+    return bool(existed)
+
+
+def evict_cache(root: str | Path | None = None, max_bytes: int | None = None, keep: Sequence[Path] = ()) -> list[str]:
+    """Delete what killed builds left, then the least recently used entries of the whole cache until
+    it fits ``max_bytes`` (``$SENTLAB_CACHE_MAX_GB``), except those in ``keep`` (just written), builds
+    in progress, entries another process is reading (:func:`~sentlab.cache_folder.hold_in_use`) and
+    entries used since the list was made; says what it removed, and returns their names. Best
+    effort: nothing on a read-only cache, and an entry another process removes first is not counted."""
     cap = max_bytes_from_env() if max_bytes is None else max_bytes
     entries = cache_entries(root)
     total = sum(entry.bytes for entry in entries)
     kept = {Path(p).resolve() for p in keep}
     removed: list[str] = []
     freed = 0
-    for entry in entries:
-        if total <= cap:
+    leftovers = [entry for entry in entries if entry.state == "leftover"]
+    ready = [entry for entry in entries if entry.state == "ready"]
+    for entry in [*leftovers, *ready]:
+        if entry.state == "ready" and total <= cap:
             break
-        if any(p.resolve() in kept for p in entry.paths):
-            continue
-        try:
-            with FileLock(str(entry.lock), timeout=0) if entry.lock else contextlib.nullcontext():
-                record = entry.paths[0] / "complete.json" if entry.paths[0].is_dir() else entry.paths[-1]
-                if record.exists() and record.stat().st_mtime != entry.last_used:
-                    continue  # used since the list was made: no longer the least recent
-                existed = [p for p in entry.paths if p.exists()]
-                for path in existed:
-                    shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
-        except (Timeout, OSError):  # being built, or a cache this process may not change
-            continue
-        if not existed:
+        if any(p.resolve() in kept for p in entry.paths) or not _remove(entry):
             continue
         total -= entry.bytes
         freed += entry.bytes
         removed.append(entry.name)
     if removed:
         say(
-            f"cache over its cap of {cap / 1e9:g} GB ($SENTLAB_CACHE_MAX_GB): removed the {len(removed)} least "
-            f"recently used entries ({freed / 1e6:,.1f} MB): {', '.join(removed)}"
+            f"cache over its cap of {cap / 1e9:g} GB ($SENTLAB_CACHE_MAX_GB) or holding what killed builds left: "
+            f"removed {len(removed)} entries ({freed / 1e6:,.1f} MB): {', '.join(removed)}"
         )
     return removed
 
@@ -254,34 +303,21 @@ class EmbeddingStore:
         return True
 
     def _write(self, key: str, rows: np.ndarray, setting: dict) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
         array_path, meta_path = self._paths(key)
-        suffix = f".tmp-{os.getpid()}"
-        tmp_array, tmp_meta = (
-            array_path.with_name(array_path.name + suffix),
-            meta_path.with_name(meta_path.name + suffix),
-        )
-        try:
-            with tmp_array.open("wb") as handle:
+        meta_path.unlink(missing_ok=True)  # an old description never vouches for the new matrix
+        with atomic_path(array_path) as temporary:
+            with temporary.open("wb") as handle:
                 np.save(handle, rows, allow_pickle=False)
-                handle.flush()
-                os.fsync(handle.fileno())
             meta = {
                 "format": FORMAT_VERSION,
                 "setting": setting,
                 "n": int(rows.shape[0]),
                 "dim": int(rows.shape[1]),
-                "bytes": tmp_array.stat().st_size,
-                "sha256": file_sha256(tmp_array),
+                "bytes": temporary.stat().st_size,
+                "sha256": file_sha256(temporary),
                 "created": time.time(),
             }
-            tmp_meta.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-            os.replace(tmp_array, array_path)
-            os.replace(tmp_meta, meta_path)  # last: the entry exists once its description does
-        finally:
-            with contextlib.suppress(OSError):
-                tmp_array.unlink(missing_ok=True)
-                tmp_meta.unlink(missing_ok=True)
+        write_text_atomic(meta_path, json.dumps(meta, indent=2) + "\n")  # last: the entry exists once described
 
     def _delete(self, key: str) -> None:
         for path in self._paths(key):
@@ -290,26 +326,41 @@ class EmbeddingStore:
 
 
 def cache_info(root: str | Path | None = None) -> dict:
-    """Where the cache is, its cap, and each part's entries and bytes (exports with their settings)."""
+    """Where the cache is, its cap, and each part's entries and bytes (exports with their settings),
+    with the builds in progress and what killed builds left (both count toward the cap)."""
     root = cache_root(root)
     entries = cache_entries(root)
     info: dict = {"root": str(root), "max_bytes": max_bytes_from_env()}
     for part in PARTS:
         mine = [entry for entry in entries if entry.part == part]
-        info[part] = {"entries": len(mine), "bytes": sum(entry.bytes for entry in mine)}
+        info[part] = {
+            state_name: {
+                "entries": len(chosen := [e for e in mine if e.state == state]),
+                "bytes": sum(e.bytes for e in chosen),
+            }
+            for state, state_name in (("building", "building"), ("leftover", "leftovers"))
+        }
+        ready = [e for e in mine if e.state == "ready"]
+        info[part] |= {"entries": len(ready), "bytes": sum(e.bytes for e in mine)}
     info["exports"]["settings"] = [
-        f"{e.paths[0].parent.name[:12]}/{e.paths[0].name}" for e in entries if e.part == "exports"
+        f"{e.paths[0].parent.name[:12]}/{e.paths[0].name}"
+        for e in entries
+        if e.part == "exports" and e.state == "ready"
     ]
     return info
 
 
-def cache_clear(root: str | Path | None = None, what: Sequence[str] = PARTS) -> int:
-    """Delete the named parts of the cache; returns the bytes freed."""
-    root = cache_root(root)
-    freed = 0
-    for part in what:
-        folder = root / part
-        before = _folder_bytes(folder)
-        shutil.rmtree(folder, ignore_errors=True)
-        freed += before - _folder_bytes(folder)  # what was really removed (a read-only cache keeps it)
-    return freed
+def cache_clear(root: str | Path | None = None, what: Sequence[str] = PARTS) -> tuple[int, list[str]]:
+    """Delete the entries of the named parts of the cache and what killed builds left there, each
+    under its lock taken without waiting: a build in progress and an entry another process is
+    reading are left (returned by name, with the bytes freed). Lock files stay (another process may
+    be waiting on one)."""
+    freed, skipped = 0, []
+    for entry in cache_entries(root):
+        if entry.part not in what:
+            continue
+        if entry.state != "building" and _remove(entry, check_use=False):
+            freed += entry.bytes
+        elif any(p.exists() for p in entry.paths):
+            skipped.append(entry.name)
+    return freed, skipped

@@ -16,7 +16,10 @@ vectors, a corpus index) is written by :func:`write_folder` and read back throug
   that need the same folder at once (``torchrun``'s) build it once. Whoever holds the lock first
   removes what killed builds left (``.NAME.partial-*``).
 * A permission error or a full disk while building is one line (:class:`CacheWriteError`) naming the
-  folder and what to do, never a traceback.
+  folder and what to do, never a traceback; a source file that cannot be read is named as such.
+* A process that uses a cached folder marks it in use for as long as it runs (:func:`hold_in_use`: a
+  shared lock on the same ``.lock`` file); eviction and ``sentlab cache clear`` take that lock
+  exclusively without waiting, so they pass over a folder that is being built or read.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from sentlab.errors import DataError
+from sentlab.paths import write_text_atomic
 from sentlab.progress import say
 
 RECORD = "complete.json"
@@ -41,12 +45,17 @@ class CacheWriteError(DataError):
     """A cached folder could not be written (no permission, a read-only or full disk)."""
 
 
-def folder_lock(folder: Path, timeout: float | None = None) -> contextlib.AbstractContextManager:
-    """An exclusive lock on ``folder`` (``<folder>.lock`` beside it) for as long as it is built. A
-    process that has to wait says so once, naming the lock; past ``timeout`` seconds
-    (``$SENTLAB_LOCK_TIMEOUT``, default an hour) it stops with one line. On a file system without
-    ``flock`` (some network mounts) the lock is a lock file's existence (filelock's ``SoftFileLock``)."""
-    return _locked(folder, lock_timeout() if timeout is None else timeout)
+def folder_lock(
+    folder: Path, timeout: float | None = None, ready: Callable[[], object] | None = None
+) -> contextlib.AbstractContextManager[bool]:
+    """An exclusive lock on ``folder`` (``<folder>.lock`` beside it) for as long as it is built; the
+    block gets True. A process that has to wait says so once, naming the lock; past ``timeout``
+    seconds (``$SENTLAB_LOCK_TIMEOUT``, default an hour) it stops with one line. While it waits it asks
+    ``ready()``: once that gives something (another process built the folder), the block runs at once
+    without the lock and gets False, so a waiter never needs the lock a reader of the new folder holds
+    shared. On a file system without ``flock`` (some network mounts) the lock is a lock file's
+    existence (filelock's ``SoftFileLock``)."""
+    return _locked(folder, lock_timeout() if timeout is None else timeout, ready)
 
 
 def lock_timeout() -> float:
@@ -61,29 +70,87 @@ def lock_timeout() -> float:
     return seconds
 
 
+_HELD: dict[str, int] = {}  # lock file -> the descriptor holding this process's shared lock on it
+
+
+def lock_path(folder: Path) -> Path:
+    """The ``.lock`` file beside ``folder``: exclusive while it is built or evicted, shared while read."""
+    return folder.with_name(folder.name + ".lock")
+
+
+def hold_in_use(folder: Path) -> bool:
+    """Mark ``folder`` in use by this process until it exits (its tables are memory-mapped, and some
+    are opened again by path): a shared ``flock`` on its ``.lock`` file, which eviction and
+    ``sentlab cache clear`` honour (they take the lock exclusively, without waiting, and pass over
+    the folder when they cannot). Waits while another process holds it exclusively (building,
+    evicting). False where the mark cannot be made (a read-only cache, a file system without
+    ``flock``): such a folder is not protected."""
+    path = lock_path(folder)
+    if str(path) in _HELD:
+        return True
+    try:
+        import fcntl
+
+        descriptor = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)
+    except (ImportError, OSError):
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH)
+    except OSError:
+        os.close(descriptor)
+        return False
+    _HELD[str(path)] = descriptor
+    return True
+
+
+def release_in_use(folder: Path) -> None:
+    """Let go of this process's mark on ``folder`` (before it takes the folder's lock exclusively)."""
+    descriptor = _HELD.pop(str(lock_path(folder)), None)
+    if descriptor is not None:
+        os.close(descriptor)  # closing the descriptor releases its flock
+
+
+def release_all_in_use() -> None:
+    """Let go of every mark this process holds (a long-lived process that is done with its tables)."""
+    for key in list(_HELD):
+        os.close(_HELD.pop(key))
+
+
+POLL_S = 0.25  # how often a waiter asks whether the folder it waits for is ready
+
+
 @contextlib.contextmanager
-def _locked(folder: Path, timeout: float) -> Iterator[None]:
+def _locked(folder: Path, timeout: float, ready: Callable[[], object] | None = None) -> Iterator[bool]:
+    import time
+
     from filelock import FileLock, Timeout
 
-    path = folder.with_name(folder.name + ".lock")
+    release_in_use(folder)  # this process's own shared mark would block its exclusive lock
+    path = lock_path(folder)
     _writable(lambda: path.parent.mkdir(parents=True, exist_ok=True), folder)
     lock = FileLock(str(path))  # filelock falls back to a lock file's existence where there is no flock
-    try:
-        _writable(lambda: lock.acquire(timeout=min(WAIT_NOTICE_S, timeout)), folder)
-        waited = False
-    except Timeout:
-        waited = True
-    if waited:
-        say(f"waiting for {path}: another process is building {folder.name}")
+    start = time.monotonic()
+    said = False
+    while True:
+        left = timeout - (time.monotonic() - start)
         try:
-            _writable(lambda: lock.acquire(timeout=max(0.0, timeout - WAIT_NOTICE_S)), folder)
+            _writable(lambda: lock.acquire(timeout=max(0.0, min(POLL_S, left))), folder)
+            break
         except Timeout:
+            pass
+        if ready is not None and ready() is not None:
+            yield False  # built meanwhile by the process that held the lock
+            return
+        if time.monotonic() - start >= timeout:
             raise CacheWriteError(
-                f"{path}: still locked after {timeout:g} s; if no sentlab process is building {folder.name}, "
-                "delete the lock file"
+                f"{path}: still locked after {timeout:g} s by a process building or reading {folder.name}; if "
+                "no sentlab process runs, delete the lock file"
             ) from None
+        if not said and time.monotonic() - start >= WAIT_NOTICE_S:
+            say(f"waiting for {path}: another process is building or reading {folder.name}")
+            said = True
     try:
-        yield
+        yield True
     finally:
         lock.release()
 
@@ -93,6 +160,9 @@ def _writable(action: Callable[[], object], folder: Path) -> object:
     try:
         return action()
     except OSError as err:
+        named = Path(err.filename) if isinstance(err.filename, str) else None
+        if named is not None and folder.parent not in (named, *named.parents):  # a source, not the cache
+            raise DataError(f"{named}: cannot read it ({os.strerror(err.errno) if err.errno else err})") from None
         if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
             raise CacheWriteError(
                 f"{folder}: cannot write here ({os.strerror(err.errno)}); make the folder writable or "
@@ -163,12 +233,10 @@ def _replace(partial: Path, folder: Path) -> None:
 
 
 def rewrite_record(folder: Path, record_fields: dict, record: str = RECORD) -> None:
-    """Replace a valid folder's record by ``record_fields`` (written beside it and renamed); nothing on
-    a read-only cache, whose folder stays valid for what it was made from."""
+    """Replace a valid folder's record by ``record_fields`` (:func:`~sentlab.paths.write_text_atomic`);
+    nothing on a read-only cache, whose folder stays valid for what it was made from."""
     with contextlib.suppress(OSError):
-        partial = folder / f".{record}.{os.getpid()}"
-        _write_json(partial, record_fields)
-        os.replace(partial, folder / record)
+        write_text_atomic(folder / record, json.dumps(record_fields, indent=1) + "\n")
 
 
 def remove_partials(folder: Path) -> None:
@@ -192,16 +260,19 @@ def cached_folder(
     valid (its record, or None): for a validity a record's fields alone do not decide."""
     valid = current or (lambda: read_record(folder, expected, record))
     found = valid()
-    if found is None:
-        with folder_lock(folder):
+    if found is not None and hold_in_use(folder):
+        found = valid()  # held now: an eviction that ran meanwhile shows here
+    built = False
+    while found is None:
+        with folder_lock(folder, ready=valid) as locked:
             found = valid()
-            if found is None:
+            if found is None and locked:
                 remove_partials(folder)
                 found = write_folder(folder, build, record)
                 built = True
-            else:
-                built = False
-        if built and after_build is not None:
-            after_build(folder)
+        # not locked and not valid: built by another process, then removed before it was read: again
+    hold_in_use(folder)  # (again: a record rewritten under the folder's lock let go of the mark)
+    if built and after_build is not None:
+        after_build(folder)
     mark_used(folder, record)
     return found

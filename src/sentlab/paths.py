@@ -7,7 +7,11 @@ variable, or ``../shared/data`` relative to the current directory. A preset name
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import secrets
+from collections.abc import Iterator
 from pathlib import Path
 
 DATA_ENV_VAR = "SENTLAB_DATA"
@@ -46,14 +50,37 @@ def expand_data_paths(tree: object, root: Path) -> list[Path]:
     return expanded
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` whole or not at all (a temporary file renamed into place): a file a killed
-    process leaves behind is never read as complete."""
+TEMPORARY = re.compile(r"^\..+\.(\d+)-[0-9a-f]{8}\.tmp$")  # atomic_path's temporary names (PID inside)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """The one way sentlab writes a file whole or not at all: a fresh temporary path beside ``path``
+    (``.NAME.PID-RANDOM.tmp``: no two writers share it) to write in the block; when the block ends the
+    file is flushed to disk (fsync) and renamed over ``path``, and on an error it is removed and
+    ``path`` left as it was. A reader sees the old file or the whole new one; a process killed in the
+    block leaves only the temporary file, which the cache counts and cleans (its PID is dead)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    try:
+        yield temporary
+        descriptor = os.open(temporary, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) whole or not at all (:func:`atomic_path`)."""
+    with atomic_path(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
 
 
 def reserve_file(path: str | Path, size: int) -> None:

@@ -22,7 +22,12 @@ def cmd_cache_info(args: argparse.Namespace) -> int:
         "$SENTLAB_CACHE, $SENTLAB_CACHE_MAX_GB)"
     )
     for part in PARTS:
-        print(f"{part}: {info[part]['entries']} entries, {info[part]['bytes'] / 1e6:,.1f} MB")
+        more = "".join(
+            f", {info[part][state]['entries']} {label} ({info[part][state]['bytes'] / 1e6:,.1f} MB)"
+            for state, label in (("building", "being built"), ("leftovers", "left by killed builds"))
+            if info[part][state]["entries"]
+        )
+        print(f"{part}: {info[part]['entries']} entries{more}, {info[part]['bytes'] / 1e6:,.1f} MB")
         if part == "exports":
             print("".join(f"  {setting}\n" for setting in info["exports"]["settings"]), end="")
     return 0
@@ -32,8 +37,10 @@ def cmd_cache_clear(args: argparse.Namespace) -> int:
     from sentlab.cache import PARTS, cache_clear, cache_root
 
     parts = [part for part in PARTS if getattr(args, part)] or list(PARTS)
-    freed = cache_clear(what=parts)
+    freed, skipped = cache_clear(what=parts)
     print(f"cleared {', '.join(parts)} in {cache_root()} ({freed / 1e6:,.1f} MB)")
+    if skipped:
+        print(f"left {len(skipped)} entries being built or read by another process: {', '.join(skipped)}")
     return 0
 
 

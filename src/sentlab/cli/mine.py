@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from sentlab.cli.common import load, model_args, positive_int
-from sentlab.paths import write_text_atomic
+from sentlab.paths import atomic_path, write_text_atomic
 
 
 def _columns(text: str) -> list[str] | dict[str, str]:
@@ -72,12 +72,9 @@ def cmd_mine(args: argparse.Namespace) -> int:
         query_prompt_name=args.query_prompt_name,
         corpus_prompt_name=args.corpus_prompt_name,
     )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
-    with partial.open("w", encoding="utf-8") as f:
+    with atomic_path(out) as partial, partial.open("w", encoding="utf-8") as f:
         for row in triplets:
             f.write(json.dumps({k: row[k] for k in ("anchor", "positive", "negative")}, ensure_ascii=False) + "\n")
-    partial.replace(out)
     report_path = out.with_suffix(".report.json")
     write_text_atomic(report_path, json.dumps(report.to_dict(), indent=1) + "\n")  # written last: the run finished
     print(

@@ -30,6 +30,7 @@ from sentlab.data.catalog import (  # noqa: F401 (the catalogue, re-exported for
 from sentlab.data.hub import download_sts
 from sentlab.data.sts import STS_TASKS
 from sentlab.errors import DataError
+from sentlab.paths import atomic_path, write_text_atomic
 
 
 class Hub:
@@ -60,10 +61,8 @@ class Hub:
 
 
 def _copy_atomic(source: Path, target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(target.name + ".part")
-    shutil.copyfile(source, temporary)
-    os.replace(temporary, target)
+    with atomic_path(target) as temporary:
+        shutil.copyfile(source, temporary)
 
 
 def _fetch_simcse_file(filename: str, relative: str) -> Callable[[Path, Hub], None]:
@@ -88,9 +87,7 @@ def _fetch_wikipedia(root: Path, hub: Hub) -> None:
         FETCHERS["wiki1m"](root, hub)
     sentences = wikipedia_sentences(wiki1m.read_text(encoding="utf-8").splitlines())
     target = root / "wikipedia/wiki_sentences.txt"
-    temporary = target.with_name(target.name + ".part")
-    temporary.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
-    os.replace(temporary, target)
+    write_text_atomic(target, "".join(s + "\n" for s in sentences))
 
 
 def _fetch_sts(root: Path, hub: Hub) -> None:

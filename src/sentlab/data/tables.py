@@ -93,6 +93,11 @@ def text_record(
         raise DataError(f"{path}: file not found")
     if limit is not None and limit < 1:
         raise DataError(f"{path}: data.limit must be at least 1 (got {limit})")
+    try:  # a file that cannot be read is said as such, not as a cache that cannot be written
+        with path.open("rb"):
+            pass
+    except OSError as err:
+        raise DataError(f"{path}: cannot read it ({err.strerror or err})") from None
     columns = None if columns is None else tuple(columns)
     folder = table_folder(path, limit, root, columns)
     made_from = {"format": FORMAT_VERSION, "limit": limit, "columns": None if columns is None else list(columns)}

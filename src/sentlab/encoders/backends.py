@@ -54,7 +54,7 @@ import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Transformer
 
-from sentlab.cache_folder import cached_folder, read_record
+from sentlab.cache_folder import cached_folder, hold_in_use, mark_used, read_record
 from sentlab.errors import ModelLoadError
 
 BACKENDS: dict[str, tuple[str, ...]] = {
@@ -276,10 +276,14 @@ def export(
     onnx_folder = base / "onnx-fp32"
     if _complete(onnx_folder) is None:
         _export_onnx(model, onnx_folder)
+    else:
+        hold_in_use(onnx_folder)
+        mark_used(onnx_folder, EXPORT_META)
     if (backend, precision) == ("onnx", "fp32"):
         return onnx_folder
     folder = base / f"{backend}-{precision}"
-    if _complete(folder) is not None:
+    if _complete(folder) is not None and hold_in_use(folder) and _complete(folder) is not None:
+        mark_used(folder, EXPORT_META)  # reused: the least recently used export goes first
         return folder
     source = json.loads((onnx_folder / EXPORT_META).read_text("utf-8"))
     if backend == "onnx":

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from torch import nn
 from transformers import TrainerCallback
 
 from sentlab.errors import ConfigError, TrainingDivergedError
-from sentlab.paths import write_text_atomic
+from sentlab.paths import atomic_path, write_text_atomic
 
 LOSS_STATE_FILE = "loss_state.safetensors"
 
@@ -145,9 +144,8 @@ class LossStateCheckpoint(TrainerCallback):
         from safetensors.torch import save_file
 
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        partial = folder / (LOSS_STATE_FILE + ".partial")
-        save_file(tensors, str(partial))
-        os.replace(partial, folder / LOSS_STATE_FILE)
+        with atomic_path(folder / LOSS_STATE_FILE) as temporary:
+            save_file(tensors, str(temporary))
 
 
 def load_loss_state(loss: nn.Module, model: nn.Module, checkpoint: Path) -> None:

@@ -19,7 +19,6 @@ checkpoint and is not one. sentlab therefore:
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from transformers import TrainerCallback
 from transformers.trainer_utils import rotate_checkpoints
 
 from sentlab.encoders.weights import safetensors_problem
+from sentlab.paths import write_text_atomic
 
 COMPLETE_MARKER = "sentlab_checkpoint.json"
 CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")
@@ -47,12 +47,7 @@ def mark_complete(checkpoint: Path, step: int) -> None:
         for p in sorted(checkpoint.rglob("*"))
         if p.is_file() and p.name != COMPLETE_MARKER and not p.name.endswith(".partial")
     }
-    partial = checkpoint / (COMPLETE_MARKER + ".partial")
-    with partial.open("w", encoding="utf-8") as f:
-        json.dump({"step": step, "files": files}, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(partial, checkpoint / COMPLETE_MARKER)
+    write_text_atomic(checkpoint / COMPLETE_MARKER, json.dumps({"step": step, "files": files}, indent=1))
 
 
 def checkpoint_problem(checkpoint: Path) -> str | None:

@@ -97,24 +97,31 @@ def machine() -> dict:
 
 
 def commit() -> dict:
-    """The checkout's commit; where its tracked files differ from it, the files and the sha256 of
-    ``git diff HEAD`` (so a dirty run names the change it ran with). None outside git."""
+    """The checkout's commit; where the tree differs from it (tracked files changed, or files git does
+    not ignore added), the files and the diff itself (``git diff HEAD`` and each untracked file as a
+    new file's diff) with its sha256, so a run on a changed tree names the change it ran with. None
+    outside git."""
 
-    def git(*args: str) -> str | None:
+    def git(*args: str, ok: tuple[int, ...] = (0,)) -> str | None:
         try:
-            done = subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT, timeout=30)
+            done = subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT, timeout=60)
         except (OSError, subprocess.TimeoutExpired):
             return None
-        return done.stdout.strip() if done.returncode == 0 else None
+        return done.stdout if done.returncode in ok else None
 
     sha = git("rev-parse", "HEAD")
     if sha is None:
         return {"sha": None, "dirty": None}
-    changed = (git("diff", "HEAD", "--name-only") or "").split()
-    found: dict = {"sha": sha, "dirty": bool(changed)}
-    if changed:
-        found["changed"] = changed
-        found["diff_sha256"] = hashlib.sha256((git("diff", "HEAD") or "").encode()).hexdigest()
+    tracked = (git("diff", "HEAD", "--name-only") or "").split()
+    untracked = (git("ls-files", "--others", "--exclude-standard", "-z") or "").split("\0")
+    untracked = [name for name in untracked if name]
+    found: dict = {"sha": sha.strip(), "dirty": bool(tracked or untracked)}
+    if found["dirty"]:
+        diff = git("diff", "HEAD") or ""
+        for name in untracked:  # --no-index exits 1 when the files differ, which they do
+            diff += git("diff", "--no-index", "--", os.devnull, name, ok=(0, 1)) or ""
+        found |= {"changed": tracked, "untracked": untracked, "diff_sha256": hashlib.sha256(diff.encode()).hexdigest()}
+        found["diff"] = diff
     return found
 
 
@@ -224,10 +231,14 @@ def imported(name: str, source: Path, folder: Path = RECORDS) -> int:
     return 0
 
 
+def all_records(folder: Path = RECORDS) -> list[dict]:
+    """Every record of ``folder``, by name (the one listing the docs and ``--list`` share)."""
+    return [read(path.stem, folder) for path in sorted(folder.glob("*.json"))]
+
+
 def listing(folder: Path = RECORDS) -> list[str]:
     rows = []
-    for path in sorted(folder.glob("*.json")):
-        r = json.loads(path.read_text("utf-8"))
+    for r in all_records(folder):
         where = ", ".join(r["machine"].get("gpus") or []) or r["machine"].get("cpu", {}).get("model", "?")
         rows.append(f"{r['name']}\t{r['date'][:10]}\t{where}\t{r['command']}")
     return rows

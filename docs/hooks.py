@@ -24,7 +24,6 @@ As an mkdocs hook it refuses to build a page whose generated text is stale.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -177,10 +176,19 @@ FIGURE = re.compile(r"<!--fig:(?P<name>[\w.-]+)-->(?P<value>.*?)<!--/fig-->")
 
 
 def record(name: str, records: Path = RECORDS) -> dict:
-    path = records / f"{name}.json"
-    if not path.is_file():
-        raise KeyError(f"no record {name!r} in {records}")
-    return json.loads(path.read_text("utf-8"))
+    """The record ``name`` (``benchmarks/record.py``'s reader); one that ran on a changed tree without
+    the diff it ran with cannot back a figure."""
+    sys.path.insert(0, str(DOCS.parent / "benchmarks"))
+    import record as records_module
+
+    try:
+        found = records_module.read(name, records)
+    except FileNotFoundError:
+        raise KeyError(f"no record {name!r} in {records}") from None
+    ran = found.get("commit") or {}
+    if ran.get("dirty") and "diff" not in ran:
+        raise KeyError(f"record {name!r} ran on a changed tree without its diff: run it again on a clean tree")
+    return found
 
 
 SELECT = re.compile(r"(?P<name>[^.\[]+)\[(?P<where>[^\]]+)\]")
@@ -227,20 +235,66 @@ def figures(records: Path = RECORDS) -> dict[str, dict]:
     import yaml
 
     known = yaml.safe_load((DOCS / "figures.yaml").read_text("utf-8"))
-    for name, figure in known.items():
+    for name, figure in sorted(known.items(), key=lambda item: "derive" in item[1]):  # records first
         try:
-            value = lookup(record(figure["record"], records), figure["key"])
-            figure["value"] = figure.get("format", "{}").format(value * figure.get("scale", 1))
-        except (KeyError, TypeError, ValueError) as err:
+            if "derive" in figure:
+                value = derived(figure["derive"], {k: f["raw"] for k, f in known.items() if "raw" in f})
+            else:
+                found = record(figure["record"], records)
+                value = lookup(found, figure["key"]) * figure.get("scale", 1)
+                figure["transcribed"] = "transcribed" in found
+            figure["raw"] = value
+            figure["value"] = figure.get("format", "{}").format(value)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError) as err:
             raise KeyError(f"figure {name!r}: {err.args[0] if err.args else err}") from None
     return known
 
 
+NAMED = re.compile(r"\{([\w.-]+)\}")
+
+
+def derived(expression: str, raw: dict[str, float]) -> float:
+    """A figure computed from others (``derive: "1e6 / {encode-backends-torch} / 3600"``): each
+    ``{name}`` is that figure's value as read from its record, and the rest is arithmetic (numbers,
+    + - * / ** and parentheses), so a per-million time or a ratio moves when its records do."""
+    import ast
+    import operator
+
+    names: dict[str, str] = {}
+
+    def slot(match: re.Match) -> str:
+        if match.group(1) not in raw:
+            raise KeyError(f"{match.group(1)!r} is not a figure read from a record")
+        return names.setdefault(match.group(1), f"v{len(names)}")
+
+    tree = ast.parse(NAMED.sub(slot, expression), mode="eval")
+    values = {var: raw[name] for name, var in names.items()}
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
+    ops[ast.Pow] = operator.pow
+
+    def value(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return value(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in values:
+            return values[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return ops[type(node.op)](value(node.left), value(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -value(node.operand)
+        raise ValueError(f"derive {expression!r}: only numbers, figures and + - * / ** are allowed")
+
+    return value(tree)
+
+
 def records_table(records: Path = RECORDS) -> str:
     """The records the figures are read from: name, date, machine, command."""
+    sys.path.insert(0, str(DOCS.parent / "benchmarks"))
+    import record as records_module
+
     rows = ["| record | date | machine | command |", "|---|---|---|---|"]
-    for path in sorted(records.glob("*.json")):
-        r = json.loads(path.read_text("utf-8"))
+    for r in records_module.all_records(records):
         m = r["machine"]
         cpu = m.get("cpu") or {}
         where = ", ".join(m.get("gpus") or []) or (
@@ -296,11 +350,17 @@ GENERATORS = {
 }
 
 
+TRANSCRIBED = "† transcribed from an earlier run"  # the footnote a page with such a figure carries
+
+
 def _figure(match: re.Match, known: dict[str, dict]) -> str:
+    """A figure's marker with its value; a figure of a transcribed record (one record.py did not keep)
+    is marked with † (its page says what that means: ``TRANSCRIBED``)."""
     name = match.group("name")
     if name not in known:
         raise KeyError(f"figure {name!r} is not in docs/figures.yaml (a figure names its record there)")
-    return f"<!--fig:{name}-->{known[name]['value']}<!--/fig-->"
+    mark = "†" if known[name].get("transcribed") else ""
+    return f"<!--fig:{name}-->{known[name]['value']}{mark}<!--/fig-->"
 
 
 REGION = re.compile(
@@ -315,7 +375,11 @@ def refreshed(markdown: str) -> str:
     try:
         markdown = REGION.sub(lambda m: f"{m.group(1)}\n{GENERATORS[m.group('name')]()}\n\n{m.group(4)}", markdown)
         known = figures()
-        return FIGURE.sub(lambda m: _figure(m, known), markdown)
+        markdown = FIGURE.sub(lambda m: _figure(m, known), markdown)
+        if any(known[m.group("name")].get("transcribed") for m in FIGURE.finditer(markdown)):
+            if TRANSCRIBED not in markdown:
+                raise KeyError(f"a page quotes a transcribed figure (†) without the line {TRANSCRIBED!r}")
+        return markdown
     finally:
         if previous is None:
             os.environ.pop("COLUMNS", None)

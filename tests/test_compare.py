@@ -30,7 +30,7 @@ def test_configs_are_compared_with_the_last_over_seeds_on_the_same_items(tiny_ba
     card = write_scored_pairs_card(tmp_path, corpus_file, "my-task")
     data = write_sts(tmp_path / "data")
     first, second, baseline = configs(tiny_backbone, corpus_file, tmp_path)
-    argv = ["compare", first, second, baseline, "--seeds", "1", "2", "--task-card", str(card), "--sts"]
+    argv = ["compare", first, second, baseline, "--seeds", "1", "2", "3", "--task-card", str(card), "--sts"]
     argv += ["--data-dir", str(data), "--output", str(tmp_path / "cmp")]
     assert main([*argv, "--quiet"]) == 0
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
@@ -38,22 +38,23 @@ def test_configs_are_compared_with_the_last_over_seeds_on_the_same_items(tiny_ba
     for label in ("mine", "faster"):
         for task in ("sts_avg", "my-task"):
             d = result["minus_baseline"][label][task]
-            assert len(d["per_seed"]) == 2 and d["low"] <= d["difference"] <= d["high"] and d["seeds"] == 2
+            assert len(d["per_seed"]) == 3 and d["low"] <= d["difference"] <= d["high"] and d["seeds"] == 3
             # the difference is the two configs' means apart, each mean read back from the seeds' own files
             means = {}
             for side in (label, "simcse"):
-                files = [tmp_path / "cmp" / side / f"seed-{s}" / "scores.json" for s in (1, 2)]
+                files = [tmp_path / "cmp" / side / f"seed-{s}" / "scores.json" for s in (1, 2, 3)]
                 scores = [json.loads(f.read_text()) for f in files]
                 mine = [
                     r["summary"]["sts_avg"] if task == "sts_avg" else r["tasks"][task]["scores"]["spearman"]
                     for r in scores
                 ]
                 assert result["scores"][side][task]["per_seed"] == mine
-                means[side] = sum(mine) / 2
+                means[side] = sum(mine) / 3
             # the same scores, summed in another order: float64 rounding stays far below 1e-9 on a 0-100 scale
             assert abs(d["difference"] - (means[label] - means["simcse"])) < 1e-9
     out = capsys.readouterr().out
-    assert "mine minus simcse, 2 seeds" in out and "faster minus simcse, 2 seeds" in out and "my-task:" in out
+    assert "mine minus simcse, 3 seeds" in out and "faster minus simcse, 3 seeds" in out and "my-task:" in out
+    assert "4 comparison(s) (2 config(s) x 2 task(s))" in out and result["comparisons"] == 4
     assert "sts_avg:" in out
     for run in ("mine/seed-1", "mine/seed-2", "faster/seed-1", "simcse/seed-1", "simcse/seed-2"):
         assert (tmp_path / "cmp" / run / "model" / "modules.json").is_file()
@@ -72,7 +73,7 @@ def test_configs_are_compared_with_the_last_over_seeds_on_the_same_items(tiny_ba
     open(first, "w").write(yaml.safe_dump(edited))  # the same file name, another config: not the runs kept
     assert main(argv) != 0
     assert "asked otherwise" in the_error(capsys.readouterr().err)
-    argv[argv.index("2")] = "3"  # other seeds into the same folder: refused
+    argv[argv.index("3")] = "4"  # other seeds into the same folder: refused
     assert main(argv) != 0
     assert "asked otherwise" in the_error(capsys.readouterr().err)
 
@@ -81,9 +82,9 @@ def test_repeated_or_single_seeds_and_a_single_config_are_refused(tiny_backbone,
     first, second, _ = configs(tiny_backbone, corpus_file, tmp_path)
     assert main(["compare", first, "--output", str(tmp_path / "cmp")]) != 0
     assert "two or more configs" in the_error(capsys.readouterr().err)
-    for seeds in (["1", "1"], ["1"]):
+    for seeds in (["1", "1", "2"], ["1"], ["1", "2"]):  # two seeds: their spread understated by half
         assert main(["compare", first, second, "--seeds", *seeds, "--output", str(tmp_path / "cmp")]) != 0
-        assert "two or more different seeds" in the_error(capsys.readouterr().err)
+        assert "give three or more different seeds" in the_error(capsys.readouterr().err)
 
 
 def test_a_card_whose_data_is_missing_is_refused_before_any_training(tiny_backbone, corpus_file, tmp_path, capsys):
@@ -97,6 +98,7 @@ def test_a_card_whose_data_is_missing_is_refused_before_any_training(tiny_backbo
         "--seeds",
         "1",
         "2",
+        "3",
         "--task-card",
         str(card),
         "--output",

@@ -207,7 +207,7 @@ def tiny_preset_tree(
         data_section["train"] = str(data.stsb_file())
     elif data_section.get("columns"):
         data_section["train"] = str(data.nli_csv(data_section["columns"]))
-    else:
+    elif method != "rse":  # RSE reads rse.sources (and refuses data.train)
         data_section["train"] = str(data.text())
     data_section.pop("limit", None)
     if method == "rse":

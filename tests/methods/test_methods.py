@@ -99,7 +99,7 @@ def two_groups_method():
 
 
 def test_extra_parameter_group_has_its_own_learning_rate(two_groups_method, tiny_backbone, corpus_file, tmp_path):
-    tree = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2, learning_rate=1e-4).model_dump()
+    tree = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2, learning_rate=1e-4).to_tree()
     tree["method"] = "two-groups"
     cfg = TrainConfig.model_validate(tree)
     assert isinstance(cfg, TwoGroupsConfig)
@@ -117,7 +117,7 @@ def test_extra_parameter_group_has_its_own_learning_rate(two_groups_method, tiny
 
 
 def sup_config(backbone, table, out, **model):
-    tree = tiny_config(backbone, table, out, max_steps=3).model_dump()
+    tree = tiny_config(backbone, table, out, max_steps=3).to_tree()
     tree["method"] = "simcse-sup"
     tree["model"].update(model)
     tree["data"]["columns"] = ["sent0", "sent1", "hard_neg"]
@@ -164,7 +164,7 @@ def test_supervised_simcse_keeps_its_mlp_as_a_dense_module(tiny_backbone, nli_ta
 
 def test_model_dropout_sets_the_backbone_dropout_of_the_trained_model(tiny_backbone_no_dropout, corpus_file, tmp_path):
     """``model.dropout`` gives a start saved without dropout (a raw LM so pre-trained) SimCSE's views back."""
-    tree = tiny_config(tiny_backbone_no_dropout, corpus_file, tmp_path / "run").model_dump()
+    tree = tiny_config(tiny_backbone_no_dropout, corpus_file, tmp_path / "run").to_tree()
     default = get_method("simcse-unsup")(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / "run"))
     assert default.build_model()[0].auto_model.config.hidden_dropout_prob == 0.0  # the start's own
     tree["model"]["dropout"] = 0.1

@@ -19,7 +19,7 @@ def rse_config(backbone, qqp, text, out, **train):
         {
             "method": "rse",
             "model": {"name": str(backbone), "pooler": "cls", "max_seq_length": 16},
-            "data": {"train": str(text)},
+            "data": {},  # RSE reads rse.sources, never data.train
             "rse": {
                 "sources": [
                     {"relation": "duplicate_question", "path": str(qqp), "format": "qqp"},

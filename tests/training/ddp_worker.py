@@ -43,6 +43,7 @@ if method.startswith("rse"):  # two relations: paraphrase pairs (tab-separated) 
             os.replace(partial, pairs)
     tree = cfg.to_tree()
     tree["method"] = "rse"
+    tree["data"] = {}  # RSE reads rse.sources (and refuses data.train and data.columns)
     tree["model"]["pooler"] = "cls"
     tree["rse"] = {
         "sources": [

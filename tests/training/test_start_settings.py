@@ -50,7 +50,7 @@ def sections(method: str, tiny_backbone, corpus_file, tmp_path) -> tuple[str, di
             "sentence1\tsentence2\tscore\n"
             + "".join(f"{a}\t{b}\t{i % 6}\n" for i, (a, b) in enumerate(zip(lines, lines[1:])))
         )
-        return str(table), {"supervised": {"loss": "cosine-mse"}}
+        return str(table), {"supervised": {"loss": "cosine-mse", "score_range": [0, 5]}}
     if method == "rse":
         qqp = tmp_path / "qqp.tsv"
         qqp.write_text("".join(f"{i % 2}\t{a}\t{b}\t{i}\n" for i, (a, b) in enumerate(zip(lines, lines[1:]))))
@@ -85,7 +85,7 @@ def test_a_saved_model_keeps_the_start_models_length_pooling_and_normalisation(
             "method": method,
             "model": {"name": str(normalizing_start), "pooler": "mean", "max_seq_length": MAX_SEQ_LENGTH},
             "data": {
-                "train": train_file,
+                **({"train": train_file} if method != "rse" else {}),  # RSE reads rse.sources
                 **({"columns": ["sentence1", "sentence2", "score"]} if method == "supervised" else {}),
             },
             "train": {

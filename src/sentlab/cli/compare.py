@@ -44,8 +44,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise ConfigError("give two or more configs: each is compared with the last")
     if len(set(labels)) != len(labels):
         raise ConfigError(f"two configs are called alike ({', '.join(labels)}): give files of different names")
-    if len(set(args.seeds)) != len(args.seeds) or len(args.seeds) < 2:
-        raise ConfigError(f"--seeds {' '.join(map(str, args.seeds))}: give two or more different seeds")
+    if len(set(args.seeds)) != len(args.seeds) or len(args.seeds) < 3:
+        # resampling k seeds puts the spread over seeds at (k - 1) / k of its size: half of it with two
+        raise ConfigError(
+            f"--seeds {' '.join(map(str, args.seeds))}: give three or more different seeds (the interval "
+            "resamples the seeds, and two understate their spread by half)"
+        )
     out = Path(args.output)
     # every run's config first, and the cards: a bad one stops the comparison before any training
     planned = {}
@@ -112,6 +116,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for label in labels
     }
     report = {"baseline": baseline, "seeds": args.seeds, "scores": means, "minus_baseline": differences}
+    report["comparisons"] = sum(len(rows) for rows in differences.values())
     write_text_atomic(out / "compare.json", json.dumps(report, indent=1) + "\n")
     for label, rows in differences.items():
         print(f"{label} minus {baseline}, {len(args.seeds)} seeds (95 % interval over seeds and items):")
@@ -122,6 +127,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 f"  {task}: {d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]; each {label} seed minus "
                 f"the {baseline} mean: {seeds}; {verdict}"
             )
+    tests = sum(len(rows) for rows in differences.values())
+    print(
+        f"{tests} comparison(s) ({len(differences)} config(s) x {len(headlines)} task(s)), each interval 95 % on its "
+        "own: with several, expect about one in twenty to look beyond the noise by chance"
+    )
     print(f"written to {out / 'compare.json'}")
     return 0
 

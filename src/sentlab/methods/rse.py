@@ -141,7 +141,9 @@ def iter_sources(sources: list[RelationSource], seed: int, cap: int | None = Non
             table = sentence_table(source.path)
             if limit and limit < len(table):  # the rows cap_per_relation keeps, drawn the same way
                 rows = sorted(random.Random(seed + number).sample(range(len(table)), limit))
-                table = table.select(rows, keep_in_memory=True)  # the indices in memory: nothing written beside a cached table
+                table = table.select(
+                    rows, keep_in_memory=True
+                )  # the indices in memory: nothing written beside a cached table
             yield from (rel.Triple(s, source.relation, s) for s in iter_column(table))
             continue
         read = read_source(source)

@@ -98,7 +98,7 @@ def machine() -> dict:
 
 def commit() -> dict:
     """The checkout's commit; where the tree differs from it (tracked files changed, or files git does
-    not ignore added), the files and the diff itself (``git diff HEAD`` and each untracked file as a
+    not ignore added; the records themselves, outputs, aside), the files and the diff itself (``git diff HEAD`` and each untracked file as a
     new file's diff) with its sha256, so a run on a changed tree names the change it ran with. None
     outside git."""
 
@@ -112,12 +112,13 @@ def commit() -> dict:
     sha = git("rev-parse", "HEAD")
     if sha is None:
         return {"sha": None, "dirty": None}
-    tracked = (git("diff", "HEAD", "--name-only") or "").split()
-    untracked = (git("ls-files", "--others", "--exclude-standard", "-z") or "").split("\0")
+    code = ["--", ".", f":(exclude){RECORDS.relative_to(ROOT).as_posix()}"]  # records are outputs, not code
+    tracked = (git("diff", "HEAD", "--name-only", *code) or "").split()
+    untracked = (git("ls-files", "--others", "--exclude-standard", "-z", *code) or "").split("\0")
     untracked = [name for name in untracked if name]
     found: dict = {"sha": sha.strip(), "dirty": bool(tracked or untracked)}
     if found["dirty"]:
-        diff = git("diff", "HEAD") or ""
+        diff = git("diff", "HEAD", *code) or ""
         for name in untracked:  # --no-index exits 1 when the files differ, which they do
             diff += git("diff", "--no-index", "--", os.devnull, name, ok=(0, 1)) or ""
         found |= {"changed": tracked, "untracked": untracked, "diff_sha256": hashlib.sha256(diff.encode()).hexdigest()}

@@ -207,8 +207,8 @@ def _remove(entry: CacheEntry, check_use: bool = True) -> bool:
             existed = [p for p in entry.paths if p.exists()]
             for path in existed:
                 shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
-    except (Timeout, OSError):  # being built or read, or a cache this process may not change
-        return False
+    except (Timeout, OSError, NotImplementedError):  # being built or read; a cache this process may not change;
+        return False  # no flock (filelock before 3.24): nothing can say whether another process reads it
     return bool(existed)
 
 

@@ -123,12 +123,12 @@ POLL_S = 0.25  # how often a waiter asks whether the folder it waits for is read
 def _locked(folder: Path, timeout: float, ready: Callable[[], object] | None = None) -> Iterator[bool]:
     import time
 
-    from filelock import FileLock, Timeout
+    from filelock import FileLock, SoftFileLock, Timeout
 
     release_in_use(folder)  # this process's own shared mark would block its exclusive lock
     path = lock_path(folder)
     _writable(lambda: path.parent.mkdir(parents=True, exist_ok=True), folder)
-    lock = FileLock(str(path))  # filelock falls back to a lock file's existence where there is no flock
+    lock = FileLock(str(path))
     start = time.monotonic()
     said = False
     while True:
@@ -138,6 +138,9 @@ def _locked(folder: Path, timeout: float, ready: Callable[[], object] | None = N
             break
         except Timeout:
             pass
+        except NotImplementedError:  # no flock here: filelock before 3.24 says so instead of falling back itself
+            lock = SoftFileLock(str(path))
+            continue
         if ready is not None and ready() is not None:
             yield False  # built meanwhile by the process that held the lock
             return

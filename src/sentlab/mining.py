@@ -123,10 +123,12 @@ def mine(
     batch_size: int = 32,
     query_prompt_name: str | None = None,
     corpus_prompt_name: str | None = None,
+    cache_folder: str | None = None,
 ) -> tuple[Dataset, Mining]:
     """Triplets (anchor, positive, negative) for ``pairs`` (columns ``anchor``, ``positive``); the
     corpus negatives come from is ``corpus``, else the pairs' positives. ``seed`` seeds the random
-    sampling (recorded in the report's settings)."""
+    sampling (recorded in the report's settings); ``cache_folder`` keeps sentence-transformers' embeddings
+    of the anchors and candidates for a second mining of the same pairs."""
     from sentence_transformers.util import mine_hard_negatives
 
     if len(pairs) == 0:
@@ -167,6 +169,7 @@ def mine(
             output_format="triplet",
             batch_size=batch_size,
             verbose=False,
+            cache_folder=cache_folder,
             **{**settings, "num_negatives": num_negatives + spare, "range_max": window},
         )
     finally:

@@ -39,9 +39,9 @@ def main() -> None:
                 {"anchor": [r["anchor"] for r in rows], "positive": [r["positive"] for r in rows]}
             )
             found[name] = {}
-            for margin in (0.05, None):
+            for label, margin in (("margin", 0.05), ("no_margin", None)):
                 triplets, report = mine(pairs, model, relative_margin=margin, cache_folder=cache)
-                found[name][f"relative_margin={margin}"] = {
+                found[name][label] = {
                     "pairs": report.pairs,
                     "triplets": report.triplets,
                     "same_text_passed_over": report.same_text_passed_over,

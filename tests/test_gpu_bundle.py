@@ -40,7 +40,6 @@ def test_a_bundle_over_the_limit_is_refused_in_one_line_and_removed(tmp_path, da
 def test_every_dependency_sentlab_declares_is_on_the_node_or_in_the_bundle():
     """sentlab's dependencies and its test extra: each is in the node's image or carried."""
     import re
-
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
@@ -58,3 +57,53 @@ def load_bundle_script():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_check_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "benchmarks" / "gpu" / "check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_copy_without_git_is_checked_against_the_bundle_file_by_file(tmp_path, data_dir):
+    """The documented copy (a tar of git ls-files and .gpu) has no .git: the bundle's record of every
+    tracked file's sha256 is what a node compares its copy with, so a copy from another checkout, or
+    a file changed since the bundle was built, is refused."""
+    import shutil
+
+    done = bundle(tmp_path / "b", data_dir)
+    assert done.returncode == 0, done.stderr[-2000:]
+    built = json.loads((tmp_path / "b" / "bundle.json").read_text())["checkout"]
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    assert set(built) == {name for name in tracked if (ROOT / name).is_file()}
+    copy = tmp_path / "copy"  # the tar of git ls-files: no .git
+    for name in built:
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / name, copy / name)
+    check = load_check_script()
+    assert check.checkout_differences(tmp_path / "b", copy) == []
+    (copy / "benchmarks" / "record.py").write_text("# changed on the node\n")
+    (copy / "README.md").unlink()
+    assert check.checkout_differences(tmp_path / "b", copy) == ["README.md missing", "benchmarks/record.py differs"]
+
+
+def test_tiny_data_is_a_few_items_a_task_from_the_data_folder(tmp_path, data_dir):
+    """--tiny reads a copy cut to a few lines a file: STS inputs and gold scores stay aligned, SICK keeps
+    its header, CQADupStack keeps a few queries a forum with their relevant titles, and sentlab's
+    loaders read it."""
+    from sentlab.data.sts import load_sts_task
+    from sentlab.data.useb import load_cqadupstack
+
+    check = load_check_script()
+    tiny = check.tiny_data(data_dir, tmp_path)
+    wiki = (tiny / "wikipedia" / "wiki_sentences.txt").read_text().splitlines()
+    assert len(wiki) == check.TINY_LINES
+    for task in ("STS12", "STS-B", "SICK-R"):
+        pairs = load_sts_task(task, str(tiny))
+        assert 0 < len(pairs.scores) <= 5 * check.TINY_PAIRS and len(pairs.sentences1) == len(pairs.scores)
+    forums = load_cqadupstack(tiny / "useb" / "data-eval" / "cqadupstack")
+    assert forums and all(len(f.queries) == check.TINY_QUERIES for f in forums.values())
+    assert check.tiny_data(data_dir, tmp_path) == tiny  # made once, then reused

@@ -242,3 +242,16 @@ def test_a_source_that_changes_while_it_is_read_stops_and_leaves_no_table(
     with pytest.raises(DataError, match="qqp.tsv: changed while it was being read"):
         method.train_dataset()
     assert not any(f.is_dir() for f in (isolated_cache / "rse").iterdir())  # no folder, partial or complete
+
+
+def test_a_valid_cache_is_read_without_a_write_into_its_tables(
+    tiny_backbone, qqp_file, corpus_file, tmp_path, isolated_cache
+):
+    """A read-only cache works for what sentlab does with a table: once RSE's tables exist, a second
+    run (a capped sample of a text source: a selection of rows) writes nothing into their folders."""
+    cfg = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "a", max_steps=1)
+    engine.train(cfg, evaluate=False)
+    tables = [p for p in (isolated_cache / "text").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    before = {p: p.stat().st_mtime_ns for folder in tables for p in folder.rglob("*")}
+    engine.train(rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "b", max_steps=1), evaluate=False)
+    assert {p: p.stat().st_mtime_ns for folder in tables for p in folder.rglob("*")} == before

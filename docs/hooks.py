@@ -150,6 +150,9 @@ def config_reference() -> str:
         if config.not_read:  # refused when set (TrainConfig.unread; a method may add keys its settings idle)
             idle = "; ".join(f"`{key}` ({instead})" for key, instead in config.not_read.items())
             lines += [f"Does not read, and refuses: {idle}.", ""]
+        if config.idle_when:
+            idle = "; ".join(f"`{key}` {when}" for key, when in config.idle_when.items())
+            lines += [f"Refuses, under some settings: {idle}.", ""]
         if not own and not overridden:
             lines += ["No section of its own.", ""]
             continue

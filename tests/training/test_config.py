@@ -114,3 +114,26 @@ def test_every_key_a_method_does_not_read_is_refused_naming_what_it_reads(tmp_pa
     assert checked >= 9  # loss under 5 methods, hard negatives under 3, RSE's data and its weight
     assert "loss" not in TrainConfig.not_read  # the methods that read it take it
     load_config(write(tmp_path, BASE + "loss:\n  temperature: 0.1\n"))
+
+
+def test_the_keys_a_config_idles_under_some_settings_are_the_ones_the_reference_lists():
+    """Each key a method's unread() adds under some settings is in its idle_when (the configuration
+    reference lists them), shown here on configs that idle every one of them."""
+    from sentlab.training.config import TrainConfig
+
+    base = {"model": {"name": "minilm"}, "data": {"train": "t.csv"}, "train": {"output_dir": "r"}}
+    cases = [
+        {"method": "supervised", "supervised": {"format": "stsb", "loss": "cosine-mse"}},
+        {"method": "supervised", "supervised": {"loss": "mnrl"}},
+        {"method": "simcse-sup", "data": {"train": "t.csv", "columns": ["a", "b"]}},
+    ]
+    seen: dict[str, set[str]] = {}
+    for case in cases:
+        cfg = TrainConfig.model_validate({**base, **case})
+        added = set(cfg.unread()) - set(type(cfg).not_read)
+        assert added <= set(type(cfg).idle_when), (case, added - set(type(cfg).idle_when))
+        seen.setdefault(case["method"], set()).update(added)
+    assert seen == {
+        "supervised": {"supervised.split", "supervised.scale", "supervised.score_range", "data.columns"},
+        "simcse-sup": {"loss.hard_negative_weight"},
+    }

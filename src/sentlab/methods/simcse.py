@@ -33,6 +33,8 @@ class SimCSEUnsupConfig(TrainConfig):
 class SimCSESupConfig(TrainConfig):
     method: Literal["simcse-sup"]
 
+    idle_when = {"loss.hard_negative_weight": "when data.columns names no negative column"}
+
     def unread(self) -> dict[str, str]:
         columns = self.data.columns
         pairs = len(columns) == 2 if isinstance(columns, list) else bool(columns) and "negative" not in columns

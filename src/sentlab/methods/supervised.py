@@ -91,6 +91,12 @@ class SupervisedConfig(TrainConfig):
     section = "supervised"
     section_required = False
     not_read = {"loss": "its loss is supervised.loss, with the similarity scale supervised.scale"}
+    idle_when = {
+        "supervised.split": "outside format snli (stsb takes its split from the file's name)",
+        "supervised.scale": "with loss cosine-mse",
+        "supervised.score_range": "with loss mnrl",
+        "data.columns": "outside format table",
+    }
 
     def unread(self) -> dict[str, str]:
         s, idle = self.supervised, super().unread()

@@ -256,6 +256,8 @@ class TrainConfig(_Section):
     # what the method never reads: a shared section ("loss") or one of its keys ("loss.hard_negative_weight")
     # -> what it reads instead; setting one is refused (see unread())
     not_read: ClassVar[dict[str, str]] = {}
+    # the keys unread() adds under some settings -> when (for the configuration reference)
+    idle_when: ClassVar[dict[str, str]] = {}
 
     def unread(self) -> dict[str, str]:
         """The sections and keys (``"loss"``, ``"supervised.split"``) this config's method does not read

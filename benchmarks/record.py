@@ -38,6 +38,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = ROOT / "benchmarks" / "records"
 # the CPU flags that decide a benchmark's speed (vector width, bf16 / int8 units)
+CODE_FOLDERS = ("src/", "benchmarks/", "scripts/", "tests/", "docs/")  # an untracked file here is code: its text
+CODE_SUFFIXES = (".py", ".sh", ".yaml", ".yml", ".toml", ".md", ".txt", ".json")
 FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile", "asimd", "sve")
 PROBE = (
     "import json, torch\n"
@@ -119,8 +121,12 @@ def commit() -> dict:
     found: dict = {"sha": sha.strip(), "dirty": bool(tracked or untracked)}
     if found["dirty"]:
         diff = git("diff", "HEAD", *code) or ""
-        for name in untracked:  # --no-index exits 1 when the files differ, which they do
-            diff += git("diff", "--no-index", "--", os.devnull, name, ok=(0, 1)) or ""
+        for name in untracked:  # code as a new file's diff (--no-index exits 1: they differ); anything else
+            if name.startswith(CODE_FOLDERS) and name.endswith(CODE_SUFFIXES):  # by name and sha256 only
+                diff += git("diff", "--no-index", "--", os.devnull, name, ok=(0, 1)) or ""
+            else:
+                digest = hashlib.sha256((ROOT / name).read_bytes()).hexdigest() if (ROOT / name).is_file() else "?"
+                diff += f"untracked {name} sha256 {digest}\n"
         found |= {"changed": tracked, "untracked": untracked, "diff_sha256": hashlib.sha256(diff.encode()).hexdigest()}
         found["diff"] = diff
     return found

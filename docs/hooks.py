@@ -242,6 +242,9 @@ def figures(records: Path = RECORDS) -> dict[str, dict]:
         try:
             if "derive" in figure:
                 value = derived(figure["derive"], {k: f["raw"] for k, f in known.items() if "raw" in f})
+                figure["transcribed"] = any(
+                    known[name].get("transcribed") for name in NAMED.findall(figure["derive"]) if name in known
+                )
             else:
                 found = record(figure["record"], records)
                 value = lookup(found, figure["key"]) * figure.get("scale", 1)

@@ -46,6 +46,8 @@ def test_partial_or_damaged_entries_are_deleted_and_not_read(store, damage):
     n = 50
     if damage == "no_description":  # killed between writing the rows and their description
         meta.unlink()
+        assert store.get(key, n) is None and array.exists()  # recent: maybe another writer's, in flight
+        os.utime(array, (1, 1))  # long ago: what a killed writer left
     elif damage == "truncated":
         array.write_bytes(array.read_bytes()[:-100])
     elif damage == "flipped_byte":
@@ -72,7 +74,10 @@ def test_a_write_killed_midway_leaves_nothing_readable(store, monkeypatch):
         store.put(key, rows(4), {})
     monkeypatch.setattr(os, "replace", real_replace)
     assert store.get(key, 4) is None
-    assert list(store.root.iterdir()) == []  # temporary files removed, the orphan .npy deleted
+    assert [p.suffix for p in store.root.iterdir()] == [".npy"]  # temporary files removed; the rows kept
+    os.utime(next(store.root.iterdir()), (1, 1))  # while recent (another writer's, maybe); once old:
+    assert store.get(key, 4) is None
+    assert list(store.root.iterdir()) == []  # the orphan .npy deleted
 
 
 def test_size_cap_evicts_the_least_recently_used(tmp_path):
@@ -255,7 +260,19 @@ def test_builds_in_progress_and_leftovers_are_entries_by_one_rule(corpus_file, i
     (embeddings / f".key.npy.{dead}-0123abcd.tmp").write_bytes(b"y" * 500)  # atomic_path's, of a killed writer
     (embeddings / f"key.npy.tmp-{dead}").write_bytes(b"y" * 500)  # an earlier version's
     (isolated_cache / "text" / "abc.lock").touch()
-    states = {(e.part, e.state) for e in cache_entries()}
+    (isolated_cache / "text" / "abc.inuse").touch()
+    import time
+
+    long_ago = time.time() - 3600  # a killed build's files stopped changing an hour ago
+    for path in isolated_cache.rglob("*"):
+        if str(dead) in str(path):
+            os.utime(path, (long_ago, long_ago))
+    recent = isolated_cache / "rse" / f".fresh.partial-{dead}"  # a dead PID, still written: another machine's
+    recent.mkdir()
+    (recent / "blob").write_bytes(b"z" * 10)
+    assert [e.state for e in cache_entries() if e.paths[0] == recent] == ["building"]
+    recent.rename(isolated_cache / "rse" / "fresh")  # renamed into place, as a finished build is
+    states = {(e.part, e.state) for e in cache_entries() if e.paths[0].name != "fresh"}
     assert states == {(p, s) for p in ("text", "rse", "exports") for s in ("building", "leftover")} | {
         ("embeddings", "leftover")
     }
@@ -270,10 +287,10 @@ def test_builds_in_progress_and_leftovers_are_entries_by_one_rule(corpus_file, i
         in capsys.readouterr().out
     )
     removed = evict_cache(max_bytes=10**9)  # under the cap: the leftovers go all the same
-    assert len(removed) == 5 and {e.state for e in cache_entries()} == {"building"}
+    assert len(removed) == 5 and {e.state for e in cache_entries() if e.paths[0].name != "fresh"} == {"building"}
     evict_cache(max_bytes=0)
     freed, skipped = cache_clear()
-    assert freed == 0 and len(skipped) == 3  # the builds in progress stay
+    assert freed == 0 and len(skipped) == 3  # the builds in progress stay (the finished "fresh" went)
     assert all(p.is_dir() for p in (isolated_cache / "text").glob(f".abc.partial-{live}"))
     assert (isolated_cache / "text" / "abc.lock").exists()  # a lock file is never removed
 

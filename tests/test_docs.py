@@ -116,14 +116,15 @@ def test_every_quoted_figure_is_read_from_its_record(tmp_path):
         for match in hooks.FIGURE.finditer(page.read_text("utf-8")):
             assert match.group("name") in known, f"{page}: unknown figure {match.group('name')}"
             quoted.add(match.group("name"))
-    assert quoted == set(known)
+    feeding = {name for f in known.values() for name in hooks.NAMED.findall(f.get("derive", ""))}
+    assert quoted | feeding == set(known)  # a figure a derived one reads need not be quoted itself
     # the values as the runs printed them (benchmarks/records), pinned: a key that pointed at another
     # arm, row or scale would change them
     pinned = {
         "minilm-sts-avg": "78.87",
         "simcse-30-steps-sts-avg": "79.63",
         "rankencoder-eq7-minilm": "78.86",
-        "evalrank-minilm-corrected": "83.68",
+        "evalrank-minilm-corrected": "83.70",
         "rawlm-accuracy": "40.8 %",
         "bertflow-over-rawlm": "+4.37",
     }

@@ -113,7 +113,7 @@ RECORD_OF = {"exports": "export.json"}  # a folder's record (its mtime: last use
 # what a build in progress writes, with the writer's PID: write_folder's folders, atomic_path's files,
 # and the temporary files of earlier versions of the embedding store
 IN_PROGRESS = (re.compile(r"^\..+\.partial-(\d+)$"), TEMPORARY, re.compile(r"^.+\.tmp-(\d+)$"))
-ORPHAN_AGE_S = 600.0  # a .npy without its .json older than this is what a killed write left
+ORPHAN_AGE_S = 600.0  # what a build left is a leftover only when nothing in it changed for this long
 
 
 def _writer(path: Path) -> int | None:
@@ -123,6 +123,13 @@ def _writer(path: Path) -> int | None:
         if found:
             return int(found.group(1))
     return None
+
+
+def _quiet_for(path: Path, seconds: float = ORPHAN_AGE_S) -> bool:
+    """Nothing in ``path`` (a file, or a folder and its files) was written in the last ``seconds``:
+    a build on another machine, whose PID this one cannot see, still writes."""
+    newest = max((p.stat().st_mtime for p in [path, *path.rglob("*")] if p.exists()), default=0.0)
+    return time.time() - newest > seconds
 
 
 def _alive(pid: int) -> bool:
@@ -177,10 +184,15 @@ def cache_entries(root: str | Path | None = None) -> list[CacheEntry]:
         base = root / part
         for item in sorted(base.glob("/".join(["*"] * DEPTH[part]))) if base.is_dir() else []:
             writer = _writer(item)
-            if item.name.endswith(".lock"):
+            if item.name.endswith((".lock", ".inuse")):
                 continue
             if writer is not None:
-                add(part, [item], item, state="building" if _alive(writer) else "leftover")
+                try:
+                    gone = not _alive(writer) and _quiet_for(item)
+                except OSError:  # removed meanwhile
+                    continue
+                target = item.with_name(item.name.lstrip(".").split(".partial-")[0]) if item.is_dir() else None
+                add(part, [item], item, lock_path(target) if target else None, "leftover" if gone else "building")
             elif part == "embeddings":
                 if item.suffix == ".json":
                     add(part, [item.with_suffix(".npy"), item], item)
@@ -199,8 +211,16 @@ def _remove(entry: CacheEntry, check_use: bool = True) -> bool:
     by another process is passed over, False); ``check_use``: not if it was used since it was listed."""
     from filelock import FileLock, Timeout
 
+    from sentlab.cache_folder import nobody_reads
+
+    folder = entry.paths[0]
     try:
-        with FileLock(str(entry.lock), timeout=0) if entry.lock else contextlib.nullcontext():
+        with (
+            FileLock(str(entry.lock), timeout=0) if entry.lock else contextlib.nullcontext(),
+            nobody_reads(folder) if entry.part != "embeddings" else contextlib.nullcontext(True) as free,
+        ):
+            if not free:
+                return False  # another process reads it
             if check_use and entry.record is not None and entry.record.exists():
                 if entry.record.stat().st_mtime != entry.last_used:
                     return False  # used since the list was made
@@ -215,8 +235,9 @@ def _remove(entry: CacheEntry, check_use: bool = True) -> bool:
 def evict_cache(root: str | Path | None = None, max_bytes: int | None = None, keep: Sequence[Path] = ()) -> list[str]:
     """Delete what killed builds left, then the least recently used entries of the whole cache until
     it fits ``max_bytes`` (``$SENTLAB_CACHE_MAX_GB``), except those in ``keep`` (just written), builds
-    in progress, entries another process is reading (:func:`~sentlab.cache_folder.hold_in_use`) and
-    entries used since the list was made; says what it removed, and returns their names. Best
+    in progress, folders another process is reading (:func:`~sentlab.cache_folder.hold_in_use`; an
+    embedding entry is read memory-mapped, which its removal does not disturb) and entries used since
+    the list was made; says what it removed, and returns their names. Best
     effort: nothing on a read-only cache, and an entry another process removes first is not counted."""
     cap = max_bytes_from_env() if max_bytes is None else max_bytes
     entries = cache_entries(root)
@@ -265,8 +286,9 @@ class EmbeddingStore:
         """The entry's rows (read-only memory map), or None when absent, partial or corrupt (then deleted)."""
         array_path, meta_path = self._paths(key)
         if not meta_path.is_file():
-            if array_path.exists():  # the .npy of a write that never finished
-                self._delete(key)
+            with contextlib.suppress(OSError):  # the .npy of a write that never finished (another's, if recent)
+                if array_path.exists() and time.time() - array_path.stat().st_mtime > ORPHAN_AGE_S:
+                    self._delete(key)
             return None
         try:
             meta = json.loads(meta_path.read_text("utf-8"))

@@ -74,18 +74,24 @@ _HELD: dict[str, int] = {}  # lock file -> the descriptor holding this process's
 
 
 def lock_path(folder: Path) -> Path:
-    """The ``.lock`` file beside ``folder``: exclusive while it is built or evicted, shared while read."""
+    """The ``.lock`` file beside ``folder``: held exclusively while the folder is built or evicted."""
     return folder.with_name(folder.name + ".lock")
+
+
+def in_use_path(folder: Path) -> Path:
+    """The ``.inuse`` file beside ``folder``: shared by the processes that read the folder, taken
+    exclusively (without waiting) by eviction and ``sentlab cache clear``; a build never takes it, so
+    a reader never holds up another process's rebuild (of a changed source, say)."""
+    return folder.with_name(folder.name + ".inuse")
 
 
 def hold_in_use(folder: Path) -> bool:
     """Mark ``folder`` in use by this process until it exits (its tables are memory-mapped, and some
-    are opened again by path): a shared ``flock`` on its ``.lock`` file, which eviction and
-    ``sentlab cache clear`` honour (they take the lock exclusively, without waiting, and pass over
-    the folder when they cannot). Waits while another process holds it exclusively (building,
-    evicting). False where the mark cannot be made (a read-only cache, a file system without
-    ``flock``): such a folder is not protected."""
-    path = lock_path(folder)
+    are opened again by path): a shared ``flock`` on its ``.inuse`` file, which eviction and
+    ``sentlab cache clear`` honour (they take it exclusively without waiting, and pass over the
+    folder when they cannot). False where the mark cannot be made (a read-only cache, a file system
+    without ``flock``, where nothing is left behind): such a folder is not protected."""
+    path = in_use_path(folder)
     if str(path) in _HELD:
         return True
     try:
@@ -96,18 +102,38 @@ def hold_in_use(folder: Path) -> bool:
         return False
     try:
         fcntl.flock(descriptor, fcntl.LOCK_SH)
-    except OSError:
+    except OSError:  # no flock here: the empty file means nothing to filelock's soft locks (another name)
         os.close(descriptor)
         return False
     _HELD[str(path)] = descriptor
     return True
 
 
-def release_in_use(folder: Path) -> None:
-    """Let go of this process's mark on ``folder`` (before it takes the folder's lock exclusively)."""
-    descriptor = _HELD.pop(str(lock_path(folder)), None)
-    if descriptor is not None:
-        os.close(descriptor)  # closing the descriptor releases its flock
+@contextlib.contextmanager
+def nobody_reads(folder: Path) -> Iterator[bool]:
+    """Whether no process marks ``folder`` in use (True: the block may remove it; the mark is held
+    exclusively meanwhile, so no reader starts): asked without waiting; False also where ``flock``
+    is missing and nothing can tell."""
+    path = in_use_path(folder)
+    if not path.exists():
+        yield True
+        return
+    try:
+        import fcntl
+
+        descriptor = os.open(path, os.O_RDONLY)
+    except (ImportError, OSError):
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(descriptor)
 
 
 def release_all_in_use() -> None:
@@ -125,7 +151,6 @@ def _locked(folder: Path, timeout: float, ready: Callable[[], object] | None = N
 
     from filelock import FileLock, SoftFileLock, Timeout
 
-    release_in_use(folder)  # this process's own shared mark would block its exclusive lock
     path = lock_path(folder)
     _writable(lambda: path.parent.mkdir(parents=True, exist_ok=True), folder)
     lock = FileLock(str(path))
@@ -262,19 +287,20 @@ def cached_folder(
     lock released (the cache's eviction). ``current()``, when given, says instead whether the folder is
     valid (its record, or None): for a validity a record's fields alone do not decide."""
     valid = current or (lambda: read_record(folder, expected, record))
-    found = valid()
-    if found is not None and hold_in_use(folder):
-        found = valid()  # held now: an eviction that ran meanwhile shows here
     built = False
-    while found is None:
+    found = valid()
+    while True:
+        if found is not None and hold_in_use(folder):
+            found = valid()  # marked now: an eviction that ran before the mark shows here
+        if found is not None:
+            break
         with folder_lock(folder, ready=valid) as locked:
             found = valid()
             if found is None and locked:
                 remove_partials(folder)
                 found = write_folder(folder, build, record)
                 built = True
-        # not locked and not valid: built by another process, then removed before it was read: again
-    hold_in_use(folder)  # (again: a record rewritten under the folder's lock let go of the mark)
+        # built here or by the process that held the lock: marked and checked once more above
     if built and after_build is not None:
         after_build(folder)
     mark_used(folder, record)

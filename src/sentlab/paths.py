@@ -106,9 +106,12 @@ def reserve_file(path: str | Path, size: int) -> None:
 
     if size - held > free:
         raise refused()
+    allocate = getattr(os, "posix_fallocate", None)  # not on macOS: the free-space check stands alone
+    if allocate is None:
+        return
     descriptor = os.open(path, os.O_RDWR)
     try:
-        os.posix_fallocate(descriptor, 0, size)
+        allocate(descriptor, 0, size)
     except OSError as err:
         if err.errno in (errno.ENOSPC, errno.EDQUOT):
             raise refused() from None

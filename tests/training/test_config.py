@@ -133,7 +133,30 @@ def test_the_keys_a_config_idles_under_some_settings_are_the_ones_the_reference_
         added = set(cfg.unread()) - set(type(cfg).not_read)
         assert added <= set(type(cfg).idle_when), (case, added - set(type(cfg).idle_when))
         seen.setdefault(case["method"], set()).update(added)
+    shared = {"model.prompt_template"}  # without pooler: prompt, for every method
     assert seen == {
-        "supervised": {"supervised.split", "supervised.scale", "supervised.score_range", "data.columns"},
-        "simcse-sup": {"loss.hard_negative_weight"},
+        "supervised": {"supervised.split", "supervised.scale", "supervised.score_range", "data.columns", *shared},
+        "simcse-sup": {"loss.hard_negative_weight", *shared},
     }
+
+
+def test_a_whole_dump_and_a_changed_setting_load_again_but_a_changed_idle_key_does_not():
+    """Only a value that differs from the default is refused: a config dumped whole (a run folder's
+    config.yaml of an earlier version, model_dump()) loads again, and so does one whose other settings
+    now idle a key it holds at its default; the same key at another value is refused."""
+    from sentlab.training.config import TrainConfig
+
+    tree = {
+        "method": "supervised",
+        "model": {"name": "minilm"},
+        "data": {"train": "t.csv", "columns": ["a", "b", "s"]},
+        "train": {"output_dir": "r"},
+        "supervised": {"loss": "cosent"},
+    }
+    dumped = TrainConfig.model_validate(tree).model_dump()  # loss.temperature 0.05, score_range None, ...
+    assert TrainConfig.model_validate(dumped).supervised.loss == "cosent"
+    dumped["supervised"]["loss"] = "mnrl"  # score_range (None) is idle now: its default passes
+    assert TrainConfig.model_validate(dumped).supervised.loss == "mnrl"
+    dumped["loss"]["temperature"] = 0.1  # a value the method would ignore
+    with pytest.raises(ValueError, match="loss.temperature: method supervised does not read it"):
+        TrainConfig.model_validate(dumped)

@@ -85,7 +85,7 @@ def test_a_card_of_the_kept_start_model_says_so_everywhere(tiny_backbone, corpus
     assert f"model: {tiny_backbone.name} itself, unchanged" in card and "finetuned" not in card
     assert "**These are the start model's weights, unchanged**: training ran 4 steps" in card
     logged = [line for line in card.splitlines() if line.startswith("| **")]
-    assert all(line.startswith("| **0**") for line in logged), logged  # no trained step in bold
+    assert logged and all(line.startswith("| **0**") for line in logged), logged  # step 0 in bold, no other
 
 
 def test_the_cards_evaluation_is_the_kept_steps(tiny_backbone):

@@ -61,7 +61,8 @@ def push_folder(folder: Path, repo_id: str, private: bool = False, message: str 
     api.create_repo(repo_id, private=True if private else None, exist_ok=True)  # None: the account default
     files = sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file())
     operations = []
-    for name in filter_repo_objects(files, ignore_patterns=["checkpoint-*/**", "*.lock"]):
+    skip = ["checkpoint-*/**", "*.lock", "*.inuse", ".*.tmp", ".*.partial*", ".git/**", ".cache/huggingface/**"]
+    for name in filter_repo_objects(files, ignore_patterns=skip):
         if name == "README.md":  # the card's usage code names the repository; the folder is left as it is
             text = (folder / name).read_text("utf-8").replace(PLACEHOLDER, repo_id)
             operations.append(CommitOperationAdd(name, text.encode()))

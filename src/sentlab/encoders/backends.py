@@ -274,11 +274,9 @@ def export(
     require_extra(backend)
     base = exports_dir(root) / fingerprint[:32]
     onnx_folder = base / "onnx-fp32"
-    if _complete(onnx_folder) is None:
-        _export_onnx(model, onnx_folder)
-    else:
-        hold_in_use(onnx_folder)
-        mark_used(onnx_folder, EXPORT_META)
+    if not (hold_in_use(onnx_folder) and _complete(onnx_folder) is not None):
+        _export_onnx(model, onnx_folder)  # built, or found built, through cached_folder (which marks it)
+    mark_used(onnx_folder, EXPORT_META)
     if (backend, precision) == ("onnx", "fp32"):
         return onnx_folder
     folder = base / f"{backend}-{precision}"

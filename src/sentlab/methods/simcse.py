@@ -33,7 +33,7 @@ class SimCSEUnsupConfig(TrainConfig):
 class SimCSESupConfig(TrainConfig):
     method: Literal["simcse-sup"]
 
-    idle_when = {"loss.hard_negative_weight": "when data.columns names no negative column"}
+    idle_when = {**TrainConfig.idle_when, "loss.hard_negative_weight": "when data.columns names no negative column"}
 
     def unread(self) -> dict[str, str]:
         columns = self.data.columns

@@ -92,6 +92,7 @@ class SupervisedConfig(TrainConfig):
     section_required = False
     not_read = {"loss": "its loss is supervised.loss, with the similarity scale supervised.scale"}
     idle_when = {
+        **TrainConfig.idle_when,
         "supervised.split": "outside format snli (stsb takes its split from the file's name)",
         "supervised.scale": "with loss cosine-mse",
         "supervised.score_range": "with loss mnrl",

@@ -257,19 +257,29 @@ class TrainConfig(_Section):
     # -> what it reads instead; setting one is refused (see unread())
     not_read: ClassVar[dict[str, str]] = {}
     # the keys unread() adds under some settings -> when (for the configuration reference)
-    idle_when: ClassVar[dict[str, str]] = {}
+    idle_when: ClassVar[dict[str, str]] = {
+        "model.prompt_template": "without model.pooler: prompt",
+        "eval.dev_limit": "with eval.dev_task: none",
+    }
 
     def unread(self) -> dict[str, str]:
         """The sections and keys (``"loss"``, ``"supervised.split"``) this config's method does not read
         with these settings, each with what it reads instead: ``not_read``, and, in a method's config
         that overrides this, the keys its other settings make idle. A config that sets one is refused
         in one line (``_only_read_keys``); :meth:`to_tree` and :meth:`to_yaml` leave them out."""
-        return dict(self.not_read)
+        idle = dict(self.not_read)
+        if self.model.pooler != "prompt":
+            idle["model.prompt_template"] = "it is read with model.pooler: prompt only"
+        if self.eval.dev_task == "none":
+            idle["eval.dev_limit"] = "there is no dev task (eval.dev_task: none)"
+        return idle
 
     @model_validator(mode="after")
     def _only_read_keys(self) -> TrainConfig:
-        """No setting silently does nothing: a key the user set (``model_fields_set``, so defaults
-        pass) that the method does not read is refused, naming what it reads instead."""
+        """No setting silently does nothing: a key set to something other than its default that the
+        method does not read is refused, naming what it reads instead. A key written with its default
+        value (a config dumped whole, a run folder's config of an earlier version) changes nothing and
+        passes."""
         unread = self.unread()
         for section in sorted(self.model_fields_set):
             value = getattr(self, section)
@@ -278,7 +288,8 @@ class TrainConfig(_Section):
             for key in sorted(value.model_fields_set):
                 dotted = f"{section}.{key}"
                 hit = dotted if dotted in unread else section if section in unread else None
-                if hit is not None:
+                default = type(value).model_fields[key].get_default(call_default_factory=True)
+                if hit is not None and getattr(value, key) != default:
                     raise ValueError(f"{dotted}: method {self.method} does not read it; {unread[hit]}")
         return self
 

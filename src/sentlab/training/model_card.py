@@ -149,30 +149,66 @@ def portable_tree(cfg: TrainConfig) -> tuple[dict[str, Any], list[str]]:
 
     root = data_dir(cfg.data.data_dir).resolve()
     needed: list[str] = []
+    tree = cfg.to_tree()
+    local = sorted({v for v in _strings(tree) if os.path.isabs(v) and "\n" not in v})
+    names = _short_names([p for p in local if not _under(Path(p), root)])
 
     def portable(value: Any) -> Any:
         if isinstance(value, dict):
             return {key: portable(item) for key, item in value.items()}
         if isinstance(value, list):
             return [portable(item) for item in value]
-        if not isinstance(value, str) or not value or "\n" in value:
+        if not isinstance(value, str) or value not in local:
             return value
-        if os.path.isabs(value):
-            path = Path(value)
-            try:
-                return "$SENTLAB_DATA/" + path.resolve().relative_to(root).as_posix()
-            except ValueError:
-                needed.append(path.name)
-                return path.name
-        if not value.startswith("$") and Path(value).exists():
-            needed.append(value)
-        return value
+        if _under(Path(value), root):
+            return "$SENTLAB_DATA/" + Path(value).resolve().relative_to(root).as_posix()
+        needed.append(names[value])
+        return names[value]
 
-    tree = cfg.to_tree()
+    for key in PATH_KEYS:  # a relative path the config names: needed beside it as it is
+        section, _, field = key.partition(".")
+        value = (tree.get(section) or {}).get(field)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and item and not os.path.isabs(item) and Path(item).exists():
+                needed.append(item)
     tree.pop("about", None)
     tree["data"].pop("data_dir", None)
     tree["train"]["output_dir"] = "runs/reproduced"
     return portable(tree), list(dict.fromkeys(needed))
+
+
+# the keys whose value is a local file or folder when it names one (a relative one is listed as needed)
+PATH_KEYS = ("model.name", "data.train", "eval.dev_task", "rank.base_encoder", "rank.corpus", "rankcse.teachers")
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return [value] if isinstance(value, str) else []
+
+
+def _under(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def _short_names(paths: list[str]) -> dict[str, str]:
+    """Each absolute path as its last parts, as few as keep two different paths apart
+    (``/a/stage1/model`` and ``/b/x/model``: ``stage1/model`` and ``x/model``)."""
+    names = {}
+    for path in paths:
+        parts = Path(path).parts
+        for depth in range(1, len(parts)):
+            name = Path(*parts[-depth:]).as_posix()
+            if not any(other != path and Path(*Path(other).parts[-depth:]).as_posix() == name for other in paths):
+                break
+        names[path] = name
+    return names
 
 
 def _local_name(name: str) -> str:

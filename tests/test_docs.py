@@ -130,10 +130,17 @@ def test_every_quoted_figure_is_read_from_its_record(tmp_path):
     }
     assert {name: known[name]["value"] for name in pinned} == pinned
     page = tmp_path / "page.md"
-    page.write_text("RankCSE reached <!--fig:rankcse-listnet-student-->65.2<!--/fig--> here.\n")
+    page.write_text("MiniLM reached <!--fig:minilm-sts-avg-->65.2<!--/fig--> here.\n")
     assert hooks.stale_pages(tmp_path) == [page]
+    value = known["minilm-sts-avg"]["value"]
+    assert f"<!--fig:minilm-sts-avg-->{value}<!--/fig-->" in hooks.refreshed(page.read_text())
+    # a figure of a transcribed record is marked †, and its page must say what † means
+    page.write_text("RankCSE reached <!--fig:rankcse-listnet-student-->65.2<!--/fig--> here.\n")
+    with pytest.raises(KeyError, match="transcribed figure"):
+        hooks.refreshed(page.read_text())
     value = known["rankcse-listnet-student"]["value"]
-    assert f"<!--fig:rankcse-listnet-student-->{value}<!--/fig-->" in hooks.refreshed(page.read_text())
+    marked = hooks.refreshed(page.read_text() + hooks.TRANSCRIBED + ": from a page.\n")
+    assert f"<!--fig:rankcse-listnet-student-->{value}†<!--/fig-->" in marked
 
 
 def test_a_figure_no_record_holds_cannot_reach_a_page(tmp_path):

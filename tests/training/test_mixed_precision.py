@@ -56,9 +56,16 @@ def tiny(tmp_path_factory) -> tuple[FakeData, TinyModels]:
     return FakeData(root / "data"), TinyModels(root / "models")
 
 
-def run_preset(preset: Path, out: Path, tiny, mixed_precision: str | None = None) -> engine.RunPaths:
+def run_preset(
+    preset: Path, out: Path, tiny, mixed_precision: str | None = None, compile: bool | None = None
+) -> engine.RunPaths:
+    """The preset on tiny models and data; ``compile`` replaces its train.compile when given (the compiled
+    path of a packed raw LM has its own test: tests/losses/test_static_step.py, a cold compile takes ~40 s)."""
     data, models = tiny
-    cfg = TrainConfig.model_validate(tiny_preset_tree(preset, out, data, models, mixed_precision=mixed_precision))
+    tree = tiny_preset_tree(preset, out, data, models, mixed_precision=mixed_precision)
+    if compile is not None:
+        tree["train"]["compile"] = compile
+    cfg = TrainConfig.model_validate(tree)
     return engine.train(cfg, evaluate=False)
 
 
@@ -109,7 +116,7 @@ def test_every_gpu_preset_trains_in_its_own_precision_and_saves_a_plain_model(pr
     own = load_config(preset).train.mixed_precision
     # a CPU has no fp16 training path (refused, tested below): there fp16 presets run in bf16
     here = "bf16" if own == "fp16" and DEVICE.type == "cpu" else own
-    paths = run_preset(preset, tmp_path / "run", tiny, mixed_precision=here)
+    paths = run_preset(preset, tmp_path / "run", tiny, mixed_precision=here, compile=False)
     losses = logged_losses(paths)
     assert len(losses) == 3 and np.isfinite(losses).all()
     record = json.loads(paths.precision.read_text())

@@ -192,7 +192,15 @@ def test_the_start_model_is_a_candidate_of_checkpoint_selection(
     # the same model and items through the same scorer, in another batch order: float32 rounding only
     assert 100 * recorded["value"] == pytest.approx(score_dev_task(start, str(dev_card)), abs=1e-3)  # x 100
     selection = json.loads((paths.root / "selection.json").read_text())
-    assert selection["start"] == recorded["value"]
+    # the decision itself, from the dev scores the run logged (not the file that wrote it)
+    dev = {
+        r["step"]: r["eval_dev_spearman"]
+        for r in map(json.loads, paths.metrics.read_text().splitlines())
+        if "eval_dev_spearman" in r and r.get("step", 0) > 0
+    }
+    best_step = max(dev, key=dev.get)  # the first of equal ones, as the trainer keeps
+    assert selection["best_checkpoint"] == pytest.approx(dev[best_step])
+    assert selection["kept_step"] == (0 if recorded["value"] > dev[best_step] else best_step)
 
     run = tmp_path / "constructed"
     run.mkdir()

@@ -58,7 +58,7 @@ def train(
     ``train(..., train={"max_steps": 100, "seed": 1}, model={"name": "my-model"})``. ``data_dir`` is the
     data folder the preset's ``$SENTLAB_DATA/`` paths and the evaluation read.
     """
-    from sentlab.training.config import load_config, merge_sections
+    from sentlab.training.config import load_config, merge_sections, tree_strings
     from sentlab.training.engine import train as train_run
 
     if isinstance(preset_or_config, TrainConfig):
@@ -66,7 +66,7 @@ def train(
         if data_dir is not None:
             tree.setdefault("data", {})["data_dir"] = str(data_dir)
         cfg = TrainConfig.model_validate(tree)
-        named = set(_strings(tree))  # the data paths an override replaced are no longer checked
+        named = set(tree_strings(tree))  # the data paths an override replaced are no longer checked
         cfg._data_paths = [path for path in preset_or_config._data_paths if str(path) in named]
     else:
         updates = dict(overrides)
@@ -166,12 +166,3 @@ def evaluate(
     report = run_suite(inputs, families, cards)
     report.settings["scorer"] = model.kind
     return report
-
-
-def _strings(node: Any) -> list[str]:
-    """Every string value of a config tree."""
-    if isinstance(node, dict):
-        return [s for value in node.values() for s in _strings(value)]
-    if isinstance(node, list):
-        return [s for value in node for s in _strings(value)]
-    return [node] if isinstance(node, str) else []

@@ -417,6 +417,15 @@ def parse_overrides(overrides: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+def tree_strings(node: Any) -> list[str]:
+    """Every string value of a config tree (nested mappings and lists)."""
+    if isinstance(node, dict):
+        return [s for value in node.values() for s in tree_strings(value)]
+    if isinstance(node, list):
+        return [s for value in node for s in tree_strings(value)]
+    return [node] if isinstance(node, str) else []
+
+
 def merge_sections(tree: dict[str, Any], updates: Mapping[str, Any]) -> dict[str, Any]:
     """``tree`` with ``updates`` merged in, section by section (nested mappings merge, values replace)."""
     merged = dict(tree)

@@ -30,7 +30,7 @@ from typing import Any
 
 from sentence_transformers import SentenceTransformer
 
-from sentlab.training.config import TrainConfig
+from sentlab.training.config import TrainConfig, tree_strings
 
 CONFIG_FILE = "sentlab_config.yaml"  # the run's config, copied into the model folder
 BEGIN, END = "<!-- sentlab:card begin -->", "<!-- sentlab:card end -->"
@@ -150,7 +150,7 @@ def portable_tree(cfg: TrainConfig) -> tuple[dict[str, Any], list[str]]:
     root = data_dir(cfg.data.data_dir).resolve()
     needed: list[str] = []
     tree = cfg.to_tree()
-    local = sorted({v for v in _strings(tree) if os.path.isabs(v) and "\n" not in v})
+    local = sorted({v for v in tree_strings(tree) if os.path.isabs(v) and "\n" not in v})
     names = _short_names([p for p in local if not _under(Path(p), root)])
 
     def portable(value: Any) -> Any:
@@ -179,14 +179,6 @@ def portable_tree(cfg: TrainConfig) -> tuple[dict[str, Any], list[str]]:
 
 # the keys whose value is a local file or folder when it names one (a relative one is listed as needed)
 PATH_KEYS = ("model.name", "data.train", "eval.dev_task", "rank.base_encoder", "rank.corpus", "rankcse.teachers")
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, dict):
-        return [s for item in value.values() for s in _strings(item)]
-    if isinstance(value, list):
-        return [s for item in value for s in _strings(item)]
-    return [value] if isinstance(value, str) else []
 
 
 def _under(path: Path, root: Path) -> bool:

@@ -36,7 +36,7 @@ def test_train_end_to_end_writes_a_loadable_run(tiny_backbone, corpus_file, fake
     assert all(r["seconds_per_step"] > 0 for r in records if "loss" in r)
     reloaded = SentenceTransformer(str(paths.model))
     after = reloaded.encode(PROBE, convert_to_tensor=True).cpu()
-    assert not np.allclose(after.numpy(), before)  # it trained
+    assert not np.allclose(after.cpu().numpy(), before)  # it trained
     # the saved folder is the trained backbone and [CLS] pooling, with no MLP head: read by transformers
     # alone (not through sentence-transformers or sentlab's loader, which would share a wrong save)
     from transformers import AutoModel, AutoTokenizer

@@ -178,12 +178,20 @@ RECORDS = DOCS.parent / "benchmarks" / "records"
 FIGURE = re.compile(r"<!--fig:(?P<name>[\w.-]+)-->(?P<value>.*?)<!--/fig-->")
 
 
+def _records_module():
+    """``benchmarks/record.py``, the one reader of records."""
+    folder = str(DOCS.parent / "benchmarks")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    import record as records_module
+
+    return records_module
+
+
 def record(name: str, records: Path = RECORDS) -> dict:
     """The record ``name`` (``benchmarks/record.py``'s reader); one that ran on a changed tree without
     the diff it ran with cannot back a figure."""
-    sys.path.insert(0, str(DOCS.parent / "benchmarks"))
-    import record as records_module
-
+    records_module = _records_module()
     try:
         found = records_module.read(name, records)
     except FileNotFoundError:
@@ -296,9 +304,7 @@ def derived(expression: str, raw: dict[str, float]) -> float:
 
 def records_table(records: Path = RECORDS) -> str:
     """The records the figures are read from: name, date, machine, command."""
-    sys.path.insert(0, str(DOCS.parent / "benchmarks"))
-    import record as records_module
-
+    records_module = _records_module()
     rows = ["| record | date | machine | command |", "|---|---|---|---|"]
     for r in records_module.all_records(records):
         m = r["machine"]
@@ -356,7 +362,7 @@ GENERATORS = {
 }
 
 
-TRANSCRIBED = "† transcribed from an earlier run"  # the footnote a page with such a figure carries
+TRANSCRIBED = "† from a run whose code was not recorded"  # the line a page with such a figure carries
 
 
 def _figure(match: re.Match, known: dict[str, dict]) -> str:

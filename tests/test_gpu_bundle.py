@@ -50,22 +50,21 @@ def test_every_dependency_sentlab_declares_is_on_the_node_or_in_the_bundle():
     assert not missing, f"neither in the image nor carried: {sorted(missing)}"
 
 
-def load_bundle_script():
+def load_script(path: Path, name: str):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("gpu_bundle", ROOT / "scripts" / "gpu_bundle.py")
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_bundle_script():
+    return load_script(ROOT / "scripts" / "gpu_bundle.py", "gpu_bundle")
 
 
 def load_check_script():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "benchmarks" / "gpu" / "check.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "benchmarks" / "gpu" / "check.py", "gpu_check")
 
 
 def test_a_copy_without_git_is_checked_against_the_bundle_file_by_file(tmp_path, data_dir):

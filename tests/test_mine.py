@@ -117,6 +117,7 @@ def test_random_sampling_is_seeded_and_recorded(tiny_backbone):
         (["--relative-margin", "1.5"], "must be in \\[0, 1\\) \\(none turns it off\\)"),
         (["--max-score", "nan"], "--max-score nan: must be a finite number"),
         (["--query-prompt-name", "title"], "--query-prompt-name title: the model has no such prompt"),
+        (["--seed", "3"], "--seed 3: the top sampling draws nothing"),
     ],
 )
 def test_bad_mining_options_are_one_line(tiny_backbone, tmp_path, capsys, options, message):

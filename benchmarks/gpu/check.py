@@ -50,8 +50,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "src"))
-from record import last_json  # noqa: E402 - the one reader of a benchmark's printed JSON
+import record  # noqa: E402 - the machine, the commit and a benchmark's printed JSON, read one way
+from record import last_json  # noqa: E402
 
+from sentlab.cache import file_sha256  # noqa: E402
 from sentlab.paths import write_text_atomic  # noqa: E402 - the one atomic writer
 
 PARTS = ("install", "suite", "speed", "presets", "claim-a")
@@ -63,9 +65,6 @@ def provenance(bundle: Path) -> dict:
     """The machine (``benchmarks/record.py``'s block: CPU, memory, GPU, torch, sentlab) and the
     commits: the checkout's (the benchmark scripts that ran; None in a copy without git) and the
     bundle's (sentlab's wheel that ran, with whether its tree differed from that commit)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import record
-
     found = {"checkout": record.commit()}
     if (bundle / "bundle.json").is_file():
         built = json.loads((bundle / "bundle.json").read_text("utf-8"))
@@ -77,8 +76,6 @@ def checkout_differences(bundle: Path, root: Path = ROOT) -> list[str]:
     """The files of the checkout the bundle was built beside (``bundle.json``'s ``checkout``: each
     tracked file's sha256) that this copy lacks or holds otherwise; a copy without ``.git`` (the
     documented tar of ``git ls-files``) is checked by content, so it needs no commit to compare."""
-    import hashlib
-
     built = json.loads((bundle / "bundle.json").read_text("utf-8")).get("checkout")
     if not built:
         return ["bundle.json records no checkout (rebuilt bundles do)"]
@@ -87,7 +84,7 @@ def checkout_differences(bundle: Path, root: Path = ROOT) -> list[str]:
         path = root / name
         if not path.is_file():
             differ.append(f"{name} missing")
-        elif hashlib.sha256(path.read_bytes()).hexdigest() != sha256:
+        elif file_sha256(path) != sha256:
             differ.append(f"{name} differs")
     return differ
 
@@ -162,20 +159,20 @@ def tiny_data(source: Path, work: Path) -> Path:
     queries a forum and the first Wikipedia lines of ``source`` (``$SENTLAB_DATA``), copied once into
     the work folder, so that no tiny part touches a whole corpus or a whole task."""
     target = work / "tiny-data"
-    if (target / ".complete").is_file():
+    wiki, cqa = "wikipedia/wiki_sentences.txt", "useb/data-eval/cqadupstack"
+    sources = [p for folder in TINY_FOLDERS for p in sorted((source / folder).rglob("*")) if p.is_file()]
+    archives = sorted((source / cqa).glob("cqadupstack_titles*.json.gz"))
+    made_from = {str(p.relative_to(source)): file_sha256(p) for p in [*sources, source / wiki, *archives]}
+    done = target / ".complete"
+    if done.is_file() and json.loads(done.read_text("utf-8")) == made_from:  # copied from these bytes
         return target
     shutil.rmtree(target, ignore_errors=True)
-    for folder in TINY_FOLDERS:
-        for path in sorted((source / folder).rglob("*")):
-            if path.is_file():
-                header = path.parent.name == "SICK"
-                first_lines(path, target / path.relative_to(source), TINY_PAIRS, header=header)
-    wiki = "wikipedia/wiki_sentences.txt"
+    for path in sources:
+        first_lines(path, target / path.relative_to(source), TINY_PAIRS, header=path.parent.name == "SICK")
     first_lines(source / wiki, target / wiki, TINY_LINES)
-    cqa = "useb/data-eval/cqadupstack"
-    for archive in (source / cqa).glob("cqadupstack_titles*.json.gz"):
+    for archive in archives:
         tiny_cqadupstack(archive, target / cqa / archive.name)
-    (target / ".complete").touch()
+    write_text_atomic(done, json.dumps(made_from))
     return target
 
 
@@ -279,7 +276,6 @@ def part_suite(args, record: dict) -> None:
 def matmul_rates(tiny: bool) -> dict:
     import torch
 
-    sys.path.insert(0, str(ROOT / "src"))
     from sentlab.encoders.backends import pin_float32_math
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -502,7 +498,6 @@ def rse_step(args, record: dict, model: Path) -> None:
 
 
 def part_presets(args, record: dict) -> None:
-    sys.path.insert(0, str(ROOT / "src"))
     from sentlab.presets import list_presets
 
     gpu = [p for p in list_presets() if p.hardware == "gpu"]

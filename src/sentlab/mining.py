@@ -200,7 +200,7 @@ def mine(
         settings={
             **settings,
             "range_max": window,
-            "seed": seed,
+            "seed": seed if sampling == "random" else None,
             "corpus": "given" if corpus is not None else "the positives",
         },
     )

@@ -48,6 +48,10 @@ def cmd_mine(args: argparse.Namespace) -> int:
     check_settings(
         args.num_negatives, args.range_min, args.range_max, args.max_score, args.absolute_margin, args.relative_margin
     )  # before the data and the model are read
+    if args.seed is not None and args.sampling != "random":
+        from sentlab.errors import ConfigError
+
+        raise ConfigError(f"--seed {args.seed}: the top sampling draws nothing; give --sampling random with it")
     columns = column_roles(_columns(args.columns), ("anchor", "positive"), 2, "mining (pairs)")
     pairs = column_table(args.input, columns, ["anchor", "positive"])
     if len(pairs) == 0:
@@ -66,7 +70,7 @@ def cmd_mine(args: argparse.Namespace) -> int:
         absolute_margin=args.absolute_margin,
         relative_margin=args.relative_margin,
         sampling=args.sampling,
-        seed=args.seed,
+        seed=args.seed or 0,
         use_faiss=args.faiss,
         batch_size=args.batch_size,
         query_prompt_name=args.query_prompt_name,
@@ -120,7 +124,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--sampling", choices=("top", "random"), default="top", help="the hardest, or a random pick in range"
     )
-    p.add_argument("--seed", type=int, default=0, help="the random sampling's seed (recorded in the report)")
+    p.add_argument(
+        "--seed", type=int, default=None, help="with --sampling random: its seed (default 0, recorded in the report)"
+    )
     p.add_argument("--query-prompt-name", default=None, help="the model's prompt for the anchors (its prompts)")
     p.add_argument("--corpus-prompt-name", default=None, help="the model's prompt for the candidates")
     p.add_argument("--faiss", action="store_true", help="search with faiss (large corpora)")

@@ -1,0 +1,173 @@
+"""Which loss to fine-tune on scored pairs: the ``stsb-minilm-cpu`` preset with each of ``cosine-mse``,
+``cosent`` and ``angle`` (and each learning rate and epoch count asked), over seeds, beside
+sentence-transformers' own trainer with the same loss class on the same settings (batch 16, warmup 0.1,
+fp32, the same seed, no dev selection: the last step is the model). Feeds the own-data guide's table
+and its advice on the loss (docs/guides/own-data.md; record ``supervised-losses-minilm``).
+
+The setting is *chosen* on STS-B dev (the mean over seeds of sentlab's runs) and *confirmed* on STS-B
+test, with the multi-bootstrap over seeds and items of the chosen setting minus the start model.
+
+    python benchmarks/supervised_losses.py --seeds 1 2 3 --output runs/supervised-losses
+
+A run folder that holds a finished model is not trained again (an ``--output`` of other settings is
+refused). Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import statistics
+import sys
+from pathlib import Path
+
+PRESET = "stsb-minilm-cpu"
+ST_LOSSES = {"cosine-mse": "CosineSimilarityLoss", "cosent": "CoSENTLoss", "angle": "AnglELoss"}
+
+
+def sentlab_run(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> Path:
+    from sentlab.cli import main
+
+    sets = {
+        "supervised.loss": loss,
+        "train.learning_rate": lr,
+        "train.epochs": epochs,
+        "train.seed": seed,
+        "train.output_dir": folder,
+        "eval.dev_task": "none",
+        "eval.final_tasks": "[]",
+    }
+    argv = ["train", PRESET, "--quiet", *itertools.chain.from_iterable(("--set", f"{k}={v}") for k, v in sets.items())]
+    with contextlib.redirect_stdout(sys.stderr):  # stdout holds the one JSON object
+        code = main(argv)
+    if code:
+        raise SystemExit(f"sentlab {' '.join(argv)} exited with {code}")
+    return folder / "model"
+
+
+def trainer_run(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> Path:
+    """sentence-transformers' trainer on the preset's data and settings, read independently of sentlab's
+    supervised method (the STS-B file read by sentlab's STS reader, the scores divided by 5)."""
+    from datasets import Dataset
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer, losses
+    from sentence_transformers.training_args import SentenceTransformerTrainingArguments
+
+    from sentlab.data.sts import load_sts_task
+    from sentlab.devices import training_device
+    from sentlab.encoders.loading import resolve_model_path
+    from sentlab.training.config import load_config
+
+    config = load_config(PRESET, [])
+    train = load_sts_task("STS-B", split="train")
+    data = Dataset.from_dict(
+        {"sentence1": train.sentences1, "sentence2": train.sentences2, "score": [s / 5 for s in train.scores]}
+    )
+    model = SentenceTransformer(resolve_model_path(config.model.name), device=str(training_device()))
+    model.max_seq_length = config.model.max_seq_length
+    loss_class = getattr(losses, ST_LOSSES[loss])
+    objective = loss_class(model) if loss == "cosine-mse" else loss_class(model, scale=20.0)
+    args = SentenceTransformerTrainingArguments(
+        output_dir=str(folder / "checkpoints"),
+        num_train_epochs=epochs,
+        per_device_train_batch_size=config.train.batch_size,
+        learning_rate=lr,
+        warmup_ratio=config.train.warmup_ratio,
+        seed=seed,
+        fp16=False,
+        bf16=False,
+        save_strategy="no",
+        eval_strategy="no",
+        report_to=[],
+        disable_tqdm=True,
+    )
+    SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=objective).train()
+    model.save(str(folder / "model"))
+    return folder / "model"
+
+
+def scored(model_path: Path, output: Path) -> dict:
+    """STS-B dev and test Spearman (x100) of the model, with the test items (written once)."""
+    if output.is_file():
+        return json.loads(output.read_text("utf-8"))
+    from sentlab.data.sts import load_sts_task
+    from sentlab.encoders.loading import load_encoder
+    from sentlab.evaluation.scoring import CosineScorer
+    from sentlab.evaluation.sts import score_task
+
+    scorer = CosineScorer(load_encoder(str(model_path)))
+    dev = score_task(scorer, load_sts_task("STS-B", split="dev"), split="dev")
+    test = score_task(scorer, load_sts_task("STS-B", split="test"), items=True)
+    result = {"dev": dev.spearman, "test": test.spearman, "test_items": test.extra["items"]}
+    output.write_text(json.dumps(result), encoding="utf-8")
+    return result
+
+
+def spread(values: list[float]) -> dict:
+    return {"mean": statistics.mean(values), "sd": statistics.stdev(values) if len(values) > 1 else None}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--losses", nargs="+", default=list(ST_LOSSES), choices=list(ST_LOSSES))
+    parser.add_argument("--learning-rates", type=float, nargs="+", default=[2e-5])
+    parser.add_argument("--epochs", type=int, nargs="+", default=[1])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--output", type=Path, required=True)
+    args = parser.parse_args()
+    if len(args.seeds) < 3:
+        parser.error("a comparison between trained models needs at least three seeds")
+
+    from sentlab.encoders.loading import resolve_model_path
+    from sentlab.evaluation.uncertainty import seed_item_difference
+    from sentlab.training.config import load_config
+
+    args.output.mkdir(parents=True, exist_ok=True)
+    start = scored(Path(resolve_model_path(load_config(PRESET, []).model.name)), args.output / "start.json")
+    settings = {}
+    for loss, lr, epochs in itertools.product(args.losses, args.learning_rates, args.epochs):
+        name = f"{loss}-lr{lr:g}-ep{epochs}"
+        rows = {"sentlab": {}, "trainer": {}}
+        for seed in args.seeds:
+            for path, train in (("sentlab", sentlab_run), ("trainer", trainer_run)):
+                folder = args.output / name / f"{path}-seed{seed}"
+                model = folder / "model"
+                if not (model / "modules.json").is_file():
+                    train(loss, lr, epochs, seed, folder)
+                rows[path][seed] = scored(model, folder / "sts-b.json")
+        settings[name] = {
+            "loss": loss,
+            "learning_rate": lr,
+            "epochs": epochs,
+            **{
+                path: {
+                    "dev": spread([r["dev"] for r in rows[path].values()]),
+                    "test": spread([r["test"] for r in rows[path].values()]),
+                    "per_seed": {s: {"dev": r["dev"], "test": r["test"]} for s, r in rows[path].items()},
+                }
+                for path in rows
+            },
+            "sentlab_minus_trainer_test": [rows["sentlab"][s]["test"] - rows["trainer"][s]["test"] for s in args.seeds],
+            "_items": [r["test_items"] for r in rows["sentlab"].values()],
+        }
+    chosen = max(settings, key=lambda n: settings[n]["sentlab"]["dev"]["mean"])
+    for name, entry in settings.items():
+        entry["test_minus_start"] = seed_item_difference(entry.pop("_items"), [start["test_items"]]).to_dict()
+    print(
+        json.dumps(
+            {
+                "preset": PRESET,
+                "start": {"dev": start["dev"], "test": start["test"]},
+                "seeds": args.seeds,
+                "chosen_on_dev": chosen,
+                "chosen": settings[chosen],
+                "settings": settings,
+            },
+            indent=1,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -83,8 +83,8 @@ def main() -> None:
 
     from sentlab.data.useb import load_cqadupstack, task_folder
     from sentlab.encoders import load_encoder
+    from sentlab.methods import load_config
     from sentlab.progress import set_quiet
-    from sentlab.training.config import load_config
     from sentlab.training.engine import train
 
     set_quiet(True)

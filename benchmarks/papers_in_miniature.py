@@ -148,8 +148,8 @@ class Miniature:
     def train(self, arm: str, seed: int) -> Path:
         """The arm's model folder, trained (or resumed) when it is not there yet; a finished arm whose
         learned settings differ from what its preset gives now is refused (one line, exit 1), never reused."""
+        from sentlab.methods import load_config
         from sentlab.training.checkpoints import checkpoint_folders
-        from sentlab.training.config import load_config
         from sentlab.training.engine import changes_since_start, train
         from sentlab.training.run_folder import RunPaths, write_json
 
@@ -375,6 +375,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from sentlab.errors import SentlabError
+    from sentlab.methods import load_config
     from sentlab.progress import set_quiet
     from sentlab.training.run_folder import require_finished_run
 
@@ -385,7 +386,9 @@ def main() -> None:
     if args.raw_lm and not (Path(args.raw_lm) / "modules.json").is_file():
         raise SystemExit(f"{args.raw_lm}: not a sentence-transformers model folder (no modules.json)")
     try:
-        raw_lm = (Path(args.raw_lm) if args.raw_lm else require_finished_run(args.raw_config)).resolve()
+        raw_lm = (
+            Path(args.raw_lm) if args.raw_lm else require_finished_run(load_config(args.raw_config), args.raw_config)
+        ).resolve()
     except SentlabError as err:
         raise SystemExit(f"{err} (--raw-lm PATH)") from None
     set_quiet(True)

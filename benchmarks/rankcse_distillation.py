@@ -26,7 +26,7 @@ from sentlab.encoders.loading import keep_first_layers
 from sentlab.evaluation import CosineScorer, EvalReport, evaluate_sts
 from sentlab.evaluation.ranking import evaluate_ranking
 from sentlab.evaluation.scoring import EmbeddingCache
-from sentlab.training.config import load_config
+from sentlab.methods import load_config
 from sentlab.training.engine import train
 
 ARMS = {

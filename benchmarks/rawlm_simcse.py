@@ -104,8 +104,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from sentlab.errors import SentlabError
+    from sentlab.methods import load_config
     from sentlab.progress import set_quiet
-    from sentlab.training.config import load_config
     from sentlab.training.engine import train
     from sentlab.training.run_folder import RunPaths, require_finished_run
 
@@ -113,7 +113,9 @@ def main() -> None:
     output = Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
     try:
-        raw_lm = Path(args.raw_lm) if args.raw_lm else require_finished_run(args.raw_config)
+        raw_lm = (
+            Path(args.raw_lm) if args.raw_lm else require_finished_run(load_config(args.raw_config), args.raw_config)
+        )
     except SentlabError as err:
         raise SystemExit(f"{err} (--raw-lm PATH)") from None
     tasks = args.baseline_tasks

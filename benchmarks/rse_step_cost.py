@@ -28,8 +28,7 @@ import time
 def rows(batch: int, config: str) -> tuple[list[list[str]], list[int]]:
     from pathlib import Path
 
-    from sentlab.methods import get_method
-    from sentlab.training.config import load_config
+    from sentlab.methods import get_method, load_config
     from sentlab.training.engine import RunPaths
 
     cfg = load_config(config, [])

@@ -57,7 +57,7 @@ def trainer_run(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> P
     from sentlab.data.sts import load_sts_task
     from sentlab.devices import training_device
     from sentlab.encoders.loading import resolve_model_path
-    from sentlab.training.config import load_config
+    from sentlab.methods import load_config
 
     config = load_config(PRESET, [])
     train = load_sts_task("STS-B", split="train")
@@ -121,7 +121,7 @@ def main() -> None:
 
     from sentlab.encoders.loading import resolve_model_path
     from sentlab.evaluation.uncertainty import seed_item_difference
-    from sentlab.training.config import load_config
+    from sentlab.methods import load_config
 
     args.output.mkdir(parents=True, exist_ok=True)
     start = scored(Path(resolve_model_path(load_config(PRESET, []).model.name)), args.output / "start.json")

@@ -44,8 +44,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from sentlab.evaluation.uncertainty import seed_item_difference
+    from sentlab.methods import load_config
     from sentlab.reporting.claims import task_items
-    from sentlab.training.config import load_config
 
     args.output.mkdir(parents=True, exist_ok=True)
     asked = {"preset": args.preset, "set": args.set}

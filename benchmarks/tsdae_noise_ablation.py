@@ -28,8 +28,8 @@ def main() -> None:
 
     from sentlab.encoders import load_encoder
     from sentlab.evaluation.dev_tasks import score_dev_task
+    from sentlab.methods import load_config
     from sentlab.progress import set_quiet
-    from sentlab.training.config import load_config
     from sentlab.training.engine import train
 
     set_quiet(True)

@@ -131,7 +131,8 @@ def _fields(model, prefix: str, rows: list[str]) -> None:
 def config_reference() -> str:
     """Every key of a training config: the sections every method shares, then each method's own,
     read from the pydantic schema (``sentlab.training.config``, each method's config class)."""
-    from sentlab.training.config import TrainConfig, registered_configs
+    from sentlab.methods import installed_methods
+    from sentlab.training.config import TrainConfig
 
     header = ["| key | type | default | meaning |", "|---|---|---|---|"]
     lines = ["## Every method", ""]
@@ -141,7 +142,7 @@ def config_reference() -> str:
         rows.append(f"| `{name}` | section | {_default(field)} | |")
         _fields(field.annotation if name != "about" else field.annotation.__args__[0], f"{name}.", rows)
     lines += [*header, *rows, ""]
-    for method, config in registered_configs().items():
+    for method, config in installed_methods().items():
         own = [n for n in config.model_fields if n not in TrainConfig.model_fields]
         overridden = [
             n for n in ("data",) if config.model_fields[n].annotation is not TrainConfig.model_fields[n].annotation

@@ -24,8 +24,9 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 
 from sentlab.encoders.backends import pin_float32_math
+from sentlab.methods import load_config
 from sentlab.precision import Precision, networks_in_half_precision
-from sentlab.training.config import TrainConfig, load_config
+from sentlab.training.config import TrainConfig
 from tests.conftest import DEVICE, features_of
 from tests.tiny_presets import CONFIGS, sentences
 

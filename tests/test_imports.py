@@ -1,7 +1,8 @@
 """The modules of ``src/sentlab`` import one another without a circle.
 
 Every import statement counts, a function's deferred import included: a circle that only works because
-one side imports late is still two modules that each need the other. The graph is read from the source
+one side imports late is still two modules that each need the other. A string that is a module's full
+name counts too (``importlib.import_module("sentlab.x")``): naming a module is reaching it. The graph is read from the source
 with ``ast``; an import of ``a.b.c`` (or ``from a.b import c``, c a module) is an edge to that module.
 """
 
@@ -53,6 +54,8 @@ def import_graph(root: Path = SRC) -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {name: set() for name in files}
     for name in files:
         for node in ast.walk(trees[name]):
+            if isinstance(node, ast.Constant) and node.value in files and not name.startswith(f"{node.value}."):
+                graph[name].add(node.value)  # a module named in a string (importlib, patching) is reached too
             for target in _imports(node, package_of(name), files):
                 parts = target.split(".")
                 # the importer's own packages ran before it (they are its importers, not its imports)
@@ -101,35 +104,69 @@ def test_an_enclosing_package_counts_as_imported(tmp_path):
     assert sorted(set(circle(graph))) == ["sentlab.a", "sentlab.d"]
 
 
-def test_the_method_registry_fills_itself_where_only_the_schema_is_imported():
-    """No module imports sentlab.methods for its side effect: a process that imports the config schema
-    alone validates any method's config (the registry loads the methods on first use)."""
+def test_the_schema_never_loads_the_methods_and_the_methods_read_every_config():
+    """The config schema names no method, not even by a string: imported alone, it validates nothing
+    and says where configs are read (no method is loaded behind the caller's back); read through
+    sentlab.methods, every method's config validates."""
     import subprocess
     import sys
 
-    bare = [
-        f"{path.relative_to(SRC.parent)}:{node.lineno}"
-        for folder in (SRC, SRC.parent / "tests")
-        for path in folder.rglob("*.py")
-        for node in ast.walk(ast.parse(path.read_text("utf-8")))
-        if isinstance(node, ast.Import) and any(alias.name == "sentlab.methods" for alias in node.names)
-    ]
-    assert not bare, "imported for a side effect: " + ", ".join(bare)
     code = (
-        "import sys; from sentlab.training.config import config_adapter\n"
-        "assert 'sentlab.methods' not in sys.modules\n"
+        "import sys\n"
+        "from sentlab.errors import ConfigError\n"
+        "from sentlab.training.config import TrainConfig\n"
         "tree = {'method': 'tsdae', 'model': {'name': 'm'}, 'data': {'train': 'x.txt'}, 'train': {'output_dir': 'o'}}\n"
-        "cfg = config_adapter().validate_python(tree)\n"
-        "print(type(cfg).__name__)"
+        "try:\n"
+        "    TrainConfig.model_validate(tree)\n"
+        "except ConfigError as err:\n"
+        "    print(err)\n"
+        "assert 'sentlab.methods' not in sys.modules\n"
+        "from sentlab.methods import validate_config\n"
+        "print(type(validate_config(tree)).__name__)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "TSDAEConfig"
+    assert done.stdout.splitlines() == [
+        "no method is registered: read a config through sentlab.methods.load_config",
+        "TSDAEConfig",
+    ]
+
+
+def test_a_package_of_one_s_own_methods_is_loaded_from_its_entry_point(tmp_path, monkeypatch):
+    """``sentlab.methods`` entry points are imported once, before a config is read; one that fails to
+    import is a one-line error naming it."""
+    import importlib.metadata
+    import sys
+
+    from sentlab.errors import ConfigError
+    from sentlab.methods import loading
+
+    (tmp_path / "my_methods_ok.py").write_text("LOADED = True\n")
+    (tmp_path / "my_methods_bad.py").write_text("raise ImportError('needs torch-nightly')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    points = [importlib.metadata.EntryPoint("mine", "my_methods_ok", loading.METHOD_PACKAGES)]
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: points if group == "sentlab.methods" else [])
+    monkeypatch.setattr(loading, "_LOADED", [])
+    assert "tsdae" in loading.installed_methods() and sys.modules["my_methods_ok"].LOADED
+    points[:] = [importlib.metadata.EntryPoint("broken", "my_methods_bad", loading.METHOD_PACKAGES)]
+    monkeypatch.setattr(loading, "_LOADED", [])
+    with pytest.raises(ConfigError, match="the methods of 'my_methods_bad' .entry point 'broken'. fail to load"):
+        loading.load_config("simcse-unsup-minilm-cpu")
+    monkeypatch.delitem(sys.modules, "my_methods_ok")
 
 
 def test_no_import_circle_in_src():
     found = circle(import_graph())
     assert not found, "import circle: " + " -> ".join(found)
+
+
+def test_a_module_named_in_a_string_is_reached(tmp_path):
+    package = tmp_path / "sentlab"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("import importlib\n\ndef f():\n    importlib.import_module('sentlab.b')\n")
+    (package / "b.py").write_text("from sentlab import a\n")
+    assert sorted(set(circle(import_graph(tmp_path)))) == ["sentlab.a", "sentlab.b"]
 
 
 def test_the_check_finds_a_circle(tmp_path):

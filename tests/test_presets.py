@@ -16,8 +16,8 @@ import yaml
 
 from sentlab.cli import main
 from sentlab.data.sources import SOURCES, source_of, wikipedia_sentences
+from sentlab.methods import load_config
 from sentlab.presets import PRESETS_DIR, list_presets, resolve_config
-from sentlab.training.config import load_config
 from tests.conftest import the_error
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -112,7 +112,7 @@ def prepare(plan: AdaptPlan) -> Path:
 
 
 def arm_config(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentences: int):
-    from sentlab.training.config import TrainConfig
+    from sentlab.methods import validate_config
 
     s = plan.settings
     steps = Budget(**s.budget).max_steps(s.batch_size)
@@ -136,7 +136,7 @@ def arm_config(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentenc
         "inference_max_seq_length": s.max_seq_length,  # trained, saved and scored at one length
         **({"pooler": s.pooler} if s.pooler else {}),
     }
-    return TrainConfig.model_validate(
+    return validate_config(
         {
             "method": arm_spec(arm).method,
             "model": model,

@@ -58,14 +58,15 @@ def train(
     ``train(..., train={"max_steps": 100, "seed": 1}, model={"name": "my-model"})``. ``data_dir`` is the
     data folder the preset's ``$SENTLAB_DATA/`` paths and the evaluation read.
     """
-    from sentlab.training.config import load_config, merge_sections, tree_strings
+    from sentlab.methods import load_config, validate_config
+    from sentlab.training.config import merge_sections, tree_strings
     from sentlab.training.engine import train as train_run
 
     if isinstance(preset_or_config, TrainConfig):
         tree = merge_sections(preset_or_config.to_tree(), overrides)
         if data_dir is not None:
             tree.setdefault("data", {})["data_dir"] = str(data_dir)
-        cfg = TrainConfig.model_validate(tree)
+        cfg = validate_config(tree)
         named = set(tree_strings(tree))  # the data paths an override replaced are no longer checked
         cfg._data_paths = [path for path in preset_or_config._data_paths if str(path) in named]
     else:

@@ -12,10 +12,10 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 
 from sentlab.errors import ConfigError
-from sentlab.methods import METHODS, Method, get_method, register
+from sentlab.methods import METHODS, Method, get_method, load_config, register
 from sentlab.presets import PRESETS_DIR
 from sentlab.training import engine
-from sentlab.training.config import _ADAPTER, CONFIG_CLASSES, TrainConfig, load_config
+from sentlab.training.config import _ADAPTER, CONFIG_CLASSES, TrainConfig
 from tests.conftest import tiny_config
 
 PROBE = ["a man plays the guitar", "a dog runs in the park"]

@@ -3,8 +3,8 @@ import re
 import pytest
 
 from sentlab.errors import ConfigError
+from sentlab.methods import load_config
 from sentlab.presets import PRESETS_DIR
-from sentlab.training.config import load_config
 
 BASE = """method: simcse-unsup
 model:
@@ -90,12 +90,13 @@ def test_every_key_a_method_does_not_read_is_refused_naming_what_it_reads(tmp_pa
     """One mechanism for every method: each registered config's ``not_read`` keys (a whole section, or
     one key of it), set in a config file or by --set, are one-line errors that name the method and
     what it reads instead; the same keys under a method that reads them load."""
-    from sentlab.training.config import TrainConfig, registered_configs
+    from sentlab.methods import installed_methods
+    from sentlab.training.config import TrainConfig
 
     sections = {"loss": {"temperature": "0.1", "hard_negative_weight": "0.5"}, "data": {"train": "t.txt"}}
     sections["data"]["columns"] = "[text]"
     checked = 0
-    for method, config_class in registered_configs().items():
+    for method, config_class in installed_methods().items():
         if config_class.__module__.split(".")[0] != "sentlab":
             continue
         preset = next((p for p in sorted(PRESETS_DIR.glob("*.yaml")) if load_config(p).method == method), None)

@@ -16,10 +16,10 @@ from torch import nn
 from sentlab import precision as precision_module
 from sentlab.cli import main
 from sentlab.errors import ConfigError
-from sentlab.methods import METHODS
+from sentlab.methods import METHODS, load_config
 from sentlab.precision import Precision, cpu_supports_bf16, networks_in_half_precision, resolve_precision
 from sentlab.training import engine
-from sentlab.training.config import TrainConfig, load_config
+from sentlab.training.config import TrainConfig
 from tests.conftest import DEVICE, the_error, tiny_config
 from tests.tiny_presets import CONFIGS, TOP_LEVEL_PRESETS, FakeData, TinyModels, is_gpu_preset, tiny_preset_tree
 

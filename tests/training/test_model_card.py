@@ -105,7 +105,7 @@ def test_the_cards_evaluation_is_the_kept_steps(tiny_backbone):
 
 
 def test_the_section_puts_scores_beside_the_start_models_and_is_written_once(tmp_path):
-    from sentlab.training.config import load_config
+    from sentlab.methods import load_config
 
     cfg = load_config("rankencoder-minilm-cpu", [])
     run, model = tmp_path / "run", tmp_path / "run" / "model"

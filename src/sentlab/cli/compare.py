@@ -31,9 +31,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from sentlab.errors import ConfigError
     from sentlab.evaluation.task_cards import load_task_card
     from sentlab.evaluation.uncertainty import headline, seed_item_difference
+    from sentlab.methods import load_config
     from sentlab.reporting.claims import task_items
     from sentlab.training.checkpoints import checkpoint_folders
-    from sentlab.training.config import load_config
     from sentlab.training.engine import train
     from sentlab.training.run_folder import RunPaths, run_fingerprint
 

@@ -23,8 +23,8 @@ def cmd_data_list(args: argparse.Namespace) -> int:
 
 def cmd_data_download(args: argparse.Namespace) -> int:
     from sentlab.data.sources import SOURCES, download
+    from sentlab.methods import load_config
     from sentlab.paths import data_dir
-    from sentlab.training.config import load_config
 
     if args.target and args.data_dir:
         raise SentlabError("give --target or --data-dir, not both (--target writes there instead of the data folder)")

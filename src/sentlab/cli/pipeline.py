@@ -20,8 +20,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     (its ``model.name`` is set to that run's ``model/``). A stage whose run folder already holds a
     final model is kept as it is, so re-running the command after a crash continues where it
     stopped (the interrupted stage with ``--resume``)."""
+    from sentlab.methods import load_config
     from sentlab.training.checkpoints import checkpoint_folders
-    from sentlab.training.config import load_config
     from sentlab.training.engine import RunPaths, train
 
     previous: Path | None = None

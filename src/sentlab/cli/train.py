@@ -15,7 +15,7 @@ from sentlab.cli.common import (
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from sentlab.training.config import load_config
+    from sentlab.methods import load_config
     from sentlab.training.engine import train
 
     if args.private and not args.push_to_hub:

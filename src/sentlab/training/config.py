@@ -349,7 +349,6 @@ class TrainConfig(_Section):
 
 CONFIG_CLASSES: dict[str, type[TrainConfig]] = {}  # method name -> its config class (register_config)
 _ADAPTER: dict[tuple[str, ...], TypeAdapter] = {}
-_LOADED: list[bool] = []  # the entry points' packages were imported (a method imported alone registers too)
 
 
 def register_config(method: str, config_class: type[TrainConfig]) -> None:
@@ -359,35 +358,18 @@ def register_config(method: str, config_class: type[TrainConfig]) -> None:
     _ADAPTER.clear()
 
 
-METHOD_PACKAGES = "sentlab.methods"  # the entry-point group of installed packages of one's own methods
-
-
 def registered_configs() -> dict[str, type[TrainConfig]]:
-    """Every method's config class by name. The registry fills itself on first use, from this one
-    place: it imports :mod:`sentlab.methods` (sentlab's methods), then each package named in the
-    ``sentlab.methods`` entry-point group (a package of one's own methods declares itself there in
-    its ``pyproject.toml``), and their methods register their configs (:func:`register_config`).
-    The schema so never imports the methods above it at module level (it loads them by name, once,
-    when a config is first read), and nothing imports them only for that side effect."""
-    if not _LOADED:
-        import importlib
-        from importlib.metadata import entry_points
-
-        importlib.import_module("sentlab.methods")
-        for package in entry_points(group=METHOD_PACKAGES):
-            try:
-                package.load()
-            except Exception as err:  # one line naming the package, not a traceback from inside it
-                raise ConfigError(
-                    f"the methods of {package.value!r} (entry point {package.name!r}) fail to load: {err}"
-                )
-        _LOADED.append(True)
+    """Every registered method's config class by name. The schema never loads the methods (they are a
+    layer above it): reading a config goes through :func:`sentlab.methods.load_config`, which loads
+    sentlab's methods and the installed packages of one's own before it validates."""
     return CONFIG_CLASSES
 
 
 def config_adapter() -> TypeAdapter:
     """Validator of the union of the registered methods' configs, selected by ``method``."""
     key = tuple(registered_configs())
+    if not key:
+        raise ConfigError("no method is registered: read a config through sentlab.methods.load_config")
     if key not in _ADAPTER:
         from typing import Annotated, Union
 
@@ -437,10 +419,11 @@ def merge_sections(tree: dict[str, Any], updates: Mapping[str, Any]) -> dict[str
     return merged
 
 
-def load_config(
+def parse_config(
     path: str | Path, overrides: list[str] | None = None, updates: Mapping[str, Any] | None = None
 ) -> TrainConfig:
-    """Read a YAML config (a file, or a packaged preset by name), apply ``key=value`` overrides, put the
+    """Validated against the methods registered so far (:func:`sentlab.methods.load_config` registers
+    every installed one first, and is what callers use): read a YAML config (a file, or a packaged preset by name), apply ``key=value`` overrides, put the
     data folder in place of ``$SENTLAB_DATA/`` and validate; errors are one line, and name the
     ``--set`` option when the key came from one, else the file. ``updates`` (nested sections, e.g.
     ``{"train": {"max_steps": 10}}``) are merged in after the overrides."""

@@ -27,7 +27,7 @@ def corpus_size_curve(
     data_dir: str | None = None,
 ) -> dict:
     from sentlab.encoders import load_encoder
-    from sentlab.training.config import load_config
+    from sentlab.methods import load_config
     from sentlab.training.engine import train
 
     output = Path(output)

@@ -58,7 +58,7 @@ from sentlab.encoders.loading import (
     load_encoder,  # noqa: F401  (engine.load_encoder: reload a saved run)
 )
 from sentlab.errors import ConfigError, DataError, TrainingDivergedError
-from sentlab.methods import Method, get_method
+from sentlab.methods import Method, get_method, validate_config
 from sentlab.paths import write_text_atomic
 from sentlab.precision import (
     Precision,
@@ -500,7 +500,7 @@ def changes_since_start(cfg: TrainConfig, paths: RunPaths) -> list[str]:
     if not isinstance(recorded, dict):
         return [f"{paths.config.name}: empty or not a config, the run's own settings are unknown"]
     try:  # settings added to sentlab since the run started take their defaults, as they did then
-        recorded = TrainConfig.model_validate(recorded).model_dump()
+        recorded = validate_config(recorded).model_dump()
     except ValueError:
         pass
     return changed_settings(recorded, cfg.model_dump())

@@ -124,14 +124,13 @@ def find_finished_run(cfg, root: Path) -> Path | None:
     return None
 
 
-def require_finished_run(config: str | Path) -> Path:
-    """The model folder of the finished run of ``config`` (by :func:`find_finished_run`, under the
-    folder that holds its ``train.output_dir``); a one-line :class:`ConfigError` saying how to train
-    it when there is none - a benchmark never trains one silently."""
+def require_finished_run(cfg, config: str | Path) -> Path:
+    """The model folder of the finished run of ``cfg`` (read from the file or preset ``config``; by
+    :func:`find_finished_run`, under the folder that holds its ``train.output_dir``); a one-line
+    :class:`ConfigError` saying how to train it when there is none - a benchmark never trains one
+    silently."""
     from sentlab.errors import ConfigError
-    from sentlab.training.config import load_config
 
-    cfg = load_config(config)
     runs = Path(cfg.train.output_dir).parent
     found = find_finished_run(cfg, runs)
     if found is None:

@@ -95,6 +95,7 @@ def test_every_key_a_method_does_not_read_is_refused_naming_what_it_reads(tmp_pa
 
     sections = {"loss": {"temperature": "0.1", "hard_negative_weight": "0.5"}, "data": {"train": "t.txt"}}
     sections["data"]["columns"] = "[text]"
+    sections["model"] = {"mlp_only_train": "true"}
     checked = 0
     for method, config_class in installed_methods().items():
         if config_class.__module__.split(".")[0] != "sentlab":
@@ -112,7 +113,7 @@ def test_every_key_a_method_does_not_read_is_refused_naming_what_it_reads(tmp_pa
                 load_config(preset, [option.removeprefix("--set ")])
             assert instead
             checked += 1
-    assert checked >= 9  # loss under 5 methods, hard negatives under 3, RSE's data and its weight
+    assert checked >= 14  # loss under 5 methods, hard negatives under 3, RSE's data and its weight, the MLP under 5
     assert "loss" not in TrainConfig.not_read  # the methods that read it take it
     load_config(write(tmp_path, BASE + "loss:\n  temperature: 0.1\n"))
 
@@ -137,7 +138,7 @@ def test_the_keys_a_config_idles_under_some_settings_are_the_ones_the_reference_
     shared = {"model.prompt_template"}  # without pooler: prompt, for every method
     assert seen == {
         "supervised": {"supervised.split", "supervised.scale", "supervised.score_range", "data.columns", *shared},
-        "simcse-sup": {"loss.hard_negative_weight", *shared},
+        "simcse-sup": {"loss.hard_negative_weight", "model.mlp_only_train", *shared},  # its pooler is not cls
     }
 
 

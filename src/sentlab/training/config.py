@@ -259,6 +259,7 @@ class TrainConfig(_Section):
     # the keys unread() adds under some settings -> when (for the configuration reference)
     idle_when: ClassVar[dict[str, str]] = {
         "model.prompt_template": "without model.pooler: prompt",
+        "model.mlp_only_train": "without model.pooler: cls",
         "eval.dev_limit": "with eval.dev_task: none",
     }
 
@@ -270,6 +271,8 @@ class TrainConfig(_Section):
         idle = dict(self.not_read)
         if self.model.pooler != "prompt":
             idle["model.prompt_template"] = "it is read with model.pooler: prompt only"
+        if self.model.pooler != "cls":
+            idle.setdefault("model.mlp_only_train", "SimCSE's MLP goes on the cls pooler only (model.pooler: cls)")
         if self.eval.dev_task == "none":
             idle["eval.dev_limit"] = "there is no dev task (eval.dev_task: none)"
         return idle

@@ -56,6 +56,27 @@ def test_a_killed_run_resumes_and_encodes_only_what_was_left(tiny_backbone_no_dr
     assert calls == []  # the same again: nothing to do
 
 
+def test_one_process_encodes_in_batches_of_similar_token_length(tiny_backbone_no_dropout, texts, tmp_path, monkeypatch):
+    """Within a chunk, batches are cut from the sentences sorted by token count (longest first), as
+    sentlab's evaluation encodes: each batch's shortest sentence is at least the next batch's longest."""
+    from sentlab.encoders.batching import token_lengths
+
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    original, batches = model.encode, []
+
+    def recorded(sentences, **kwargs):
+        batches.append(token_lengths(model, sentences))
+        return original(sentences, **kwargs)
+
+    monkeypatch.setattr(model, "encode", recorded)
+    encode_file(model, texts, tmp_path / "e.npy", chunk_rows=250, batch_size=32)
+    assert [len(b) for b in batches] == [32] * 7 + [26]
+    assert all(batches[i].min() >= batches[i + 1].max() for i in range(len(batches) - 1))
+    monkeypatch.setattr(model, "encode", original)
+    whole = original(texts.read_text().splitlines(), batch_size=32)
+    np.testing.assert_allclose(np.load(tmp_path / "e.npy"), whole, atol=1e-5)  # other padding: float32 rounding
+
+
 def test_other_settings_start_over_instead_of_mixing_two_runs(tiny_backbone_no_dropout, texts, tmp_path, monkeypatch):
     model = build_encoder(str(tiny_backbone_no_dropout), "mean")
     out = tmp_path / "e.npy"

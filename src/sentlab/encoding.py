@@ -2,7 +2,8 @@
 
 The sentences are read from sentlab's memory-mapped table of the file (converted once, cached), so
 the text never has to fit in memory; each chunk of ``chunk_rows`` sentences is encoded (in one
-process, or by sentence-transformers' multi-process pool over ``devices``) and written into a
+process, in batches of similar token length (:func:`~sentlab.encoders.batching.encode_by_length`), or
+by sentence-transformers' multi-process pool over ``devices``) and written into a
 memory-mapped ``OUT.partial`` in ``.npy`` format, so the matrix never has to fit in memory either.
 After each chunk, ``OUT.progress.json`` records the chunks done; a run killed at any point and
 started again with the same model, text and settings encodes only the chunks not done (the chunk in
@@ -24,6 +25,7 @@ import numpy as np
 from sentence_transformers import SentenceTransformer
 
 from sentlab.data.tables import sentence_table, text_record
+from sentlab.encoders.batching import encode_by_length
 from sentlab.errors import DataError
 from sentlab.evaluation.scoring import embedding_setting
 from sentlab.paths import reserve_file, write_text_atomic
@@ -106,14 +108,17 @@ def encode_file(
             for chunk in todo:
                 begin, end = chunk * chunk_rows, min((chunk + 1) * chunk_rows, rows)
                 texts = table[begin:end]["sentence"]
-                matrix[begin:end] = model.encode(
-                    texts,
-                    batch_size=batch_size,
-                    normalize_embeddings=normalize,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                    pool=pool,
-                )
+                if pool is None:  # batches of similar token length (sentlab.encoders.batching)
+                    matrix[begin:end] = encode_by_length(model, texts, batch_size, normalize_embeddings=normalize)
+                else:
+                    matrix[begin:end] = model.encode(
+                        texts,
+                        batch_size=batch_size,
+                        normalize_embeddings=normalize,
+                        convert_to_numpy=True,
+                        show_progress_bar=False,
+                        pool=pool,
+                    )
                 matrix.flush()
                 done.add(chunk)
                 write_text_atomic(progress, json.dumps({**run, "done": sorted(done)}) + "\n")

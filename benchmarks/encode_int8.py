@@ -54,7 +54,9 @@ def main() -> None:
         work = Path(tmp)
         files = {}
         with corpus.open(encoding="utf-8") as lines:
-            head = [next(lines) for _ in range(args.sentences)]
+            head = [line for _, line in zip(range(args.sentences), lines)]
+        if len(head) < args.sentences:
+            raise SystemExit(f"{corpus}: {len(head)} lines, fewer than --sentences {args.sentences}")
         for n in (args.sentences, args.small):
             files[n] = work / f"first-{n}.txt"
             files[n].write_text("".join(head[:n]), encoding="utf-8")
@@ -77,7 +79,7 @@ def main() -> None:
                 "model": args.model,
                 "sentences": args.sentences,
                 "small": args.small,
-                "threads": os.cpu_count(),
+                "cpu_count": os.cpu_count(),
                 "rounds": rounds,
                 "rate_median": {name: statistics.median(r["rates"][name] for r in rounds) for name in SETTINGS},
                 "ratio_median": statistics.median(r["ratio"] for r in rounds),

@@ -26,6 +26,7 @@ from train_throughput import StepTimer  # benchmarks/ is on sys.path when run as
 from sentlab.data.readers import read_sentences
 from sentlab.encoders import load_encoder
 from sentlab.errors import DataError
+from sentlab.methods import validate_config
 from sentlab.paths import data_dir
 from sentlab.rank.index import CorpusIndex
 from sentlab.training import engine
@@ -49,7 +50,7 @@ def config(method: str, out: str, corpus: str, index: str, steps: int, batch: in
     }
     if method == "rankencoder":
         tree["rank"] = {"base_encoder": "minilm", "index": index}
-    return TrainConfig.model_validate(tree)
+    return validate_config(tree)
 
 
 def run_arm(method: str, corpus: str, index: str, steps: int, batch: int) -> tuple[list[float], float, list[float]]:

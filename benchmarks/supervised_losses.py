@@ -5,12 +5,15 @@ fp32, the same seed, no dev selection: the last step is the model). Feeds the ow
 and its advice on the loss (docs/guides/own-data.md; record ``supervised-losses-minilm``).
 
 The setting is *chosen* on STS-B dev (the mean over seeds of sentlab's runs) and *confirmed* on STS-B
-test, with the multi-bootstrap over seeds and items of the chosen setting minus the start model.
+test: the multi-bootstrap over seeds and items (:func:`sentlab.evaluation.uncertainty.seed_item_difference`)
+of the chosen setting minus each other setting, and minus the start model. The other settings' own test
+scores are printed under ``not_used_for_choosing``. sentlab's run minus the trainer's run of each setting
+has the same interval (the two paths are the same computation when it holds 0 and every seed is equal).
 
     python benchmarks/supervised_losses.py --seeds 1 2 3 --output runs/supervised-losses
 
-A run folder that holds a finished model is not trained again (an ``--output`` of other settings is
-refused). Prints one JSON object.
+A setting's runs live in ``OUTPUT/<loss>-lr<lr>-ep<epochs>/<path>-seed<seed>``; a folder that holds a
+finished model is not trained again, and its scores are reused. Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -64,8 +67,11 @@ def trainer_run(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> P
     data = Dataset.from_dict(
         {"sentence1": train.sentences1, "sentence2": train.sentences2, "score": [s / 5 for s in train.scores]}
     )
+    from sentlab.encoders.backends import pin_float32_math
+
+    pin_float32_math()  # fp32 means IEEE fp32, as sentlab's run pins it
     model = SentenceTransformer(resolve_model_path(config.model.name), device=str(training_device()))
-    model.max_seq_length = config.model.max_seq_length
+    saved_length, model.max_seq_length = model.max_seq_length, config.model.max_seq_length
     loss_class = getattr(losses, ST_LOSSES[loss])
     objective = loss_class(model) if loss == "cosine-mse" else loss_class(model, scale=20.0)
     args = SentenceTransformerTrainingArguments(
@@ -83,6 +89,7 @@ def trainer_run(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> P
         disable_tqdm=True,
     )
     SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=objective).train()
+    model.max_seq_length = saved_length  # saved at the start model's own length, as sentlab saves
     model.save(str(folder / "model"))
     return folder / "model"
 
@@ -115,6 +122,12 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, nargs="+", default=[1])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument(
+        "--trainer",
+        choices=["all", "none"],
+        default="all",
+        help="none: sentlab's runs only (a grid after the paths were shown equal at the preset's settings)",
+    )
     args = parser.parse_args()
     if len(args.seeds) < 3:
         parser.error("a comparison between trained models needs at least three seeds")
@@ -128,9 +141,10 @@ def main() -> None:
     settings = {}
     for loss, lr, epochs in itertools.product(args.losses, args.learning_rates, args.epochs):
         name = f"{loss}-lr{lr:g}-ep{epochs}"
-        rows = {"sentlab": {}, "trainer": {}}
+        paths = {"sentlab": sentlab_run, **({"trainer": trainer_run} if args.trainer == "all" else {})}
+        rows = {path: {} for path in paths}
         for seed in args.seeds:
-            for path, train in (("sentlab", sentlab_run), ("trainer", trainer_run)):
+            for path, train in paths.items():
                 folder = args.output / name / f"{path}-seed{seed}"
                 model = folder / "model"
                 if not (model / "modules.json").is_file():
@@ -148,12 +162,26 @@ def main() -> None:
                 }
                 for path in rows
             },
-            "sentlab_minus_trainer_test": [rows["sentlab"][s]["test"] - rows["trainer"][s]["test"] for s in args.seeds],
-            "_items": [r["test_items"] for r in rows["sentlab"].values()],
+            "_items": {path: [r["test_items"] for r in rows[path].values()] for path in rows},
         }
     chosen = max(settings, key=lambda n: settings[n]["sentlab"]["dev"]["mean"])
-    for name, entry in settings.items():
-        entry["test_minus_start"] = seed_item_difference(entry.pop("_items"), [start["test_items"]]).to_dict()
+    chosen_items = settings[chosen]["_items"]["sentlab"]
+    confirmed = {
+        "minus_start": seed_item_difference(chosen_items, [start["test_items"]]).to_dict(),
+        **{
+            f"minus_{name}": seed_item_difference(chosen_items, entry["_items"]["sentlab"]).to_dict()
+            for name, entry in settings.items()
+            if name != chosen
+        },
+    }
+    for entry in settings.values():
+        items = entry.pop("_items")
+        if "trainer" in items:
+            entry["sentlab_minus_trainer_test"] = seed_item_difference(items["sentlab"], items["trainer"]).to_dict()
+    test_of = {name: entry["sentlab"].pop("test") for name, entry in settings.items()}
+    for entry in settings.values():
+        for seed_scores in entry["sentlab"]["per_seed"].values():
+            seed_scores.pop("test")
     print(
         json.dumps(
             {
@@ -161,8 +189,10 @@ def main() -> None:
                 "start": {"dev": start["dev"], "test": start["test"]},
                 "seeds": args.seeds,
                 "chosen_on_dev": chosen,
-                "chosen": settings[chosen],
+                "chosen_test": test_of[chosen],
+                "confirmed_on_test": confirmed,
                 "settings": settings,
+                "not_used_for_choosing": {"test": {n: t for n, t in test_of.items() if n != chosen}},
             },
             indent=1,
         )

@@ -36,9 +36,9 @@ from sentlab.data.readers import read_sentences
 from sentlab.devices import training_device
 from sentlab.encoders import load_encoder
 from sentlab.encoders.backends import pin_float32_math
+from sentlab.methods import validate_config
 from sentlab.paths import data_dir
 from sentlab.training import engine
-from sentlab.training.config import TrainConfig
 
 
 def _sync(device: torch.device) -> None:
@@ -108,7 +108,7 @@ def sentlab_loop(
     model_name: str, corpus: str, steps: int, batch: int, max_len: int, precision: str, compiled: bool
 ) -> list[float]:
     with tempfile.TemporaryDirectory() as out:
-        cfg = TrainConfig.model_validate(
+        cfg = validate_config(
             {
                 "method": "simcse-unsup",
                 "model": {"name": model_name, "max_seq_length": max_len},

@@ -132,7 +132,7 @@ def config_reference() -> str:
     """Every key of a training config: the sections every method shares, then each method's own,
     read from the pydantic schema (``sentlab.training.config``, each method's config class)."""
     from sentlab.methods import installed_methods
-    from sentlab.training.config import TrainConfig
+    from sentlab.training.config import METHOD_REFUSES, TrainConfig
 
     header = ["| key | type | default | meaning |", "|---|---|---|---|"]
     lines = ["## Every method", ""]
@@ -148,11 +148,13 @@ def config_reference() -> str:
             n for n in ("data",) if config.model_fields[n].annotation is not TrainConfig.model_fields[n].annotation
         ]
         lines += [f"## `method: {method}`", ""]
-        if config.not_read:  # refused when set (TrainConfig.unread; a method may add keys its settings idle)
-            idle = "; ".join(f"`{key}` ({instead})" for key, instead in config.not_read.items())
+        refused = {**config.not_read, **METHOD_REFUSES.get(method, {})}  # refused when set (TrainConfig.unread)
+        if refused:
+            idle = "; ".join(f"`{key}` ({instead})" for key, instead in refused.items())
             lines += [f"Does not read, and refuses: {idle}.", ""]
-        if config.idle_when:
-            idle = "; ".join(f"`{key}` {when}" for key, when in config.idle_when.items())
+        sometimes = {key: when for key, when in config.idle_when.items() if key not in refused}
+        if sometimes:
+            idle = "; ".join(f"`{key}` {when}" for key, when in sometimes.items())
             lines += [f"Refuses, under some settings: {idle}.", ""]
         if not own and not overridden:
             lines += ["No section of its own.", ""]

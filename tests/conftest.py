@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from sentlab.devices import training_device
+from sentlab.methods import validate_config
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -179,9 +180,8 @@ def fake_sts_dir(tmp_path) -> Path:
 
 
 def tiny_config(backbone: Path, corpus: Path, out: Path, data_dir: Path | None = None, pooler: str = "cls", **train):
-    from sentlab.training.config import TrainConfig
 
-    return TrainConfig.model_validate(
+    return validate_config(
         {
             "method": "simcse-unsup",
             "model": {"name": str(backbone), "pooler": pooler, "max_seq_length": 16},

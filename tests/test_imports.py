@@ -127,32 +127,61 @@ def test_the_schema_never_loads_the_methods_and_the_methods_read_every_config():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == [
-        "no method is registered: read a config through sentlab.methods.load_config",
+        "no method is registered: read a config through sentlab.methods.load_config (a tree: validate_config)",
         "TSDAEConfig",
     ]
 
 
+PLUGIN = """
+from typing import Literal
+
+from sentlab.methods.base import register
+from sentlab.methods.simcse import SimCSEUnsup, SimCSEUnsupConfig
+
+
+class MyConfig(SimCSEUnsupConfig):
+    method: Literal["my-method"]
+
+
+@register
+class MyMethod(SimCSEUnsup):
+    name = "my-method"
+    config_class = MyConfig
+"""
+
+
 def test_a_package_of_one_s_own_methods_is_loaded_from_its_entry_point(tmp_path, monkeypatch):
-    """``sentlab.methods`` entry points are imported once, before a config is read; one that fails to
-    import is a one-line error naming it."""
+    """A package in the ``sentlab.methods`` entry-point group is imported before a config is read, so
+    a config naming its method validates; one that fails to import is a one-line error naming it."""
     import importlib.metadata
     import sys
 
     from sentlab.errors import ConfigError
-    from sentlab.methods import loading
+    from sentlab.methods import METHODS, loading
+    from sentlab.training import config
 
-    (tmp_path / "my_methods_ok.py").write_text("LOADED = True\n")
+    (tmp_path / "my_methods_ok.py").write_text(PLUGIN)
     (tmp_path / "my_methods_bad.py").write_text("raise ImportError('needs torch-nightly')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    saved = {name: dict(r) for name, r in (("m", METHODS), ("c", config.CONFIG_CLASSES), ("r", config.METHOD_REFUSES))}
     points = [importlib.metadata.EntryPoint("mine", "my_methods_ok", loading.METHOD_PACKAGES)]
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: points if group == "sentlab.methods" else [])
     monkeypatch.setattr(loading, "_LOADED", [])
-    assert "tsdae" in loading.installed_methods() and sys.modules["my_methods_ok"].LOADED
-    points[:] = [importlib.metadata.EntryPoint("broken", "my_methods_bad", loading.METHOD_PACKAGES)]
-    monkeypatch.setattr(loading, "_LOADED", [])
-    with pytest.raises(ConfigError, match="the methods of 'my_methods_bad' .entry point 'broken'. fail to load"):
-        loading.load_config("simcse-unsup-minilm-cpu")
-    monkeypatch.delitem(sys.modules, "my_methods_ok")
+    tree = {"method": "my-method", "model": {"name": "m"}, "data": {"train": "x.txt"}, "train": {"output_dir": "o"}}
+    try:
+        assert type(loading.validate_config(tree)).__name__ == "MyConfig"
+        points[:] = [importlib.metadata.EntryPoint("broken", "my_methods_bad", loading.METHOD_PACKAGES)]
+        monkeypatch.setattr(loading, "_LOADED", [])
+        with pytest.raises(ConfigError, match="the methods of 'my_methods_bad' .entry point 'broken'. fail to load"):
+            loading.load_config("simcse-unsup-minilm-cpu")
+    finally:  # the plugin's method leaves no trace for the tests after this one
+        for registry, before in ((METHODS, saved["m"]), (config.CONFIG_CLASSES, saved["c"])):
+            registry.clear()
+            registry.update(before)
+        config.METHOD_REFUSES.clear()
+        config.METHOD_REFUSES.update(saved["r"])
+        config._ADAPTER.clear()
+        sys.modules.pop("my_methods_ok", None)
 
 
 def test_no_import_circle_in_src():

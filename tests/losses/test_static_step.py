@@ -16,6 +16,7 @@ from sentence_transformers.base.losses import merged_forward
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
 from sentlab import devices
+from sentlab.methods import validate_config
 from tests.losses.test_plain_trainer import LOSS_CLASSES, build, sentence_model
 
 LENGTH = 12  # every batch is padded to this many tokens: the steps differ in content, not in shape
@@ -120,7 +121,6 @@ def test_a_packed_pretraining_run_compiles_each_network_once_whatever_the_masks(
     shape), each compiled network captured as one graph with no data-dependent shape or value, and
     no recompilation over the steps' different masks."""
     from sentlab.training import engine, runtime
-    from sentlab.training.config import TrainConfig
     from tests.methods.test_mlm_pretraining import rawlm_config
 
     lines = corpus_file.read_text().splitlines()
@@ -130,7 +130,7 @@ def test_a_packed_pretraining_run_compiles_each_network_once_whatever_the_masks(
     tree = rawlm_config(corpus, tmp_path / "heldout.txt", tmp_path / "run", max_steps=3, compile=True).to_tree()
     # no held-out evaluation: its no-grad forward is a graph of its own; this is the training step's
     tree["mlm"].update({"pack": True, "group_by_length": False, "heldout": None})
-    cfg = TrainConfig.model_validate(tree)
+    cfg = validate_config(tree)
     captured, compile_ = Captured(), torch.compile
     monkeypatch.setattr(devices, "runs_on_host", lambda device: False)  # the step an accelerator runs
     monkeypatch.setattr(

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from sentlab.adapt import ARMS
+from sentlab.methods import validate_config
 from sentlab.training import engine
-from sentlab.training.config import TrainConfig
 from tests.conftest import WORDS
 
 
@@ -27,7 +27,7 @@ def awkward_text(path):
 @pytest.mark.parametrize("arm", sorted(ARMS))
 def test_each_adapt_arm_trains_on_awkward_text_without_a_non_finite_loss(arm, tiny_backbone, tmp_path):
     spec = ARMS[arm]
-    cfg = TrainConfig.model_validate(
+    cfg = validate_config(
         {
             "method": spec.method,
             "model": {"name": str(tiny_backbone), "max_seq_length": 64, "pooler": "cls" if arm == "tsdae" else "mean"},
@@ -52,7 +52,7 @@ def test_each_adapt_arm_trains_on_awkward_text_without_a_non_finite_loss(arm, ti
 def test_bert_flow_initialises_actnorm_from_many_vectors_not_the_first_batch(tiny_backbone, tmp_path):
     from sentlab.encoders.flow import GlowFlow
 
-    cfg = TrainConfig.model_validate(
+    cfg = validate_config(
         {
             "method": "bert-flow",
             "model": {"name": str(tiny_backbone), "pooler": "mean", "max_seq_length": 16},

@@ -10,10 +10,10 @@ from sentence_transformers import SentenceTransformer
 
 from sentlab.encoders.flow import GlowFlow, standard_normal_log_density
 from sentlab.errors import ConfigError
+from sentlab.methods import validate_config
 from sentlab.methods.ct import ct_pairs
 from sentlab.training import engine
 from sentlab.training.callbacks import LOSS_STATE_FILE, load_loss_state
-from sentlab.training.config import TrainConfig
 from tests.training.test_engine import PROBE, train_until_killed
 
 
@@ -34,7 +34,7 @@ def method_config(method, backbone, corpus, out, pooler="mean", section=None, da
     }
     if section:
         tree.update(section)
-    return TrainConfig.model_validate(tree)
+    return validate_config(tree)
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 
 from sentlab.errors import ConfigError
-from sentlab.methods import METHODS, Method, get_method, load_config, register
+from sentlab.methods import METHODS, Method, get_method, load_config, register, validate_config
 from sentlab.presets import PRESETS_DIR
 from sentlab.training import engine
 from sentlab.training.config import _ADAPTER, CONFIG_CLASSES, TrainConfig
@@ -101,7 +101,7 @@ def two_groups_method():
 def test_extra_parameter_group_has_its_own_learning_rate(two_groups_method, tiny_backbone, corpus_file, tmp_path):
     tree = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2, learning_rate=1e-4).to_tree()
     tree["method"] = "two-groups"
-    cfg = TrainConfig.model_validate(tree)
+    cfg = validate_config(tree)
     assert isinstance(cfg, TwoGroupsConfig)
     trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "run"))
     optimizer = trainer.create_optimizer()
@@ -121,7 +121,7 @@ def sup_config(backbone, table, out, **model):
     tree["method"] = "simcse-sup"
     tree["model"].update(model)
     tree["data"]["columns"] = ["sent0", "sent1", "hard_neg"]
-    return TrainConfig.model_validate(tree)
+    return validate_config(tree)
 
 
 @pytest.fixture
@@ -165,10 +165,10 @@ def test_supervised_simcse_keeps_its_mlp_as_a_dense_module(tiny_backbone, nli_ta
 def test_model_dropout_sets_the_backbone_dropout_of_the_trained_model(tiny_backbone_no_dropout, corpus_file, tmp_path):
     """``model.dropout`` gives a start saved without dropout (a raw LM so pre-trained) SimCSE's views back."""
     tree = tiny_config(tiny_backbone_no_dropout, corpus_file, tmp_path / "run").to_tree()
-    default = get_method("simcse-unsup")(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / "run"))
+    default = get_method("simcse-unsup")(validate_config(tree), engine.RunPaths(tmp_path / "run"))
     assert default.build_model()[0].auto_model.config.hidden_dropout_prob == 0.0  # the start's own
     tree["model"]["dropout"] = 0.1
-    method = get_method("simcse-unsup")(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / "run"))
+    method = get_method("simcse-unsup")(validate_config(tree), engine.RunPaths(tmp_path / "run"))
     config = method.build_model()[0].auto_model.config
     assert (config.hidden_dropout_prob, config.attention_probs_dropout_prob) == (0.1, 0.1)
 

@@ -13,9 +13,9 @@ from sentence_transformers import SentenceTransformer
 from transformers import AutoModelForMaskedLM
 
 from sentlab.encoders import build_encoder
+from sentlab.methods import validate_config
 from sentlab.methods.mlm import MLMLoss
 from sentlab.training import engine
-from sentlab.training.config import TrainConfig
 from tests.conftest import features_of
 
 PROBE = ["a man plays the guitar", "the dog runs in the park", "a girl reads a book"]
@@ -44,7 +44,7 @@ def test_the_loss_is_transformers_masked_lm_loss(tiny_backbone_no_dropout, monke
 
 
 def rawlm_config(corpus, heldout, out, **train):
-    return TrainConfig.model_validate(
+    return validate_config(
         {
             "method": "mlm",
             "model": {
@@ -109,7 +109,7 @@ def test_model_needs_a_name_or_random_init(corpus_file, tmp_path):
     tree = rawlm_config(corpus_file, corpus_file, tmp_path / "r").to_tree()
     tree["model"]["name"] = "minilm"
     with pytest.raises(ValidationError, match="give model.name .* or model.random_init"):
-        TrainConfig.model_validate(tree)
+        validate_config(tree)
 
 
 def test_heldout_lines_are_never_trained_on(corpus_file, tmp_path):
@@ -118,7 +118,7 @@ def test_heldout_lines_are_never_trained_on(corpus_file, tmp_path):
     tree = rawlm_config(corpus_file, corpus_file, tmp_path / "r").to_tree()
     tree["mlm"].update({"heldout": None, "heldout_lines": 10, "heldout_limit": 5})
     tree["data"]["limit"] = 50
-    cfg = TrainConfig.model_validate(tree)
+    cfg = validate_config(tree)
     method = get_method("mlm")(cfg, engine.RunPaths(tmp_path / "r"))
     lines = corpus_file.read_text().splitlines()
     assert method.train_dataset()["sentence"] == lines[10:60]  # limit counts after the held-out lines
@@ -156,7 +156,7 @@ def test_a_packed_raw_lm_trains_on_full_length_blocks(corpus_file, tmp_path):
     tree = rawlm_config(corpus, tmp_path / "heldout.txt", tmp_path / "run", max_steps=3, eval_steps=3).to_tree()
     tree["mlm"].update({"pack": True, "group_by_length": False})
     tree["model"]["max_seq_length"] = 16
-    cfg = TrainConfig.model_validate(tree)
+    cfg = validate_config(tree)
     seen = []
     original = MLMLoss.forward
 
@@ -185,4 +185,4 @@ def test_packing_and_length_grouping_are_refused_together(corpus_file, tmp_path)
     tree = rawlm_config(corpus_file, corpus_file, tmp_path / "r").to_tree()
     tree["mlm"]["pack"] = True  # group_by_length is on in rawlm_config
     with pytest.raises(ValidationError, match="mlm.group_by_length has nothing to group"):
-        TrainConfig.model_validate(tree)
+        validate_config(tree)

@@ -9,13 +9,13 @@ from sentence_transformers import SentenceTransformer
 from sentlab.data import relations as rel
 from sentlab.errors import ConfigError
 from sentlab.evaluation.relational import RELATION_TABLE, RelationalScorer, RelationTable
+from sentlab.methods import validate_config
 from sentlab.training import engine
-from sentlab.training.config import TrainConfig
 from tests.training.test_engine import PROBE
 
 
 def rse_config(backbone, qqp, text, out, **train):
-    return TrainConfig.model_validate(
+    return validate_config(
         {
             "method": "rse",
             "model": {"name": str(backbone), "pooler": "cls", "max_seq_length": 16},
@@ -71,12 +71,12 @@ def test_rse_trains_with_its_own_relation_lr_and_saves_a_loadable_folder(
 def test_rse_needs_sources_and_known_weight_names(tiny_backbone, corpus_file, qqp_file, tmp_path):
     tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "r").to_tree()
     tree["rse"]["weights"] = {"entailment": 1.0}
-    cfg = TrainConfig.model_validate(tree)
+    cfg = validate_config(tree)
     with pytest.raises(ConfigError, match="rse.weights names relations without data: entailment"):
         engine.build_trainer(cfg, engine.RunPaths(tmp_path / "r"))
     del tree["rse"]
     with pytest.raises(Exception, match="needs a 'rse' section"):
-        TrainConfig.model_validate(tree)
+        validate_config(tree)
 
 
 def test_dev_selection_uses_the_relational_score_and_saves_the_selected_relation_vectors(
@@ -90,7 +90,7 @@ def test_dev_selection_uses_the_relational_score_and_saves_the_selected_relation
     tree["data"]["data_dir"] = str(data_dir)
     tree["eval"] = {"dev_task": "STS-B", "dev_limit": 60, "final_tasks": []}
     tree["rse"]["relation_lr"] = 0.5  # the vectors move a lot between checkpoints
-    cfg = TrainConfig.model_validate(tree)
+    cfg = validate_config(tree)
     trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "probe"))
     # the dev score is the relational mix of the vectors being trained: scored by hand it agrees
     from scipy.stats import spearmanr
@@ -124,7 +124,7 @@ def test_all_above_merges_the_sources_into_plain_pairs_and_saves_a_plain_model(
 ):
     tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2).to_tree()
     tree["rse"]["merge_relations"] = True
-    cfg = TrainConfig.model_validate(tree)
+    cfg = validate_config(tree)
     trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "probe"))
     assert trainer.train_dataset.column_names == ["head", "tail", "label"]  # no in-relation negatives
     assert set(trainer.train_dataset["label"]) == {0}
@@ -146,7 +146,7 @@ def test_a_dev_task_card_is_scored_with_the_relational_mix(tiny_backbone, corpus
     )
     tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2).to_tree()
     tree["eval"] = {"dev_task": str(tmp_path / "dev.yaml"), "final_tasks": []}
-    trainer = engine.build_trainer(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / "probe"))
+    trainer = engine.build_trainer(validate_config(tree), engine.RunPaths(tmp_path / "probe"))
     from scipy.stats import spearmanr
 
     with torch.no_grad():
@@ -175,7 +175,7 @@ def test_dev_direction_max_scores_dev_as_the_released_code(tiny_backbone, corpus
     scores = {}
     for direction in ("forward", "max"):
         tree["rse"]["dev_direction"] = direction
-        trainer = engine.build_trainer(TrainConfig.model_validate(tree), engine.RunPaths(tmp_path / direction))
+        trainer = engine.build_trainer(validate_config(tree), engine.RunPaths(tmp_path / direction))
         with torch.no_grad():
             trainer.loss.relation_vectors.copy_(
                 torch.linspace(-2, 2, trainer.loss.relation_vectors.numel()).reshape(

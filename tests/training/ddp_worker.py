@@ -9,8 +9,8 @@ from pathlib import Path
 import torch.distributed as dist
 from safetensors.torch import save_file
 
+from sentlab.methods import validate_config
 from sentlab.training import engine
-from sentlab.training.config import TrainConfig
 from tests.conftest import tiny_config
 
 backbone, corpus, out, batch_size = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
@@ -27,7 +27,7 @@ if method == "rankencoder":  # E1 = the same tiny model, corpus = the training s
         "lambda_train": 1.0,
         "combine": "weighted_sum",
     }
-    cfg = TrainConfig.model_validate(tree)
+    cfg = validate_config(tree)
 if method.startswith("rse"):  # two relations: paraphrase pairs (tab-separated) and the corpus as same_sent
     pairs = out / "pairs.tsv"
     out.mkdir(parents=True, exist_ok=True)
@@ -52,7 +52,7 @@ if method.startswith("rse"):  # two relations: paraphrase pairs (tab-separated) 
         ],
         "mini_batch_size": 3 if method == "rse-cached" else None,
     }
-    cfg = TrainConfig.model_validate(tree)
+    cfg = validate_config(tree)
 paths = engine.RunPaths(out / "run")
 trainer = engine.build_trainer(cfg, paths)
 if method.startswith("rse"):  # SGD: the step is lr x gradient, so the comparison reads the gradients themselves

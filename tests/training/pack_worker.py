@@ -8,9 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from sentlab.methods import mlm
+from sentlab.methods import mlm, validate_config
 from sentlab.training import engine
-from sentlab.training.config import TrainConfig
 from tests.methods.test_mlm_pretraining import rawlm_config
 
 corpus, out = Path(sys.argv[1]), Path(sys.argv[2])
@@ -33,5 +32,5 @@ def watched(dataset, tokenizer, length):
 
 
 mlm.pack_blocks = watched
-engine.train(TrainConfig.model_validate(tree), evaluate=False)
+engine.train(validate_config(tree), evaluate=False)
 (out / f"packed{rank}.json").write_text(json.dumps(seen), encoding="utf-8")

@@ -8,6 +8,7 @@ from transformers import TrainerCallback
 
 from sentlab.encoders import build_encoder
 from sentlab.errors import ConfigError, TrainingDivergedError
+from sentlab.methods import validate_config
 from sentlab.training import engine
 from tests.conftest import tiny_config, write_scored_pairs_card
 
@@ -134,12 +135,11 @@ def test_nan_loss_stops_with_a_clear_error(tiny_backbone, corpus_file, tmp_path,
 
 
 def test_a_task_card_is_the_dev_task_and_picks_the_best_checkpoint(tiny_backbone, corpus_file, tmp_path):
-    from sentlab.training.config import TrainConfig
 
     card = write_scored_pairs_card(tmp_path, corpus_file, "my-dev", pairs=20)
     tree = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=8, eval_steps=2).to_tree()
     tree["eval"]["dev_task"] = str(card)
-    trainer_paths = engine.train(TrainConfig.model_validate(tree), evaluate=False)
+    trainer_paths = engine.train(validate_config(tree), evaluate=False)
     records = [json.loads(line) for line in trainer_paths.metrics.read_text().splitlines()]
     dev = {r["step"]: r["eval_my-dev_spearman"] for r in records if "eval_my-dev_spearman" in r}
     assert sorted(dev) == [0, 2, 4, 6, 8]  # step 0: the start model, a candidate too
@@ -155,7 +155,7 @@ def test_a_task_card_is_the_dev_task_and_picks_the_best_checkpoint(tiny_backbone
     assert selection["kept_step"] == max(dev, key=lambda step: (dev[step], step != 0))  # ties: the checkpoint
     with pytest.raises(Exception, match="unknown dev task 'STS-X'"):
         tree["eval"]["dev_task"] = "STS-X"
-        TrainConfig.model_validate(tree)
+        validate_config(tree)
 
 
 def test_wall_clock_budget_stops_training_with_a_checkpoint_and_counts_time_before_a_resume(

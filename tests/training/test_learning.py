@@ -32,8 +32,8 @@ import torch
 from sklearn.metrics import average_precision_score
 
 from sentlab.encoders import build_encoder
+from sentlab.methods import validate_config
 from sentlab.training import engine
-from sentlab.training.config import TrainConfig
 from sentlab.training.run_folder import RunPaths
 from tests.conftest import WORDS, make_tiny_backbone
 
@@ -111,7 +111,7 @@ def gain_after_training(
     pooler: str = "mean",
 ) -> float:
     folder, backbone, pairs, labels = task
-    cfg = TrainConfig.model_validate(
+    cfg = validate_config(
         {
             "method": method,
             "model": {"name": str(backbone), "pooler": pooler, "max_seq_length": 16},

@@ -16,10 +16,9 @@ from torch import nn
 from sentlab import precision as precision_module
 from sentlab.cli import main
 from sentlab.errors import ConfigError
-from sentlab.methods import METHODS, load_config
+from sentlab.methods import METHODS, load_config, validate_config
 from sentlab.precision import Precision, cpu_supports_bf16, networks_in_half_precision, resolve_precision
 from sentlab.training import engine
-from sentlab.training.config import TrainConfig
 from tests.conftest import DEVICE, the_error, tiny_config
 from tests.tiny_presets import CONFIGS, TOP_LEVEL_PRESETS, FakeData, TinyModels, is_gpu_preset, tiny_preset_tree
 
@@ -65,7 +64,7 @@ def run_preset(
     tree = tiny_preset_tree(preset, out, data, models, mixed_precision=mixed_precision)
     if compile is not None:
         tree["train"]["compile"] = compile
-    cfg = TrainConfig.model_validate(tree)
+    cfg = validate_config(tree)
     return engine.train(cfg, evaluate=False)
 
 

@@ -9,6 +9,7 @@ import json
 from sentence_transformers import SentenceTransformer
 
 from sentlab.cache import file_sha256
+from sentlab.methods import validate_config
 from sentlab.training import engine
 from sentlab.training.model_card import BEGIN, CONFIG_FILE, hub_id, sentlab_section, write_sentlab_section
 from tests.conftest import tiny_config
@@ -70,7 +71,6 @@ def test_a_card_of_the_kept_start_model_says_so_everywhere(tiny_backbone, corpus
     card_file = write_scored_pairs_card(tmp_path, corpus_file, "dev")
     tree = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=4, eval_steps=2).to_tree()
     tree["eval"] = {"dev_task": str(card_file), "final_tasks": []}
-    from sentlab.training.config import TrainConfig
 
     keep_if_best = engine.StartCandidate.keep_if_best
 
@@ -79,7 +79,7 @@ def test_a_card_of_the_kept_start_model_says_so_everywhere(tiny_backbone, corpus
         return keep_if_best(self)
 
     monkeypatch.setattr(engine.StartCandidate, "keep_if_best", start_scores_best)
-    paths = engine.train(TrainConfig.model_validate(tree), evaluate=False)
+    paths = engine.train(validate_config(tree), evaluate=False)
     card = (paths.model / "README.md").read_text("utf-8")
     assert json.loads(paths.selection.read_text())["kept_step"] == 0
     assert f"model: {tiny_backbone.name} itself, unchanged" in card and "finetuned" not in card

@@ -9,6 +9,7 @@ import pytest
 from sentence_transformers import SentenceTransformer
 
 from sentlab.encoders.loading import build_encoder
+from sentlab.methods import validate_config
 from sentlab.training import engine
 from sentlab.training.config import TrainConfig
 from tests.conftest import tiny_config
@@ -20,7 +21,7 @@ def rankcse_config(student, teachers, corpus, out, rankcse=None, **train) -> Tra
     tree = tiny_config(student, corpus, out, **train).to_tree()
     tree["method"] = "rankcse"
     tree["rankcse"] = {"teachers": [str(t) for t in teachers], **(rankcse or {})}
-    return TrainConfig.model_validate(tree)
+    return validate_config(tree)
 
 
 @pytest.mark.parametrize("distillation", ["listnet", "listmle"])
@@ -57,4 +58,4 @@ def test_rankcse_config_is_validated(tiny_backbone, corpus_file, tmp_path):
     tree = tiny_config(tiny_backbone, corpus_file, tmp_path).to_tree()
     tree["method"] = "rankcse"
     with pytest.raises(ValueError, match="needs a 'rankcse' section"):
-        TrainConfig.model_validate(tree)
+        validate_config(tree)

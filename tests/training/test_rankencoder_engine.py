@@ -10,6 +10,7 @@ from sentence_transformers import SentenceTransformer
 
 from sentlab.encoders.loading import build_encoder
 from sentlab.errors import DataError
+from sentlab.methods import validate_config
 from sentlab.rank.index import CorpusIndex
 from sentlab.rank.model import RankEncoder
 from sentlab.training import engine
@@ -30,7 +31,7 @@ def rank_config(e2, e1, corpus, out, data_dir=None, rank=None, **train) -> Train
         "lambda_train": 1.0,
         **(rank or {}),
     }
-    return TrainConfig.model_validate(tree)
+    return validate_config(tree)
 
 
 def test_rankencoder_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path):
@@ -105,14 +106,14 @@ def test_rank_section_is_validated(tiny_backbone, corpus_file, tmp_path):
     tree = tiny_config(tiny_backbone, corpus_file, tmp_path).to_tree()
     tree["method"] = "rankencoder"
     with pytest.raises(ValueError, match="needs a 'rank' section"):
-        TrainConfig.model_validate(tree)
+        validate_config(tree)
 
 
 def test_promptbert_base_objective(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path):
     """The second base: E2 with PromptBERT's template pooler trains under the rank loss."""
     tree = rank_config(tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=2).to_tree()
     tree["model"]["pooler"] = "prompt"
-    paths = engine.train(TrainConfig.model_validate(tree), evaluate=False)
+    paths = engine.train(validate_config(tree), evaluate=False)
     rank_encoder = RankEncoder.load(paths.model)
     assert type(rank_encoder.encoder[0]).__name__ == "PromptTransformer"
     assert rank_encoder.scorer(lambda_inf=0.5).score(PROBE[:1], PROBE[1:]).shape == (1,)

@@ -14,7 +14,7 @@ import pytest
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 
-from sentlab.methods import METHODS
+from sentlab.methods import METHODS, validate_config
 from sentlab.training import engine
 from sentlab.training.config import TrainConfig
 from tests.conftest import write_scored_pairs_card
@@ -80,7 +80,7 @@ def test_a_saved_model_keeps_the_start_models_length_pooling_and_normalisation(
     method, normalizing_start, tiny_backbone, corpus_file, tmp_path
 ):
     train_file, own = sections(method, tiny_backbone, corpus_file, tmp_path)
-    cfg = TrainConfig.model_validate(
+    cfg = validate_config(
         {
             "method": method,
             "model": {"name": str(normalizing_start), "pooler": "mean", "max_seq_length": MAX_SEQ_LENGTH},
@@ -110,7 +110,7 @@ def test_a_saved_model_keeps_the_start_models_length_pooling_and_normalisation(
 
 
 def simcse_run(name, corpus_file, out, **model) -> TrainConfig:
-    return TrainConfig.model_validate(
+    return validate_config(
         {
             "method": "simcse-unsup",
             "model": {"name": str(name), "pooler": "mean", "max_seq_length": MAX_SEQ_LENGTH, **model},
@@ -157,7 +157,7 @@ def dev_card(corpus_file, tmp_path):
 
 
 def dev_selected_run(backbone, corpus_file, card, out) -> TrainConfig:
-    return TrainConfig.model_validate(
+    return validate_config(
         {
             "method": "simcse-unsup",
             "model": {"name": str(backbone), "pooler": "mean", "max_seq_length": 16},

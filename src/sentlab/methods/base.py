@@ -224,13 +224,10 @@ def register(method: type[Method]) -> type[Method]:
     if method.name in METHODS and METHODS[method.name] is not method:
         raise ValueError(f"method {method.name!r} is registered twice")
     add_run_files(method.run_files)
-    if not method.simcse_mlp:  # the config refuses the key that would choose the MLP's place
-        method.config_class.not_read = {
-            **method.config_class.not_read,
-            "model.mlp_only_train": f"method {method.name} puts no SimCSE MLP on [CLS]",
-        }
     METHODS[method.name] = method
-    register_config(method.name, method.config_class)
+    # the config refuses the key that would choose the place of an MLP this method never puts on [CLS]
+    refuses = {} if method.simcse_mlp else {"model.mlp_only_train": f"method {method.name} puts no SimCSE MLP on [CLS]"}
+    register_config(method.name, method.config_class, refuses)
     return method
 
 

@@ -265,10 +265,11 @@ class TrainConfig(_Section):
 
     def unread(self) -> dict[str, str]:
         """The sections and keys (``"loss"``, ``"supervised.split"``) this config's method does not read
-        with these settings, each with what it reads instead: ``not_read``, and, in a method's config
+        with these settings, each with what it reads instead: ``not_read``, the method's own refusals
+        (:func:`register_config`), and, in a method's config
         that overrides this, the keys its other settings make idle. A config that sets one is refused
         in one line (``_only_read_keys``); :meth:`to_tree` and :meth:`to_yaml` leave them out."""
-        idle = dict(self.not_read)
+        idle = {**self.not_read, **METHOD_REFUSES.get(self.method, {})}
         if self.model.pooler != "prompt":
             idle["model.prompt_template"] = "it is read with model.pooler: prompt only"
         if self.model.pooler != "cls":
@@ -354,10 +355,16 @@ CONFIG_CLASSES: dict[str, type[TrainConfig]] = {}  # method name -> its config c
 _ADAPTER: dict[tuple[str, ...], TypeAdapter] = {}
 
 
-def register_config(method: str, config_class: type[TrainConfig]) -> None:
+METHOD_REFUSES: dict[str, dict[str, str]] = {}  # method name -> keys of its class it alone does not read
+
+
+def register_config(method: str, config_class: type[TrainConfig], refuses: Mapping[str, str] | None = None) -> None:
     """Make ``config_class`` the config of ``method`` (:func:`sentlab.methods.register` calls this, so
-    the schema sits below the methods that extend it and never imports them)."""
+    the schema sits below the methods that extend it and never imports them). ``refuses``: keys the
+    class has that this method does not read (dotted key -> what it reads instead), refused as
+    ``not_read`` is, for this method only (a class may serve several methods)."""
     CONFIG_CLASSES[method] = config_class
+    METHOD_REFUSES[method] = dict(refuses or {})
     _ADAPTER.clear()
 
 
@@ -372,7 +379,9 @@ def config_adapter() -> TypeAdapter:
     """Validator of the union of the registered methods' configs, selected by ``method``."""
     key = tuple(registered_configs())
     if not key:
-        raise ConfigError("no method is registered: read a config through sentlab.methods.load_config")
+        raise ConfigError(
+            "no method is registered: read a config through sentlab.methods.load_config (a tree: validate_config)"
+        )
     if key not in _ADAPTER:
         from typing import Annotated, Union
 

@@ -11,6 +11,8 @@ scores are printed under ``not_used_for_choosing``. sentlab's run minus the trai
 has the same interval (the two paths are the same computation when it holds 0 and every seed is equal).
 
     python benchmarks/supervised_losses.py --seeds 1 2 3 --output runs/supervised-losses
+    python benchmarks/supervised_losses.py --trainer none --output runs/supervised-losses --settings \
+        cosine-mse:2e-5:1 cosent:2e-5:1 angle:2e-5:1 cosine-mse:5e-5:1 cosent:5e-5:1 angle:5e-5:1 cosine-mse:2e-5:2
 
 A setting's runs live in ``OUTPUT/<loss>-lr<lr>-ep<epochs>/<path>-seed<seed>``; a folder that holds a
 finished model is not trained again, and its scores are reused. Prints one JSON object.
@@ -120,6 +122,13 @@ def main() -> None:
     parser.add_argument("--losses", nargs="+", default=list(ST_LOSSES), choices=list(ST_LOSSES))
     parser.add_argument("--learning-rates", type=float, nargs="+", default=[2e-5])
     parser.add_argument("--epochs", type=int, nargs="+", default=[1])
+    parser.add_argument(
+        "--settings",
+        nargs="+",
+        default=None,
+        metavar="LOSS:LR:EPOCHS",
+        help="the settings to run, e.g. cosent:5e-5:1 (instead of every combination of the three lists above)",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument(
@@ -131,6 +140,14 @@ def main() -> None:
     args = parser.parse_args()
     if len(args.seeds) < 3:
         parser.error("a comparison between trained models needs at least three seeds")
+    grid = list(itertools.product(args.losses, args.learning_rates, args.epochs))
+    if args.settings:
+        try:
+            grid = [(loss, float(lr), int(epochs)) for loss, lr, epochs in (s.split(":") for s in args.settings)]
+        except ValueError:
+            parser.error("--settings: each is LOSS:LR:EPOCHS, e.g. cosent:5e-5:1")
+        if unknown := sorted({loss for loss, _, _ in grid} - set(ST_LOSSES)):
+            parser.error(f"--settings: unknown loss {unknown[0]!r} (choose from {', '.join(ST_LOSSES)})")
 
     from sentlab.encoders.loading import resolve_model_path
     from sentlab.evaluation.uncertainty import seed_item_difference
@@ -139,7 +156,7 @@ def main() -> None:
     args.output.mkdir(parents=True, exist_ok=True)
     start = scored(Path(resolve_model_path(load_config(PRESET, []).model.name)), args.output / "start.json")
     settings = {}
-    for loss, lr, epochs in itertools.product(args.losses, args.learning_rates, args.epochs):
+    for loss, lr, epochs in grid:
         name = f"{loss}-lr{lr:g}-ep{epochs}"
         paths = {"sentlab": sentlab_run, **({"trainer": trainer_run} if args.trainer == "all" else {})}
         rows = {path: {} for path in paths}

@@ -29,7 +29,7 @@ def encode_seconds(model: str, source: Path, flags: list[str], out: Path) -> flo
     """Wall seconds of one ``sentlab encode`` process (its output removed first: nothing is reused)."""
     for stale in out.parent.glob(out.name + "*"):
         stale.unlink()
-    command = [sys.executable, "-m", "sentlab", "encode", "--model", model, "--input", str(source)]
+    command = [sys.executable, "-m", "sentlab.cli", "encode", "--model", model, "--input", str(source)]
     command += ["--output", str(out), "--quiet", *flags]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)

@@ -14,8 +14,11 @@ has the same interval (the two paths are the same computation when it holds 0 an
     python benchmarks/supervised_losses.py --trainer none --output runs/supervised-losses --settings \
         cosine-mse:2e-5:1 cosent:2e-5:1 angle:2e-5:1 cosine-mse:5e-5:1 cosent:5e-5:1 angle:5e-5:1 cosine-mse:2e-5:2
 
-A setting's runs live in ``OUTPUT/<loss>-lr<lr>-ep<epochs>/<path>-seed<seed>``; a folder that holds a
-finished model is not trained again, and its scores are reused. Prints one JSON object.
+A setting's runs live in ``OUTPUT/<loss>-lr<lr>-ep<epochs>/<path>-seed<seed>``. A finished run is
+reused only when it was trained from what this one would train from (sentlab's run fingerprint; for
+the trainer, its ``settings.json``: the preset, the arguments, this script's sha256, the library
+versions); otherwise its folder is trained again. Scores are reused only for the weights they scored.
+Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -24,18 +27,19 @@ import argparse
 import contextlib
 import itertools
 import json
+import shutil
 import statistics
 import sys
 from pathlib import Path
+
+from sentlab.paths import write_text_atomic
 
 PRESET = "stsb-minilm-cpu"
 ST_LOSSES = {"cosine-mse": "CosineSimilarityLoss", "cosent": "CoSENTLoss", "angle": "AnglELoss"}
 
 
-def sentlab_run(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> Path:
-    from sentlab.cli import main
-
-    sets = {
+def sentlab_sets(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> dict:
+    return {
         "supervised.loss": loss,
         "train.learning_rate": lr,
         "train.epochs": epochs,
@@ -44,12 +48,62 @@ def sentlab_run(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> P
         "eval.dev_task": "none",
         "eval.final_tasks": "[]",
     }
+
+
+def sentlab_finished(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> bool:
+    """A finished run in ``folder`` trained from what this one would train from (sentlab's run
+    fingerprint: the resolved config and the training file's sha256)."""
+    from sentlab.methods import load_config
+    from sentlab.training.run_folder import RunPaths, run_fingerprint
+
+    cfg = load_config(PRESET, [f"{k}={v}" for k, v in sentlab_sets(loss, lr, epochs, seed, folder).items()])
+    paths = RunPaths(folder)
+    try:
+        return (
+            json.loads(paths.fingerprint.read_text("utf-8")) == run_fingerprint(cfg)
+            and (paths.model / "modules.json").is_file()
+        )
+    except (OSError, ValueError):
+        return False
+
+
+def sentlab_run(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> Path:
+    from sentlab.cli import main
+
+    sets = sentlab_sets(loss, lr, epochs, seed, folder)
     argv = ["train", PRESET, "--quiet", *itertools.chain.from_iterable(("--set", f"{k}={v}") for k, v in sets.items())]
     with contextlib.redirect_stdout(sys.stderr):  # stdout holds the one JSON object
         code = main(argv)
     if code:
         raise SystemExit(f"sentlab {' '.join(argv)} exited with {code}")
     return folder / "model"
+
+
+def trainer_settings(loss: str, lr: float, epochs: int, seed: int) -> dict:
+    """What a trainer run learns from: the preset's resolved tree, the arguments, this script and the
+    library versions (a run folder whose settings.json differs is trained again)."""
+    import sentence_transformers
+    import transformers
+
+    from sentlab.cache import file_sha256
+    from sentlab.methods import load_config
+
+    return {
+        "preset": load_config(PRESET, []).to_tree(),
+        "run": [loss, lr, epochs, seed],
+        "script_sha256": file_sha256(Path(__file__)),
+        "sentence_transformers": sentence_transformers.__version__,
+        "transformers": transformers.__version__,
+    }
+
+
+def trainer_finished(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> bool:
+    try:
+        recorded = json.loads((folder / "settings.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    wanted = json.loads(json.dumps(trainer_settings(loss, lr, epochs, seed), default=str))
+    return recorded == wanted and (folder / "model" / "modules.json").is_file()
 
 
 def trainer_run(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> Path:
@@ -93,13 +147,24 @@ def trainer_run(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> P
     SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=objective).train()
     model.max_seq_length = saved_length  # saved at the start model's own length, as sentlab saves
     model.save(str(folder / "model"))
+    write_text_atomic(
+        folder / "settings.json", json.dumps(trainer_settings(loss, lr, epochs, seed), default=str) + "\n"
+    )
     return folder / "model"
 
 
 def scored(model_path: Path, output: Path) -> dict:
-    """STS-B dev and test Spearman (x100) of the model, with the test items (written once)."""
-    if output.is_file():
-        return json.loads(output.read_text("utf-8"))
+    """STS-B dev and test Spearman (x100) of the model, with the test items; kept in ``output`` with
+    the sha256 of the weights scored, and read back only for those weights."""
+    from sentlab.cache import file_sha256
+
+    weights = file_sha256(next(Path(model_path).rglob("model.safetensors")))
+    try:
+        kept = json.loads(output.read_text("utf-8"))
+        if kept.get("weights_sha256") == weights:
+            return kept
+    except (OSError, ValueError):
+        pass
     from sentlab.data.sts import load_sts_task
     from sentlab.encoders.loading import load_encoder
     from sentlab.evaluation.scoring import CosineScorer
@@ -108,8 +173,8 @@ def scored(model_path: Path, output: Path) -> dict:
     scorer = CosineScorer(load_encoder(str(model_path)))
     dev = score_task(scorer, load_sts_task("STS-B", split="dev"), split="dev")
     test = score_task(scorer, load_sts_task("STS-B", split="test"), items=True)
-    result = {"dev": dev.spearman, "test": test.spearman, "test_items": test.extra["items"]}
-    output.write_text(json.dumps(result), encoding="utf-8")
+    result = {"dev": dev.spearman, "test": test.spearman, "test_items": test.extra["items"], "weights_sha256": weights}
+    write_text_atomic(output, json.dumps(result))
     return result
 
 
@@ -158,15 +223,18 @@ def main() -> None:
     settings = {}
     for loss, lr, epochs in grid:
         name = f"{loss}-lr{lr:g}-ep{epochs}"
-        paths = {"sentlab": sentlab_run, **({"trainer": trainer_run} if args.trainer == "all" else {})}
+        paths = {
+            "sentlab": (sentlab_finished, sentlab_run),
+            **({"trainer": (trainer_finished, trainer_run)} if args.trainer == "all" else {}),
+        }
         rows = {path: {} for path in paths}
         for seed in args.seeds:
-            for path, train in paths.items():
+            for path, (finished, train) in paths.items():
                 folder = args.output / name / f"{path}-seed{seed}"
-                model = folder / "model"
-                if not (model / "modules.json").is_file():
+                if not finished(loss, lr, epochs, seed, folder):
+                    shutil.rmtree(folder, ignore_errors=True)  # another setting's or an unfinished run
                     train(loss, lr, epochs, seed, folder)
-                rows[path][seed] = scored(model, folder / "sts-b.json")
+                rows[path][seed] = scored(folder / "model", folder / "sts-b.json")
         settings[name] = {
             "loss": loss,
             "learning_rate": lr,

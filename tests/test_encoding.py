@@ -56,7 +56,7 @@ def test_a_killed_run_resumes_and_encodes_only_what_was_left(tiny_backbone_no_dr
     assert calls == []  # the same again: nothing to do
 
 
-def test_one_process_encodes_in_batches_of_similar_token_length(tiny_backbone_no_dropout, texts, tmp_path, monkeypatch):
+def test_one_process_encodes_in_batches_of_similar_token_length(tiny_backbone_no_dropout, tmp_path, monkeypatch):
     """Within a chunk, batches are cut from the sentences sorted by token count (longest first), as
     sentlab's evaluation encodes: each batch's shortest sentence is at least the next batch's longest."""
     from sentlab.encoders.batching import token_lengths
@@ -68,12 +68,20 @@ def test_one_process_encodes_in_batches_of_similar_token_length(tiny_backbone_no
         batches.append(token_lengths(model, sentences))
         return original(sentences, **kwargs)
 
+    # characters and tokens order these lines differently: one long word (few tokens, many characters)
+    # against many short words (many tokens, few characters)
+    lines = [("x" * (20 + i) if i % 2 else " ".join(["a"] * (2 + i % 11))) + "\n" for i in range(100)]
+    source = tmp_path / "mixed.txt"
+    source.write_text("".join(lines))
+    by_characters = sorted(range(100), key=lambda i: -len(lines[i]))
+    tokens = token_lengths(model, [line.strip() for line in lines])
+    assert any(tokens[a] < tokens[b] for a, b in zip(by_characters, by_characters[1:]))  # the orders disagree
     monkeypatch.setattr(model, "encode", recorded)
-    encode_file(model, texts, tmp_path / "e.npy", chunk_rows=250, batch_size=32)
-    assert [len(b) for b in batches] == [32] * 7 + [26]
+    encode_file(model, source, tmp_path / "e.npy", chunk_rows=100, batch_size=16)
+    assert [len(b) for b in batches] == [16] * 6 + [4]
     assert all(batches[i].min() >= batches[i + 1].max() for i in range(len(batches) - 1))
     monkeypatch.setattr(model, "encode", original)
-    whole = original(texts.read_text().splitlines(), batch_size=32)
+    whole = original([line.strip() for line in lines], batch_size=16)
     np.testing.assert_allclose(np.load(tmp_path / "e.npy"), whole, atol=1e-5)  # other padding: float32 rounding
 
 

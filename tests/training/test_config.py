@@ -108,7 +108,8 @@ def test_every_key_a_method_does_not_read_is_refused_naming_what_it_reads(tmp_pa
             key = key or next(iter(sections[section]))
             option = f"--set {section}.{key}={sections[section][key]}"
             with pytest.raises(
-                ConfigError, match=rf"^{re.escape(option)}: {section}.{key}: method {method} does not read it; "
+                ConfigError,
+                match=rf"^{re.escape(option)}: {section}.{key}: method {method} does not read it; {re.escape(instead)}$",
             ):
                 load_config(preset, [option.removeprefix("--set ")])
             assert instead

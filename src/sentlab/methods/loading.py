@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from sentlab.errors import ConfigError
+from sentlab.methods.base import METHODS
+from sentlab.training import config as schema
 from sentlab.training.config import TrainConfig, parse_config, registered_configs
 
 METHOD_PACKAGES = "sentlab.methods"  # the entry-point group of installed packages of one's own methods
@@ -29,9 +31,15 @@ def installed_methods() -> dict[str, type[TrainConfig]]:
         from importlib.metadata import entry_points
 
         for package in entry_points(group=METHOD_PACKAGES):
+            registries = (METHODS, schema.CONFIG_CLASSES, schema.METHOD_REFUSES)
+            before = [dict(registry) for registry in registries]
             try:
                 package.load()
             except Exception as err:  # one line naming the package, not a traceback from inside it
+                for registry, saved in zip(registries, before):  # what it registered before failing goes
+                    registry.clear()
+                    registry.update(saved)
+                schema._ADAPTER.clear()
                 raise ConfigError(
                     f"the methods of {package.value!r} (entry point {package.name!r}) fail to load: {err}"
                 ) from None

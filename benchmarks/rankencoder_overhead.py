@@ -14,8 +14,10 @@ Prints JSON with the ratio (target <= 1.15; the paper's is about 3, App. A.7).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -72,7 +74,8 @@ def run_arm(method: str, corpus: str, index: str, steps: int, batch: int) -> tup
                 return result
 
             trainer.loss.base_rank_vectors = timed_rank_vectors
-        trainer.train()
+        with contextlib.redirect_stdout(sys.stderr):  # the trainer's log lines: stdout holds the JSON alone
+            trainer.train()
         return timer.times, setup, rank_times
 
 

@@ -144,7 +144,8 @@ def trainer_run(loss: str, lr: float, epochs: int, seed: int, folder: Path) -> P
         report_to=[],
         disable_tqdm=True,
     )
-    SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=objective).train()
+    with contextlib.redirect_stdout(sys.stderr):  # the trainer's log lines: stdout holds the JSON alone
+        SentenceTransformerTrainer(model=model, args=args, train_dataset=data, loss=objective).train()
     model.max_seq_length = saved_length  # saved at the start model's own length, as sentlab saves
     model.save(str(folder / "model"))
     write_text_atomic(

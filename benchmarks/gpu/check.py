@@ -10,8 +10,9 @@ fails or is cut short keeps what it measured.
 * ``install``: sentlab and the bundle's wheels installed offline (``pip --no-index --no-deps``) into
   the image's Python, then sentlab's version, torch, CUDA and the card read back, with every module
   sentlab imports that the environment lacks.
-* ``suite``: the whole test suite (data-dependent tests skip: the bundle's data is for the other
-  parts), with the counts, each failure's first line and the skips grouped by reason.
+* ``suite-1``, ``suite-2``: the test suite in two halves (its files split by size; on an H100 the
+  whole suite did not finish in one part's nine minutes), data-dependent tests skipped (the bundle's
+  data is for the other parts), with the counts, each failure's first line and the skips by reason.
 * ``speed``: the card's matmul rate in fp32, TF32 and bf16; SimCSE's step on a random-init BERT-base
   five ways (``benchmarks/train_throughput.py``); the RSE GPU preset's step with
   ``rse.mini_batch_size: auto`` against the whole batch and chunks of 64 (synthetic triples); the
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import lzma
 import math
@@ -56,7 +58,8 @@ from record import last_json  # noqa: E402
 from sentlab.cache import file_sha256  # noqa: E402
 from sentlab.paths import write_text_atomic  # noqa: E402 - the one atomic writer
 
-PARTS = ("install", "suite", "speed", "presets", "claim-a")
+PARTS = ("install", "suite-1", "suite-2", "speed", "presets", "claim-a")
+SUITE_SHARDS = 2
 PART_SECONDS = 540  # each part stays under nine minutes (a job step is ten)
 DEADLINE = float("inf")  # the running part's end (time.monotonic()): no child command runs past it
 
@@ -243,10 +246,31 @@ def part_install(args, record: dict) -> None:
         raise RuntimeError(f"{len(readback['result']['modules_missing'])} sentlab module(s) do not import")
 
 
-def part_suite(args, record: dict) -> None:
-    report = args.work / "suite.xml"
+def suite_shard(index: int, shards: int = SUITE_SHARDS, tiny: bool = False) -> list[str]:
+    """The test files of one part of the suite (``index`` from 1): every ``tests/**/test_*.py``, each
+    given in turn to the part with the fewest bytes so far (size stands in for time); --tiny: two
+    device-bound files, one a part."""
+    if tiny:
+        files = ["tests/losses/test_static_step.py", "tests/test_device_neutral.py"]
+    else:
+        files = sorted(
+            (str(f.relative_to(ROOT)) for f in (ROOT / "tests").rglob("test_*.py")),
+            key=lambda f: (-(ROOT / f).stat().st_size, f),
+        )
+    parts: list[list[str]] = [[] for _ in range(shards)]
+    sizes = [0] * shards
+    for name in files:
+        lightest = sizes.index(min(sizes))
+        parts[lightest].append(name)
+        sizes[lightest] += (ROOT / name).stat().st_size
+    return sorted(parts[index - 1])
+
+
+def part_suite(args, record: dict, index: int) -> None:
+    report = args.work / f"suite-{index}.xml"
     report.unlink(missing_ok=True)  # a report of an earlier run is never read as this one's
-    tests = ["tests/losses/test_static_step.py", "tests/test_device_neutral.py"] if args.tiny else []
+    tests = suite_shard(index, tiny=args.tiny)
+    record["files"] = len(tests)
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *tests]
     # the data-dependent tests skip (counted with their reason): the bundle's data is the other parts'
     env = {"HF_HUB_OFFLINE": "1", "SENTLAB_DATA": str(args.out / "no-data")}
@@ -600,7 +624,7 @@ def main() -> int:
                 args.data = data_folder(args.bundle, args.tiny, args.work)
             {
                 "install": part_install,
-                "suite": part_suite,
+                **{f"suite-{i}": functools.partial(part_suite, index=i) for i in range(1, SUITE_SHARDS + 1)},
                 "speed": part_speed,
                 "presets": part_presets,
                 "claim-a": part_claim_a,

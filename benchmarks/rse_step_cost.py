@@ -5,7 +5,7 @@ and the peak memory of one batch of 512 with and without Gradient Cache.
   model and AdamW; RSE's loss (Eq. 2, relation vectors with their own group) against SimCSE's
   supervised loss on the same three columns. Median of ``--steps`` timed steps after one warm-up.
 * peak memory: one step of batch ``--memory-batch`` in a fresh process per setting (plain
-  :class:`~sentlab.losses.rse.RSELoss`, :class:`~sentlab.losses.rse.CachedRSELoss` with
+  :class:`~sentlab.losses.rse.RSELoss`, :class:`~sentlab.losses.gradcache.GradientCache` around it with
   ``--mini-batch``); on CUDA ``torch.cuda.max_memory_allocated``, on CPU the growth of the process's
   peak resident set size over the loaded model.
 
@@ -41,7 +41,8 @@ def build(kind: str, mini_batch: int, model_name: str):
     import torch
 
     from sentlab.encoders import load_encoder
-    from sentlab.losses.rse import CachedRSELoss, RSELoss
+    from sentlab.losses.gradcache import GradientCache
+    from sentlab.losses.rse import RSELoss
     from sentlab.losses.simcse import SimCSELoss
 
     model = load_encoder(model_name, pooler="mean", max_seq_length=32).train()  # max length 32 (App. D)
@@ -49,11 +50,11 @@ def build(kind: str, mini_batch: int, model_name: str):
     if kind == "simcse":
         loss = SimCSELoss(model, temperature=0.05)
     elif kind == "rse-cached":
-        loss = CachedRSELoss(model, relations, mini_batch_size=mini_batch)
+        loss = GradientCache(RSELoss(model, relations), mini_batch_size=mini_batch)
     else:
         loss = RSELoss(model, relations)
     loss = loss.to(model.device)
-    extra = [loss.relation_vectors] if kind != "simcse" else []
+    extra = [getattr(loss, "loss", loss).relation_vectors] if kind != "simcse" else []
     optimizer = torch.optim.AdamW(
         [{"params": model.parameters(), "lr": 5e-5}, {"params": extra, "lr": 1e-2}], weight_decay=0.0
     )

@@ -168,14 +168,12 @@ def _bertflow(cfg: TrainConfig, backbone: Path) -> Built:
 
 
 def _rse(cached: bool, cfg: TrainConfig, backbone: Path) -> Built:
-    from sentlab.losses.rse import CachedRSELoss, RSELoss
+    from sentlab.losses.gradcache import GradientCache
+    from sentlab.losses.rse import RSELoss
 
     model, relations = tiny_encoder(backbone), ["entailment", "duplicate_question"]
-    loss = (
-        CachedRSELoss(model, relations, temperature=cfg.loss.temperature, mini_batch_size=4)
-        if cached
-        else RSELoss(model, relations, temperature=cfg.loss.temperature)
-    )
+    loss = RSELoss(model, relations, temperature=cfg.loss.temperature)
+    loss = GradientCache(loss, mini_batch_size=4) if cached else loss
     return loss, columns_of(model, 3), torch.tensor([i % 2 for i in range(BATCH)], device=DEVICE)
 
 

@@ -212,8 +212,8 @@ def tiny_preset_tree(
     data_section.pop("limit", None)
     if method == "rse":
         tree["rse"]["sources"] = [data.relation_source(s) for s in tree["rse"]["sources"]]
-        if tree["rse"].get("mini_batch_size"):
-            tree["rse"]["mini_batch_size"] = 4
+    if tree["train"].get("mini_batch_size"):
+        tree["train"]["mini_batch_size"] = 4
     if method == "rankencoder":
         tree["rank"].update(
             base_encoder=str(models.frozen_encoder(1)), corpus=str(data.text()), corpus_limit=None, encode_batch_size=64

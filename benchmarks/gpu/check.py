@@ -15,7 +15,8 @@ fails or is cut short keeps what it measured.
   data is for the other parts), with the counts, each failure's first line and the skips by reason.
 * ``speed``: the card's matmul rate in fp32, TF32 and bf16; SimCSE's step on a random-init BERT-base
   five ways (``benchmarks/train_throughput.py``); the RSE GPU preset's step with
-  ``rse.mini_batch_size: auto`` against the whole batch and chunks of 64 (synthetic triples); the
+  ``train.mini_batch_size: auto`` against the whole batch and chunks of 64 (synthetic triples);
+  SimCSE's peak memory and step against the chunk at batch 64 and 512 (``benchmarks/gradient_cache.py``); the
   raw LM's useful tokens a second, packed, bf16, compiled (``benchmarks/rawlm_throughput.py``).
 * ``presets``: every GPU preset whose start is a BERT-base architecture and whose data the bundle
   carries (Wikipedia sentences), for a few dozen steps on random weights of that architecture in its
@@ -380,6 +381,16 @@ def part_speed(args, record: dict) -> None:
         rse_step(args, record, model)
     except RuntimeError as err:
         failed.append(str(err))
+    # SimCSE's peak memory and step against the Gradient Cache chunk, at batch 64 and 512
+    sizes = ["--batches", "8", "--chunks", "whole", "4", "--steps", "1", "--warmup", "0"] if args.tiny else []
+    record["gradient_cache"] = run(
+        [sys.executable, "benchmarks/gradient_cache.py", "--model", str(model), *sizes],
+        timeout=PART_SECONDS / 5,
+        env=env,
+    )
+    args.save()
+    if record["gradient_cache"]["exit_code"] or not record["gradient_cache"]["result"]:
+        failed.append("gradient_cache")
     record["targets"] = speed_targets(record)
     if failed:
         raise RuntimeError(f"{'; '.join(failed)} failed")
@@ -483,7 +494,7 @@ def failed_runs(results: dict) -> list[str]:
 
 
 def rse_step(args, record: dict, model: Path) -> None:
-    """The RSE GPU preset's step with ``rse.mini_batch_size: auto`` against the whole batch in one
+    """The RSE GPU preset's step with ``train.mini_batch_size: auto`` against the whole batch in one
     piece (no Gradient Cache) and against chunks of 64 rows (Gradient Cache's own cost), on random
     weights of BERT-base (``model``) and synthetic entailment triples of the bundle's Wikipedia lines
     (the step's cost does not depend on what the sentences say; the lines are reused when too few)."""
@@ -507,7 +518,7 @@ def rse_step(args, record: dict, model: Path) -> None:
             args,
             "rse-sts-bert-base",
             args.work / "rse-step" / name,
-            [*sets, f"rse.mini_batch_size={size}"],
+            [*sets, f"train.mini_batch_size={size}"],
             timeout=PART_SECONDS / 6,
             start=model,
         )

@@ -104,15 +104,16 @@ def test_the_triples_table_is_reused_for_its_key_and_rebuilt_otherwise(tmp_path)
 
 def _grads(model, loss_module, features, labels, scale=1.0):
     model.zero_grad()
-    loss_module.relation_vectors.grad = None
+    vectors = getattr(loss_module, "loss", loss_module).relation_vectors  # a GradientCache's: its loss's
+    vectors.grad = None
     value = loss_module(features, labels)
     (value * scale).backward()
     encoder = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-    return float(value.detach()), encoder, loss_module.relation_vectors.grad.clone()
+    return float(value.detach()), encoder, vectors.grad.clone()
 
 
 def test_cached_loss_gives_the_same_loss_and_gradients_as_the_plain_one(tiny_backbone_no_dropout):
-    from sentlab.losses.rse import CachedRSELoss
+    from sentlab.losses.gradcache import GradientCache
 
     # float64: float32 gradients of this tiny model already differ by ~2e-4 of their norm between two
     # summation orders (checked against float64), which would hide a small caching error; in float64 the
@@ -120,10 +121,11 @@ def test_cached_loss_gives_the_same_loss_and_gradients_as_the_plain_one(tiny_bac
     model = build_encoder(str(tiny_backbone_no_dropout), "cls").double()  # no dropout: both passes agree
     relations = ["entailment", "duplicate_question"]
     plain = RSELoss(model, relations, gather_across_devices=False).double()
-    cached = CachedRSELoss(model, relations, gather_across_devices=False, mini_batch_size=2).double()
+    inner = RSELoss(model, relations, gather_across_devices=False).double()
+    cached = GradientCache(inner, mini_batch_size=2)
     with torch.no_grad():
         plain.relation_vectors.normal_(0, 1.0)
-        cached.relation_vectors.copy_(plain.relation_vectors)
+        inner.relation_vectors.copy_(plain.relation_vectors)
     heads = ["a man plays", "the dog runs", "a girl reads", "two cats sleep", "a boy swims"]
     tails = ["a man plays music", "a dog runs", "the girl reads a book", "cats are asleep", "a child in water"]
     negatives = ["a woman sits", "the cat eats", "a boy swims", "dogs bark", "a man reads"]

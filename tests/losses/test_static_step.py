@@ -23,7 +23,7 @@ LENGTH = 12  # every batch is padded to this many tokens: the steps differ in co
 
 # The losses whose step is not one graph, each with the reason (the GPU guide says the same).
 NOT_ONE_GRAPH = {
-    "CachedRSELoss": "Gradient Cache runs backward passes of its own inside the forward, one a chunk",
+    "GradientCache": "Gradient Cache runs backward passes of its own inside the forward, one a chunk",
     "FlowNLLLoss": "normflows' ActNorm tests its data-dependent-initialisation flag (a tensor) with a Python if",
 }
 

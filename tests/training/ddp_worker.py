@@ -50,22 +50,22 @@ if method.startswith("rse"):  # two relations: paraphrase pairs (tab-separated) 
             {"relation": "paraphrase", "path": str(pairs), "format": "paranmt", "cap": 4},
             {"relation": "same_sent", "path": str(corpus), "format": "text", "cap": 4},
         ],
-        "mini_batch_size": 3 if method == "rse-cached" else None,
     }
+    tree["train"]["mini_batch_size"] = 3 if method == "rse-cached" else None
     cfg = validate_config(tree)
 paths = engine.RunPaths(out / "run")
 trainer = engine.build_trainer(cfg, paths)
 if method.startswith("rse"):  # SGD: the step is lr x gradient, so the comparison reads the gradients themselves
     trainer.args.optim = "sgd"
     initial = {k: v.detach().clone().contiguous().cpu() for k, v in trainer.model.state_dict().items()}
-    initial["relation_vectors"] = trainer.loss.relation_vectors.detach().clone().contiguous().cpu()
+    initial["relation_vectors"] = getattr(trainer.loss, "loss", trainer.loss).relation_vectors.detach().clone().contiguous().cpu()
     save_file(initial, str(out / "initial.safetensors"))
 trainer.train()
 rank = dist.get_rank() if dist.is_initialized() else 0
 world = dist.get_world_size() if dist.is_initialized() else 1
 state = {k: v.detach().contiguous().cpu() for k, v in trainer.model.state_dict().items()}
 if method.startswith("rse"):  # the loss's own parameters: DDP does not sync them, the loss's hook does
-    state["relation_vectors"] = trainer.loss.relation_vectors.detach().contiguous().cpu()
+    state["relation_vectors"] = getattr(trainer.loss, "loss", trainer.loss).relation_vectors.detach().contiguous().cpu()
 save_file(state, str(out / f"rank{rank}.safetensors"))
 loss = next(r["loss"] for r in trainer.state.log_history if "loss" in r)
 (out / f"rank{rank}.json").write_text(

@@ -96,6 +96,7 @@ def test_every_key_a_method_does_not_read_is_refused_naming_what_it_reads(tmp_pa
     sections = {"loss": {"temperature": "0.1", "hard_negative_weight": "0.5"}, "data": {"train": "t.txt"}}
     sections["data"]["columns"] = "[text]"
     sections["model"] = {"mlp_only_train": "true"}
+    sections["train"] = {"mini_batch_size": "4"}
     checked = set()
     for method, config_class in installed_methods().items():
         if config_class.__module__.split(".")[0] != "sentlab":
@@ -121,6 +122,7 @@ def test_every_key_a_method_does_not_read_is_refused_naming_what_it_reads(tmp_pa
         ("rse", "data.train"),
         ("rse", "data.columns"),
         *((m, "model.mlp_only_train") for m in no_mlp),
+        *((m, "train.mini_batch_size") for m in ("bert-flow", "ct", "mlm", "tsdae")),  # a loss row by row
     }
     assert "loss" not in TrainConfig.not_read  # the methods that read it take it
     load_config(write(tmp_path, BASE + "loss:\n  temperature: 0.1\n"))
@@ -145,7 +147,14 @@ def test_the_keys_a_config_idles_under_some_settings_are_the_ones_the_reference_
         seen.setdefault(case["method"], set()).update(added)
     shared = {"model.prompt_template"}  # without pooler: prompt, for every method
     assert seen == {
-        "supervised": {"supervised.split", "supervised.scale", "supervised.score_range", "data.columns", *shared},
+        "supervised": {
+            "supervised.split",
+            "supervised.scale",
+            "supervised.score_range",
+            "data.columns",
+            "train.mini_batch_size",
+            *shared,
+        },
         "simcse-sup": {"loss.hard_negative_weight", "model.mlp_only_train", *shared},  # its pooler is not cls
     }
 

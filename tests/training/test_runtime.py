@@ -132,12 +132,12 @@ def test_rse_mini_batch_auto_chooses_from_the_devices_memory(
 ):
     monkeypatch.setattr(devices, "device_memory_bytes", lambda device: (int(free_gib * 2**30), 2**40))
     tree = rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=1).to_tree()
-    tree["rse"]["mini_batch_size"] = "auto"
+    tree["train"]["mini_batch_size"] = "auto"
     paths = engine.train(type(rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path)).model_validate(tree))
     chunking = json.loads(paths.runtime.read_text())["chunking"]
     assert chunking["mini_batch_size"] == expected and chunking["source"] == "auto"
     log = paths.log.read_text()
-    assert "rse.mini_batch_size: auto -> " + ("the whole batch" if expected is None else "chunks of 1 rows") in log
+    assert "train.mini_batch_size: auto -> " + ("the whole batch" if expected is None else "chunks of 1 rows") in log
 
 
 def test_a_compiled_run_of_one_step_says_no_compiled_step_ran(tiny_backbone, corpus_file, tmp_path):

@@ -11,7 +11,8 @@ loss                   paper                                  inputs
 :class:`MLMLoss`       BERT's masked LM (TSDAE Sec. 5.2)      (sentence)
 :class:`FlowNLLLoss`   BERT-flow (TSDAE Sec. 5.5)             (sentence)
 :class:`RSELoss`       RSE Eq. 1-2                            (head, tail[, negative], label = relation)
-:class:`CachedRSELoss` RSE with Gradient Cache (Sec. 3.3)     as :class:`RSELoss`
+:class:`GradientCache` Gao et al. 2021: any of the above     as the wrapped loss
+                       but TSDAE, MLM and BERT-flow, chunked
 =====================  =====================================  ==========================================
 
 The extra inputs are built with public helpers: :func:`indexed_sentences` gives the ``label`` column
@@ -29,7 +30,8 @@ from sentlab.losses.flow import FlowNLLLoss
 from sentlab.losses.mlm import MLMLoss
 from sentlab.losses.rankcse import RankCSELoss
 from sentlab.losses.rankencoder import RankEncoderLoss
-from sentlab.losses.rse import CachedRSELoss, RSELoss
+from sentlab.losses.gradcache import GradientCache
+from sentlab.losses.rse import RSELoss
 from sentlab.losses.simcse import SimCSELoss, info_nce
 from sentlab.losses.tsdae import TSDAELoss
 
@@ -54,8 +56,8 @@ def noisy_pairs(
 
 
 __all__ = [
-    "CachedRSELoss",
     "FlowNLLLoss",
+    "GradientCache",
     "MLMLoss",
     "RSELoss",
     "RankCSELoss",

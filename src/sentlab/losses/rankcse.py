@@ -145,7 +145,14 @@ class RankCSELoss(nn.Module):
         return total
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
-        embeddings = self.base_loss.embed(sentence_features)
+        return self.compute_loss_from_embeddings(self.base_loss.embed(sentence_features), labels)
+
+    def columns(self, sentence_features: Iterable[dict[str, Tensor]]) -> list[dict[str, Tensor]]:
+        """The base loss's columns (one column: two dropout views)."""
+        return self.base_loss.columns(sentence_features)
+
+    def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None = None) -> Tensor:
+        """Eq. 6 on the embeddings of :meth:`columns` (the Gradient Cache's entry)."""
         scores = cosine_matrix(embeddings[0], embeddings[1])  # S(x_i) as rows
         terms: dict[str, Tensor] = {}
         if self.use_infonce:

@@ -120,9 +120,16 @@ class RankEncoderLoss(nn.Module):
         return rank_vectors(self._base_rows(rows, device), self._corpus(device), normalized=True)
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
+        return self.compute_loss_from_embeddings(self.base_loss.embed(sentence_features), labels)
+
+    def columns(self, sentence_features: Iterable[dict[str, Tensor]]) -> list[dict[str, Tensor]]:
+        """The base loss's columns (one column: two dropout views)."""
+        return self.base_loss.columns(sentence_features)
+
+    def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None = None) -> Tensor:
+        """Eq. 5 on the embeddings of :meth:`columns` (the Gradient Cache's entry)."""
         if labels is None:
             raise ValueError("RankEncoderLoss needs each sentence's row in base_vectors as its label")
-        embeddings = self.base_loss.embed(sentence_features)
         l_cl = self.base_loss.contrastive(embeddings)
         view1, view2 = embeddings[0], embeddings[1]
         distributed = (

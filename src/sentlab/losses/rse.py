@@ -14,17 +14,14 @@ Under DDP the relation vectors are the loss's parameters, not the model's, so DD
 their gradients: a hook averages them over the processes, which makes a step on P processes equal
 one step on the global batch (each process's loss covers its own anchors against every candidate).
 
-:class:`CachedRSELoss` is the same loss with Gradient Cache (Sec. 3.3: batch 512 of BERT-base in
-11 GB), through sentence-transformers' :class:`~sentence_transformers.base.losses.gradcache.CachedLossMixin`:
-embeddings are computed in mini-batches without a graph, the loss is back-propagated to them, and
-each mini-batch is re-embedded with gradients. The relation vectors' gradient from that inner
-backward pass is fed back through the returned loss, so gradient accumulation and fp16 loss
-scaling reach it exactly as they reach the encoder.
+Sec. 3.3's batch of 512 with Gradient Cache: :class:`sentlab.losses.gradcache.GradientCache` around
+this loss (``train.mini_batch_size``), which feeds the relation vectors' gradient back through the
+returned loss, so gradient accumulation and fp16 loss scaling reach it as they reach the encoder.
 
 Inputs: columns (head, tail[, negative]) and ``label`` = the relation's index. Example::
 
     loss = RSELoss(model, relations=["entailment", "duplicate_question"], temperature=0.05)
-    big_batch = CachedRSELoss(model, relations=["entailment"], mini_batch_size=32)
+    big_batch = GradientCache(RSELoss(model, relations=["entailment"]), mini_batch_size=32)
 
 ``learn_relations=False`` fixes every r_k at 0: plain supervised SimCSE on the same rows (the
 "All-Above" baseline of Table 1 when the sources are merged).
@@ -37,7 +34,6 @@ from collections.abc import Sequence
 import torch
 import torch.distributed as dist
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.base.losses.gradcache import CachedLossMixin
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
@@ -117,50 +113,6 @@ class RSELoss(nn.Module):
         embeddings = embed_columns(self.model, list(sentence_features), separate_first=False)
         return self.relational_nce(embeddings, labels)
 
-
-class CachedRSELoss(CachedLossMixin, RSELoss):
-    """:class:`RSELoss` with Gradient Cache (Sec. 3.3); ``mini_batch_size`` rows are embedded at a time,
-    so a batch of 512 fits in the memory of 32.
-
-    Example::
-
-        from sentlab.losses import CachedRSELoss
-
-        loss = CachedRSELoss(model, relations=["entailment", "duplicate_question"], mini_batch_size=32)
-        trainer = SentenceTransformerTrainer(model=model, train_dataset=rows, loss=loss)
-    """
-
-    def __init__(
-        self,
-        model: SentenceTransformer,
-        relations: Sequence[str],
-        temperature: float = 0.05,
-        gather_across_devices: bool = True,
-        init_std: float = 0.02,
-        learn_relations: bool = True,
-        mini_batch_size: int = 32,
-    ):
-        super().__init__(model, relations, temperature, gather_across_devices, init_std, learn_relations)
-        self.mini_batch_size = mini_batch_size
-        self._relation_grad: Tensor | None = None
-
-    def calculate_loss(
-        self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False
-    ) -> Tensor:
-        learn = isinstance(self.relation_vectors, nn.Parameter)
-        vectors = self.relation_vectors.detach().requires_grad_(learn and with_backward)
-        loss = self.relational_nce([torch.cat(column) for column in reps], labels, vectors)
-        if with_backward:
-            loss.backward()
-            self._relation_grad = vectors.grad
-            loss = loss.detach()
-        return loss
-
-    def forward(self, sentence_features: list[dict[str, Tensor]], labels: Tensor) -> Tensor:
-        loss = self.forward_cached(sentence_features, labels)
-        grad, self._relation_grad = self._relation_grad, None
-        if grad is None:
-            return loss
-        # zero-valued, with d/dr = the cached gradient, scaled by whatever reaches the returned loss
-        link = (self.relation_vectors * grad).sum()
-        return loss + (link - link.detach())
+    def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor) -> Tensor:
+        """Eq. 2 on the embeddings of the batch's columns (the Gradient Cache's entry)."""
+        return self.relational_nce(embeddings, labels)

@@ -102,12 +102,18 @@ class SimCSELoss(nn.Module):
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
         return self.contrastive(self.embed(sentence_features))
 
-    def embed(self, sentence_features: Iterable[dict[str, Tensor]]) -> list[Tensor]:
-        """Embeddings of each column; one column gives two dropout views (one merged forward pass)."""
+    def columns(self, sentence_features: Iterable[dict[str, Tensor]]) -> list[dict[str, Tensor]]:
+        """The columns to embed: one column twice (two dropout views), else the batch's columns."""
         features = list(sentence_features)
-        if len(features) == 1:
-            features = [features[0], dict(features[0])]
-        return embed_columns(self.model, features, separate_first=False)  # all columns are sentences
+        return [features[0], dict(features[0])] if len(features) == 1 else features
+
+    def embed(self, sentence_features: Iterable[dict[str, Tensor]]) -> list[Tensor]:
+        """Embeddings of each of :meth:`columns` (one merged forward pass)."""
+        return embed_columns(self.model, self.columns(sentence_features), separate_first=False)
+
+    def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor | None = None) -> Tensor:
+        """Eq. 1 on the embeddings of :meth:`columns` (the Gradient Cache's entry)."""
+        return self.contrastive(embeddings)
 
     def contrastive(self, embeddings: list[Tensor]) -> Tensor:
         """Eq. 1 on the embeddings of :meth:`embed`."""

@@ -38,6 +38,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Dense
 from torch import nn
 
+from sentlab import devices
 from sentlab.cache_folder import cached_folder
 from sentlab.data.readers import TABLE_SUFFIXES
 from sentlab.data.tables import column_table, iter_column, sentence_table, text_record
@@ -52,7 +53,9 @@ from sentlab.encoders.loading import (
 from sentlab.errors import ConfigError
 from sentlab.evaluation.results import EvalReport
 from sentlab.evaluation.scoring import EmbeddingCache
+from sentlab.losses.gradcache import GradientCache
 from sentlab.losses.simcse import SimCSELoss
+from sentlab.progress import say
 from sentlab.training.config import TrainConfig, register_config
 from sentlab.training.run_folder import RunPaths, add_run_files
 
@@ -75,6 +78,13 @@ class Method:
     min_batch_size: ClassVar[int] = 2  # in-batch negatives: a batch of one row learns nothing (loss 0)
     in_batch_negatives: bool = False  # the other rows of a batch are its negatives (train.no_duplicates)
     rows_drawn_on_read: ClassVar[bool] = False  # a row's texts are drawn as it is read (no sampler can see them)
+    # train.mini_batch_size (Gradient Cache): None where the loss is computed from the whole batch's
+    # embeddings and takes it; else why it does not (the one line that refuses the key)
+    no_gradient_cache: ClassVar[str | None] = (
+        "its loss takes each row alone, so a smaller train.batch_size already needs less memory for the same "
+        "expected gradient; Gradient Cache is for losses that compare the rows of a batch"
+    )
+    batch_columns: ClassVar[int] = 2  # sequences a row embeds (train.mini_batch_size: auto's estimate)
 
     def __init__(self, cfg: TrainConfig, paths: RunPaths):
         if not isinstance(cfg, self.config_class):
@@ -161,6 +171,38 @@ class Method:
     def loss(self, model: SentenceTransformer) -> nn.Module:
         raise NotImplementedError
 
+    def training_loss(self, model: SentenceTransformer) -> nn.Module:
+        """:meth:`loss`, with ``train.mini_batch_size`` wrapped in Gradient Cache
+        (:class:`~sentlab.losses.gradcache.GradientCache`); what was chosen, and whether ``auto`` chose
+        it, is on the loss as ``chunking`` (read back into ``RUN/runtime.json``)."""
+        loss = self.loss(model)
+        size, source = self.cfg.train.mini_batch_size, "set"
+        if size is None:
+            return loss
+        if size == "auto":
+            size, why = self.auto_mini_batch(model)
+            source = "auto"
+            say(f"train.mini_batch_size: auto -> {why}")
+        if size is not None:
+            loss = GradientCache(loss, size)
+        loss.chunking = {"mini_batch_size": size, "source": source}  # read back by the engine
+        return loss
+
+    def auto_mini_batch(self, model: SentenceTransformer) -> tuple[int | None, str]:
+        """``train.mini_batch_size: auto``: the chunk that fits the free memory of the model's device
+        (:func:`sentlab.devices.chunk_that_fits`), for a batch of ``batch_columns`` sequences a row at
+        the run's maximum length and precision."""
+        free, _ = devices.device_memory_bytes(model.device)
+        return devices.chunk_that_fits(
+            model[0].auto_model.config,
+            rows=self.cfg.train.batch_size,
+            columns=self.batch_columns,
+            length=self.cfg.model.max_seq_length,
+            half=self.cfg.train.mixed_precision != "no",
+            free_bytes=free,
+            parameters=sum(p.numel() for p in model.parameters()),
+        )
+
     def simcse_loss(self, model: SentenceTransformer) -> SimCSELoss:
         """SimCSE's InfoNCE with the ``loss`` section's settings (the base objective of several methods)."""
         return SimCSELoss(
@@ -227,6 +269,8 @@ def register(method: type[Method]) -> type[Method]:
     METHODS[method.name] = method
     # the config refuses the key that would choose the place of an MLP this method never puts on [CLS]
     refuses = {} if method.simcse_mlp else {"model.mlp_only_train": f"method {method.name} puts no SimCSE MLP on [CLS]"}
+    if method.no_gradient_cache:
+        refuses["train.mini_batch_size"] = method.no_gradient_cache
     register_config(method.name, method.config_class, refuses)
     return method
 

@@ -144,6 +144,10 @@ class MLM(Method):
     name = "mlm"
     config_class = MLMConfig
     simcse_mlp = False
+    no_gradient_cache = (
+        "the masked-LM loss predicts each row's tokens from that row alone, and there is no sentence embedding to "
+        "cache; a smaller train.batch_size already needs less memory for the same expected gradient"
+    )
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         self._loss = MLMLoss(model, self.cfg.mlm.probability)

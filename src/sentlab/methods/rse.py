@@ -8,9 +8,9 @@ trained with their own learning rate (``rse.relation_lr``, 1e-2) as a separate p
 warm-up or weight decay. ``rse.sources`` names each source file, its format and its relation
 (:mod:`sentlab.data.relations`); ``cap`` keeps a seeded random sample of that many triples.
 
-``rse.mini_batch_size`` switches to the Gradient Cache loss (Sec. 3.3;
-:class:`sentlab.losses.rse.CachedRSELoss`): the batch is embedded that many rows at a time, so batch
-512 trains in the memory of the mini-batch. ``rse.merge_relations`` is the "All-Above" baseline of
+``train.mini_batch_size`` trains with Gradient Cache (Sec. 3.3;
+:class:`sentlab.losses.gradcache.GradientCache`): the batch is embedded that many rows at a time, so
+batch 512 trains in the memory of the chunk. ``rse.merge_relations`` is the "All-Above" baseline of
 Table 1: every source merged into plain positive pairs, no relation vectors, no in-relation
 negatives - supervised SimCSE on the same data, to test whether modelling the relations helps.
 
@@ -34,18 +34,17 @@ from typing import Literal
 
 import numpy as np
 from datasets import Dataset
-from pydantic import Field, field_validator
+from pydantic import Field
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 from torch import nn
 
-from sentlab import devices
 from sentlab.cache import cache_root, evict_cache, file_state
 from sentlab.data import relations as rel
 from sentlab.data.tables import iter_column, sentence_table
 from sentlab.errors import ConfigError, DataError
 from sentlab.evaluation.relational import RelationTable
-from sentlab.losses.rse import CachedRSELoss, RSELoss
+from sentlab.losses.rse import RSELoss
 from sentlab.methods.base import Method, register
 from sentlab.progress import say
 from sentlab.training.config import DataSection, TrainConfig, _Section
@@ -68,19 +67,6 @@ class RSESection(_Section):
         default_factory=dict,
         description="default scoring weights saved with the model (e.g. entailment 1.0, duplicate_question 0.5)",
     )
-    mini_batch_size: int | Literal["auto"] | None = Field(
-        None,
-        description="Gradient Cache: embed this many rows at a time; auto: the whole batch when the device's "
-        "free memory holds it, else the largest power of two that fits (sentlab.devices.chunk_that_fits)",
-    )
-
-    @field_validator("mini_batch_size")
-    @classmethod
-    def _positive(cls, value: int | str | None) -> int | str | None:
-        if isinstance(value, int) and value < 1:
-            raise ValueError(f"must be at least 1, or auto (got {value})")
-        return value
-
     merge_relations: bool = Field(False, description="the All-Above baseline: plain positive pairs, no relations")
     dev_direction: Literal["forward", "max"] = Field(
         "forward",
@@ -215,6 +201,8 @@ class RSE(Method):
 
     name = "rse"
     in_batch_negatives = True
+    no_gradient_cache = None  # the loss compares the batch's rows: train.mini_batch_size applies
+    batch_columns = 3  # head, tail, negative
     rows_drawn_on_read = True  # each read draws the row's in-relation negative anew (InRelationNegatives)
     config_class = RSEConfig
     default_mlp_only_train = False  # RSE's MLP stays at inference
@@ -268,33 +256,8 @@ class RSE(Method):
     def loss(self, model: SentenceTransformer) -> nn.Module:
         r = self.cfg.rse
         options = dict(temperature=self.cfg.loss.temperature, learn_relations=not r.merge_relations)
-        size, source = r.mini_batch_size, "set"
-        if size == "auto":
-            size, why = self.auto_mini_batch(model)
-            source = "auto"
-            say(f"rse.mini_batch_size: auto -> {why}")
-        if size is not None:
-            self._loss = CachedRSELoss(model, self.relations(), mini_batch_size=size, **options)
-        else:
-            self._loss = RSELoss(model, self.relations(), **options)
-        self._loss.chunking = {"mini_batch_size": size, "source": source}  # read back by the engine
+        self._loss = RSELoss(model, self.relations(), **options)
         return self._loss
-
-    def auto_mini_batch(self, model: SentenceTransformer) -> tuple[int | None, str]:
-        """``rse.mini_batch_size: auto``: the chunk that fits the free memory of the model's device
-        (:func:`sentlab.devices.chunk_that_fits`), for a batch of three columns (head, tail, negative)
-        at the run's maximum length and precision."""
-        free, _ = devices.device_memory_bytes(model.device)
-        parameters = sum(p.numel() for p in model.parameters())
-        return devices.chunk_that_fits(
-            model[0].auto_model.config,
-            rows=self.cfg.train.batch_size,
-            columns=3,
-            length=self.cfg.model.max_seq_length,
-            half=self.cfg.train.mixed_precision != "no",
-            free_bytes=free,
-            parameters=parameters,
-        )
 
     def learning_rate_mapping(self) -> dict[str, float]:
         return {} if self.cfg.rse.merge_relations else {r"relation_vectors": self.cfg.rse.relation_lr}

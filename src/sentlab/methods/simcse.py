@@ -48,6 +48,7 @@ class SimCSEUnsup(Method):
 
     name = "simcse-unsup"
     in_batch_negatives = True
+    no_gradient_cache = None  # the loss compares the batch's rows: train.mini_batch_size applies
     config_class = SimCSEUnsupConfig
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
@@ -62,6 +63,8 @@ class SimCSESup(Method):
     config_class = SimCSESupConfig
     default_mlp_only_train = False  # the official supervised script keeps the MLP at inference
     in_batch_negatives = True
+    no_gradient_cache = None  # the loss compares the batch's rows: train.mini_batch_size applies
+    batch_columns = 3  # anchor, positive, negative (at most)
 
     def train_dataset(self) -> Dataset:
         roles = ("anchor", "positive", "negative")

@@ -93,6 +93,7 @@ class SupervisedConfig(TrainConfig):
     not_read = {"loss": "its loss is supervised.loss, with the similarity scale supervised.scale"}
     idle_when = {
         **TrainConfig.idle_when,
+        "train.mini_batch_size": "with supervised.loss: cosine-mse",
         "supervised.split": "outside format snli (stsb takes its split from the file's name)",
         "supervised.scale": "with loss cosine-mse",
         "supervised.score_range": "with loss mnrl",
@@ -106,6 +107,10 @@ class SupervisedConfig(TrainConfig):
             idle["supervised.split"] = f"it is read with format snli only; with format {s.format}, {where}"
         if s.loss == "cosine-mse":
             idle["supervised.scale"] = "supervised.loss cosine-mse has no similarity scale"
+            idle["train.mini_batch_size"] = (
+                "supervised.loss cosine-mse scores each pair alone, so a smaller train.batch_size already needs "
+                "less memory for the same expected gradient; Gradient Cache is for losses that compare the rows of a batch"
+            )
         if s.loss not in SCORED_LOSSES:
             idle["supervised.score_range"] = f"supervised.loss {s.loss} reads no scores"
         if s.format != "table":
@@ -138,6 +143,8 @@ class Supervised(Method):
     name = "supervised"
     config_class = SupervisedConfig
     simcse_mlp = False
+    no_gradient_cache = None  # mnrl, cosent and angle compare the batch's rows (cosine-mse: SupervisedConfig.unread)
+    batch_columns = 3  # anchor, positive, negative (at most)
 
     @property
     def in_batch_negatives(self) -> bool:

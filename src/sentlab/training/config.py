@@ -192,6 +192,21 @@ class TrainSection(_Section):
         "auto",
         description="AdamW as one fused kernel (auto: on CUDA and CPU, for methods that train with AdamW)",
     )
+    mini_batch_size: int | Literal["auto"] | None = Field(
+        None,
+        description="Gradient Cache, for methods whose loss compares every row of a batch with every other: embed "
+        "this many rows at a time, with the whole batch's loss and gradients; auto: the whole batch when the "
+        "device's free memory holds it, else the largest power of two that fits (sentlab.devices.chunk_that_fits); "
+        "refused by methods whose loss takes each row alone",
+    )
+
+    @field_validator("mini_batch_size")
+    @classmethod
+    def _positive_chunk(cls, value: int | str | None) -> int | str | None:
+        if isinstance(value, int) and value < 1:
+            raise ValueError(f"must be at least 1, or auto (got {value})")
+        return value
+
     progress_bar: bool = True
 
 
@@ -475,6 +490,9 @@ def parse_config(
         raise ConfigError(f"{option or path}: {message}") from None
 
 
+MOVED_KEYS = {"rse.mini_batch_size": "train.mini_batch_size"}  # a key that moved -> where it is now
+
+
 def validation_message(err: ValidationError, tree: dict[str, Any]) -> tuple[str, str]:
     """(the dotted key, pydantic's first error as one line that names it)."""
     first = err.errors()[0]
@@ -487,6 +505,8 @@ def validation_message(err: ValidationError, tree: dict[str, Any]) -> tuple[str,
         message = "missing required key 'method'"
     elif first["type"] == "union_tag_invalid":
         message = f"unknown method {tree.get('method')!r} (choose from {', '.join(registered_configs())})"
+    elif first["type"] == "extra_forbidden" and where in MOVED_KEYS:
+        message = f"{where} is now {MOVED_KEYS[where]}"
     elif first["type"] == "extra_forbidden":
         message = f"unknown key {where!r}" + _did_you_mean(err, loc)
     elif first["type"] == "missing":

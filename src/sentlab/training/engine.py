@@ -405,7 +405,7 @@ def build_trainer(
         collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)
     else:  # the method regrouped the rows (MLM's packed blocks): a batch of them must still exist
         check_enough_rows(cfg, method, len(train_dataset))
-    loss = method.loss(model)
+    loss = method.training_loss(model)
     evaluator = method.dev_evaluator(evaluator, loss)
     with quiet_widget_examples():
         trainer = SentlabTrainer(

@@ -58,7 +58,9 @@ trainer = engine.build_trainer(cfg, paths)
 if method.startswith("rse"):  # SGD: the step is lr x gradient, so the comparison reads the gradients themselves
     trainer.args.optim = "sgd"
     initial = {k: v.detach().clone().contiguous().cpu() for k, v in trainer.model.state_dict().items()}
-    initial["relation_vectors"] = getattr(trainer.loss, "loss", trainer.loss).relation_vectors.detach().clone().contiguous().cpu()
+    initial["relation_vectors"] = (
+        getattr(trainer.loss, "loss", trainer.loss).relation_vectors.detach().clone().contiguous().cpu()
+    )
     save_file(initial, str(out / "initial.safetensors"))
 trainer.train()
 rank = dist.get_rank() if dist.is_initialized() else 0

@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from datasets import Dataset
 
 from sentlab.losses.flow import FlowNLLLoss
+from sentlab.losses.gradcache import GradientCache
 from sentlab.losses.mlm import MLMLoss
 from sentlab.losses.rankcse import RankCSELoss
 from sentlab.losses.rankencoder import RankEncoderLoss
-from sentlab.losses.gradcache import GradientCache
 from sentlab.losses.rse import RSELoss
 from sentlab.losses.simcse import SimCSELoss, info_nce
 from sentlab.losses.tsdae import TSDAELoss

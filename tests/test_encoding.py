@@ -235,3 +235,89 @@ def test_a_disk_without_room_is_one_line_before_anything_is_encoded(
         monkeypatch.setattr(module, name, real[name])
     assert main([*argv, str(tmp_path / "full.npy")]) == 0  # with room, it runs
     assert np.load(tmp_path / "full.npy").shape[0] == 250
+
+
+def test_dims_keep_the_first_dimensions_renormalised(tiny_backbone_no_dropout, texts, tmp_path):
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    full = encode_file(model, texts, tmp_path / "full.npy", chunk_rows=100)
+    record = encode_file(model, texts, tmp_path / "short.npy", chunk_rows=100, dims=8)
+    whole, short = np.load(tmp_path / "full.npy"), np.load(tmp_path / "short.npy")
+    expected = whole[:, :8] / np.linalg.norm(whole[:, :8], axis=1, keepdims=True)
+    np.testing.assert_allclose(short, expected, rtol=1e-6, atol=1e-7)  # the same float32 rows, scaled
+    assert record["plan"]["dim"] == 8 and record["plan"]["normalize"] and record["bytes_a_sentence"] == 32
+    assert full["bytes_a_sentence"] == 4 * whole.shape[1]
+
+
+@pytest.mark.parametrize("precision", ["float16", "int8", "uint8", "binary", "ubinary"])
+def test_each_precision_stores_what_a_hand_computed_quantization_gives(
+    precision, tiny_backbone_no_dropout, texts, tmp_path
+):
+    """Against the float32 output quantized by hand: int8 / uint8 take each dimension's [min, max]
+    over the calibration sample (here every row: there are fewer than 10,000) onto 256 steps; binary
+    keeps each dimension's sign, eight to a byte."""
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    encode_file(model, texts, tmp_path / "f.npy", chunk_rows=100, dims=12)
+    floats = np.load(tmp_path / "f.npy")
+    record = encode_file(model, texts, tmp_path / "q.npy", chunk_rows=100, dims=12, precision=precision)
+    stored = np.load(tmp_path / "q.npy")
+    if precision == "float16":
+        np.testing.assert_array_equal(stored, floats.astype(np.float16))
+    elif precision.endswith("int8"):
+        low, high = floats.min(0), floats.max(0)
+        steps = np.floor((floats - low) / ((high - low) / 255))
+        expected = np.clip(steps, 0, 255) - (128 if precision == "int8" else 0)
+        # a value on a step's edge may floor either way between the two float32 paths: at most one step
+        assert stored.dtype == (np.int8 if precision == "int8" else np.uint8)
+        assert (
+            np.abs(stored.astype(np.int32) - expected).max() <= 1
+            and (stored.astype(np.int32) == expected).mean() > 0.99
+        )
+        ranges = np.load(tmp_path / "q.ranges.npy")
+        np.testing.assert_allclose(ranges, np.vstack([low, high]), rtol=1e-6)
+        assert record["ranges"] == "q.ranges.npy" and record["plan"]["calibration"] == {"rows": 250, "seed": 0}
+    else:
+        bits = [[int(v > 0) for v in row] + [0] * 4 for row in floats]  # 12 dimensions padded to 16 bits
+        packed = np.array([[int("".join(map(str, r[i : i + 8])), 2) for i in (0, 8)] for r in bits])
+        assert stored.shape == (250, 2) and record["bytes_a_sentence"] == 2
+        np.testing.assert_array_equal(stored.astype(np.int32), packed - (128 if precision == "binary" else 0))
+
+
+def test_int8_resumes_with_the_ranges_it_started_with(tiny_backbone_no_dropout, texts, tmp_path, monkeypatch):
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    out = tmp_path / "q.npy"
+    original, calls = model.encode, []
+
+    def killed_at_the_third_call(sentences, **kwargs):  # the calibration sample, chunk 0, then killed
+        calls.append(len(sentences))
+        if len(calls) == 3:
+            raise KeyboardInterrupt("killed")
+        return original(sentences, **kwargs)
+
+    monkeypatch.setattr(model, "encode", killed_at_the_third_call)
+    with pytest.raises(KeyboardInterrupt):
+        encode_file(model, texts, out, chunk_rows=100, precision="int8")
+    ranges = np.load(tmp_path / "q.ranges.npy")
+    monkeypatch.setattr(model, "encode", original)
+    encode_file(model, texts, out, chunk_rows=100, precision="int8")
+    np.testing.assert_array_equal(np.load(tmp_path / "q.ranges.npy"), ranges)
+    (tmp_path / "q.ranges.npy").unlink()  # a finished matrix without its ranges: the run is redone
+    record = encode_file(model, texts, out, chunk_rows=100, precision="int8")
+    assert (tmp_path / "q.ranges.npy").is_file() and record["encoded_now"] == 250
+
+
+def test_dims_larger_than_the_models_are_one_line(tiny_backbone_no_dropout, texts, tmp_path, capsys):
+    code = main(
+        [
+            "encode",
+            "--model",
+            str(tiny_backbone_no_dropout),
+            "--input",
+            str(texts),
+            "--output",
+            str(tmp_path / "o.npy"),
+            "--dims",
+            "999",
+        ]
+    )
+    assert code != 0
+    assert the_error(capsys.readouterr().err) == "error: --dims 999: the model's embeddings have 32 dimensions"

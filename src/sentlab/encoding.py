@@ -12,10 +12,17 @@ with ``OUT.json`` beside it: what it holds (model setting, text sha256, rows, di
 was made (processes, seconds, sentences a second); a run asked for the same again does nothing.
 The matrix's bytes are allocated on disk before the first chunk is encoded, so a disk without room
 stops the run in one line ("needs N GB at FOLDER, M free") instead of a signal mid-write.
+
+``dims`` keeps the first K dimensions of each embedding, re-normalised (a Matryoshka model's shorter
+embedding, :mod:`sentlab.encoders.matryoshka`); ``precision`` stores them in fewer bytes
+(:mod:`sentlab.quantize`): float16, int8 / uint8 (each dimension's range from a calibration
+sample encoded first, kept as ``OUT.ranges.npy`` and described in ``OUT.json``), or binary / ubinary
+(one bit a dimension).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -26,10 +33,12 @@ from sentence_transformers import SentenceTransformer
 
 from sentlab.data.tables import sentence_table, text_record
 from sentlab.encoders.batching import encode_by_length
+from sentlab.encoders.matryoshka import truncate
 from sentlab.errors import DataError
 from sentlab.evaluation.scoring import embedding_setting
-from sentlab.paths import reserve_file, write_text_atomic
+from sentlab.paths import atomic_path, reserve_file, write_text_atomic
 from sentlab.progress import bars, say
+from sentlab.quantize import CALIBRATION_SEED, calibration_rows, quantize, ranges_of, stored_shape
 
 FORMAT = 1
 
@@ -42,8 +51,11 @@ def encode_file(
     batch_size: int = 128,
     normalize: bool = False,
     devices: list[str] | None = None,
+    dims: int | None = None,
+    precision: str = "float32",
 ) -> dict:
-    """Encode every line of ``source`` into ``out`` (float32, one row a line); returns ``OUT.json``'s record."""
+    """Encode every line of ``source`` into ``out`` (one row a line; ``dims`` and ``precision``: see the
+    module); returns ``OUT.json``'s record."""
     from numpy.lib.format import open_memmap
     from tqdm.auto import tqdm
 
@@ -54,25 +66,38 @@ def encode_file(
     rows = len(table)
     if rows == 0:
         raise DataError(f"{source}: no sentences")
+    width = model.get_embedding_dimension()
+    if dims is not None and not 1 <= dims <= width:
+        raise DataError(f"--dims {dims}: the model's embeddings have {width} dimensions")
+    shape, dtype = stored_shape(rows, dims or width, precision)
     plan = {
         "format": FORMAT,
         "source": str(source),
         "source_sha256": text_record(source)["sha256"],
         "rows": rows,
-        "dim": model.get_embedding_dimension(),
-        "normalize": normalize,
+        "dim": dims or width,
+        "model_dim": width,
+        "normalize": normalize or dims is not None,
+        "precision": precision,
+        "stored": {"shape": list(shape), "dtype": dtype.name},
         "model": embedding_setting(model),
     }
+    calibrated = precision.endswith("int8")
+    if calibrated:
+        plan["calibration"] = {"rows": int(len(calibration_rows(rows))), "seed": CALIBRATION_SEED}
     record_path = out.with_name(out.name + ".json")
+    ranges_path = out.with_name(out.name[: -len(".npy")] + ".ranges.npy")
     if out.is_file() and record_path.is_file():
         finished = json.loads(record_path.read_text("utf-8"))
-        if finished.get("plan") == plan and out.stat().st_size == finished.get("bytes"):
+        same_ranges = not calibrated or (
+            ranges_path.is_file() and _sha256(ranges_path) == finished.get("ranges_sha256")
+        )
+        if finished.get("plan") == plan and out.stat().st_size == finished.get("bytes") and same_ranges:
             say(f"{out}: already holds these embeddings ({rows:,} rows); nothing to do")
             return finished
     partial, progress = out.with_name(out.name + ".partial"), out.with_name(out.name + ".progress.json")
     run = {"plan": plan, "chunk_rows": chunk_rows}
     done: set[int] = set()
-    shape = (rows, plan["dim"])
     if partial.is_file() and progress.is_file():
         saved = json.loads(progress.read_text("utf-8"))
         if {k: saved.get(k) for k in run} == run:
@@ -82,13 +107,16 @@ def encode_file(
     matrix = None
     if done:
         matrix = open_memmap(partial, mode="r+")
-        if matrix.shape != shape or matrix.dtype != np.float32:  # not the matrix the progress describes
-            say(f"{out}: the unfinished matrix is not {shape[0]} x {shape[1]} float32; starting over")
+        if matrix.shape != shape or matrix.dtype != dtype:  # not the matrix the progress describes
+            say(f"{out}: the unfinished matrix is not {shape[0]} x {shape[1]} {dtype.name}; starting over")
+            matrix, done = None, set()
+        elif calibrated and not ranges_path.is_file():  # its chunks were quantized with ranges now lost
+            say(f"{out}: the unfinished matrix's ranges ({ranges_path.name}) are missing; starting over")
             matrix, done = None, set()
     if matrix is None:
         progress.unlink(missing_ok=True)  # before the new matrix: no record may describe its zeros
         out.parent.mkdir(parents=True, exist_ok=True)
-        matrix = open_memmap(partial, mode="w+", dtype=np.float32, shape=shape)
+        matrix = open_memmap(partial, mode="w+", dtype=dtype, shape=shape)
     try:  # the whole matrix on disk before the first chunk: a full disk is one line, not a SIGBUS
         reserve_file(partial, partial.stat().st_size)
     except DataError:
@@ -101,24 +129,38 @@ def encode_file(
     if done:
         say(f"{out}: resuming, {len(done)} of {chunks} chunks already encoded")
     pool = model.start_multi_process_pool(devices) if devices else None  # devices: checked by the caller
+
+    def embed(texts: list[str]) -> np.ndarray:
+        if pool is None:  # batches of similar token length (sentlab.encoders.batching)
+            vectors = encode_by_length(model, texts, batch_size, normalize_embeddings=normalize)
+        else:
+            vectors = model.encode(
+                texts,
+                batch_size=batch_size,
+                normalize_embeddings=normalize,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+                pool=pool,
+            )
+        return truncate(vectors, dims) if dims is not None else vectors
+
+    ranges = None
+    if calibrated and done:
+        ranges = np.load(ranges_path)
+    elif calibrated:  # the sample's embeddings set each dimension's range, kept for the rows to come
+        sample = calibration_rows(rows)
+        say(f"{out}: calibrating {precision} on {len(sample):,} sentences (seed {CALIBRATION_SEED})")
+        ranges = ranges_of(embed(table.select(sample)["sentence"]))
+        with atomic_path(ranges_path) as partial_ranges, open(partial_ranges, "wb") as f:
+            np.save(f, ranges)
     start, encoded = time.perf_counter(), 0
     try:
         left = rows - sum(min(chunk_rows, rows - c * chunk_rows) for c in done)
         with tqdm(total=left, unit="sentence", disable=not bars(), desc="encoding") as bar:
             for chunk in todo:
                 begin, end = chunk * chunk_rows, min((chunk + 1) * chunk_rows, rows)
-                texts = table[begin:end]["sentence"]
-                if pool is None:  # batches of similar token length (sentlab.encoders.batching)
-                    matrix[begin:end] = encode_by_length(model, texts, batch_size, normalize_embeddings=normalize)
-                else:
-                    matrix[begin:end] = model.encode(
-                        texts,
-                        batch_size=batch_size,
-                        normalize_embeddings=normalize,
-                        convert_to_numpy=True,
-                        show_progress_bar=False,
-                        pool=pool,
-                    )
+                vectors = embed(table[begin:end]["sentence"])
+                matrix[begin:end] = quantize(vectors, precision, ranges) if precision != "float32" else vectors
                 matrix.flush()
                 done.add(chunk)
                 write_text_atomic(progress, json.dumps({**run, "done": sorted(done)}) + "\n")
@@ -141,7 +183,14 @@ def encode_file(
         "processes": devices or [str(model.device)],
         "seconds": round(seconds, 2),
         "sentences_per_second": round(encoded / seconds, 1) if seconds > 0 else None,
+        "bytes_a_sentence": int(np.prod(shape[1:])) * dtype.itemsize,
     }
+    if calibrated:
+        record |= {"ranges": ranges_path.name, "ranges_sha256": _sha256(ranges_path)}
     write_text_atomic(record_path, json.dumps(record, indent=1) + "\n")
     progress.unlink(missing_ok=True)
     return record
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

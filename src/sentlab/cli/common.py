@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from pathlib import Path
 
 from sentlab.errors import SentlabError
 from sentlab.progress import say
@@ -261,6 +262,50 @@ def index_of(args: argparse.Namespace, encoder):
     return None, None
 
 
+def stored_form_args(parser: argparse.ArgumentParser) -> None:
+    """--dims, --embedding-precision and --calibration: score the embeddings as they would be stored."""
+    from sentlab.quantize import PRECISIONS
+
+    parser.add_argument(
+        "--dims", type=positive_int, default=None, help="score the first K dimensions of each embedding, re-normalised"
+    )
+    parser.add_argument(
+        "--embedding-precision",
+        choices=PRECISIONS,
+        default="float32",
+        help="score the embeddings stored in this precision (sentence-transformers' quantize_embeddings): int8 / "
+        "uint8 codes, binary / ubinary bits as +1 / -1 (cosine = 1 - 2 x Hamming / K)",
+    )
+    parser.add_argument(
+        "--calibration",
+        default=None,
+        help="int8 / uint8: the text file (one sentence a line) whose seeded sample of 10,000 lines sets each "
+        "dimension's range (default: the data folder's wikipedia/wiki_sentences.txt)",
+    )
+
+
+def stored_form(args: argparse.Namespace, cache):
+    """The cache seen at ``--dims`` and ``--embedding-precision`` (QuantizedEmbeddings), or None."""
+    dims, precision = getattr(args, "dims", None), getattr(args, "embedding_precision", "float32")
+    if dims is None and precision == "float32":
+        return None
+    from sentlab.data.tables import sentence_table
+    from sentlab.evaluation.quantized import QuantizedEmbeddings
+    from sentlab.paths import data_dir
+    from sentlab.quantize import calibration_rows
+
+    calibration = None
+    if precision.endswith("int8"):
+        source = Path(args.calibration or data_dir(args.data_dir) / "wikipedia" / "wiki_sentences.txt")
+        if not source.is_file():
+            raise SentlabError(
+                f"--embedding-precision {precision}: no calibration text at {source} (--calibration FILE)"
+            )
+        table = sentence_table(source)
+        calibration = table.select(calibration_rows(len(table)))["sentence"]
+    return QuantizedEmbeddings(cache, dims, precision, calibration)
+
+
 def build_scorer(args: argparse.Namespace, name: str):
     """(encoder, embedding cache, scorer): cosine, RSE's relational score for an RSE folder, or Eq. 7
     for a RankEncoder folder / an encoder with ``--index``; the scorer encodes through the cache."""
@@ -270,14 +315,19 @@ def build_scorer(args: argparse.Namespace, name: str):
     encoder = load(args)
     name = name + setting_label(args)
     cache = embedding_cache(args, encoder)  # several task families share one encoding of each sentence
+    stored = stored_form(args, cache)
     relational = relational_scorer(args, encoder, cache, name)
+    index, stored_lambda = (None, None) if relational is not None else index_of(args, encoder)
+    if stored is not None and (relational is not None or index is not None):
+        raise SentlabError("--dims and --embedding-precision score cosines: not with a relational or rank scorer")
     if relational is not None:
         return encoder, cache, relational
-    index, stored_lambda = index_of(args, encoder)
     if index is None:
         if args.lambda_inf is not None:
             raise SentlabError("--lambda-inf needs --index or a RankEncoder model folder")
-        return encoder, cache, CosineScorer(cache, batch_size=args.batch_size, name=name)
+        if stored is not None:
+            name += f" ({stored.dims or 'all'} dims, {stored.precision})"
+        return encoder, cache, CosineScorer(stored or cache, batch_size=args.batch_size, name=name)
     lambda_inf = next(v for v in (args.lambda_inf, stored_lambda, DEFAULT_LAMBDA_INF) if v is not None)
     label = "rank vectors, Eq. 2" if lambda_inf == 1 else f"Eq. 7, lambda_inf={lambda_inf:g}"
     return encoder, cache, RankScorer(cache, index, lambda_inf, batch_size=args.batch_size, name=f"{name} ({label})")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from sentlab.cli.common import backend_args, load, model_args, positive_int
+from sentlab.quantize import PRECISIONS
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
@@ -18,6 +19,18 @@ def cmd_encode(args: argparse.Namespace) -> int:
         # process-wide switches (TF32, fp32 pinning) are not theirs
         raise ConfigError(f"--devices runs torch in fp32, fp16 or bf16 only, not {args.backend} {args.precision}")
     model = load(args)
+    if args.dims is not None:
+        from sentlab.encoders.loading import resolve_model_path
+        from sentlab.encoders.matryoshka import trained_dims
+        from sentlab.progress import say
+
+        trained = trained_dims(resolve_model_path(args.model))
+        if trained is not None and args.dims not in trained:
+            say(f"--dims {args.dims}: the model was trained with Matryoshka at {trained}, not at {args.dims}")
+        elif trained is None:
+            say(
+                f"--dims {args.dims}: the model records no Matryoshka training; its first {args.dims} dimensions were not trained to stand alone"
+            )
     record = encode_file(
         model,
         args.input,
@@ -26,10 +39,13 @@ def cmd_encode(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         normalize=args.normalize,
         devices=devices,
+        dims=args.dims,
+        precision=args.embedding_precision,
     )
     plan = record["plan"]
     rate = f", {record['sentences_per_second']:,.0f} sentences/s" if record.get("sentences_per_second") else ""
-    print(f"{plan['rows']} embeddings of dimension {plan['dim']} written to {args.output}{rate}")
+    size = f"{plan['precision']}, {record.get('bytes_a_sentence', 4 * plan['dim'])} bytes a sentence"
+    print(f"{plan['rows']} embeddings of dimension {plan['dim']} ({size}) written to {args.output}{rate}")
     return 0
 
 
@@ -42,8 +58,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     model_args(p)
     backend_args(p, cache=False)  # no embedding cache: the output resumes itself
     p.add_argument("--input", required=True, help="UTF-8 text file, one sentence a line")
-    p.add_argument("--output", required=True, help="the .npy file to write (float32, one row a sentence)")
+    p.add_argument(
+        "--output",
+        required=True,
+        help="the .npy file to write (one row a sentence; float32 unless --embedding-precision)",
+    )
     p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings")
+    p.add_argument(
+        "--dims",
+        type=positive_int,
+        default=None,
+        help="keep the first K dimensions, re-normalised (a Matryoshka model's shorter embedding)",
+    )
+    p.add_argument(
+        "--embedding-precision",
+        choices=PRECISIONS,
+        default="float32",
+        help="how the output stores each embedding (sentence-transformers' quantize_embeddings): float32, float16, "
+        "int8 / uint8 (each dimension's range from a seeded sample of 10,000 sentences, kept as OUT.ranges.npy), "
+        "binary / ubinary (one bit a dimension, packed)",
+    )
     p.add_argument(
         "--chunk-rows",
         type=positive_int,

@@ -12,6 +12,7 @@ from sentlab.cli.common import (
     positive_int,
     rank_args,
     relation_args,
+    stored_form_args,
 )
 
 
@@ -46,6 +47,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "precision": args.precision,
         }
     )
+    if hasattr(scorer.model, "setting"):  # scored as stored: --dims / --embedding-precision
+        report.settings.update(scorer.model.setting())
     if "transfer" in families:
         report.settings.update({"features": args.features, "kfold": args.kfold, "pair_features": args.pair_features})
     if hasattr(scorer, "table"):
@@ -79,6 +82,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     backend_args(p)
     rank_args(p)
     relation_args(p)
+    stored_form_args(p)
     p.add_argument(
         "--tasks",
         default=None,

@@ -85,6 +85,9 @@ class Method:
         "expected gradient; Gradient Cache is for losses that compare the rows of a batch"
     )
     batch_columns: ClassVar[int] = 2  # sequences a row embeds (train.mini_batch_size: auto's estimate)
+    # train.matryoshka_dims: None where the loss is a function of the embeddings' directions (cosines), so
+    # the first K dimensions re-normalised are an embedding it can score; else why not (the refusal's line)
+    no_matryoshka: ClassVar[str | None] = "its loss is not a function of the sentence embeddings' directions"
 
     def __init__(self, cfg: TrainConfig, paths: RunPaths):
         if not isinstance(cfg, self.config_class):
@@ -185,8 +188,27 @@ class Method:
             say(f"train.mini_batch_size: auto -> {why}")
         if size is not None:
             loss = GradientCache(loss, size)
-        loss.chunking = {"mini_batch_size": size, "source": source}  # read back by the engine
+        chunking = {"mini_batch_size": size, "source": source}
+        loss = self.matryoshka(model, loss)
+        loss.chunking = chunking  # read back by the engine
         return loss
+
+    def matryoshka(self, model: SentenceTransformer, loss: nn.Module) -> nn.Module:
+        """``loss`` in sentence-transformers' ``MatryoshkaLoss`` with ``train.matryoshka_dims``, or as it is."""
+        t = self.cfg.train
+        if t.matryoshka_dims is None:
+            return loss
+        from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
+
+        width = model.get_embedding_dimension()
+        larger = [d for d in t.matryoshka_dims if d > width]
+        if larger:
+            raise ConfigError(f"train.matryoshka_dims: {larger[0]} is larger than the model's {width} dimensions")
+        if width not in t.matryoshka_dims:
+            say(
+                f"train.matryoshka_dims: the model's whole {width} dimensions are not among them, so not trained as such"
+            )
+        return MatryoshkaLoss(model, loss, t.matryoshka_dims, t.matryoshka_weights)
 
     def auto_mini_batch(self, model: SentenceTransformer) -> tuple[int | None, str]:
         """``train.mini_batch_size: auto``: the chunk that fits the free memory of the model's device
@@ -271,6 +293,9 @@ def register(method: type[Method]) -> type[Method]:
     refuses = {} if method.simcse_mlp else {"model.mlp_only_train": f"method {method.name} puts no SimCSE MLP on [CLS]"}
     if method.no_gradient_cache:
         refuses["train.mini_batch_size"] = method.no_gradient_cache
+    if method.no_matryoshka:
+        refuses["train.matryoshka_dims"] = method.no_matryoshka
+        refuses["train.matryoshka_weights"] = method.no_matryoshka
     register_config(method.name, method.config_class, refuses)
     return method
 

@@ -144,6 +144,7 @@ class MLM(Method):
     name = "mlm"
     config_class = MLMConfig
     simcse_mlp = False
+    no_matryoshka = "the masked-LM loss trains no sentence embedding"
     no_gradient_cache = (
         "the masked-LM loss predicts each row's tokens from that row alone, and there is no sentence embedding to "
         "cache; a smaller train.batch_size already needs less memory for the same expected gradient"

@@ -201,6 +201,10 @@ class RSE(Method):
 
     name = "rse"
     in_batch_negatives = True
+    no_matryoshka = (
+        "RSE adds relation vectors to the embeddings as they are, and Matryoshka's truncation re-normalises them, "
+        "which changes the loss at every dimension"
+    )
     no_gradient_cache = None  # the loss compares the batch's rows: train.mini_batch_size applies
     batch_columns = 3  # head, tail, negative
     rows_drawn_on_read = True  # each read draws the row's in-relation negative anew (InRelationNegatives)

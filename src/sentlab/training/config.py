@@ -207,6 +207,35 @@ class TrainSection(_Section):
             raise ValueError(f"must be at least 1, or auto (got {value})")
         return value
 
+    matryoshka_dims: list[int] | None = Field(
+        None,
+        description="Matryoshka embeddings (Kusupati et al. 2022; sentence-transformers' MatryoshkaLoss): the loss "
+        "is also taken on the first K dimensions, re-normalised, for each K here (e.g. [384, 256, 128, 64]); "
+        "recorded in the saved model; refused by methods whose loss is not a function of the embeddings' directions",
+    )
+    matryoshka_weights: list[float] | None = Field(
+        None,
+        description="with matryoshka_dims: the weight of each dimension's loss, in the same order (default: 1 each)",
+    )
+
+    @field_validator("matryoshka_dims")
+    @classmethod
+    def _distinct_positive_dims(cls, value: list[int] | None) -> list[int] | None:
+        if value is None:
+            return value
+        if not value or any(d < 1 for d in value) or len(set(value)) != len(value):
+            raise ValueError(f"needs distinct dimensions of at least 1 (got {value})")
+        return value
+
+    @model_validator(mode="after")
+    def _weights_match_dims(self) -> TrainSection:
+        weights, dims = self.matryoshka_weights, self.matryoshka_dims
+        if weights is not None and dims is None:
+            raise ValueError("train.matryoshka_weights: needs train.matryoshka_dims")
+        if weights is not None and (len(weights) != len(dims) or any(w <= 0 for w in weights)):
+            raise ValueError(f"train.matryoshka_weights: one positive weight a dimension of {dims} (got {weights})")
+        return self
+
     progress_bar: bool = True
 
 

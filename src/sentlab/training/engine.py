@@ -57,6 +57,7 @@ from sentlab.encoders.loading import (
     keep_start_settings,
     load_encoder,  # noqa: F401  (engine.load_encoder: reload a saved run)
 )
+from sentlab.encoders.matryoshka import save_dims
 from sentlab.errors import ConfigError, DataError, TrainingDivergedError
 from sentlab.methods import Method, get_method, validate_config
 from sentlab.paths import write_text_atomic
@@ -556,6 +557,9 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         keep_card_data(final, trainer.model)
         describe_kept(final, kept, trainer.state.log_history)  # the card describes the weights saved
         method.save(final)
+        if cfg.train.matryoshka_dims is not None:
+            weights = cfg.train.matryoshka_weights or [1.0] * len(cfg.train.matryoshka_dims)
+            save_dims(paths.model, cfg.train.matryoshka_dims, weights)
         fingerprint = run_fingerprint(cfg)
         write_json(paths.fingerprint, fingerprint)
         say(f"model saved to {paths.model}")

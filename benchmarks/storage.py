@@ -1,0 +1,147 @@
+"""Fewer bytes a sentence: quality, size and search time of a model's embeddings at K dimensions and a
+storage precision, with PCA to the same dimensions as the baseline a Matryoshka model must beat.
+
+For each model (``--models``: names or folders) and each K of ``--dims`` x precision of
+``--precisions`` (float32, int8, binary; :class:`sentlab.evaluation.quantized.QuantizedEmbeddings`,
+int8's ranges from a seeded sample of 10,000 Wikipedia sentences):
+
+* ``sts_avg``: the STS average (seven tasks, Spearman x 100), what ``sentlab eval --tasks sts --dims K
+  --embedding-precision P`` gives;
+* ``evalrank_mrr``: EvalRank's MRR (the positive among 24,957 sentences), a retrieval card;
+* ``bytes``: bytes a sentence stored (:func:`sentlab.quantize.stored_shape`).
+
+PCA (``pca_K``, the first model only, float32): the full embeddings projected on the K leading
+principal components of the same 10,000 Wikipedia sentences, re-normalised.
+
+``search``: milliseconds per query of an exact top-10 search (faiss, one thread) of 1,000 queries over
+``--corpus`` Wikipedia sentences of the first model, at each K: float32 inner product
+(``IndexFlatIP``), int8 codes (``IndexScalarQuantizer``, 8 bits) and binary Hamming
+(``IndexBinaryFlat``). Prints one JSON object.
+
+    python benchmarks/storage.py --models minilm --dims 384 256 128 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+
+class PCAView:
+    """The cache's embeddings projected on ``dims`` principal components of ``fit``'s, re-normalised."""
+
+    def __init__(self, cache, dims: int, fit: np.ndarray):
+        from sklearn.decomposition import PCA
+
+        self.cache, self.device = cache, getattr(cache, "device", None)
+        self.pca = PCA(n_components=dims, random_state=0).fit(fit)
+
+    def encode(self, sentences, **kwargs) -> np.ndarray:
+        projected = self.pca.transform(self.cache.encode(list(sentences), **kwargs)).astype(np.float32)
+        return projected / np.linalg.norm(projected, axis=1, keepdims=True)
+
+
+def scores(view, data_dir) -> dict:
+    from sentlab.evaluation.scoring import CosineScorer
+    from sentlab.evaluation.suite import SuiteInputs, run_suite
+
+    inputs = SuiteInputs(CosineScorer(view, name="stored"), None, data_dir, device=getattr(view, "device", None) or "cpu")
+    report = run_suite(inputs, ["sts", "evalrank"], [])
+    return {
+        "sts_avg": round(report.summary["sts_avg"], 2),
+        "evalrank_mrr": round(report.tasks["EvalRank"].scores["mrr"], 2),
+    }
+
+
+def search_ms(vectors: np.ndarray, queries: np.ndarray, precision: str) -> float:
+    """Milliseconds a query of an exact top-10 search over ``vectors`` (faiss, one thread)."""
+    import faiss
+
+    from sentlab.quantize import quantize
+
+    faiss.omp_set_num_threads(1)
+    dims = vectors.shape[1]
+    if precision == "float32":
+        index = faiss.IndexFlatIP(dims)
+        index.add(vectors)
+        run = lambda: index.search(queries, 10)  # noqa: E731
+    elif precision == "int8":
+        index = faiss.IndexScalarQuantizer(dims, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
+        index.train(vectors[:10_000])
+        index.add(vectors)
+        run = lambda: index.search(queries, 10)  # noqa: E731
+    else:
+        index = faiss.IndexBinaryFlat(8 * ((dims + 7) // 8))
+        index.add(quantize(vectors, "ubinary"))
+        packed = quantize(queries, "ubinary")
+        run = lambda: index.search(packed, 10)  # noqa: E731
+    run()  # warm-up
+    start = time.perf_counter()
+    run()
+    return round(1000 * (time.perf_counter() - start) / len(queries), 4)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["minilm"])
+    parser.add_argument("--dims", type=int, nargs="+", default=[384, 256, 128, 64])
+    parser.add_argument("--precisions", nargs="+", default=["float32", "int8", "binary"])
+    parser.add_argument("--corpus", type=int, default=100_000, help="Wikipedia sentences searched (0: no search)")
+    args = parser.parse_args()
+
+    from sentlab.cache import EmbeddingStore
+    from sentlab.data.tables import sentence_table
+    from sentlab.encoders import load_encoder
+    from sentlab.encoders.matryoshka import trained_dims, truncate
+    from sentlab.evaluation.quantized import QuantizedEmbeddings
+    from sentlab.evaluation.scoring import EmbeddingCache
+    from sentlab.paths import data_dir
+    from sentlab.progress import set_quiet
+    from sentlab.quantize import calibration_rows, stored_shape
+
+    set_quiet(True)
+    root = data_dir()
+    wiki = sentence_table(root / "wikipedia" / "wiki_sentences.txt")
+    calibration = wiki.select(calibration_rows(len(wiki)))["sentence"]
+    out: dict = {"models": {}, "calibration": {"sentences": len(calibration), "seed": 0}}
+    for position, name in enumerate(args.models):
+        from sentlab.encoders.loading import resolve_model_path
+
+        cache = EmbeddingCache(load_encoder(name), store=EmbeddingStore.default())
+        results: dict = {"trained_dims": trained_dims(resolve_model_path(name)), "settings": {}}
+        for dims in args.dims:
+            for precision in args.precisions:
+                view = QuantizedEmbeddings(cache, dims, precision, calibration)
+                row = scores(view, root)
+                row["bytes"] = int(
+                    np.prod(stored_shape(1, dims, precision)[0][1:]) * stored_shape(1, dims, precision)[1].itemsize
+                )
+                results["settings"][f"{dims}_{precision}"] = row
+                print(f"{name} {dims} {precision}: {row}", file=sys.stderr)
+        if position == 0:
+            fit = cache.encode(calibration, batch_size=128)
+            for dims in args.dims:
+                if dims < fit.shape[1]:
+                    results["settings"][f"pca_{dims}"] = {**scores(PCAView(cache, dims, fit), root), "bytes": 4 * dims}
+                    print(f"{name} pca {dims}: {results['settings'][f'pca_{dims}']}", file=sys.stderr)
+            if args.corpus:
+                rows = wiki.select(range(min(args.corpus + 1000, len(wiki))))["sentence"]
+                vectors = cache.encode(rows, batch_size=128)
+                results["search"] = {"corpus": len(rows) - 1000, "queries": 1000, "ms_a_query": {}}
+                for dims in args.dims:
+                    short = truncate(vectors, dims)
+                    corpus, queries = short[1000:], short[:1000]
+                    results["search"]["ms_a_query"][str(dims)] = {
+                        p: search_ms(corpus, queries, p) for p in args.precisions
+                    }
+                print(f"{name} search: {results['search']}", file=sys.stderr)
+        out["models"][name] = results
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

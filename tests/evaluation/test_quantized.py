@@ -57,7 +57,7 @@ def test_int8_compares_the_codes_of_the_calibrated_ranges():
     got = view.encode(NAMES)
     # a value on a step's edge may floor either way between two float32 paths: at most one step
     assert np.abs(got - codes).max() <= 1 and (got == codes).mean() > 0.99
-    assert view.setting()["calibration"]["sentences"] == 20
+    assert view.stored_form()["calibration"]["sentences"] == 20
     np.testing.assert_array_equal(QuantizedEmbeddings(CACHE, None, "uint8", NAMES[:20]).encode(NAMES), got)
 
 

@@ -82,8 +82,9 @@ def gradients(model, loss, columns, labels, scale: float = 3.0):
     """The value and the gradient of every trainable parameter (the model's and the loss's own) after
     backward of ``scale`` x the loss (a factor as fp16 loss scaling and accumulation apply)."""
     parameters = dict(model.named_parameters())
-    inner = getattr(loss, "loss", loss)
-    parameters.update({f"loss.{n}": p for n, p in inner.named_parameters() if not n.startswith("model.")})
+    in_model = {id(p) for p in model.parameters()}
+    # the loss's own parameters by their own name, however deep the wrappers put them
+    parameters.update({n.rsplit(".", 1)[-1]: p for n, p in loss.named_parameters() if id(p) not in in_model})
     for p in parameters.values():
         p.grad = None
     value = loss([features_of(model, texts) for texts in columns], labels)
@@ -130,8 +131,10 @@ def test_dropout_is_replayed_exactly(name, tiny_backbone):
     value_c, chunked = gradients(model, cached, columns, labels)
 
     torch.manual_seed(5)  # the reference: each column's chunks embedded in the same order, with graph
-    parameters = {**dict(model.named_parameters())}
-    parameters.update({f"loss.{n}": p for n, p in loss.named_parameters() if not n.startswith("model.")})
+    parameters = dict(model.named_parameters())
+    in_model = {id(p) for p in model.parameters()}
+    # the loss's own parameters by their own name, however deep the wrappers put them
+    parameters.update({n.rsplit(".", 1)[-1]: p for n, p in loss.named_parameters() if id(p) not in in_model})
     for p in parameters.values():
         p.grad = None
     embeddings = []

@@ -67,7 +67,8 @@ def test_a_matryoshka_run_records_its_dimensions(tiny_backbone_no_dropout, corpu
         matryoshka_weights=[2.0, 1.0, 0.5],
     )
     paths = engine.train(cfg, evaluate=False)
-    assert trained_dims(paths.model) == [32, 16, 8]
+    assert trained_dims(paths.model) == [32, 16, 8]  # recorded from the MatryoshkaLoss that ran
+    assert "train.matryoshka_dims: the loss is also taken at the first [32, 16, 8] dimensions" in paths.log.read_text()
     assert json.loads((paths.model / MATRYOSHKA_FILE).read_text())["weights"] == [1.0, 0.5, 2.0]
     plain = engine.train(
         tiny_config(tiny_backbone_no_dropout, corpus_file, tmp_path / "plain", max_steps=1), evaluate=False

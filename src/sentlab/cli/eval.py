@@ -47,8 +47,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "precision": args.precision,
         }
     )
-    if hasattr(scorer.model, "setting"):  # scored as stored: --dims / --embedding-precision
-        report.settings.update(scorer.model.setting())
+    if hasattr(scorer.model, "stored_form"):  # scored as stored: --dims / --embedding-precision
+        report.settings.update(scorer.model.stored_form())
     if "transfer" in families:
         report.settings.update({"features": args.features, "kfold": args.kfold, "pair_features": args.pair_features})
     if hasattr(scorer, "table"):

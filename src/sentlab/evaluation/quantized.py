@@ -62,6 +62,6 @@ class QuantizedEmbeddings:
         )
         return bits[:, : floats.shape[1]].astype(np.float32) * 2 - 1
 
-    def setting(self) -> dict:
+    def stored_form(self) -> dict:
         """What the report records: the dimensions, the precision and int8's calibration sample."""
         return {"dims": self.dims, "embedding_precision": self.precision, "calibration": self.calibration}

@@ -176,12 +176,13 @@ class Method:
 
     def training_loss(self, model: SentenceTransformer) -> nn.Module:
         """:meth:`loss`, with ``train.mini_batch_size`` wrapped in Gradient Cache
-        (:class:`~sentlab.losses.gradcache.GradientCache`); what was chosen, and whether ``auto`` chose
-        it, is on the loss as ``chunking`` (read back into ``RUN/runtime.json``)."""
+        (:class:`~sentlab.losses.gradcache.GradientCache`) and ``train.matryoshka_dims`` in
+        sentence-transformers' ``MatryoshkaLoss``; the chunking chosen, and whether ``auto`` chose it, is
+        on the loss as ``chunking`` (read back into ``RUN/runtime.json``)."""
         loss = self.loss(model)
         size, source = self.cfg.train.mini_batch_size, "set"
         if size is None:
-            return loss
+            return self.matryoshka(model, loss)
         if size == "auto":
             size, why = self.auto_mini_batch(model)
             source = "auto"
@@ -208,6 +209,9 @@ class Method:
             say(
                 f"train.matryoshka_dims: the model's whole {width} dimensions are not among them, so not trained as such"
             )
+        say(
+            f"train.matryoshka_dims: the loss is also taken at the first {sorted(t.matryoshka_dims, reverse=True)} dimensions"
+        )
         return MatryoshkaLoss(model, loss, t.matryoshka_dims, t.matryoshka_weights)
 
     def auto_mini_batch(self, model: SentenceTransformer) -> tuple[int | None, str]:

@@ -557,9 +557,9 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         keep_card_data(final, trainer.model)
         describe_kept(final, kept, trainer.state.log_history)  # the card describes the weights saved
         method.save(final)
-        if cfg.train.matryoshka_dims is not None:
-            weights = cfg.train.matryoshka_weights or [1.0] * len(cfg.train.matryoshka_dims)
-            save_dims(paths.model, cfg.train.matryoshka_dims, weights)
+        trained = trainer.loss  # what ran, read back: MatryoshkaLoss holds its dimensions and weights
+        if hasattr(trained, "matryoshka_dims"):
+            save_dims(paths.model, list(trained.matryoshka_dims), list(trained.matryoshka_weights))
         fingerprint = run_fingerprint(cfg)
         write_json(paths.fingerprint, fingerprint)
         say(f"model saved to {paths.model}")

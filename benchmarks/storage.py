@@ -18,13 +18,20 @@ principal components of the same 10,000 Wikipedia sentences, re-normalised.
 (``IndexFlatIP``), int8 codes (``IndexScalarQuantizer``, 8 bits) and binary Hamming
 (``IndexBinaryFlat``). Prints one JSON object.
 
-    python benchmarks/storage.py --models minilm --dims 384 256 128 64
+``--train-seeds``: before scoring, the CPU preset ``simcse-unsup-minilm-cpu`` is trained once a seed
+plain and once with ``train.matryoshka_dims`` = ``--dims`` (``sentlab train``, into
+``runs/storage/{plain,matryoshka}-SEED``; a run whose model and results are there is reused), and
+each trained model is scored like the others; ``trained`` gives, a setting, the mean and standard
+deviation over the seeds of each kind.
+
+    python benchmarks/storage.py --models minilm --dims 384 256 128 64 --train-seeds 1 2 3
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 
@@ -49,7 +56,9 @@ def scores(view, data_dir) -> dict:
     from sentlab.evaluation.scoring import CosineScorer
     from sentlab.evaluation.suite import SuiteInputs, run_suite
 
-    inputs = SuiteInputs(CosineScorer(view, name="stored"), None, data_dir, device=getattr(view, "device", None) or "cpu")
+    inputs = SuiteInputs(
+        CosineScorer(view, name="stored"), None, data_dir, device=getattr(view, "device", None) or "cpu"
+    )
     report = run_suite(inputs, ["sts", "evalrank"], [])
     return {
         "sts_avg": round(report.summary["sts_avg"], 2),
@@ -85,13 +94,44 @@ def search_ms(vectors: np.ndarray, queries: np.ndarray, precision: str) -> float
     return round(1000 * (time.perf_counter() - start) / len(queries), 4)
 
 
+def train(kind: str, seed: int, dims: list[int]) -> str:
+    """The model folder of one CPU-preset run (trained here unless its model and results are there)."""
+    from pathlib import Path
+
+    folder = Path("runs/storage") / f"{kind}-{seed}"
+    if not ((folder / "model").is_dir() and (folder / "results.json").is_file()):
+        command = ["sentlab", "train", "simcse-unsup-minilm-cpu", "--quiet", "--set", f"train.seed={seed}"]
+        command += ["--set", f"train.output_dir={folder}"]
+        if kind == "matryoshka":
+            command += ["--set", f"train.matryoshka_dims=[{', '.join(map(str, dims))}]"]
+        print(" ".join(command), file=sys.stderr)
+        subprocess.run(command, check=True, stdout=sys.stderr)
+    return str(folder / "model")
+
+
+def spread(runs: list[dict]) -> dict:
+    """Each setting's mean and standard deviation (ddof 1) over the runs, of each score."""
+    out = {}
+    for setting in runs[0]:
+        out[setting] = {
+            key: {"mean": round(float(np.mean(v)), 2), "sd": round(float(np.std(v, ddof=1)), 2) if len(v) > 1 else None}
+            for key in ("sts_avg", "evalrank_mrr")
+            if key in runs[0][setting]
+            for v in [[run[setting][key] for run in runs]]
+        }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["minilm"])
     parser.add_argument("--dims", type=int, nargs="+", default=[384, 256, 128, 64])
     parser.add_argument("--precisions", nargs="+", default=["float32", "int8", "binary"])
     parser.add_argument("--corpus", type=int, default=100_000, help="Wikipedia sentences searched (0: no search)")
+    parser.add_argument("--train-seeds", type=int, nargs="*", default=[], help="train plain and Matryoshka runs")
     args = parser.parse_args()
+    trained = {kind: [train(kind, seed, args.dims) for seed in args.train_seeds] for kind in ("plain", "matryoshka")}
+    models = [*args.models, *trained["plain"], *trained["matryoshka"]]
 
     from sentlab.cache import EmbeddingStore
     from sentlab.data.tables import sentence_table
@@ -108,7 +148,7 @@ def main() -> None:
     wiki = sentence_table(root / "wikipedia" / "wiki_sentences.txt")
     calibration = wiki.select(calibration_rows(len(wiki)))["sentence"]
     out: dict = {"models": {}, "calibration": {"sentences": len(calibration), "seed": 0}}
-    for position, name in enumerate(args.models):
+    for position, name in enumerate(models):
         from sentlab.encoders.loading import resolve_model_path
 
         cache = EmbeddingCache(load_encoder(name), store=EmbeddingStore.default())
@@ -140,6 +180,8 @@ def main() -> None:
                     }
                 print(f"{name} search: {results['search']}", file=sys.stderr)
         out["models"][name] = results
+    if args.train_seeds:
+        out["trained"] = {kind: spread([out["models"][m]["settings"] for m in runs]) for kind, runs in trained.items()}
     print(json.dumps(out))
 
 

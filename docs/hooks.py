@@ -354,6 +354,52 @@ def hard_negatives_table(records: Path = RECORDS) -> str:
     return "\n".join(rows)
 
 
+def storage_table(records: Path = RECORDS) -> str:
+    """all-MiniLM-L6-v2 as it ships at each dimension and storage precision (record ``storage-minilm``):
+    STS average, EvalRank MRR, bytes a sentence and the search time a query."""
+    result = record("storage-minilm", records)["result"]
+    model = result["models"]["minilm"]
+    search = model.get("search", {})
+    rows = [
+        f"| dimensions | precision | bytes a sentence | STS avg | EvalRank MRR | search, ms a query ({search.get('corpus', 0):,} sentences) |",
+        "|---:|---|---:|---:|---:|---:|",
+    ]
+    for name, row in model["settings"].items():
+        if name.startswith("pca_"):
+            continue
+        dims, precision = name.split("_")
+        ms = search.get("ms_a_query", {}).get(dims, {}).get(precision)
+        rows.append(
+            f"| {dims} | {precision} | {row['bytes']:,} | {row['sts_avg']:.2f} | {row['evalrank_mrr']:.2f} | "
+            + (f"{ms:.3f} |" if ms is not None else "|")
+        )
+    return "\n".join(rows)
+
+
+def matryoshka_table(records: Path = RECORDS) -> str:
+    """At each dimension (float32): the CPU preset trained plain and with Matryoshka (mean and sd over
+    seeds), and PCA of the shipped model to that dimension (record ``storage-minilm``)."""
+    result = record("storage-minilm", records)["result"]
+    seeds = len([m for m in result["models"] if "plain-" in m])
+    shipped = result["models"]["minilm"]["settings"]
+    rows = [
+        f"| dimensions | task | as shipped, truncated | PCA of it | trained plain ({seeds} seeds) | trained with Matryoshka ({seeds} seeds) |",
+        "|---:|---|---:|---:|---:|---:|",
+    ]
+    for name in shipped:
+        if not name.endswith("_float32"):
+            continue
+        dims = name.split("_")[0]
+        for task, label in (("sts_avg", "STS avg"), ("evalrank_mrr", "EvalRank MRR")):
+            pca = shipped.get(f"pca_{dims}", {}).get(task)
+            cells = [f"{shipped[name][task]:.2f}", f"{pca:.2f}" if pca is not None else "(the whole)"]
+            for kind in ("plain", "matryoshka"):
+                score = result["trained"][kind][name][task]
+                cells.append(f"{score['mean']:.2f} (sd {score['sd']:.2f})")
+            rows.append(f"| {dims} | {label} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 GENERATORS = {
     "cli": cli_reference,
     "presets": presets_table,
@@ -362,6 +408,8 @@ GENERATORS = {
     "config": config_reference,
     "preset": preset_yaml,
     "hard_negatives": hard_negatives_table,
+    "storage": storage_table,
+    "matryoshka": matryoshka_table,
 }
 
 

@@ -209,6 +209,12 @@ class Method:
             return loss
         from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
 
+        if any(isinstance(module, self.training_only_modules) for module in model):
+            raise ConfigError(
+                "train.matryoshka_dims: the model ends in a training-only module (SimCSE's MLP on [CLS], removed "
+                "before saving), so the truncated embeddings would not be the saved model's; set "
+                "model.mlp_only_train: false, or another pooler"
+            )
         width = model.get_embedding_dimension()
         larger = [d for d in t.matryoshka_dims if d > width]
         if larger:
@@ -308,8 +314,7 @@ def register(method: type[Method]) -> type[Method]:
     if method.no_adapter:
         refuses["model.adapter"] = method.no_adapter
     if method.no_matryoshka:
-        refuses["train.matryoshka_dims"] = method.no_matryoshka
-        refuses["train.matryoshka_weights"] = method.no_matryoshka
+        refuses["train.matryoshka_dims"] = method.no_matryoshka  # the weights need the dims: refused with them
     register_config(method.name, method.config_class, refuses)
     return method
 

@@ -8,8 +8,9 @@ a randomly initialised BERT-base with MiniLM's vocabulary, the weights do not ch
 (max length 32, two dropout views a row, the SimCSE recipe), and reads back:
 
 * ``step_s``: the median timed step (the device synchronised before and after);
-* ``peak_mib``: on CUDA ``torch.cuda.max_memory_allocated`` over the loaded model and optimizer; on
-  a CPU the growth of the process's peak resident set over the same point.
+* ``peak_mib``: on CUDA ``torch.cuda.max_memory_allocated`` over what the loaded model takes; on a CPU
+  the growth of the process's peak resident set over the same point (both include AdamW's state,
+  made at the first step).
 
 A setting whose activations (:func:`sentlab.devices.activation_bytes`) exceed 80 % of the device's
 free memory is not run: it is listed under ``skipped`` with that estimate. Prints one JSON object.
@@ -142,6 +143,8 @@ def plan(gib: float) -> dict:
         if preset.hardware != "gpu" or method.no_gradient_cache is not None:
             continue
         name, cfg = preset.name, load_config(preset.path)
+        if "train.mini_batch_size" in cfg.unread():  # e.g. supervised with cosine-mse: each row alone
+            continue
         config, parameters = shapes["roberta" if "roberta" in cfg.model.name else "bert"]
         columns = method.batch_columns
         size, why = devices.chunk_that_fits(

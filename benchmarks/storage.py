@@ -98,8 +98,14 @@ def train(kind: str, seed: int, dims: list[int]) -> str:
     """The model folder of one CPU-preset run (trained here unless its model and results are there)."""
     from pathlib import Path
 
+    from sentlab.encoders.matryoshka import trained_dims
+
     folder = Path("runs/storage") / f"{kind}-{seed}"
-    if not ((folder / "model").is_dir() and (folder / "results.json").is_file()):
+    done = (folder / "model").is_dir() and (folder / "results.json").is_file()
+    wanted = sorted(dims, reverse=True) if kind == "matryoshka" else None
+    if done and trained_dims(folder / "model") != wanted:  # a run of other dimensions is not reused
+        raise SystemExit(f"{folder}: trained at {trained_dims(folder / 'model')}, not {wanted}; remove it to retrain")
+    if not done:
         command = ["sentlab", "train", "simcse-unsup-minilm-cpu", "--quiet", "--set", f"train.seed={seed}"]
         command += ["--set", f"train.output_dir={folder}"]
         if kind == "matryoshka":

@@ -397,6 +397,22 @@ def matryoshka_table(records: Path = RECORDS) -> str:
                 score = result["trained"][kind][name][task]
                 cells.append(f"{score['mean']:.2f} (sd {score['sd']:.2f})")
             rows.append(f"| {dims} | {label} | " + " | ".join(cells) + " |")
+def adapters_table(records: Path = RECORDS) -> str:
+    """Full fine-tuning against a LoRA adapter on the CPU preset (record ``adapters-minilm``)."""
+    summary = record("adapters-minilm", records)["result"]["summary"]
+
+    def cell(kind: str, key: str, form: str) -> str:
+        value = summary[kind][key]
+        return form.format(value["mean"]) + (f" ({form.format(value['sd'])})" if value["sd"] else "")
+
+    rows = ["| | parameters trained | step (s) | peak memory (MiB) | STS avg |", "|---|---:|---:|---:|---:|"]
+    for kind, label in (("full", "full fine-tuning"), ("lora", "LoRA adapter")):
+        rows.append(
+            f"| {label} | {cell(kind, 'trained_parameters', '{:,.0f}')} | {cell(kind, 'step_s', '{:.3f}')} | "
+            f"{cell(kind, 'peak_rss_mib', '{:,.0f}')} | {cell(kind, 'sts_avg', '{:.2f}')} |"
+        )
+    gap = summary["lora_minus_full_sts"]
+    rows.append(f"| adapter minus full, STS avg | | | | {gap['mean']:+.2f} (sd {gap['sd']:.2f}) |")
     return "\n".join(rows)
 
 
@@ -410,6 +426,7 @@ GENERATORS = {
     "hard_negatives": hard_negatives_table,
     "storage": storage_table,
     "matryoshka": matryoshka_table,
+    "adapters": adapters_table,
 }
 
 

@@ -283,26 +283,39 @@ def test_each_precision_stores_what_a_hand_computed_quantization_gives(
 
 
 def test_int8_resumes_with_the_ranges_it_started_with(tiny_backbone_no_dropout, texts, tmp_path, monkeypatch):
+    """Killed after chunk 0 is written: the rerun calibrates nothing and quantizes the chunks left with
+    the ranges the run started with (here replaced by sentinel ranges before the rerun, so a rerun
+    that calibrated again would show it); the finished ranges lie beside the output."""
     model = build_encoder(str(tiny_backbone_no_dropout), "mean")
-    out = tmp_path / "q.npy"
+    out, kept = tmp_path / "q.npy", tmp_path / "q.ranges.npy.partial"
     original, calls = model.encode, []
 
-    def killed_at_the_third_call(sentences, **kwargs):  # the calibration sample, chunk 0, then killed
+    def killed_after_chunk_0(sentences, **kwargs):
         calls.append(len(sentences))
-        if len(calls) == 3:
+        if len(calls) > 1 and sum(calls[:-1]) >= 250 + 100:  # calibration (250 rows) and chunk 0 done
             raise KeyboardInterrupt("killed")
         return original(sentences, **kwargs)
 
-    monkeypatch.setattr(model, "encode", killed_at_the_third_call)
+    monkeypatch.setattr(model, "encode", killed_after_chunk_0)
     with pytest.raises(KeyboardInterrupt):
-        encode_file(model, texts, out, chunk_rows=100, precision="int8")
-    ranges = np.load(tmp_path / "q.ranges.npy")
-    monkeypatch.setattr(model, "encode", original)
-    encode_file(model, texts, out, chunk_rows=100, precision="int8")
-    np.testing.assert_array_equal(np.load(tmp_path / "q.ranges.npy"), ranges)
+        encode_file(model, texts, out, chunk_rows=100, batch_size=128, precision="int8")
+    assert json.loads((tmp_path / "q.npy.progress.json").read_text())["done"] == [0]
+    assert kept.is_file() and not (tmp_path / "q.ranges.npy").exists()  # the finished name only at the end
+    sentinel = np.vstack([np.full(32, -0.5), np.full(32, 0.5)]).astype(np.float32)
+    with open(kept, "wb") as f:
+        np.save(f, sentinel)
+    calls.clear()
+    monkeypatch.setattr(model, "encode", lambda s, **kw: calls.append(len(s)) or original(s, **kw))
+    record = encode_file(model, texts, out, chunk_rows=100, batch_size=128, precision="int8")
+    assert sum(calls) == 150 and record["resumed_chunks"] == 1  # chunks 1 and 2 only: no calibration
+    np.testing.assert_array_equal(np.load(tmp_path / "q.ranges.npy"), sentinel)
+    floats = encode_file(model, texts, tmp_path / "f.npy", chunk_rows=100)
+    assert floats["plan"]["precision"] == "float32"
+    expected = np.clip(np.floor((np.load(tmp_path / "f.npy")[100:] + 0.5) / (1 / 255)), 0, 255) - 128
+    got = np.load(out)[100:].astype(np.int32)
+    assert np.abs(got - expected).max() <= 1 and (got == expected).mean() > 0.99  # a step's edge may floor either way
     (tmp_path / "q.ranges.npy").unlink()  # a finished matrix without its ranges: the run is redone
-    record = encode_file(model, texts, out, chunk_rows=100, precision="int8")
-    assert (tmp_path / "q.ranges.npy").is_file() and record["encoded_now"] == 250
+    assert encode_file(model, texts, out, chunk_rows=100, precision="int8")["encoded_now"] == 250
 
 
 def test_dims_larger_than_the_models_are_one_line(tiny_backbone_no_dropout, texts, tmp_path, capsys):

@@ -40,7 +40,7 @@ from sentlab.paths import atomic_path, reserve_file, write_text_atomic
 from sentlab.progress import bars, say
 from sentlab.quantize import CALIBRATION_SEED, calibration_rows, quantize, ranges_of, stored_shape
 
-FORMAT = 1
+FORMAT = 2  # 2: dimensions and storage precision in the plan
 
 
 def encode_file(
@@ -96,6 +96,7 @@ def encode_file(
             say(f"{out}: already holds these embeddings ({rows:,} rows); nothing to do")
             return finished
     partial, progress = out.with_name(out.name + ".partial"), out.with_name(out.name + ".progress.json")
+    partial_ranges = ranges_path.with_name(ranges_path.name + ".partial")  # the unfinished run's ranges
     run = {"plan": plan, "chunk_rows": chunk_rows}
     done: set[int] = set()
     if partial.is_file() and progress.is_file():
@@ -110,8 +111,8 @@ def encode_file(
         if matrix.shape != shape or matrix.dtype != dtype:  # not the matrix the progress describes
             say(f"{out}: the unfinished matrix is not {shape[0]} x {shape[1]} {dtype.name}; starting over")
             matrix, done = None, set()
-        elif calibrated and not ranges_path.is_file():  # its chunks were quantized with ranges now lost
-            say(f"{out}: the unfinished matrix's ranges ({ranges_path.name}) are missing; starting over")
+        elif calibrated and not partial_ranges.is_file():  # its chunks were quantized with ranges now lost
+            say(f"{out}: the unfinished matrix's ranges ({partial_ranges.name}) are missing; starting over")
             matrix, done = None, set()
     if matrix is None:
         progress.unlink(missing_ok=True)  # before the new matrix: no record may describe its zeros
@@ -146,12 +147,12 @@ def encode_file(
 
     ranges = None
     if calibrated and done:
-        ranges = np.load(ranges_path)
+        ranges = np.load(partial_ranges)
     elif calibrated:  # the sample's embeddings set each dimension's range, kept for the rows to come
         sample = calibration_rows(rows)
         say(f"{out}: calibrating {precision} on {len(sample):,} sentences (seed {CALIBRATION_SEED})")
         ranges = ranges_of(embed(table.select(sample)["sentence"]))
-        with atomic_path(ranges_path) as partial_ranges, open(partial_ranges, "wb") as f:
+        with atomic_path(partial_ranges) as temporary, open(temporary, "wb") as f:
             np.save(f, ranges)
     start, encoded = time.perf_counter(), 0
     try:
@@ -172,6 +173,10 @@ def encode_file(
     seconds = time.perf_counter() - start
     del matrix
     record_path.unlink(missing_ok=True)  # an earlier matrix's record must not describe this one
+    if calibrated:  # the finished matrix's ranges beside it, with it (an earlier run's are replaced)
+        partial_ranges.replace(ranges_path)
+    else:
+        ranges_path.unlink(missing_ok=True)
     partial.replace(out)
     record = {
         "plan": plan,

@@ -69,13 +69,14 @@ def case(name: str, model):
         return loss, [TEXTS, OTHER, NEGATIVE], rows % 2
     if name == "mnrl":  # sentence-transformers' own losses, as `supervised` builds them
         return st_losses.MultipleNegativesRankingLoss(model), [TEXTS, OTHER, NEGATIVE], None
-    if name == "cosent":
+    if name in ("cosent", "angle"):
         scores = torch.tensor([0.1, 0.9, 0.4, 0.7, 0.2, 0.5, 0.3], dtype=torch.float64, device=DEVICE)
-        return st_losses.CoSENTLoss(model), [TEXTS, OTHER], scores
+        loss = st_losses.CoSENTLoss(model) if name == "cosent" else st_losses.AnglELoss(model)
+        return loss, [TEXTS, OTHER], scores
     raise AssertionError(name)
 
 
-CASES = ["simcse-unsup", "simcse-sup", "rankcse", "rankencoder", "rse", "mnrl", "cosent"]
+CASES = ["simcse-unsup", "simcse-sup", "rankcse", "rankencoder", "rse", "mnrl", "cosent", "angle"]
 
 
 def gradients(model, loss, columns, labels, scale: float = 3.0):
@@ -115,7 +116,7 @@ def test_chunks_give_the_whole_batchs_loss_and_gradients(name, tiny_backbone_no_
     assert len(chunked) > 10 and any(float(g.abs().max()) > 1e-6 for g in chunked.values())
 
 
-@pytest.mark.parametrize("name", ["simcse-unsup", "rse"])
+@pytest.mark.parametrize("name", CASES)
 def test_dropout_is_replayed_exactly(name, tiny_backbone):
     """With dropout, the gradient is the one of the loss the first pass computed: the same as a plain
     graph over the same chunks drawn from the same random state (the reference below, no caching).

@@ -77,7 +77,9 @@ def test_a_matryoshka_run_records_its_dimensions(tiny_backbone_no_dropout, corpu
 
 
 def test_a_dimension_larger_than_the_models_is_one_line(tiny_backbone_no_dropout, corpus_file, tmp_path):
-    cfg = tiny_config(tiny_backbone_no_dropout, corpus_file, tmp_path / "run", max_steps=1, matryoshka_dims=[64, 8])
+    cfg = tiny_config(
+        tiny_backbone_no_dropout, corpus_file, tmp_path / "run", pooler="mean", max_steps=1, matryoshka_dims=[64, 8]
+    )
     with pytest.raises(ConfigError, match=r"^train\.matryoshka_dims: 64 is larger than the model's 32 dimensions$"):
         engine.train(cfg, evaluate=False)
 
@@ -124,3 +126,13 @@ def test_truncate_keeps_the_first_dimensions_at_unit_length():
     np.testing.assert_allclose(truncate(rows, 2), [[0.6, 0.8], [0.0, 0.0]])  # a zero row stays zero
     with pytest.raises(DataError, match="--dims 4: the model's embeddings have 3 dimensions"):
         truncate(rows, 4)
+
+
+def test_a_training_only_head_is_refused(tiny_backbone_no_dropout, corpus_file, tmp_path):
+    """SimCSE's MLP on [CLS] in training only is removed before saving: Matryoshka would truncate its
+    output, not the saved model's embedding."""
+    cfg = tiny_config(
+        tiny_backbone_no_dropout, corpus_file, tmp_path / "run", pooler="cls", max_steps=1, matryoshka_dims=[8]
+    )
+    with pytest.raises(ConfigError, match=r"^train\.matryoshka_dims: the model ends in a training-only module"):
+        engine.train(cfg, evaluate=False)

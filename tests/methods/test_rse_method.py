@@ -255,3 +255,28 @@ def test_a_valid_cache_is_read_without_a_write_into_its_tables(
     before = {p: p.stat().st_mtime_ns for folder in tables for p in folder.rglob("*")}
     engine.train(rse_config(tiny_backbone, qqp_file, corpus_file, tmp_path / "b", max_steps=1), evaluate=False)
     assert {p: p.stat().st_mtime_ns for folder in tables for p in folder.rglob("*")} == before
+
+
+def test_rse_in_chunks_with_a_dev_task_scores_and_resumes_with_its_relation_vectors(
+    tiny_backbone, corpus_file, qqp_file, fake_sts_dir, tmp_path
+):
+    """Gradient Cache wraps the loss; the dev evaluator still reads the relation vectors, and the
+    checkpoint's loss state is named as without chunks, so a run resumes whether or not it chunks."""
+    import json
+
+    cfg = rse_config(
+        tiny_backbone, qqp_file, corpus_file, tmp_path / "run", max_steps=2, eval_steps=1, mini_batch_size=3
+    )
+    tree = cfg.to_tree()
+    tree["eval"] = {"dev_task": "STS-B", "final_tasks": []}
+    tree["data"] = {"data_dir": str(fake_sts_dir)}
+    paths = engine.train(type(cfg).model_validate(tree), evaluate=False)
+    assert json.loads(paths.runtime.read_text())["chunking"]["mini_batch_size"] == 3
+    assert json.loads(paths.selection.read_text())["best_checkpoint"] is not None  # the dev task scored
+    from safetensors.torch import load_file
+
+    checkpoint = sorted(paths.checkpoints.glob("checkpoint-*"))[-1]
+    assert set(load_file(str(checkpoint / "loss_state.safetensors"))) == {"relation_vectors"}
+    tree["train"]["mini_batch_size"] = None  # resumed without chunks: the same loss state
+    tree["train"]["max_steps"] = 3
+    engine.train(type(cfg).model_validate(tree), resume=True, evaluate=False, allow_changed=True)

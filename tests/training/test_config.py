@@ -96,7 +96,8 @@ def test_every_key_a_method_does_not_read_is_refused_naming_what_it_reads(tmp_pa
     sections = {"loss": {"temperature": "0.1", "hard_negative_weight": "0.5"}, "data": {"train": "t.txt"}}
     sections["data"]["columns"] = "[text]"
     sections["model"] = {"mlp_only_train": "true"}
-    sections["train"] = {"mini_batch_size": "4"}
+    sections["train"] = {"mini_batch_size": "4", "matryoshka_dims": "[8]"}
+    sections["model"]["adapter"] = "{rank: 4}"
     checked = set()
     for method, config_class in installed_methods().items():
         if config_class.__module__.split(".")[0] != "sentlab":
@@ -123,6 +124,8 @@ def test_every_key_a_method_does_not_read_is_refused_naming_what_it_reads(tmp_pa
         ("rse", "data.columns"),
         *((m, "model.mlp_only_train") for m in no_mlp),
         *((m, "train.mini_batch_size") for m in ("bert-flow", "ct", "mlm", "tsdae")),  # a loss row by row
+        *((m, "train.matryoshka_dims") for m in ("bert-flow", "ct", "mlm", "tsdae", "rse")),  # not of directions
+        ("bert-flow", "model.adapter"),  # a frozen encoder
     }
     assert "loss" not in TrainConfig.not_read  # the methods that read it take it
     load_config(write(tmp_path, BASE + "loss:\n  temperature: 0.1\n"))

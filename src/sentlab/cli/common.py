@@ -315,11 +315,14 @@ def build_scorer(args: argparse.Namespace, name: str):
     encoder = load(args)
     name = name + setting_label(args)
     cache = embedding_cache(args, encoder)  # several task families share one encoding of each sentence
-    stored = stored_form(args, cache)
     relational = relational_scorer(args, encoder, cache, name)
     index, stored_lambda = (None, None) if relational is not None else index_of(args, encoder)
-    if stored is not None and (relational is not None or index is not None):
+    wants_stored = (
+        getattr(args, "dims", None) is not None or getattr(args, "embedding_precision", "float32") != "float32"
+    )
+    if wants_stored and (relational is not None or index is not None):
         raise SentlabError("--dims and --embedding-precision score cosines: not with a relational or rank scorer")
+    stored = stored_form(args, cache)
     if relational is not None:
         return encoder, cache, relational
     if index is None:

@@ -22,11 +22,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     families, cards = suite_plan(args.tasks, args.task_card)
     encoder, cache, scorer = build_scorer(args, args.model)
+    stored = getattr(scorer, "model", None)
+    stored = stored if hasattr(stored, "stored_form") else None  # --dims / --embedding-precision
+    source = stored or cache  # transfer's features too are the stored form
     features = feature_function(
         args.features,
         encoder,
         batch_size=args.batch_size,
-        encode=lambda sentences: cache.encode(list(sentences), batch_size=args.batch_size),
+        encode=lambda sentences: source.encode(list(sentences), batch_size=args.batch_size),
     )
     inputs = SuiteInputs(
         scorer,
@@ -47,8 +50,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "precision": args.precision,
         }
     )
-    if hasattr(scorer.model, "stored_form"):  # scored as stored: --dims / --embedding-precision
-        report.settings.update(scorer.model.stored_form())
+    if stored is not None:
+        report.settings.update(stored.stored_form())
     if "transfer" in families:
         report.settings.update({"features": args.features, "kfold": args.kfold, "pair_features": args.pair_features})
     if hasattr(scorer, "table"):

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from datasets import Dataset
 
 from sentlab.losses.flow import FlowNLLLoss
-from sentlab.losses.gradcache import GradientCache
+from sentlab.losses.gradcache import GradientCache, innermost
 from sentlab.losses.mlm import MLMLoss
 from sentlab.losses.rankcse import RankCSELoss
 from sentlab.losses.rankencoder import RankEncoderLoss
@@ -66,5 +66,6 @@ __all__ = [
     "TSDAELoss",
     "indexed_sentences",
     "info_nce",
+    "innermost",
     "noisy_pairs",
 ]

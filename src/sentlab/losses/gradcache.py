@@ -54,6 +54,17 @@ def loss_columns(loss: nn.Module, sentence_features: Iterable[dict[str, Tensor]]
     return columns(features) if columns is not None else features
 
 
+class _FromEmbeddings(nn.Module):
+    """``loss.compute_loss_from_embeddings`` as a module's forward (for ``torch.func.functional_call``)."""
+
+    def __init__(self, loss: nn.Module):
+        super().__init__()
+        self.loss = loss
+
+    def forward(self, embeddings: list[Tensor], labels: Tensor | None) -> Tensor:
+        return self.loss.compute_loss_from_embeddings(embeddings, labels)
+
+
 class GradientCache(CachedLossMixin, nn.Module):
     """``loss`` computed on the whole batch, its graph kept for ``mini_batch_size`` rows at a time.
 
@@ -83,10 +94,11 @@ class GradientCache(CachedLossMixin, nn.Module):
         self.mini_batch_size = int(mini_batch_size)
         self._own_grads: list[tuple[nn.Parameter, Tensor]] = []
 
-    def own_parameters(self) -> list[nn.Parameter]:
-        """The trainable parameters of the loss that are not the model's (RSE's relation vectors)."""
+    def own_parameters(self) -> dict[str, nn.Parameter]:
+        """The trainable parameters of the loss that are not the model's (RSE's relation vectors), by
+        their name in the loss."""
         in_model = {id(p) for p in self.model.parameters()}
-        return [p for p in self.loss.parameters() if p.requires_grad and id(p) not in in_model]
+        return {n: p for n, p in self.loss.named_parameters() if p.requires_grad and id(p) not in in_model}
 
     @property
     def last_components(self) -> dict[str, Tensor]:
@@ -97,15 +109,25 @@ class GradientCache(CachedLossMixin, nn.Module):
         self, reps: list[list[Tensor]], labels: Tensor | None = None, *, with_backward: bool = False
     ) -> Tensor:
         embeddings = [torch.cat(column) for column in reps]
-        own = self.own_parameters() if with_backward else []
-        value = self.loss.compute_loss_from_embeddings(embeddings, labels)
         if not with_backward:
-            return value
+            return self.loss.compute_loss_from_embeddings(embeddings, labels)
+        own = self.own_parameters()
+        if own and self._own_grads:
+            raise ValueError(
+                "GradientCache: the loss was computed twice in one step (MatryoshkaLoss around it?), which a loss "
+                "with parameters of its own cannot take: their gradient would be the last call's alone"
+            )
+        # the own parameters as detached copies: their gradient is taken here once, and reaches them (and
+        # their hooks, e.g. RSE's averaging over processes) once, through the link in forward()
+        copies = {n: p.detach().requires_grad_() for n, p in own.items()}
+        value = torch.func.functional_call(
+            _FromEmbeddings(self.loss), {f"loss.{n}": c for n, c in copies.items()}, (embeddings, labels)
+        )
         leaves = [rep for column in reps for rep in column]
-        grads = torch.autograd.grad(value, leaves + own, allow_unused=True)
+        grads = torch.autograd.grad(value, leaves + list(copies.values()), allow_unused=True)
         for leaf, grad in zip(leaves, grads):
             leaf.grad = grad
-        self._own_grads = [(p, g) for p, g in zip(own, grads[len(leaves) :]) if g is not None]
+        self._own_grads = [(p, g) for p, g in zip(own.values(), grads[len(leaves) :]) if g is not None]
         return value.detach()
 
     def forward(self, sentence_features: Iterable[dict[str, Tensor]], labels: Tensor | None = None) -> Tensor:
@@ -128,3 +150,14 @@ class GradientCache(CachedLossMixin, nn.Module):
             "Gao, Zhang, Han, Callan. Scaling Deep Contrastive Learning Batch Size under Memory Limited Setup. "
             "RepL4NLP 2021."
         )
+
+
+def innermost(loss: nn.Module) -> nn.Module:
+    """The method's own loss inside Gradient Cache and sentence-transformers' ``MatryoshkaLoss``: what
+    a checkpoint's loss state, the log's loss components and the dev evaluators are read from, so they
+    do not depend on how the batch was chunked or truncated."""
+    from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
+
+    while isinstance(loss, (GradientCache, MatryoshkaLoss)):
+        loss = loss.loss
+    return loss

@@ -42,6 +42,7 @@ from sentlab import devices
 from sentlab.cache_folder import cached_folder
 from sentlab.data.readers import TABLE_SUFFIXES
 from sentlab.data.tables import column_table, iter_column, sentence_table, text_record
+from sentlab.encoders.adapters import add_lora
 from sentlab.encoders.heads import SimCSEMLPHead
 from sentlab.encoders.loading import (
     build_encoder,
@@ -87,6 +88,7 @@ class Method:
     batch_columns: ClassVar[int] = 2  # sequences a row embeds (train.mini_batch_size: auto's estimate)
     # train.matryoshka_dims: None where the loss is a function of the embeddings' directions (cosines), so
     # the first K dimensions re-normalised are an embedding it can score; else why not (the refusal's line)
+    no_adapter: ClassVar[str | None] = None  # why model.adapter (LoRA) is refused, where it is
     no_matryoshka: ClassVar[str | None] = "its loss is not a function of the sentence embeddings' directions"
 
     def __init__(self, cfg: TrainConfig, paths: RunPaths):
@@ -117,6 +119,12 @@ class Method:
         the saved model."""
         m = self.cfg.model
         model = self.start_encoder()
+        if m.adapter is not None:
+            a = m.adapter
+            counts = add_lora(model, a.rank, a.alpha, a.dropout, a.target_modules)
+            say(
+                f"model.adapter: LoRA rank {a.rank}, {counts['trainable']:,} of the encoder's {counts['total']:,} parameters trained"
+            )
         if m.pooler == "cls" and self.simcse_mlp:
             dim = model.get_embedding_dimension()
             mlp_only_train = self.default_mlp_only_train if m.mlp_only_train is None else m.mlp_only_train
@@ -201,6 +209,12 @@ class Method:
             return loss
         from sentence_transformers.sentence_transformer.losses import MatryoshkaLoss
 
+        if any(isinstance(module, self.training_only_modules) for module in model):
+            raise ConfigError(
+                "train.matryoshka_dims: the model ends in a training-only module (SimCSE's MLP on [CLS], removed "
+                "before saving), so the truncated embeddings would not be the saved model's; set "
+                "model.mlp_only_train: false, or another pooler"
+            )
         width = model.get_embedding_dimension()
         larger = [d for d in t.matryoshka_dims if d > width]
         if larger:
@@ -297,9 +311,10 @@ def register(method: type[Method]) -> type[Method]:
     refuses = {} if method.simcse_mlp else {"model.mlp_only_train": f"method {method.name} puts no SimCSE MLP on [CLS]"}
     if method.no_gradient_cache:
         refuses["train.mini_batch_size"] = method.no_gradient_cache
+    if method.no_adapter:
+        refuses["model.adapter"] = method.no_adapter
     if method.no_matryoshka:
-        refuses["train.matryoshka_dims"] = method.no_matryoshka
-        refuses["train.matryoshka_weights"] = method.no_matryoshka
+        refuses["train.matryoshka_dims"] = method.no_matryoshka  # the weights need the dims: refused with them
     register_config(method.name, method.config_class, refuses)
     return method
 

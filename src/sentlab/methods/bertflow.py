@@ -55,6 +55,7 @@ class BertFlow(Method):
     name = "bert-flow"
     config_class = BertFlowConfig
     simcse_mlp = False
+    no_adapter = "BERT-flow keeps the encoder frozen: there is nothing for an adapter to train"
     no_matryoshka = "BERT-flow fits a flow to the frozen encoder's whole embedding"
     no_gradient_cache = "BERT-flow fits a flow to each sentence's frozen embedding alone; the encoder is not trained"
 

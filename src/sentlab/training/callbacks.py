@@ -13,6 +13,7 @@ from torch import nn
 from transformers import TrainerCallback
 
 from sentlab.errors import ConfigError, TrainingDivergedError
+from sentlab.losses.gradcache import innermost
 from sentlab.paths import atomic_path, write_text_atomic
 
 LOSS_STATE_FILE = "loss_state.safetensors"
@@ -46,7 +47,8 @@ class LossComponentsLog(TrainerCallback):
         self.loss = loss
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        components = getattr(self.loss, "last_components", None)
+        components = getattr(innermost(self.loss), "last_components", None)  # under Matryoshka: the smallest dims'
+
         if logs is not None and "loss" in logs and components:
             logs.update({f"{name}_last": float(value) for name, value in components.items()})
 
@@ -118,7 +120,7 @@ def loss_only_state(loss: nn.Module, model: nn.Module) -> dict[str, torch.Tensor
     model's checkpoint already."""
     in_model = {id(t) for t in model.state_dict(keep_vars=True).values()}
     state, seen = {}, set()
-    for name, tensor in loss.state_dict(keep_vars=True).items():
+    for name, tensor in innermost(loss).state_dict(keep_vars=True).items():  # names whatever wraps it
         if id(tensor) in in_model or id(tensor) in seen:
             continue
         seen.add(id(tensor))
@@ -166,7 +168,7 @@ def load_loss_state(loss: nn.Module, model: nn.Module, checkpoint: Path) -> None
     if set(saved) != set(expected):
         raise ConfigError(f"{path}: holds other loss parameters than this run's loss (was the config changed?)")
     with torch.no_grad():
-        current = loss.state_dict(keep_vars=True)
+        current = innermost(loss).state_dict(keep_vars=True)
         for name, tensor in saved.items():
             current[name].copy_(tensor)
 

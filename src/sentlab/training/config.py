@@ -34,6 +34,16 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class AdapterSection(_Section):
+    kind: Literal["lora"] = Field("lora", description="LoRA (Hu et al. 2021) through peft")
+    rank: int = Field(8, gt=0, description="r, the rank of each update")
+    alpha: float = Field(16.0, gt=0, description="the update is scaled by alpha / r")
+    dropout: float = Field(0.0, ge=0, lt=1, description="dropout on the adapter's input")
+    target_modules: list[str] | None = Field(
+        None, description="the encoder's linear layers to adapt, by name (e.g. [query, value]); default: peft's"
+    )
+
+
 class ModelSection(_Section):
     name: str = Field(
         "",
@@ -66,6 +76,11 @@ class ModelSection(_Section):
         description="the backbone's hidden and attention dropout while "
         "training and in the saved model (default: the start model's own; a raw LM "
         "pre-trained without dropout needs SimCSE's 0.1 back)",
+    )
+    adapter: AdapterSection | None = Field(
+        None,
+        description="train a LoRA adapter instead of the encoder's weights (peft: pip install 'sentlab[peft]'); "
+        "the saved model holds the adapter (sentlab merge-adapter folds it into full weights)",
     )
     mlp_only_train: bool | None = Field(
         None,

@@ -59,6 +59,7 @@ from sentlab.encoders.loading import (
 )
 from sentlab.encoders.matryoshka import save_dims
 from sentlab.errors import ConfigError, DataError, TrainingDivergedError
+from sentlab.losses.gradcache import innermost
 from sentlab.methods import Method, get_method, validate_config
 from sentlab.paths import write_text_atomic
 from sentlab.precision import (
@@ -77,6 +78,7 @@ from sentlab.training.callbacks import (
     StopOnNonFiniteLoss,
     WallClockBudget,
     load_loss_state,
+    loss_only_state,
 )
 from sentlab.training.checkpoints import (
     MarkCheckpointComplete,
@@ -407,7 +409,7 @@ def build_trainer(
     else:  # the method regrouped the rows (MLM's packed blocks): a batch of them must still exist
         check_enough_rows(cfg, method, len(train_dataset))
     loss = method.training_loss(model)
-    evaluator = method.dev_evaluator(evaluator, loss)
+    evaluator = method.dev_evaluator(evaluator, innermost(loss))  # RSE's scorer reads its relation vectors
     with quiet_widget_examples():
         trainer = SentlabTrainer(
             model=model,
@@ -558,7 +560,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         describe_kept(final, kept, trainer.state.log_history)  # the card describes the weights saved
         method.save(final)
         trained = trainer.loss  # what ran, read back: MatryoshkaLoss holds its dimensions and weights
-        if hasattr(trained, "matryoshka_dims"):
+        if hasattr(trained, "matryoshka_dims") and kept != 0:  # kept 0: the start model, never trained so
             save_dims(paths.model, list(trained.matryoshka_dims), list(trained.matryoshka_weights))
         fingerprint = run_fingerprint(cfg)
         write_json(paths.fingerprint, fingerprint)
@@ -628,11 +630,8 @@ class StartCandidate:
         self.trainer, self.paths = trainer, paths
         self.metric = trainer.args.metric_for_best_model
         self.model_state = {k: v.detach().to("cpu", copy=True) for k, v in trainer.model.state_dict().items()}
-        self.loss_state = {
-            k: v.detach().to("cpu", copy=True)
-            for k, v in trainer.loss.state_dict().items()
-            if not k.startswith("model.")
-        }
+        # the loss's own state (RSE's relation vectors), copied: on a CPU the detached tensors share memory
+        self.loss_state = {k: v.clone() for k, v in loss_only_state(trainer.loss, trainer.model).items()}
         recorded = json.loads(paths.start_dev.read_text("utf-8")) if paths.start_dev.is_file() else {}
         if recorded.get("metric") != self.metric:
             say(f"scoring the start model on the dev task ({self.metric})")
@@ -647,7 +646,7 @@ class StartCandidate:
         kept = int(Path(state.best_model_checkpoint).name.split("-")[1]) if state.best_model_checkpoint else None
         if best is None or self.value > best:
             self.trainer.model.load_state_dict(self.model_state)
-            self.trainer.loss.load_state_dict(self.loss_state, strict=False)
+            innermost(self.trainer.loss).load_state_dict(self.loss_state, strict=False)
             say(
                 f"the start model scores {self.value:.4g} on {self.metric}, higher than every checkpoint "
                 f"(best {best if best is not None else 'none'}): kept step 0, the start model"

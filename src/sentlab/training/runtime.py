@@ -130,7 +130,7 @@ def optimizer_record(optimizer: Any) -> dict[str, Any]:
 
 
 def chunking_record(loss: nn.Module) -> dict[str, Any] | None:
-    """How the loss splits a batch, as its method recorded it (``loss.chunking``: RSE's Gradient Cache,
+    """How the loss splits a batch, as its method recorded it (``loss.chunking``: Gradient Cache, ``train.mini_batch_size``,
     ``{"mini_batch_size": rows or None for the whole batch, "source": "set" | "auto"}``), or None."""
     recorded = getattr(loss, "chunking", None)
     return dict(recorded) if recorded is not None else None

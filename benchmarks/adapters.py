@@ -1,0 +1,97 @@
+"""A LoRA adapter against full fine-tuning on the CPU preset: trainable parameters, step time, peak
+memory and STS.
+
+For each seed, ``simcse-unsup-minilm-cpu`` (30 steps of unsupervised SimCSE from all-MiniLM-L6-v2) is
+trained twice with ``sentlab train`` in a fresh process, without dev evaluations
+(``eval.dev_task=none``, the last step kept): once as it is (every weight trained) and once with
+``model.adapter`` (LoRA, ``--rank``, alpha twice the rank, on the attention's query and value layers).
+Each run reports its STS average (seven tasks, the final evaluation), the parameters trained (the
+run log's line for the adapter; the model's parameter count otherwise), the median step time
+(``seconds_per_step`` of its metrics after the first two steps) and the peak resident memory of its
+process. ``summary`` gives the mean and standard deviation over the seeds of each, and the adapter's
+STS minus full fine-tuning's. Runs go to ``runs/adapters/{full,lora}-SEED`` and are reused when their
+results are there. Prints one JSON object.
+
+    python benchmarks/adapters.py --seeds 1 2 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+RUNNER = (
+    "import resource, sys\n"
+    "from sentlab.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def run(kind: str, seed: int, rank: int) -> dict:
+    folder = Path("runs/adapters") / f"{kind}-{seed}"
+    summary = folder / "benchmark.json"
+    if summary.is_file() and (folder / "results.json").is_file():
+        return json.loads(summary.read_text("utf-8"))
+    command = ["train", "simcse-unsup-minilm-cpu", "--quiet", "--set", f"train.seed={seed}"]
+    command += ["--set", f"train.output_dir={folder}", "--set", "eval.dev_task=none", "--set", "train.keep_best=false"]
+    if kind == "lora":
+        adapter = f"{{rank: {rank}, alpha: {2 * rank}, target_modules: [query, value]}}"
+        command += ["--set", f"model.adapter={adapter}"]
+    print("sentlab " + " ".join(command), file=sys.stderr)
+    done = subprocess.run([sys.executable, "-c", RUNNER, *command], capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"{kind}-{seed} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+    peak = int(re.search(r"PEAK_RSS_KB (\d+)", done.stderr).group(1))
+    results = json.loads((folder / "results.json").read_text("utf-8"))
+    steps = [json.loads(line) for line in (folder / "metrics.jsonl").read_text("utf-8").splitlines() if line]
+    times = [r["seconds_per_step"] for r in steps if "seconds_per_step" in r and r.get("step", 0) > 2]
+    log = (folder / "run.log").read_text("utf-8")
+    counted = re.search(r"LoRA rank \d+, ([\d,]+) of the encoder's ([\d,]+) parameters trained", log)
+    row = {
+        "sts_avg": round(results["summary"]["sts_avg"], 2),
+        "step_s": round(statistics.median(times), 3) if times else None,
+        "peak_rss_mib": round(peak / 1024, 1),
+        "trained_parameters": int(counted.group(1).replace(",", "")) if counted else None,
+    }
+    summary.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--rank", type=int, default=8)
+    args = parser.parse_args()
+    runs = {kind: {str(seed): run(kind, seed, args.rank) for seed in args.seeds} for kind in ("full", "lora")}
+    from sentlab.encoders import load_encoder
+
+    total = sum(p.numel() for p in load_encoder("minilm").parameters())
+    for row in runs["full"].values():
+        row["trained_parameters"] = total
+    summary = {}
+    for kind, rows in runs.items():
+        summary[kind] = {}
+        for key in ("sts_avg", "step_s", "peak_rss_mib", "trained_parameters"):
+            values = [r[key] for r in rows.values() if r[key] is not None]
+            sd = statistics.stdev(values) if len(values) > 1 else None
+            summary[kind][key] = {
+                "mean": round(statistics.mean(values), 3),
+                "sd": round(sd, 3) if sd is not None else None,
+            }
+    gaps = [runs["lora"][s]["sts_avg"] - runs["full"][s]["sts_avg"] for s in runs["full"]]
+    summary["lora_minus_full_sts"] = {
+        "mean": round(statistics.mean(gaps), 2),
+        "sd": round(statistics.stdev(gaps), 2) if len(gaps) > 1 else None,
+    }
+    print(json.dumps({"rank": args.rank, "runs": runs, "summary": summary}))
+
+
+if __name__ == "__main__":
+    main()

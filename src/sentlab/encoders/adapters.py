@@ -1,0 +1,92 @@
+"""LoRA adapters (Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Models") through
+``peft``, as sentence-transformers' ``SentenceTransformer.add_adapter`` adds them: each targeted linear
+layer W gets a trainable low-rank update (alpha / r) B A beside it, W frozen.
+
+:func:`add_lora` puts the adapter on a model before training (``model.adapter``); a model saved with
+it holds the adapter only (``adapter_config.json`` and ``adapter_model.safetensors``, naming the
+start model's folder), which plain sentence-transformers loads with ``peft`` installed.
+:func:`merge_adapter` folds each update into its layer (W + (alpha / r) B A) and drops the adapter:
+full weights that load without ``peft`` (``sentlab merge-adapter``). ``peft`` is an optional extra
+(``pip install 'sentlab[peft]'``); without it, an adapter is refused in one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sentence_transformers import SentenceTransformer
+
+from sentlab.errors import ConfigError
+
+
+def _peft():
+    try:
+        import peft
+    except ImportError:
+        raise ConfigError("model.adapter needs peft: pip install 'sentlab[peft]'") from None
+    return peft
+
+
+def linear_names(model: SentenceTransformer) -> list[str]:
+    """The last names of the encoder's linear layers (what ``target_modules`` can name), sorted."""
+    from torch import nn
+
+    return sorted(
+        {name.rsplit(".", 1)[-1] for name, m in model[0].auto_model.named_modules() if isinstance(m, nn.Linear)}
+    )
+
+
+def add_lora(
+    model: SentenceTransformer, rank: int, alpha: float, dropout: float, target_modules: list[str] | None
+) -> dict:
+    """Put a LoRA adapter on ``model``'s encoder (its other weights frozen); returns the counts of
+    trainable and all parameters. ``target_modules`` None: peft's default for the architecture."""
+    peft = _peft()
+    if target_modules is not None:
+        known = linear_names(model)
+        missing = [t for t in target_modules if t not in known]
+        if missing:
+            raise ConfigError(
+                f"model.adapter.target_modules: the encoder has no linear layer named {missing[0]!r} "
+                f"(its linear layers: {', '.join(known)})"
+            )
+    config = peft.LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout, target_modules=target_modules)
+    try:
+        model.add_adapter(config)
+    except ValueError as err:  # e.g. an architecture peft has no default target modules for
+        raise ConfigError(f"model.adapter: {str(err).splitlines()[0]}") from None
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return {"trainable": trainable, "total": sum(p.numel() for p in model.parameters())}
+
+
+def has_adapter(model: SentenceTransformer) -> bool:
+    return bool(getattr(model[0].auto_model, "_hf_peft_config_loaded", False))
+
+
+def merge_adapter(model: SentenceTransformer) -> SentenceTransformer:
+    """``model`` with each LoRA update folded into its layer and the adapter removed (in place)."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    encoder = model[0].auto_model
+    for name, module in list(encoder.named_modules()):
+        if isinstance(module, BaseTunerLayer):
+            module.merge()
+            parent, _, child = name.rpartition(".")
+            setattr(encoder.get_submodule(parent) if parent else encoder, child, module.get_base_layer())
+    # a model that never held an adapter, with the merged weights: saving it writes plain weights (the
+    # adapted one would still save them under peft's names)
+    from transformers import AutoModel
+
+    plain = AutoModel.from_config(encoder.config).to(encoder.device, encoder.dtype)
+    plain.load_state_dict(encoder.state_dict())
+    model[0].model = plain.train(encoder.training)  # auto_model is a read-only view of it
+    return model
+
+
+def merge_folder(source: str | Path, output: str | Path) -> None:
+    """Load a saved model with an adapter, merge it, and save full weights to ``output``."""
+    _peft()
+    model = SentenceTransformer(str(source), device="cpu")
+    if not has_adapter(model):
+        raise ConfigError(f"{source}: the model has no adapter to merge")
+    merge_adapter(model).save(str(output))

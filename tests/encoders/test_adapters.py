@@ -1,0 +1,85 @@
+"""LoRA adapters (``model.adapter``): training moves the adapter only, the saved folder loads in plain
+sentence-transformers with peft, ``sentlab merge-adapter`` folds it into full weights that give the
+same embeddings, and bad settings are one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+import yaml
+from safetensors.torch import load_file
+from sentence_transformers import SentenceTransformer
+
+from sentlab.cli import main
+from sentlab.errors import ConfigError
+from sentlab.methods import load_config
+from sentlab.training import engine
+from tests.conftest import tiny_config
+
+SENTENCES = ["a man plays the guitar", "the dog runs in the park", "two cats sleep"]
+
+
+def lora_run(backbone, corpus, out, **adapter):
+    cfg = tiny_config(backbone, corpus, out, pooler="mean", max_steps=3, learning_rate=5e-3)
+    tree = cfg.to_tree()
+    tree["model"]["adapter"] = {"rank": 4, "alpha": 8, "target_modules": ["query", "value"], **adapter}
+    return engine.train(type(cfg).model_validate(tree), evaluate=False)
+
+
+def test_training_moves_the_adapter_only_and_the_folder_loads_in_plain_sentence_transformers(
+    tiny_backbone_no_dropout, corpus_file, tmp_path
+):
+    paths = lora_run(tiny_backbone_no_dropout, corpus_file, tmp_path / "run")
+    assert "model.adapter: LoRA rank 4" in paths.log.read_text()
+    assert (paths.model / "adapter_config.json").is_file()
+    assert json.loads((paths.model / "adapter_config.json").read_text())["r"] == 4
+    adapter = load_file(str(paths.model / "adapter_model.safetensors"))
+    assert adapter and all("lora_" in name for name in adapter)
+    assert any(float(t.abs().max()) > 0 for n, t in adapter.items() if "lora_B" in n)  # B starts at 0: it moved
+    loaded = SentenceTransformer(str(paths.model), device="cpu")  # plain sentence-transformers, with peft
+    start = SentenceTransformer(str(tiny_backbone_no_dropout), device="cpu")
+    trained_weights = {n: p for n, p in loaded[0].auto_model.named_parameters() if "lora_" not in n}
+    start_weights = dict(start[0].auto_model.named_parameters())
+    for name, weight in trained_weights.items():  # the encoder's own weights did not move
+        base = name.replace(".base_layer", "")
+        assert np.array_equal(weight.detach().numpy(), start_weights[base].detach().numpy()), name
+    assert not np.allclose(loaded.encode(SENTENCES), start.encode(SENTENCES), atol=1e-4)
+
+
+def test_merge_adapter_gives_full_weights_with_the_same_embeddings(tiny_backbone_no_dropout, corpus_file, tmp_path):
+    paths = lora_run(tiny_backbone_no_dropout, corpus_file, tmp_path / "run")
+    merged = tmp_path / "merged"
+    assert main(["merge-adapter", "--model", str(paths.model), "--output", str(merged)]) == 0
+    assert not (merged / "adapter_config.json").exists()
+    with_adapter = SentenceTransformer(str(paths.model), device="cpu").encode(SENTENCES)
+    full = SentenceTransformer(str(merged), device="cpu").encode(SENTENCES)
+    # W x + s B A x against (W + s B A) x: float32 rounding of two summation orders on O(1) values
+    np.testing.assert_allclose(full, with_adapter, atol=1e-5)
+    assert main(["merge-adapter", "--model", str(merged), "--output", str(tmp_path / "again")]) != 0
+
+
+def test_a_target_module_the_encoder_lacks_is_one_line(tiny_backbone_no_dropout, corpus_file, tmp_path):
+    with pytest.raises(
+        ConfigError,
+        match=r"^model\.adapter\.target_modules: the encoder has no linear layer named 'q_proj' \(its linear layers: .*query.*\)$",
+    ):
+        lora_run(tiny_backbone_no_dropout, corpus_file, tmp_path / "run", target_modules=["q_proj"])
+
+
+def test_without_peft_an_adapter_is_one_line(tiny_backbone_no_dropout, corpus_file, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "peft", None)  # import peft raises ImportError
+    with pytest.raises(ConfigError, match=r"^model\.adapter needs peft: pip install 'sentlab\[peft\]'$"):
+        lora_run(tiny_backbone_no_dropout, corpus_file, tmp_path / "run")
+
+
+def test_bert_flow_refuses_an_adapter(corpus_file, tmp_path):
+    config = tmp_path / "c.yaml"
+    tree = {"method": "bert-flow", "model": {"name": "m", "adapter": {"rank": 4}}, "data": {"train": str(corpus_file)}}
+    config.write_text(yaml.safe_dump({**tree, "train": {"output_dir": str(tmp_path / "r")}}))
+    with pytest.raises(
+        ConfigError, match="model.adapter: method bert-flow does not read it; BERT-flow keeps the encoder frozen"
+    ):
+        load_config(config)

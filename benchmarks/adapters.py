@@ -35,7 +35,7 @@ RUNNER = (
 
 
 def run(kind: str, seed: int, rank: int) -> dict:
-    folder = Path("runs/adapters") / f"{kind}-{seed}"
+    folder = Path("runs/adapters") / (f"lora-r{rank}-{seed}" if kind == "lora" else f"full-{seed}")
     summary = folder / "benchmark.json"
     if summary.is_file() and (folder / "results.json").is_file():
         return json.loads(summary.read_text("utf-8"))
@@ -53,7 +53,7 @@ def run(kind: str, seed: int, rank: int) -> dict:
     steps = [json.loads(line) for line in (folder / "metrics.jsonl").read_text("utf-8").splitlines() if line]
     times = [r["seconds_per_step"] for r in steps if "seconds_per_step" in r and r.get("step", 0) > 2]
     log = (folder / "run.log").read_text("utf-8")
-    counted = re.search(r"LoRA rank \d+, ([\d,]+) of the encoder's ([\d,]+) parameters trained", log)
+    counted = re.search(r"LoRA rank \d+, ([\d,]+) of the (?:encoder|model)'s ([\d,]+) parameters trained", log)
     row = {
         "sts_avg": round(results["summary"]["sts_avg"], 2),
         "step_s": round(statistics.median(times), 3) if times else None,

@@ -397,6 +397,9 @@ def matryoshka_table(records: Path = RECORDS) -> str:
                 score = result["trained"][kind][name][task]
                 cells.append(f"{score['mean']:.2f} (sd {score['sd']:.2f})")
             rows.append(f"| {dims} | {label} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def adapters_table(records: Path = RECORDS) -> str:
     """Full fine-tuning against a LoRA adapter on the CPU preset (record ``adapters-minilm``)."""
     summary = record("adapters-minilm", records)["result"]["summary"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -39,14 +40,18 @@ def test_training_moves_the_adapter_only_and_the_folder_loads_in_plain_sentence_
     adapter = load_file(str(paths.model / "adapter_model.safetensors"))
     assert adapter and all("lora_" in name for name in adapter)
     assert any(float(t.abs().max()) > 0 for n, t in adapter.items() if "lora_B" in n)  # B starts at 0: it moved
+    assert not (paths.model / "model.safetensors").exists()  # the encoder's own weights: the start's, not saved
     loaded = SentenceTransformer(str(paths.model), device="cpu")  # plain sentence-transformers, with peft
     start = SentenceTransformer(str(tiny_backbone_no_dropout), device="cpu")
-    trained_weights = {n: p for n, p in loaded[0].auto_model.named_parameters() if "lora_" not in n}
-    start_weights = dict(start[0].auto_model.named_parameters())
-    for name, weight in trained_weights.items():  # the encoder's own weights did not move
-        base = name.replace(".base_layer", "")
-        assert np.array_equal(weight.detach().numpy(), start_weights[base].detach().numpy()), name
     assert not np.allclose(loaded.encode(SENTENCES), start.encode(SENTENCES), atol=1e-4)
+    config = json.loads((paths.model / "adapter_config.json").read_text())
+    assert Path(config["base_model_name_or_path"]).is_absolute()  # loads from any working directory
+    # a later stage that starts from this folder trains the merged weights, not a frozen adapter
+    next_stage = engine.train(
+        tiny_config(paths.model, corpus_file, tmp_path / "next", pooler="mean", max_steps=1), evaluate=False
+    )
+    assert "holds a LoRA adapter; training starts from its merged weights" in next_stage.log.read_text()
+    assert (next_stage.model / "model.safetensors").is_file()
 
 
 def test_merge_adapter_gives_full_weights_with_the_same_embeddings(tiny_backbone_no_dropout, corpus_file, tmp_path):
@@ -75,11 +80,20 @@ def test_without_peft_an_adapter_is_one_line(tiny_backbone_no_dropout, corpus_fi
         lora_run(tiny_backbone_no_dropout, corpus_file, tmp_path / "run")
 
 
-def test_bert_flow_refuses_an_adapter(corpus_file, tmp_path):
+@pytest.mark.parametrize("method", ["bert-flow", "tsdae", "mlm", "ct"])
+def test_methods_that_tie_copy_or_freeze_the_encoder_refuse_an_adapter(method, corpus_file, tmp_path):
     config = tmp_path / "c.yaml"
-    tree = {"method": "bert-flow", "model": {"name": "m", "adapter": {"rank": 4}}, "data": {"train": str(corpus_file)}}
+    tree = {"method": method, "model": {"name": "m", "adapter": {"rank": 4}}, "data": {"train": str(corpus_file)}}
     config.write_text(yaml.safe_dump({**tree, "train": {"output_dir": str(tmp_path / "r")}}))
-    with pytest.raises(
-        ConfigError, match="model.adapter: method bert-flow does not read it; BERT-flow keeps the encoder frozen"
-    ):
+    with pytest.raises(ConfigError, match=f": model.adapter: method {method} does not read it; "):
+        load_config(config)
+
+
+@pytest.mark.parametrize("change", [{"num_layers": 1}, {"dropout": 0.2}, {"pooler": "first_last_avg"}])
+def test_an_adapter_with_a_changed_start_model_is_one_line(change, corpus_file, tmp_path):
+    config = tmp_path / "c.yaml"
+    model = {"name": "m", "adapter": {"rank": 4}, **change}
+    tree = {"method": "simcse-unsup", "model": model, "data": {"train": str(corpus_file)}}
+    config.write_text(yaml.safe_dump({**tree, "train": {"output_dir": str(tmp_path / "r")}}))
+    with pytest.raises(ConfigError, match="model.adapter: not with model."):
         load_config(config)

@@ -125,7 +125,7 @@ def test_every_key_a_method_does_not_read_is_refused_naming_what_it_reads(tmp_pa
         *((m, "model.mlp_only_train") for m in no_mlp),
         *((m, "train.mini_batch_size") for m in ("bert-flow", "ct", "mlm", "tsdae")),  # a loss row by row
         *((m, "train.matryoshka_dims") for m in ("bert-flow", "ct", "mlm", "tsdae", "rse")),  # not of directions
-        ("bert-flow", "model.adapter"),  # a frozen encoder
+        *((m, "model.adapter") for m in ("bert-flow", "ct", "mlm", "tsdae", "rse", "rankencoder")),
     }
     assert "loss" not in TrainConfig.not_read  # the methods that read it take it
     load_config(write(tmp_path, BASE + "loss:\n  temperature: 0.1\n"))

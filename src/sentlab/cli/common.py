@@ -287,8 +287,16 @@ def stored_form_args(parser: argparse.ArgumentParser) -> None:
 def stored_form(args: argparse.Namespace, cache):
     """The cache seen at ``--dims`` and ``--embedding-precision`` (QuantizedEmbeddings), or None."""
     dims, precision = getattr(args, "dims", None), getattr(args, "embedding_precision", "float32")
+    if getattr(args, "calibration", None) and not precision.endswith("int8"):
+        raise SentlabError(
+            f"--calibration sets int8's and uint8's ranges: not read with --embedding-precision {precision}"
+        )
     if dims is None and precision == "float32":
         return None
+    if getattr(args, "features", "sentence") != "sentence":
+        raise SentlabError(
+            "--dims and --embedding-precision score the sentence embedding: not with --features " + args.features
+        )
     from sentlab.data.tables import sentence_table
     from sentlab.evaluation.quantized import QuantizedEmbeddings
     from sentlab.paths import data_dir

@@ -51,6 +51,10 @@ def add_lora(
                 f"(its linear layers: {', '.join(known)})"
             )
     config = peft.LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout, target_modules=target_modules)
+    encoder = model[0].auto_model
+    start = Path(encoder.config._name_or_path)
+    if start.exists():  # the adapter names its start model: by an absolute path, wherever it is loaded from
+        encoder.config._name_or_path = str(start.resolve())
     try:
         model.add_adapter(config)
     except ValueError as err:  # e.g. an architecture peft has no default target modules for
@@ -75,9 +79,7 @@ def merge_adapter(model: SentenceTransformer) -> SentenceTransformer:
             setattr(encoder.get_submodule(parent) if parent else encoder, child, module.get_base_layer())
     # a model that never held an adapter, with the merged weights: saving it writes plain weights (the
     # adapted one would still save them under peft's names)
-    from transformers import AutoModel
-
-    plain = AutoModel.from_config(encoder.config).to(encoder.device, encoder.dtype)
+    plain = type(encoder)(encoder.config).to(encoder.device, encoder.dtype)  # the class that was loaded
     plain.load_state_dict(encoder.state_dict())
     model[0].model = plain.train(encoder.training)  # auto_model is a read-only view of it
     return model
@@ -85,8 +87,12 @@ def merge_adapter(model: SentenceTransformer) -> SentenceTransformer:
 
 def merge_folder(source: str | Path, output: str | Path) -> None:
     """Load a saved model with an adapter, merge it, and save full weights to ``output``."""
+    from sentlab.encoders.loading import load_encoder
+
     _peft()
-    model = SentenceTransformer(str(source), device="cpu")
+    if Path(output).exists() and any(Path(output).iterdir()):
+        raise ConfigError(f"{output}: not empty; merge into a new folder")
+    model = load_encoder(str(source), device="cpu")
     if not has_adapter(model):
         raise ConfigError(f"{source}: the model has no adapter to merge")
     merge_adapter(model).save(str(output))

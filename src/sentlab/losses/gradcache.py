@@ -120,9 +120,12 @@ class GradientCache(CachedLossMixin, nn.Module):
         # the own parameters as detached copies: their gradient is taken here once, and reaches them (and
         # their hooks, e.g. RSE's averaging over processes) once, through the link in forward()
         copies = {n: p.detach().requires_grad_() for n, p in own.items()}
-        value = torch.func.functional_call(
-            _FromEmbeddings(self.loss), {f"loss.{n}": c for n, c in copies.items()}, (embeddings, labels)
-        )
+        if copies:
+            value = torch.func.functional_call(
+                _FromEmbeddings(self.loss), {f"loss.{n}": c for n, c in copies.items()}, (embeddings, labels)
+            )
+        else:
+            value = self.loss.compute_loss_from_embeddings(embeddings, labels)
         leaves = [rep for column in reps for rep in column]
         grads = torch.autograd.grad(value, leaves + list(copies.values()), allow_unused=True)
         for leaf, grad in zip(leaves, grads):

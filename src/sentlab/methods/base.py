@@ -42,7 +42,7 @@ from sentlab import devices
 from sentlab.cache_folder import cached_folder
 from sentlab.data.readers import TABLE_SUFFIXES
 from sentlab.data.tables import column_table, iter_column, sentence_table, text_record
-from sentlab.encoders.adapters import add_lora
+from sentlab.encoders.adapters import add_lora, has_adapter, merge_adapter
 from sentlab.encoders.heads import SimCSEMLPHead
 from sentlab.encoders.loading import (
     build_encoder,
@@ -88,7 +88,12 @@ class Method:
     batch_columns: ClassVar[int] = 2  # sequences a row embeds (train.mini_batch_size: auto's estimate)
     # train.matryoshka_dims: None where the loss is a function of the embeddings' directions (cosines), so
     # the first K dimensions re-normalised are an embedding it can score; else why not (the refusal's line)
-    no_adapter: ClassVar[str | None] = None  # why model.adapter (LoRA) is refused, where it is
+    # model.adapter (LoRA): None where the method trains the model it saves through its own forward, so
+    # the adapter is what trains and what is saved; else why not (the refusal's line)
+    no_adapter: ClassVar[str | None] = (
+        "its loss runs networks tied to the encoder by weight name or saves more than the encoder, which an "
+        "adapter's wrapped layers would leave untrained or unsaved"
+    )
     no_matryoshka: ClassVar[str | None] = "its loss is not a function of the sentence embeddings' directions"
 
     def __init__(self, cfg: TrainConfig, paths: RunPaths):
@@ -121,15 +126,16 @@ class Method:
         model = self.start_encoder()
         if m.adapter is not None:
             a = m.adapter
-            counts = add_lora(model, a.rank, a.alpha, a.dropout, a.target_modules)
-            say(
-                f"model.adapter: LoRA rank {a.rank}, {counts['trainable']:,} of the encoder's {counts['total']:,} parameters trained"
-            )
+            add_lora(model, a.rank, a.alpha, a.dropout, a.target_modules)
         if m.pooler == "cls" and self.simcse_mlp:
             dim = model.get_embedding_dimension()
             mlp_only_train = self.default_mlp_only_train if m.mlp_only_train is None else m.mlp_only_train
             head = SimCSEMLPHead(dim) if mlp_only_train else Dense(dim, dim, activation_function=nn.Tanh())
             model.append(head.to(model.device))  # where the encoder is, not where a new module starts
+        if m.adapter is not None:
+            trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
+            total = sum(p.numel() for p in model.parameters())
+            say(f"model.adapter: LoRA rank {m.adapter.rank}, {trained:,} of the model's {total:,} parameters trained")
         return model
 
     def start_encoder(self) -> SentenceTransformer:
@@ -148,6 +154,9 @@ class Method:
             model = build_encoder(start, m.pooler, prompt_template=m.prompt_template, config_kwargs=config_kwargs)
         if m.num_layers is not None:
             keep_first_layers(model, m.num_layers)
+        if has_adapter(model):  # a run's adapter folder (a pipeline's earlier stage): its full weights
+            merge_adapter(model)
+            say(f"{start}: holds a LoRA adapter; training starts from its merged weights")
         return model
 
     def inference_length(self) -> int:

@@ -117,6 +117,7 @@ class CT(Method):
     name = "ct"
     config_class = CTConfig
     simcse_mlp = False
+    no_adapter = "CT trains a second copy of the encoder beside the saved one"
     no_matryoshka = "CT's loss is a dot product of two encoders' embeddings, not of directions"
     no_gradient_cache = "CT's loss runs two encoders, and Gradient Cache chunks the model alone"
 

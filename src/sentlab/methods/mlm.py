@@ -144,6 +144,9 @@ class MLM(Method):
     name = "mlm"
     config_class = MLMConfig
     simcse_mlp = False
+    no_adapter = (
+        "MLM's head runs a copy of the encoder tied by weight name, which an adapter's wrapped layers leave untied"
+    )
     no_matryoshka = "the masked-LM loss trains no sentence embedding"
     no_gradient_cache = (
         "the masked-LM loss predicts each row's tokens from that row alone, and there is no sentence embedding to "

@@ -62,6 +62,7 @@ class RankCSEConfig(TrainConfig):
 class RankCSEMethod(Method):
     name = "rankcse"
     in_batch_negatives = True
+    no_adapter = None  # the encoder it saves is what the loss trains
     no_matryoshka = None  # a loss of cosines: the first K dimensions re-normalised are scored alike
     no_gradient_cache = None  # the loss compares the batch's rows: train.mini_batch_size applies
     config_class = RankCSEConfig

@@ -69,6 +69,7 @@ class RankEncoderConfig(TrainConfig):
 class RankEncoderMethod(Method):
     name = "rankencoder"
     in_batch_negatives = True
+    no_adapter = "RankEncoder saves a corpus index beside the encoder, which merging an adapter would leave behind"
     no_matryoshka = None  # a loss of cosines: the first K dimensions re-normalised are scored alike
     no_gradient_cache = None  # the loss compares the batch's rows: train.mini_batch_size applies
     config_class = RankEncoderConfig

@@ -201,6 +201,7 @@ class RSE(Method):
 
     name = "rse"
     in_batch_negatives = True
+    no_adapter = "RSE saves its relation vectors beside the encoder, which merging an adapter would leave behind"
     no_matryoshka = (
         "RSE adds relation vectors to the embeddings as they are, and Matryoshka's truncation re-normalises them, "
         "which changes the loss at every dimension"

@@ -48,6 +48,7 @@ class SimCSEUnsup(Method):
 
     name = "simcse-unsup"
     in_batch_negatives = True
+    no_adapter = None  # the encoder it saves is what the loss trains
     no_matryoshka = None  # a loss of cosines: the first K dimensions re-normalised are scored alike
     no_gradient_cache = None  # the loss compares the batch's rows: train.mini_batch_size applies
     config_class = SimCSEUnsupConfig
@@ -64,6 +65,7 @@ class SimCSESup(Method):
     config_class = SimCSESupConfig
     default_mlp_only_train = False  # the official supervised script keeps the MLP at inference
     in_batch_negatives = True
+    no_adapter = None  # the encoder it saves is what the loss trains
     no_matryoshka = None  # a loss of cosines: the first K dimensions re-normalised are scored alike
     no_gradient_cache = None  # the loss compares the batch's rows: train.mini_batch_size applies
     batch_columns = 3  # anchor, positive, negative (at most)

@@ -143,6 +143,7 @@ class Supervised(Method):
     name = "supervised"
     config_class = SupervisedConfig
     simcse_mlp = False
+    no_adapter = None  # the encoder it saves is what the loss trains
     no_matryoshka = None  # a loss of cosines: the first K dimensions re-normalised are scored alike
     no_gradient_cache = None  # mnrl, cosent and angle compare the batch's rows (cosine-mse: SupervisedConfig.unread)
     batch_columns = 3  # anchor, positive, negative (at most)

@@ -60,6 +60,7 @@ class TSDAE(Method):
     name = "tsdae"
     config_class = TSDAEConfig
     simcse_mlp = False
+    no_adapter = "TSDAE's decoder is tied to the encoder by weight name, which an adapter's wrapped layers leave untied"
     no_matryoshka = "TSDAE's decoder reads the whole embedding, not its direction"
     no_gradient_cache = (
         "TSDAE's decoder reconstructs each sentence from its own embedding: the loss takes each row alone, so a "

@@ -95,6 +95,22 @@ class ModelSection(_Section):
             raise ValueError(
                 "give model.name (a model to start from) or model.random_init (random weights), one of the two"
             )
+        if self.adapter is not None:  # the saved adapter loads over the start model's own configuration
+            changed = [
+                key
+                for key, value in (
+                    ("model.random_init", self.random_init),
+                    ("model.num_layers", self.num_layers),
+                    ("model.dropout", self.dropout),
+                    ("model.pooler: first_last_avg", self.pooler == "first_last_avg" or None),
+                )
+                if value is not None
+            ]
+            if changed:
+                raise ValueError(
+                    f"model.adapter: not with {changed[0]}: the saved adapter loads over the start model as it is, "
+                    "without that change"
+                )
         return self
 
     @property

@@ -238,6 +238,7 @@ LAYERS = [
         "sentlab.cache_folder",
         "sentlab.devices",
         "sentlab.precision",
+        "sentlab.quantize",
     ],
     ["sentlab.data", "sentlab.presets"],
     ["sentlab.encoders", "sentlab.rank.index", "sentlab.rank.vectors", "sentlab.mining"],

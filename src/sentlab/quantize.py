@@ -18,7 +18,10 @@ beside the output, so later rows are quantized alike.
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # numpy is imported where it is used: `sentlab --help` reads PRECISIONS alone
+    import numpy as np
 
 PRECISIONS = ("float32", "float16", "int8", "uint8", "binary", "ubinary")
 CALIBRATION_ROWS = 10_000  # rows whose embeddings set int8's and uint8's ranges
@@ -27,6 +30,8 @@ CALIBRATION_SEED = 0
 
 def stored_shape(rows: int, dims: int, precision: str) -> tuple[tuple[int, int], np.dtype]:
     """The matrix ``rows`` embeddings of ``dims`` dimensions take in ``precision``: shape and dtype."""
+    import numpy as np
+
     if precision not in PRECISIONS:
         raise ValueError(f"precision {precision!r}: choose from {', '.join(PRECISIONS)}")
     width = (dims + 7) // 8 if precision.endswith("binary") else dims
@@ -36,6 +41,8 @@ def stored_shape(rows: int, dims: int, precision: str) -> tuple[tuple[int, int],
 
 def calibration_rows(rows: int, size: int = CALIBRATION_ROWS, seed: int = CALIBRATION_SEED) -> np.ndarray:
     """The sorted row numbers of the calibration sample: every row when there are at most ``size``."""
+    import numpy as np
+
     if rows <= size:
         return np.arange(rows)
     return np.sort(np.random.default_rng(seed).choice(rows, size=size, replace=False))
@@ -43,11 +50,14 @@ def calibration_rows(rows: int, size: int = CALIBRATION_ROWS, seed: int = CALIBR
 
 def ranges_of(calibration: np.ndarray) -> np.ndarray:
     """Each dimension's [min, max] over the calibration embeddings: shape (2, dims), float32."""
+    import numpy as np
+
     return np.vstack([calibration.min(axis=0), calibration.max(axis=0)]).astype(np.float32)
 
 
 def quantize(embeddings: np.ndarray, precision: str, ranges: np.ndarray | None = None) -> np.ndarray:
     """``embeddings`` (float32) in ``precision``; int8 and uint8 need ``ranges`` (:func:`ranges_of`)."""
+    import numpy as np
     from sentence_transformers.util.quantization import quantize_embeddings
 
     if precision == "float16":

@@ -142,17 +142,19 @@ def main() -> None:
     from sentlab.cache import EmbeddingStore
     from sentlab.data.tables import sentence_table
     from sentlab.encoders import load_encoder
+    from sentlab.encoders.backends import pin_float32_math
     from sentlab.encoders.matryoshka import trained_dims, truncate
-    from sentlab.evaluation.quantized import QuantizedEmbeddings
+    from sentlab.evaluation.quantized import QuantizedEmbeddings, calibration_sample
     from sentlab.evaluation.scoring import EmbeddingCache
     from sentlab.paths import data_dir
     from sentlab.progress import set_quiet
-    from sentlab.quantize import calibration_rows, stored_shape
+    from sentlab.quantize import stored_shape
 
     set_quiet(True)
     root = data_dir()
+    pin_float32_math()  # fp32 is IEEE fp32 on every device
     wiki = sentence_table(root / "wikipedia" / "wiki_sentences.txt")
-    calibration = wiki.select(calibration_rows(len(wiki)))["sentence"]
+    calibration = calibration_sample(root / "wikipedia" / "wiki_sentences.txt")
     out: dict = {"models": {}, "calibration": {"sentences": len(calibration), "seed": 0}}
     for position, name in enumerate(models):
         from sentlab.encoders.loading import resolve_model_path
@@ -163,9 +165,8 @@ def main() -> None:
             for precision in args.precisions:
                 view = QuantizedEmbeddings(cache, dims, precision, calibration)
                 row = scores(view, root)
-                row["bytes"] = int(
-                    np.prod(stored_shape(1, dims, precision)[0][1:]) * stored_shape(1, dims, precision)[1].itemsize
-                )
+                (_, width), dtype = stored_shape(1, dims, precision)
+                row["bytes"] = width * dtype.itemsize
                 results["settings"][f"{dims}_{precision}"] = row
                 print(f"{name} {dims} {precision}: {row}", file=sys.stderr)
         if position == 0:

@@ -334,3 +334,21 @@ def test_dims_larger_than_the_models_are_one_line(tiny_backbone_no_dropout, text
     )
     assert code != 0
     assert the_error(capsys.readouterr().err).endswith("error: --dims 999: the model's embeddings have 32 dimensions")
+
+
+def test_one_sentence_cannot_calibrate_int8(tiny_backbone_no_dropout, tmp_path, capsys):
+    """One row gives every dimension an empty range: refused in one line, not a matrix of one code."""
+    one = tmp_path / "one.txt"
+    one.write_text("a single sentence\n")
+    argv = [
+        "encode",
+        "--model",
+        str(tiny_backbone_no_dropout),
+        "--input",
+        str(one),
+        "--output",
+        str(tmp_path / "o.npy"),
+    ]
+    assert main([*argv, "--embedding-precision", "int8"]) != 0
+    assert "need at least 2 sentences to calibrate" in the_error(capsys.readouterr().err)
+    assert not (tmp_path / "o.npy").exists()

@@ -22,7 +22,6 @@ sample encoded first, kept as ``OUT.ranges.npy`` and described in ``OUT.json``),
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
+from sentlab.cache import file_sha256
 from sentlab.data.tables import sentence_table, text_record
 from sentlab.encoders.batching import encode_by_length
 from sentlab.encoders.matryoshka import truncate
@@ -90,7 +90,7 @@ def encode_file(
     if out.is_file() and record_path.is_file():
         finished = json.loads(record_path.read_text("utf-8"))
         same_ranges = not calibrated or (
-            ranges_path.is_file() and _sha256(ranges_path) == finished.get("ranges_sha256")
+            ranges_path.is_file() and file_sha256(ranges_path) == finished.get("ranges_sha256")
         )
         if finished.get("plan") == plan and out.stat().st_size == finished.get("bytes") and same_ranges:
             say(f"{out}: already holds these embeddings ({rows:,} rows); nothing to do")
@@ -188,14 +188,10 @@ def encode_file(
         "processes": devices or [str(model.device)],
         "seconds": round(seconds, 2),
         "sentences_per_second": round(encoded / seconds, 1) if seconds > 0 else None,
-        "bytes_a_sentence": int(np.prod(shape[1:])) * dtype.itemsize,
+        "bytes_a_sentence": shape[1] * dtype.itemsize,
     }
     if calibrated:
-        record |= {"ranges": ranges_path.name, "ranges_sha256": _sha256(ranges_path)}
+        record |= {"ranges": ranges_path.name, "ranges_sha256": file_sha256(ranges_path)}
     write_text_atomic(record_path, json.dumps(record, indent=1) + "\n")
     progress.unlink(missing_ok=True)
     return record
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()

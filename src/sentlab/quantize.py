@@ -49,8 +49,16 @@ def calibration_rows(rows: int, size: int = CALIBRATION_ROWS, seed: int = CALIBR
 
 
 def ranges_of(calibration: np.ndarray) -> np.ndarray:
-    """Each dimension's [min, max] over the calibration embeddings: shape (2, dims), float32."""
+    """Each dimension's [min, max] over the calibration embeddings: shape (2, dims), float32; fewer than
+    two rows give no range (every code would be the same) and are refused."""
     import numpy as np
+
+    from sentlab.errors import DataError
+
+    if len(calibration) < 2:
+        raise DataError(
+            f"int8 / uint8 need at least 2 sentences to calibrate each dimension's range, got {len(calibration)}"
+        )
 
     return np.vstack([calibration.min(axis=0), calibration.max(axis=0)]).astype(np.float32)
 

@@ -286,21 +286,19 @@ def stored_form_args(parser: argparse.ArgumentParser) -> None:
 
 def stored_form(args: argparse.Namespace, cache):
     """The cache seen at ``--dims`` and ``--embedding-precision`` (QuantizedEmbeddings), or None."""
-    dims, precision = getattr(args, "dims", None), getattr(args, "embedding_precision", "float32")
+    precision = getattr(args, "embedding_precision", "float32")
     if getattr(args, "calibration", None) and not precision.endswith("int8"):
         raise SentlabError(
             f"--calibration sets int8's and uint8's ranges: not read with --embedding-precision {precision}"
         )
-    if dims is None and precision == "float32":
+    if not stored_form_asked(args):
         return None
     if getattr(args, "features", "sentence") != "sentence":
         raise SentlabError(
             "--dims and --embedding-precision score the sentence embedding: not with --features " + args.features
         )
-    from sentlab.data.tables import sentence_table
-    from sentlab.evaluation.quantized import QuantizedEmbeddings
+    from sentlab.evaluation.quantized import QuantizedEmbeddings, calibration_sample
     from sentlab.paths import data_dir
-    from sentlab.quantize import calibration_rows
 
     calibration = None
     if precision.endswith("int8"):
@@ -309,9 +307,13 @@ def stored_form(args: argparse.Namespace, cache):
             raise SentlabError(
                 f"--embedding-precision {precision}: no calibration text at {source} (--calibration FILE)"
             )
-        table = sentence_table(source)
-        calibration = table.select(calibration_rows(len(table)))["sentence"]
-    return QuantizedEmbeddings(cache, dims, precision, calibration)
+        calibration = calibration_sample(source)
+    return QuantizedEmbeddings(cache, args.dims, precision, calibration)
+
+
+def stored_form_asked(args: argparse.Namespace) -> bool:
+    """Whether ``--dims`` or ``--embedding-precision`` asks for the embeddings as they would be stored."""
+    return getattr(args, "dims", None) is not None or getattr(args, "embedding_precision", "float32") != "float32"
 
 
 def build_scorer(args: argparse.Namespace, name: str):
@@ -325,10 +327,7 @@ def build_scorer(args: argparse.Namespace, name: str):
     cache = embedding_cache(args, encoder)  # several task families share one encoding of each sentence
     relational = relational_scorer(args, encoder, cache, name)
     index, stored_lambda = (None, None) if relational is not None else index_of(args, encoder)
-    wants_stored = (
-        getattr(args, "dims", None) is not None or getattr(args, "embedding_precision", "float32") != "float32"
-    )
-    if wants_stored and (relational is not None or index is not None):
+    if stored_form_asked(args) and (relational is not None or index is not None):
         raise SentlabError("--dims and --embedding-precision score cosines: not with a relational or rank scorer")
     stored = stored_form(args, cache)
     if relational is not None:

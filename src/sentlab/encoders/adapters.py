@@ -38,9 +38,9 @@ def linear_names(model: SentenceTransformer) -> list[str]:
 
 def add_lora(
     model: SentenceTransformer, rank: int, alpha: float, dropout: float, target_modules: list[str] | None
-) -> dict:
-    """Put a LoRA adapter on ``model``'s encoder (its other weights frozen); returns the counts of
-    trainable and all parameters. ``target_modules`` None: peft's default for the architecture."""
+) -> None:
+    """Put a LoRA adapter on ``model``'s encoder (its other weights frozen). ``target_modules`` None:
+    peft's default for the architecture."""
     peft = _peft()
     if target_modules is not None:
         known = linear_names(model)
@@ -59,8 +59,6 @@ def add_lora(
         model.add_adapter(config)
     except ValueError as err:  # e.g. an architecture peft has no default target modules for
         raise ConfigError(f"model.adapter: {str(err).splitlines()[0]}") from None
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    return {"trainable": trainable, "total": sum(p.numel() for p in model.parameters())}
 
 
 def has_adapter(model: SentenceTransformer) -> bool:

@@ -14,11 +14,21 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
 from sentlab.encoders.matryoshka import truncate
-from sentlab.quantize import quantize, ranges_of
+from sentlab.quantize import calibration_rows, quantize, ranges_of
+
+
+def calibration_sample(path: str | Path) -> list[str]:
+    """The sentences of a text file (one a line) that set int8's and uint8's ranges: the seeded sample
+    of :func:`sentlab.quantize.calibration_rows` (every line of a file of at most 10,000)."""
+    from sentlab.data.tables import sentence_table
+
+    table = sentence_table(path)
+    return table.select(calibration_rows(len(table)))["sentence"]
 
 
 class QuantizedEmbeddings:
@@ -37,9 +47,7 @@ class QuantizedEmbeddings:
         self.ranges = None
         self.calibration = None
         if precision.endswith("int8"):
-            if not calibration:
-                raise ValueError(f"{precision} needs calibration sentences")
-            self.ranges = ranges_of(self._floats(list(calibration)))
+            self.ranges = ranges_of(self._floats(list(calibration or [])))
             digest = hashlib.sha256("\n".join(calibration).encode("utf-8")).hexdigest()
             self.calibration = {"sentences": len(calibration), "sha256": digest}
 
@@ -52,15 +60,11 @@ class QuantizedEmbeddings:
         floats = self._floats(list(sentences), **kwargs)
         if self.precision == "float32" or len(floats) == 0:
             return floats
-        codes = quantize(floats, self.precision, self.ranges)
-        if self.precision == "float16":
-            return codes.astype(np.float32)
-        if self.precision.endswith("int8"):
-            return codes.astype(np.float32) - (128.0 if self.precision == "uint8" else 0.0)
-        bits = np.unpackbits(
-            (codes.astype(np.int16) + 128).astype(np.uint8) if self.precision == "binary" else codes, axis=1
-        )
-        return bits[:, : floats.shape[1]].astype(np.float32) * 2 - 1
+        if self.precision.endswith("binary"):  # binary and ubinary store the same bits
+            bits = np.unpackbits(quantize(floats, "ubinary"), axis=1)
+            return bits[:, : floats.shape[1]].astype(np.float32) * 2 - 1
+        codes = quantize(floats, self.precision, self.ranges).astype(np.float32)
+        return codes - 128.0 if self.precision == "uint8" else codes  # uint8: int8's codes shifted
 
     def stored_form(self) -> dict:
         """What the report records: the dimensions, the precision and int8's calibration sample."""

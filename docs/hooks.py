@@ -419,7 +419,57 @@ def adapters_table(records: Path = RECORDS) -> str:
     return "\n".join(rows)
 
 
+def losses_table() -> str:
+    """The supervised method's sentence-transformers losses (``sentlab.losses.catalog``), by kind."""
+    from sentence_transformers.sentence_transformer import losses
+
+    from sentlab.losses.catalog import ELSEWHERE, KINDS, LOSSES, SHORT_NAMES
+
+    columns = {
+        "texts": "`anchor`, `positive`, then `negative` or `negative_1` ... `negative_n`",
+        "scored": "`text1`, `text2`, `score`",
+        "binary": "`text1`, `text2`, `label` (0 or 1)",
+        "classes": "`text`, `label` (a class: a number or a name)",
+        "pair-classes": "`text1`, `text2`, `label` (a class)",
+        "distill": "texts (`anchor`[, `positive`, negatives]); the labels from `supervised.teacher`",
+    }
+    short = {name: short for short, name in SHORT_NAMES.items()}
+    rows = [
+        "| `supervised.loss` | columns | negatives a row | `train.mini_batch_size` | `train.matryoshka_dims` |",
+        "|---|---|---|---|---|",
+    ]
+    for kind in KINDS:
+        for name, spec in LOSSES.items():
+            if spec.kind != kind:
+                continue
+            label = f"`{name}`" + (f" (`{short[name]}`)" if name in short else "")
+            negatives = "–"
+            if kind in ("texts", "distill") and spec.teacher != "embedding":
+                most = "any" if spec.max_negatives is None else str(spec.max_negatives)
+                if spec.max_negatives == 0:
+                    negatives = "none (pairs)"
+                elif spec.min_negatives == spec.max_negatives:
+                    negatives = f"exactly {most}"
+                else:
+                    negatives = f"{spec.min_negatives} to {most}"
+            if spec.chunks_itself:
+                chunks = "its own `loss_args.mini_batch_size`"
+            elif spec.compares_rows and hasattr(getattr(losses, name), "compute_loss_from_embeddings"):
+                chunks = "yes"
+            else:
+                chunks = "refused"
+            rows.append(
+                f"| {label} | {columns[kind]} | {negatives} | {chunks} | {'yes' if spec.directions else 'refused'} |"
+            )
+    rows.append("")
+    rows.append(
+        "Refused, with where sentlab has them: " + "; ".join(f"`{n}` ({why})" for n, why in ELSEWHERE.items()) + "."
+    )
+    return "\n".join(rows)
+
+
 GENERATORS = {
+    "losses": losses_table,
     "cli": cli_reference,
     "presets": presets_table,
     "data": data_table,

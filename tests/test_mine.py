@@ -167,6 +167,54 @@ def test_the_command_writes_triplets_the_supervised_method_reads(tiny_backbone, 
     assert len(Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()) == len(rows)
 
 
+def test_n_tuples_give_each_pair_one_row_with_its_negatives_and_train(tiny_backbone, corpus_file, tmp_path, capsys):
+    """--format n-tuple: one row a pair, (anchor, positive, negative_1 ... negative_3), the same negatives
+    as the triplets of the same mining (each pair's three, in rank order), no anchor repeated; a pair short
+    of negatives is left out and counted; the supervised method trains on the rows as they are written."""
+    lines = corpus_file.read_text().splitlines()
+    source = tmp_path / "pairs.tsv"
+    source.write_text("q\ta\n" + "".join(f"{x}\t{y}\n" for x, y in zip(lines[0:40:2], lines[1:40:2])), encoding="utf-8")
+    argv = [
+        "mine",
+        "--model",
+        str(tiny_backbone),
+        "--input",
+        str(source),
+        "--columns",
+        "[q, a]",
+        "--num-negatives",
+        "3",
+    ]
+    flat, wide = tmp_path / "triplets.jsonl", tmp_path / "tuples.jsonl"
+    assert main([*argv, "--output", str(flat), "--relative-margin", "0", "--quiet"]) == 0
+    assert main([*argv, "--output", str(wide), "--relative-margin", "0", "--format", "n-tuple", "--quiet"]) == 0
+    assert "train on them with data.columns: [anchor, positive, negative_1, negative_2, negative_3]" in (
+        capsys.readouterr().out
+    )
+    triplets = [json.loads(line) for line in flat.read_text().splitlines()]
+    tuples = [json.loads(line) for line in wide.read_text().splitlines()]
+    assert tuples and list(tuples[0]) == ["anchor", "positive", "negative_1", "negative_2", "negative_3"]
+    assert len({row["anchor"] for row in tuples}) == len(tuples)  # an anchor once
+    by_pair: dict = {}
+    for row in triplets:
+        by_pair.setdefault((row["anchor"], row["positive"]), []).append(row["negative"])
+    for row in tuples:
+        assert [row[f"negative_{k}"] for k in (1, 2, 3)] == by_pair[row["anchor"], row["positive"]]
+    report = json.loads(wide.with_suffix(".report.json").read_text())
+    whole = sum(1 for negatives in by_pair.values() if len(negatives) == 3)
+    assert report["rows"] == len(tuples) == whole and report["output_format"] == "n-tuple"
+    assert report["pairs_short_of_negatives"] == 20 - whole
+    from sentlab.training import engine
+    from tests.methods.test_baselines import method_config
+
+    columns = ["anchor", "positive", "negative_1", "negative_2", "negative_3"]
+    cfg = method_config(
+        "supervised", tiny_backbone, wide, tmp_path / "run", data={"columns": columns}, max_steps=1, batch_size=4
+    )
+    paths = engine.train(cfg, evaluate=False)
+    assert (paths.model / "model.safetensors").is_file()
+
+
 @pytest.mark.parametrize(
     "content, columns, message",
     [

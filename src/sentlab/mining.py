@@ -97,11 +97,14 @@ class Mining:
     """What a mining run did (printed and written beside the triplets)."""
 
     pairs: int
-    triplets: int
+    triplets: int  # (anchor, positive, negative) choices made: a row each as triplets
     anchors_with_a_negative: int
     same_text_passed_over: int  # candidates the guard passed over that would have been chosen
     short_for_the_same_text: int  # negatives missing because the guard left too few candidates
     settings: dict
+    output_format: str = "triplet"
+    rows: int = 0  # rows written: triplets, or n-tuples (one a pair that got every negative asked)
+    pairs_short_of_negatives: int = 0  # n-tuple: pairs left out for fewer negatives than asked
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -124,8 +127,12 @@ def mine(
     query_prompt_name: str | None = None,
     corpus_prompt_name: str | None = None,
     cache_folder: str | None = None,
+    output_format: str = "triplet",
 ) -> tuple[Dataset, Mining]:
-    """Triplets (anchor, positive, negative) for ``pairs`` (columns ``anchor``, ``positive``); the
+    """Triplets (anchor, positive, negative) for ``pairs`` (columns ``anchor``, ``positive``), one a
+    negative, or with ``output_format="n-tuple"`` one row a pair, (anchor, positive, negative_1 ...
+    negative_n), so an anchor is not repeated over rows (a pair that got fewer than ``num_negatives`` is
+    left out, and counted: an n-tuple's columns are the same for every row); the
     corpus negatives come from is ``corpus``, else the pairs' positives. ``seed`` seeds the random
     sampling (recorded in the report's settings); ``cache_folder`` keeps sentence-transformers' embeddings
     of the anchors and candidates for a second mining of the same pairs."""
@@ -134,6 +141,8 @@ def mine(
     if len(pairs) == 0:
         raise DataError("no pairs to mine negatives for")
     check_settings(num_negatives, range_min, range_max, max_score, absolute_margin, relative_margin)
+    if output_format not in ("triplet", "n-tuple"):
+        raise ConfigError(f"--format {output_format}: choose triplet or n-tuple")
     for option, name in (("--query-prompt-name", query_prompt_name), ("--corpus-prompt-name", corpus_prompt_name)):
         if name is not None and name not in model.prompts:
             known = ", ".join(model.prompts) or "none"
@@ -179,7 +188,7 @@ def mine(
         groups[anchor, positive].append(i)
     negatives = [same_text_key(text) for text in mined["negative"]]
     pick = random.Random(seed)
-    keep, passed_over, short = [], 0, 0
+    keep, chosen_by_pair, passed_over, short = [], [], 0, 0
     for (anchor, _), rows in groups.items():
         a = same_text_key(anchor)
         good = [i for i in rows if negatives[i] != a and negatives[i] not in positives[a]]
@@ -190,7 +199,17 @@ def mine(
         passed_over += sum(1 for i in rows if i not in good and (not chosen or i < chosen[-1]))
         short += max(0, min(num_negatives, len(rows)) - len(chosen))
         keep += chosen
+        chosen_by_pair.append(chosen)
     triplets = mined.select(sorted(keep))
+    rows, left_out = triplets, 0
+    if output_format == "n-tuple":
+        whole = [c for c in chosen_by_pair if len(c) == num_negatives]
+        left_out = len(chosen_by_pair) - len(whole)
+        anchors, positives_, texts = mined["anchor"], mined["positive"], mined["negative"]
+        columns = {"anchor": [anchors[c[0]] for c in whole], "positive": [positives_[c[0]] for c in whole]}
+        for k in range(num_negatives):
+            columns[f"negative_{k + 1}"] = [texts[c[k]] for c in whole]
+        rows = Dataset.from_dict(columns)
     report = Mining(
         pairs=len(pairs),
         triplets=len(triplets),
@@ -203,5 +222,8 @@ def mine(
             "seed": seed if sampling == "random" else None,
             "corpus": "given" if corpus is not None else "the positives",
         },
+        output_format=output_format,
+        rows=len(rows),
+        pairs_short_of_negatives=left_out,
     )
-    return triplets, report
+    return rows, report

@@ -113,11 +113,10 @@ def test_a_column_of_numbers_is_never_read_as_a_text(tiny_backbone, tmp_path):
         (["question", "answer"], "cosent", r"needs \[text1, text2, score\]"),
         ({"text1": "question", "label": "grade"}, "cosent", "not label"),
         ({"anchor": "question", "negative": "answer"}, "mnrl", "needs the role.s. positive"),
-        (
-            ["question", "answer", "grade", "answer"],
-            "mnrl",
-            r"needs \[anchor, positive\] or \[anchor, positive, negative\]",
-        ),
+        (["question", "answer", "grade", "answer"], "mnrl", "'answer' is named twice"),
+        (["question", "answer", "grade", "grade"], "TripletLoss", r"needs \[anchor, positive, negative\], got"),
+        (["question", "answer"], "TripletLoss", r"needs \[anchor, positive, negative\], got"),
+        ({"anchor": "question", "positive": "answer", "negative_2": "grade"}, "mnrl", "not negative_2"),
     ],
 )
 def test_columns_that_do_not_fit_the_loss_are_refused(tiny_backbone, tmp_path, columns, loss, message):

@@ -140,6 +140,7 @@ def test_the_keys_a_config_idles_under_some_settings_are_the_ones_the_reference_
     cases = [
         {"method": "supervised", "supervised": {"format": "stsb", "loss": "cosine-mse"}},
         {"method": "supervised", "supervised": {"loss": "mnrl"}},
+        {"method": "supervised", "supervised": {"loss": "TripletLoss"}},
         {"method": "simcse-sup", "data": {"train": "t.csv", "columns": ["a", "b"]}},
     ]
     seen: dict[str, set[str]] = {}
@@ -154,8 +155,10 @@ def test_the_keys_a_config_idles_under_some_settings_are_the_ones_the_reference_
             "supervised.split",
             "supervised.scale",
             "supervised.score_range",
+            "supervised.teacher",
             "data.columns",
             "train.mini_batch_size",
+            "train.matryoshka_dims",
             *shared,
         },
         "simcse-sup": {"loss.hard_negative_weight", "model.mlp_only_train", *shared},  # its pooler is not cls

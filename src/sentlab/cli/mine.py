@@ -1,4 +1,4 @@
-"""``sentlab mine``: hard negatives for (anchor, positive) pairs, written as triplets."""
+"""``sentlab mine``: hard negatives for (anchor, positive) pairs, written as triplets or n-tuples."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def cmd_mine(args: argparse.Namespace) -> int:
 
     out = Path(args.output)
     if out.suffix != ".jsonl":
-        raise DataError(f"{out}: the triplets are written as .jsonl")
+        raise DataError(f"{out}: the rows are written as .jsonl")
     out.with_suffix(".report.json").unlink(missing_ok=True)  # an earlier run's report never vouches for this one
     check_settings(
         args.num_negatives, args.range_min, args.range_max, args.max_score, args.absolute_margin, args.relative_margin
@@ -75,12 +75,22 @@ def cmd_mine(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         query_prompt_name=args.query_prompt_name,
         corpus_prompt_name=args.corpus_prompt_name,
+        output_format=args.format,
     )
     with atomic_path(out) as partial, partial.open("w", encoding="utf-8") as f:
         for row in triplets:
-            f.write(json.dumps({k: row[k] for k in ("anchor", "positive", "negative")}, ensure_ascii=False) + "\n")
+            f.write(json.dumps({k: row[k] for k in triplets.column_names}, ensure_ascii=False) + "\n")
     report_path = out.with_suffix(".report.json")
     write_text_atomic(report_path, json.dumps(report.to_dict(), indent=1) + "\n")  # written last: the run finished
+    if args.format == "n-tuple":
+        columns = ", ".join(triplets.column_names)
+        print(
+            f"{report.rows:,} rows ({columns}) for {report.pairs:,} pairs written to {out} "
+            f"({report.pairs_short_of_negatives:,} pairs left out with fewer than {args.num_negatives} negatives, "
+            f"{report.same_text_passed_over} candidates passed over as the same text as the anchor or a positive; "
+            f"{report_path}); train on them with data.columns: [{columns}]"
+        )
+        return 0
     print(
         f"{report.triplets:,} triplets for {report.pairs:,} pairs ({report.anchors_with_a_negative:,} distinct anchors "
         f"with a negative) written to "
@@ -102,8 +112,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--columns", default="[anchor, positive]", help="[ANCHOR, POSITIVE] names or {anchor: ..., positive: ...}"
     )
     p.add_argument("--corpus", default=None, help="a text file of candidates, one a line (default: the positives)")
-    p.add_argument("--output", required=True, help="the triplets, .jsonl (anchor, positive, negative)")
-    p.add_argument("--num-negatives", type=positive_int, default=1, help="negatives an anchor (a triplet each)")
+    p.add_argument("--output", required=True, help="the rows, .jsonl (anchor, positive, negative[_1 ... _N])")
+    p.add_argument(
+        "--num-negatives", type=positive_int, default=1, help="negatives a pair (a triplet each, or n-tuple columns)"
+    )
+    p.add_argument(
+        "--format",
+        choices=("triplet", "n-tuple"),
+        default="triplet",
+        help="triplet: a row a negative (anchor, positive, negative); n-tuple: a row a pair (anchor, positive, "
+        "negative_1 ... negative_N), pairs with fewer negatives left out",
+    )
     p.add_argument("--range-min", type=int, default=0, help="skip this many of the most similar candidates")
     p.add_argument(
         "--range-max",

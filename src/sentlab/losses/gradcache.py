@@ -90,7 +90,8 @@ class GradientCache(CachedLossMixin, nn.Module):
         if mini_batch_size < 1:
             raise ValueError(f"mini_batch_size must be at least 1, not {mini_batch_size}")
         self.loss = loss
-        self.model = loss.model
+        # sentence-transformers' batch-triplet losses call the model sentence_embedder
+        self.model = loss.model if hasattr(loss, "model") else loss.sentence_embedder
         self.mini_batch_size = int(mini_batch_size)
         self._own_grads: list[tuple[nn.Parameter, Tensor]] = []
 

@@ -198,8 +198,12 @@ class Method:
         on the loss as ``chunking`` (read back into ``RUN/runtime.json``)."""
         loss = self.loss(model)
         size, source = self.cfg.train.mini_batch_size, "set"
-        if size is None:
-            return self.matryoshka(model, loss)
+        if size is None:  # a loss that chunks by itself (sentence-transformers' cached losses) says so on it
+            chunking = getattr(loss, "chunking", None)
+            loss = self.matryoshka(model, loss)
+            if chunking is not None:
+                loss.chunking = chunking
+            return loss
         if size == "auto":
             size, why = self.auto_mini_batch(model)
             source = "auto"

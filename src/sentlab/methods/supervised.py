@@ -3,21 +3,29 @@ methods as in the TSDAE paper (Sec. 4): "target → NLI+STS", "NLI+STS → targe
 followed by in-domain supervised training (Fig. 2). A run's ``model/`` is the next run's
 ``model.name`` (``sentlab pipeline`` chains the configs).
 
-``supervised.loss``, sentence-transformers' losses by name:
+``supervised.loss`` is any loss of :data:`sentlab.losses.catalog.LOSSES` by its sentence-transformers
+class name (``GISTEmbedLoss``, ``CachedMultipleNegativesRankingLoss``, ``TripletLoss``,
+``MarginMSELoss`` ...), with ``supervised.loss_args`` its own arguments, checked against the class's
+signature; or one of sentlab's short names:
 
 * ``mnrl`` - ``MultipleNegativesRankingLoss`` (the paper's MNRL, Sec. 5.1: cross-entropy over
-  in-batch negatives, cosine × ``scale``; with a hard-negative column, supervised SimCSE's objective
-  with sentence-transformers' head-less encoder) on (anchor, positive[, negative]) rows;
+  in-batch negatives, cosine × ``scale``; with hard-negative columns, supervised SimCSE's objective
+  with sentence-transformers' head-less encoder) on (anchor, positive[, negative_1 ... negative_n]) rows;
 * ``cosine-mse`` - ``CosineSimilarityLoss`` (MSE between the cosine and the gold score scaled to
   [0, 1]), the paper's MSE loss on STS-B train / TwitterPara;
 * ``cosent`` - ``CoSENTLoss`` (Su 2022) and ``angle`` - ``AnglELoss`` (Li and Li 2023, the same
   ranking loss on the angle difference) on scored pairs.
 
+The rows a loss reads follow its kind (:mod:`sentlab.losses.catalog`): texts (anchor, positive and
+any number of negative columns, an n-tuple, so an anchor is not repeated over rows), scored pairs,
+pairs labelled 0 / 1, texts with a class, pairs with a class, or texts whose labels a teacher model
+gives (``supervised.teacher``: distillation). A model argument (GISTEmbed's ``guide``) is a model name
+or folder, loaded as the start model is.
+
 ``supervised.format`` says how ``data.train`` is read: ``table`` (a .jsonl / .csv / .tsv whose
-``data.columns`` name, in order or by role, the text1 / text2 / score columns of scored pairs or the
-anchor / positive[ / negative] columns of pairs and triplets), ``snli`` (a folder in SentEval's SNLI
-layout; triplets from the ``supervised.split`` split) or ``stsb`` (an ``sts-<split>.csv`` of
-SentEval's STS-B, scores 0-5).
+``data.columns`` name, in order or by role, the columns of the loss's kind), ``snli`` (a folder in
+SentEval's SNLI layout; triplets from the ``supervised.split`` split) or ``stsb`` (an
+``sts-<split>.csv`` of SentEval's STS-B, scores 0-5).
 
 Scores are on the scale ``supervised.score_range`` ([low, high]; [0, 5] for ``stsb``); a score
 outside it, or one that is not a finite number, is refused with its row, and each becomes
@@ -25,23 +33,23 @@ outside it, or one that is not a finite number, is refused with its row, and eac
 must be stated; ``cosent`` and ``angle`` read only the scores' order, and without a stated scale take
 the data's lowest and highest score (said in one line).
 
-A column of numbers is never read as a text: scored pairs under ``mnrl`` (which reads texts) are
-refused in one line, as are scored roles (``{text1, text2, score}``) without a stated scored loss.
-Keys the settings leave idle (``split`` outside ``snli``, ``scale`` with ``cosine-mse``,
-``score_range`` with ``mnrl``, ``data.columns`` outside ``table``) and the ``loss`` section (this
-method's loss is ``supervised.loss``) are refused when set (:meth:`SupervisedConfig.unread`).
+A column of numbers is never read as a text: scored pairs under a loss that reads texts are refused
+in one line. Keys the settings leave idle (``split`` outside ``snli``, ``scale`` for a loss without
+a similarity scale, ``score_range`` outside scored pairs, ``teacher`` outside distillation,
+``data.columns`` outside ``table``) and the ``loss`` section (this method's loss is
+``supervised.loss``) are refused when set (:meth:`SupervisedConfig.unread`).
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from datasets import Dataset
 from pydantic import Field, FiniteFloat, field_validator, model_validator
 from sentence_transformers import SentenceTransformer
-from sentence_transformers.sentence_transformer import losses
 from torch import nn
 
 from sentlab.data.nli import read_snli_triplets
@@ -49,27 +57,56 @@ from sentlab.data.readers import table_line
 from sentlab.data.sts import read_stsb
 from sentlab.data.tables import column_table
 from sentlab.errors import ConfigError, DataError
+from sentlab.losses.catalog import LOSSES, SHORT_NAMES, LossSpec, build_loss, check_arguments, loss_class
 from sentlab.methods.base import Method, column_roles, register
 from sentlab.progress import say
 from sentlab.training.config import TrainConfig, _Section
 
-SCORED_LOSSES = ("cosine-mse", "cosent", "angle")
+SCORED_LOSSES = tuple(short for short, name in SHORT_NAMES.items() if LOSSES[name].kind == "scored")
+# the columns each kind of loss reads, in order (texts and distill: then any negatives)
+KIND_ROLES = {
+    "scored": ("text1", "text2", "score"),
+    "binary": ("text1", "text2", "label"),
+    "classes": ("text", "label"),
+    "pair-classes": ("text1", "text2", "label"),
+}
 
 
 class SupervisedSection(_Section):
-    loss: Literal["mnrl", "cosine-mse", "cosent", "angle"] = Field(
-        "mnrl", description="mnrl: pairs or triplets; cosine-mse, cosent, angle: scored pairs"
+    loss: str = Field(
+        "mnrl",
+        description="a sentence-transformers loss by class name (e.g. GISTEmbedLoss, TripletLoss) or a short name: "
+        "mnrl (pairs or n-tuples); cosine-mse, cosent, angle (scored pairs)",
+    )
+    loss_args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the loss class's own arguments, checked against its signature (a model argument such as "
+        "GISTEmbed's guide: a model name or folder; similarity_fct / loss_fct / distance_metric: a name)",
+    )
+    teacher: str | None = Field(
+        None, description="distillation losses (MSELoss, MarginMSELoss ...): the model whose outputs are the labels"
     )
     format: Literal["table", "snli", "stsb"] = "table"
     split: str = Field("train", description="format snli: the split of the SNLI folder")
     scale: float | None = Field(
-        None, gt=0, description="mnrl / cosent / angle: similarity scale (unset: 20, sentence-transformers' default)"
+        None,
+        gt=0,
+        description="a loss with a similarity scale (mnrl, cosent, angle ...): the scale (unset: the class's "
+        "default, 20)",
     )
     score_range: tuple[FiniteFloat, FiniteFloat] | None = Field(
         None,
         description="the scores' scale [low, high]: a score outside it is refused (stsb: [0, 5]; needed by "
         "cosine-mse on a table; unset with cosent / angle, which read only the order: the data's lowest and highest)",
     )
+
+    @property
+    def loss_class(self) -> type[nn.Module]:
+        return loss_class(self.loss)
+
+    @property
+    def spec(self) -> LossSpec:
+        return LOSSES[self.loss_class.__name__]
 
     @property
     def similarity_scale(self) -> float:
@@ -84,43 +121,84 @@ class SupervisedSection(_Section):
         return value
 
 
+def _takes(cls: type, argument: str) -> bool:
+    return argument in inspect.signature(cls.__init__).parameters
+
+
 class SupervisedConfig(TrainConfig):
     method: Literal["supervised"]
     supervised: SupervisedSection = Field(default_factory=SupervisedSection)
 
     section = "supervised"
     section_required = False
-    not_read = {"loss": "its loss is supervised.loss, with the similarity scale supervised.scale"}
+    not_read = {"loss": "its loss is supervised.loss, with its arguments in supervised.loss_args"}
     idle_when = {
         **TrainConfig.idle_when,
-        "train.mini_batch_size": "with supervised.loss: cosine-mse",
+        "train.mini_batch_size": "with a loss of one row at a time, or one that chunks by itself (Cached*)",
+        "train.matryoshka_dims": "with a loss not scored by cosines alone",
         "supervised.split": "outside format snli (stsb takes its split from the file's name)",
-        "supervised.scale": "with loss cosine-mse",
-        "supervised.score_range": "with loss mnrl",
+        "supervised.scale": "with a loss without a similarity scale",
+        "supervised.score_range": "outside scored pairs",
+        "supervised.teacher": "outside distillation losses",
         "data.columns": "outside format table",
     }
 
     def unread(self) -> dict[str, str]:
         s, idle = self.supervised, super().unread()
+        try:
+            cls = s.loss_class
+        except ConfigError:
+            return idle  # _known_loss says why, in one line
+        spec, name = LOSSES[cls.__name__], s.loss if s.loss in SHORT_NAMES else cls.__name__
         if s.format != "snli":
             where = "the split is data.train's file name, sts-<split>.csv" if s.format == "stsb" else "data.train"
             idle["supervised.split"] = f"it is read with format snli only; with format {s.format}, {where}"
-        if s.loss == "cosine-mse":
-            idle["supervised.scale"] = "supervised.loss cosine-mse has no similarity scale"
+        if not _takes(cls, "scale"):
+            idle["supervised.scale"] = f"supervised.loss {name} has no similarity scale"
+        if spec.chunks_itself:
             idle["train.mini_batch_size"] = (
-                "supervised.loss cosine-mse scores each pair alone, so a smaller train.batch_size already needs "
+                f"supervised.loss {name} splits the batch itself: set its supervised.loss_args.mini_batch_size"
+            )
+        elif not spec.compares_rows:
+            idle["train.mini_batch_size"] = (
+                f"supervised.loss {name} scores each row alone, so a smaller train.batch_size already needs "
                 "less memory for the same expected gradient; Gradient Cache is for losses that compare the rows of a batch"
             )
-        if s.loss not in SCORED_LOSSES:
-            idle["supervised.score_range"] = f"supervised.loss {s.loss} reads no scores"
+        elif not hasattr(cls, "compute_loss_from_embeddings"):
+            idle["train.mini_batch_size"] = (
+                f"supervised.loss {name} embeds with its own guide model inside the loss, which Gradient Cache "
+                f"cannot replay; use Cached{cls.__name__} with supervised.loss_args.mini_batch_size"
+            )
+        if not spec.directions:
+            idle["train.matryoshka_dims"] = (
+                f"supervised.loss {name} scores distances, classes or a teacher's outputs, not the embeddings' "
+                "directions alone, so a truncated embedding is not what it trained"
+            )
+        if spec.kind != "scored":
+            idle["supervised.score_range"] = f"supervised.loss {name} reads no scores"
+        if spec.kind != "distill":
+            idle["supervised.teacher"] = f"supervised.loss {name} is not a distillation loss"
         if s.format != "table":
             idle["data.columns"] = f"supervised.format {s.format} has its own columns"
         return idle
 
     @model_validator(mode="after")
-    def _stated_scale(self) -> SupervisedConfig:
+    def _known_loss(self) -> SupervisedConfig:
+        """The loss's class, its arguments against its signature, and what it needs beside them."""
         s = self.supervised
-        if s.loss == "cosine-mse" and s.format == "table" and s.score_range is None:
+        try:
+            cls = s.loss_class
+            check_arguments(cls, s.loss_args)
+        except ConfigError as error:
+            raise ValueError(str(error)) from None
+        if "scale" in s.loss_args and s.scale is not None:
+            raise ValueError("supervised.scale: set once, as supervised.scale or supervised.loss_args.scale")
+        if LOSSES[cls.__name__].kind == "distill" and s.teacher is None:
+            raise ValueError(
+                f"supervised.teacher: {cls.__name__} learns a teacher model's outputs; name the teacher (a model "
+                "name or folder)"
+            )
+        if cls.__name__ == "CosineSimilarityLoss" and s.format == "table" and s.score_range is None:
             raise ValueError(
                 "supervised.score_range: cosine-mse regresses the cosine on the score scaled to [0, 1], so state "
                 "the scores' scale, e.g. [0, 5] (the data's own lowest and highest need not be the scale's ends)"
@@ -144,28 +222,49 @@ class Supervised(Method):
     config_class = SupervisedConfig
     simcse_mlp = False
     no_adapter = None  # the encoder it saves is what the loss trains
-    no_matryoshka = None  # a loss of cosines: the first K dimensions re-normalised are scored alike
-    no_gradient_cache = None  # mnrl, cosent and angle compare the batch's rows (cosine-mse: SupervisedConfig.unread)
-    batch_columns = 3  # anchor, positive, negative (at most)
+    no_matryoshka = None  # losses of cosines take it; the others refuse it (SupervisedConfig.unread)
+    no_gradient_cache = None  # losses that compare the batch's rows take it; the others refuse it (unread)
+    teacher_width: int | None = None  # distillation: the teacher's embedding width (train_dataset)
+
+    @property
+    def spec(self) -> LossSpec:
+        return self.cfg.supervised.spec
 
     @property
     def in_batch_negatives(self) -> bool:
-        return self.cfg.supervised.loss == "mnrl"
+        return self.spec.kind == "texts" and self.spec.compares_rows
 
+    @property
+    def batch_columns(self) -> int:
+        """Sequences a row embeds (train.mini_batch_size: auto's estimate): a table's text columns."""
+        columns, kind = self.cfg.data.columns, self.spec.kind
+        if self.cfg.supervised.format != "table" or not columns:
+            return 3
+        return len(columns) if kind in ("texts", "distill") else len(columns) - 1
+
+    def training_arguments(self) -> dict[str, object]:
+        if self.spec.kind == "classes":  # a batch needs several texts of a class (sentence-transformers' advice)
+            from sentence_transformers.base.sampler import GroupByLabelBatchSampler
+
+            return {"batch_sampler": GroupByLabelBatchSampler}
+        return {}
+
+    # -- data ------------------------------------------------------------------------------------
     def train_dataset(self) -> Dataset:
         s, data = self.cfg.supervised, self.cfg.data
-        scored = s.loss in SCORED_LOSSES
+        kind, name = self.spec.kind, s.loss
         if s.format == "snli":
-            if scored:
-                raise ConfigError("supervised.format snli gives triplets; use supervised.loss: mnrl")
+            if kind != "texts" or self.spec.max_negatives == 0:
+                raise ConfigError(f"supervised.format snli gives triplets; supervised.loss {name} does not read them")
             rows = read_snli_triplets(data.train, s.split)[: data.limit]
             return Dataset.from_dict(
                 {"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows], "negative": [r[2] for r in rows]}
             )
         if s.format == "stsb":
-            if not scored:
+            if kind != "scored":
                 raise ConfigError(
-                    f"supervised.format stsb gives scored pairs; use supervised.loss {' / '.join(SCORED_LOSSES)}"
+                    f"supervised.format stsb gives scored pairs; supervised.loss {name} does not read them (use "
+                    f"{' / '.join(SCORED_LOSSES)}, or a loss of scored pairs)"
                 )
             path = Path(data.train)
             pairs = read_stsb(path.parent, path.stem.removeprefix("sts-"))
@@ -174,33 +273,49 @@ class Supervised(Method):
             return Dataset.from_dict(
                 {"sentence1": pairs.sentences1[:n], "sentence2": pairs.sentences2[:n], "score": scores}
             )
-        if not scored:
-            roles = ("anchor", "positive", "negative")
-            if isinstance(data.columns, dict) and {"text1", "text2", "score"} & set(data.columns):
-                raise ConfigError(
-                    f"data.columns: {{text1, text2, score}} are scored pairs; supervised.loss {s.loss} reads "
-                    f"(anchor, positive[, negative]) texts: set supervised.loss to {', '.join(SCORED_LOSSES)}"
+        if kind in ("texts", "distill"):
+            table = self.text_table()
+            return self.teacher_labels(table) if kind == "distill" else table
+        if kind == "scored":
+            return self.scored_table()
+        return self.labelled_table(kind)
+
+    def text_table(self) -> Dataset:
+        """(anchor[, positive][, negative_1 ... negative_n]) texts: one negative is ``negative``."""
+        s, data, spec = self.cfg.supervised, self.cfg.data, self.spec
+        name = s.loss
+        if isinstance(data.columns, dict) and {"text1", "text2", "score", "label"} & set(data.columns):
+            scored = "label" not in data.columns
+            what, losses = (
+                ("{text1, text2, score} are scored pairs", ", ".join(SCORED_LOSSES))
+                if scored
+                else (
+                    "{text1, text2, label} are labelled pairs",
+                    "ContrastiveLoss, OnlineContrastiveLoss or SoftmaxLoss",
                 )
-            columns = column_roles(data.columns, roles, 2, f"supervised.loss {s.loss} (pairs or triplets)")
-            table = self.checked(column_table(data.train, columns, list(roles[: len(columns)]), limit=data.limit))
-            for role, column in zip(roles, columns):
-                if all(_number(value) is not None for value in table[role]):
-                    raise DataError(
-                        f"{data.train}: column {column!r} ({role}) holds numbers, not texts: supervised.loss "
-                        f"{s.loss} reads (anchor, positive[, negative]) texts; for scored pairs set "
-                        f"supervised.loss to {', '.join(SCORED_LOSSES)} and data.columns to {{text1, text2, score}}"
-                    )
-            return table
-        columns = column_roles(data.columns, ("text1", "text2", "score"), 3, f"supervised.loss {s.loss} (scored pairs)")
+            )
+            raise ConfigError(
+                f"data.columns: {what}; supervised.loss {name} reads (anchor, positive[, negative_1 ... negative_n]) "
+                f"texts: set supervised.loss to {losses}"
+            )
+        least = 1 if spec.teacher == "embedding" else 2 + spec.min_negatives
+        most = None if spec.max_negatives is None else 2 + spec.max_negatives
+        columns, roles = text_columns(data.columns, least, most, f"supervised.loss {name}")
+        table = self.checked(column_table(data.train, columns, roles, limit=data.limit))
+        for role, column in zip(roles, columns):
+            if all(_number(value) is not None for value in table[role]):
+                raise DataError(
+                    f"{data.train}: column {column!r} ({role}) holds numbers, not texts: supervised.loss "
+                    f"{name} reads texts; for scored pairs set supervised.loss to {', '.join(SCORED_LOSSES)} "
+                    "and data.columns to {text1, text2, score}"
+                )
+        return table
+
+    def scored_table(self) -> Dataset:
+        s, data = self.cfg.supervised, self.cfg.data
+        columns = column_roles(data.columns, KIND_ROLES["scored"], 3, f"supervised.loss {s.loss} (scored pairs)")
         table = self.checked(column_table(data.train, columns, ["sentence1", "sentence2", "score"], limit=data.limit))
-        raw = []
-        for index, value in enumerate(table["score"]):  # a float a row: a labelled set, small beside its text
-            number = _number(value)
-            if number is None or not math.isfinite(number):
-                line = table_line(data.train, index)
-                what = "is not a number" if number is None else "is not finite"
-                raise DataError(f"{data.train}:{line}: score column {columns[2]!r}: {value!r} {what}")
-            raw.append(number)
+        raw = self.numbers(table["score"], columns[2])
         if s.score_range is None:  # cosent / angle: only the order counts (cosine-mse is refused unstated)
             low, high = min(raw), max(raw)
             if low == high:
@@ -211,6 +326,83 @@ class Supervised(Method):
             )
         scores = self.scaled(raw, s.score_range or (low, high), columns[2])
         return table.remove_columns("score").add_column("score", scores)
+
+    def labelled_table(self, kind: str) -> Dataset:
+        """Pairs labelled 0 / 1 (``binary``), or texts or pairs with a class: a class that reads as a
+        whole number is that number, else the classes (texts) are numbered in sorted order (said)."""
+        s, data = self.cfg.supervised, self.cfg.data
+        roles = KIND_ROLES[kind]
+        columns = column_roles(data.columns, roles, len(roles), f"supervised.loss {s.loss}")
+        table = self.checked(column_table(data.train, columns, list(roles), limit=data.limit))
+        values = list(table["label"])
+        numbers = [_number(v) for v in values]
+        if all(n is not None and math.isfinite(n) and n == int(n) for n in numbers):
+            labels = [int(n) for n in numbers]
+        elif kind == "binary":
+            bad = next(i for i, n in enumerate(numbers) if n is None or not math.isfinite(n) or n != int(n))
+            raise DataError(
+                f"{data.train}:{table_line(data.train, bad)}: label column {columns[-1]!r}: {values[bad]!r} is not 0 or 1"
+            )
+        else:
+            classes = sorted({str(v) for v in values})
+            number = {c: i for i, c in enumerate(classes)}
+            labels = [number[str(v)] for v in values]
+            say(f"{columns[-1]}: {len(classes)} classes numbered in sorted order: " + ", ".join(classes[:5]))
+        if kind == "binary" and set(labels) - {0, 1}:
+            bad = next(i for i, v in enumerate(labels) if v not in (0, 1))
+            raise DataError(
+                f"{data.train}:{table_line(data.train, bad)}: label column {columns[-1]!r}: {values[bad]!r} is not 0 or 1"
+            )
+        wanted = s.loss_args.get("num_labels")
+        if kind == "pair-classes" and wanted is not None and (min(labels) < 0 or max(labels) >= wanted):
+            raise DataError(
+                f"{data.train}: labels {min(labels)} to {max(labels)} do not fit supervised.loss_args.num_labels {wanted}"
+            )
+        return table.remove_columns("label").add_column("label", labels)
+
+    def teacher_labels(self, table: Dataset) -> Dataset:
+        """Distillation: the teacher's outputs as each row's ``label`` - its embedding of the first text
+        (MSE, EmbedDistill), its margins sim(anchor, positive) - sim(anchor, negative_i) (MarginMSE) or its
+        scores [sim(anchor, positive), sim(anchor, negative_i) ...] (DistillKLDiv), sim being the loss's
+        own ``similarity_fct`` so the student is scored as the teacher was. Encoded a batch of rows at a
+        time; the labels are held in memory (rows × width floats)."""
+        import torch
+
+        from sentlab.encoders.loading import load_encoder
+
+        s = self.cfg.supervised
+        teacher = load_encoder(s.teacher)
+        self.teacher_width = teacher.get_embedding_dimension()
+        similarity = check_arguments(s.loss_class, s.loss_args).get("similarity_fct")
+        if similarity is None and self.spec.teacher != "embedding":
+            similarity = inspect.signature(s.loss_class.__init__).parameters["similarity_fct"].default
+        texts = [c for c in table.column_names]
+        batch = self.cfg.train.batch_size
+        say(f"supervised.teacher: labelling {len(table):,} rows with {s.teacher} ({self.spec.teacher})")
+
+        def label(rows: dict[str, list]) -> dict[str, list]:
+            with torch.no_grad():
+                vectors = [teacher.encode(rows[c], batch_size=batch, convert_to_tensor=True) for c in texts]
+                if self.spec.teacher == "embedding":
+                    return {"label": vectors[0].float().cpu().tolist()}
+                scores = torch.stack([similarity(vectors[0], v) for v in vectors[1:]], dim=1).float()
+                if self.spec.teacher == "margins":
+                    scores = scores[:, :1] - scores[:, 1:]
+                return {"label": scores.cpu().tolist()}
+
+        return table.map(label, batched=True, batch_size=max(batch, 256), keep_in_memory=True)
+
+    def numbers(self, values: list, column: str) -> list[float]:
+        data = self.cfg.data
+        raw = []
+        for index, value in enumerate(values):  # a float a row: a labelled set, small beside its text
+            number = _number(value)
+            if number is None or not math.isfinite(number):
+                line = table_line(data.train, index)
+                what = "is not a number" if number is None else "is not finite"
+                raise DataError(f"{data.train}:{line}: score column {column!r}: {value!r} {what}")
+            raw.append(number)
+        return raw
 
     def checked(self, table: Dataset) -> Dataset:
         if len(table) == 0:
@@ -228,13 +420,72 @@ class Supervised(Method):
                 )
         return [(value - low) / (high - low) for value in scores]
 
+    # -- the loss --------------------------------------------------------------------------------
     def loss(self, model: SentenceTransformer) -> nn.Module:
-        s = self.cfg.supervised
-        scale = s.similarity_scale
-        if s.loss == "mnrl":
-            return losses.MultipleNegativesRankingLoss(model, scale=scale)
-        if s.loss == "cosent":
-            return losses.CoSENTLoss(model, scale=scale)
-        if s.loss == "angle":
-            return losses.AnglELoss(model, scale=scale)
-        return losses.CosineSimilarityLoss(model)
+        """The class ``supervised.loss`` names, built with ``supervised.loss_args`` (a model argument
+        loaded, on the model's device) and ``supervised.scale``."""
+        from sentlab.encoders.loading import load_encoder
+
+        s, spec = self.cfg.supervised, self.spec
+        cls = s.loss_class
+        arguments = check_arguments(cls, s.loss_args)
+        for argument in spec.model_arguments:
+            if argument in arguments:
+                guide = load_encoder(str(arguments[argument]), device=str(model.device))
+                guide.requires_grad_(False)  # read, never trained (nor written into checkpoints)
+                arguments[argument] = guide
+        if s.scale is not None or (_takes(cls, "scale") and "scale" not in arguments):
+            arguments["scale"] = s.similarity_scale
+        if spec.teacher == "embedding" and self.teacher_width not in (None, model.get_embedding_dimension()):
+            if arguments.get("projection_dim") is None:
+                raise ConfigError(
+                    f"supervised.teacher: its embeddings have {self.teacher_width} dimensions, the model's "
+                    f"{model.get_embedding_dimension()}; give supervised.loss_args.projection_dim or a teacher of "
+                    "the model's width"
+                )
+        loss = build_loss(cls, model, arguments)
+        if spec.chunks_itself and getattr(loss, "mini_batch_size", None) is not None:
+            loss.chunking = {"mini_batch_size": loss.mini_batch_size, "source": f"{cls.__name__} (loss_args)"}
+        return loss
+
+
+def text_columns(
+    columns: list[str] | dict[str, str], least: int, most: int | None, what: str
+) -> tuple[list[str], list[str]]:
+    """The file's columns of ``data.columns`` for a loss of texts, and the names the table gives them:
+    anchor, positive, then ``negative`` (one) or ``negative_1`` ... ``negative_n``; a mapping names them
+    by those roles (its order does not matter). Fewer than ``least`` or more than ``most`` columns is
+    one line."""
+    if isinstance(columns, dict):
+        negatives = [k for k in columns if k.startswith("negative")]
+        count = len(negatives)
+        named = ["negative"] if negatives == ["negative"] else [f"negative_{i}" for i in range(1, count + 1)]
+        unknown = sorted(set(columns) - {"anchor", "positive", *named})
+        if unknown:
+            raise ConfigError(
+                f"data.columns: {what} has the roles anchor, positive, then negative or negative_1 ... negative_n; "
+                f"not {', '.join(unknown)}"
+            )
+        missing = [role for role in ("anchor", "positive")[: min(least, 2)] if role not in columns]
+        if missing:
+            raise ConfigError(f"data.columns: {what} needs the role(s) {', '.join(missing)}")
+        order = [role for role in ("anchor", "positive") if role in columns] + named
+        files = [columns[role] for role in order]
+    else:
+        files = list(columns)
+    total = len(files)
+    if total < least or (most is not None and total > most):
+        names = ["anchor", "positive", *[f"negative_{i}" for i in range(1, 4)]]
+        if most is None:
+            shape = f"[{', '.join(names[:least])}] and any number of negative columns after them"
+        elif most > least:
+            shape = f"[{', '.join(names[:least])}] to [{', '.join(names[:most])}]"
+        else:
+            shape = f"[{', '.join(names[:least]).replace('negative_1', 'negative')}]"
+        raise ConfigError(f"data.columns: {what} needs {shape}, got {list(columns)}")
+    twice = sorted({c for c in files if files.count(c) > 1})
+    if twice:
+        raise ConfigError(f"data.columns: {twice[0]!r} is named twice; each role reads its own column")
+    count = max(0, total - 2)
+    roles = ["anchor", "positive"][: min(total, 2)]
+    return files, roles + (["negative"] if count == 1 else [f"negative_{i}" for i in range(1, count + 1)])

@@ -117,11 +117,14 @@ class MetricsLog(TrainerCallback):
 def loss_only_state(loss: nn.Module, model: nn.Module) -> dict[str, torch.Tensor]:
     """The trainable state a loss holds beyond the model: TSDAE's decoder (cross-attention, LM head),
     CT's first encoder. Tensors shared with the model (tied weights) are left out; they are in the
-    model's checkpoint already."""
+    model's checkpoint already, and so are frozen parameters (GISTEmbed's guide model): no step changes
+    them, so building the loss again restores them."""
     in_model = {id(t) for t in model.state_dict(keep_vars=True).values()}
     state, seen = {}, set()
     for name, tensor in innermost(loss).state_dict(keep_vars=True).items():  # names whatever wraps it
         if id(tensor) in in_model or id(tensor) in seen:
+            continue
+        if isinstance(tensor, nn.Parameter) and not tensor.requires_grad:
             continue
         seen.add(id(tensor))
         state[name] = tensor.detach().contiguous().cpu()

@@ -127,7 +127,8 @@ class DataSection(_Section):
     columns: list[str] | dict[str, str] = Field(
         default_factory=list,
         description="columns to read from a table file: their names in the method's order, or a mapping of "
-        "role to name (supervised / simcse-sup: {anchor, positive, negative} or {text1, text2, score})",
+        "role to name (supervised / simcse-sup: {anchor, positive, negative}, supervised: negative_1 ... negative_n, "
+        "{text1, text2, score}, {text1, text2, label} or {text, label})",
     )
     limit: int | None = Field(None, gt=0, description="use only the first N rows (the rest of a text file is not read)")
     data_dir: str | None = Field(None, description="evaluation data folder (default: $SENTLAB_DATA or ../shared/data)")

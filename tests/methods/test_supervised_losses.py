@@ -1,0 +1,260 @@
+"""Every sentence-transformers loss of the catalogue in the supervised method: each one built by class
+name on the rows of its kind and back-propagated; its arguments checked against the class's signature
+(unknown names refused with the closest ones); n-tuples of negatives; GISTEmbed's guide model; the
+teacher labels of the distillation losses, checked against the teacher by hand."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from sentence_transformers import util
+from sentence_transformers.sentence_transformer import losses
+
+from sentlab.losses.catalog import ELSEWHERE, LOSSES, loss_class
+from sentlab.methods.supervised import Supervised
+from sentlab.training import engine
+from sentlab.training.callbacks import loss_only_state
+from tests.conftest import features_of, subprocess_env
+from tests.methods.test_baselines import method_config
+
+WORDS = ["a cat sat", "the dog ran", "birds fly", "fish swim", "a man walks", "rain falls", "snow", "the sea"]
+
+
+def table(path, columns: dict[str, list]):
+    with path.open("w", encoding="utf-8") as f:
+        for row in zip(*columns.values()):
+            f.write(json.dumps(dict(zip(columns, row))) + "\n")
+    return path
+
+
+def rows_of(kind: str, spec) -> dict[str, list]:
+    """Eight rows of the kind a loss reads (texts: its fewest negatives, at least two where it takes any)."""
+    n = len(WORDS)
+    texts = lambda k: [WORDS[(i + k) % n] for i in range(n)]  # noqa: E731
+    if kind in ("texts", "distill"):
+        negatives = 0 if spec.max_negatives == 0 else max(spec.min_negatives, min(2, spec.max_negatives or 2))
+        return {"a": texts(0), "p": texts(1), **{f"n{k}": texts(k + 2) for k in range(negatives)}}
+    if kind == "scored":
+        return {"a": texts(0), "b": texts(1), "score": [0, 1, 2, 3, 4, 5, 1, 2]}
+    if kind == "binary":
+        return {"a": texts(0), "b": texts(1), "label": [0, 1] * 4}
+    if kind == "classes":
+        return {"a": texts(0), "label": ["x", "y"] * 4}
+    return {"a": texts(0), "b": texts(1), "label": [0, 1, 2, 0, 1, 2, 0, 1]}
+
+
+def supervised(tmp_path, backbone, train, columns, **section):
+    return method_config(
+        "supervised",
+        backbone,
+        train,
+        tmp_path / "run",
+        section={"supervised": section},
+        data={"columns": columns},
+        max_steps=1,
+        batch_size=4,
+    )
+
+
+def step(method, model, dataset):
+    """The loss of the first four rows as the trainer hands them to it, back-propagated."""
+    loss = method.training_loss(model)
+    batch = dataset.select(range(4))
+    texts = [c for c in batch.column_names if c != "label" and c != "score"]
+    label = "label" if "label" in batch.column_names else "score" if "score" in batch.column_names else None
+    labels = torch.tensor(batch[label], device=model.device) if label else None
+    value = loss([features_of(model, batch[c]) for c in texts], labels)
+    value.backward()
+    return loss, float(value)
+
+
+def arguments(name, backbone):
+    return {
+        "GISTEmbedLoss": {"guide": str(backbone)},
+        "CachedGISTEmbedLoss": {"guide": str(backbone), "mini_batch_size": 2},
+        "CachedMultipleNegativesRankingLoss": {"mini_batch_size": 2},
+        "SoftmaxLoss": {"num_labels": 3},
+    }.get(name, {})
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_every_loss_of_the_catalogue_trains_on_the_rows_of_its_kind(name, tiny_backbone, tmp_path):
+    spec = LOSSES[name]
+    data = rows_of(spec.kind, spec)
+    train = table(tmp_path / "rows.jsonl", data)
+    stated = {"score_range": [0, 5]} if spec.kind == "scored" else {}
+    teacher = {"teacher": str(tiny_backbone)} if spec.kind == "distill" else {}
+    cfg = supervised(
+        tmp_path,
+        tiny_backbone,
+        train,
+        list(data),
+        loss=name,
+        loss_args=arguments(name, tiny_backbone),
+        **stated,
+        **teacher,
+    )
+    method = Supervised(cfg, engine.RunPaths(tmp_path / "run"))
+    dataset = method.train_dataset()
+    model = method.build_model()
+    loss, value = step(method, model, dataset)
+    assert type(loss).__name__ == name and torch.isfinite(torch.tensor(value))
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    assert grads and any(float(g.abs().max()) > 0 for g in grads), name
+    assert not loss_only_state(loss, model) or name == "SoftmaxLoss"  # its classifier; never a guide's weights
+
+
+def test_an_n_tuple_is_every_negative_in_the_ranking_loss(tiny_backbone_no_dropout, tmp_path):
+    """(anchor, positive, negative_1, negative_2) rows by role, any order: MNRL's value is the cross-entropy
+    of each anchor over every positive and every negative of the batch, computed here by hand."""
+    data = {"q": WORDS, "p": WORDS[1:] + WORDS[:1], "h1": WORDS[2:] + WORDS[:2], "h2": WORDS[3:] + WORDS[:3]}
+    train = table(tmp_path / "rows.jsonl", data)
+    columns = {"negative_2": "h2", "anchor": "q", "negative_1": "h1", "positive": "p"}
+    cfg = supervised(tmp_path, tiny_backbone_no_dropout, train, columns, loss="MultipleNegativesRankingLoss")
+    method = Supervised(cfg, engine.RunPaths(tmp_path / "run"))
+    dataset = method.train_dataset()
+    assert dataset.column_names == ["anchor", "positive", "negative_1", "negative_2"]
+    assert dataset["negative_2"] == data["h2"] and method.batch_columns == 4
+    model = method.build_model().double()
+    loss, value = step(method, model, dataset)
+    with torch.no_grad():
+        a, p, n1, n2 = (model.encode(dataset[c][:4], convert_to_tensor=True) for c in dataset.column_names)
+        scores = util.cos_sim(a, torch.cat([p, n1, n2])) * 20.0  # scale: sentence-transformers' default
+        expected = torch.nn.functional.cross_entropy(scores, torch.arange(4, device=scores.device))
+    assert value == pytest.approx(float(expected), rel=1e-9)  # float64: the same sums in another order
+
+
+def test_the_teacher_gives_the_distillation_labels(tiny_backbone, tmp_path):
+    """MSE: the teacher's embedding of the first text; MarginMSE: sim(a, p) - sim(a, n_i) with the loss's
+    similarity (dot by default), DistillKLDiv: [sim(a, p), sim(a, n_i)] - from the teacher, by hand."""
+    from sentlab.encoders.loading import load_encoder
+
+    data = rows_of("distill", LOSSES["MarginMSELoss"])
+    train = table(tmp_path / "rows.jsonl", data)
+    teacher = load_encoder(str(tiny_backbone))
+    vectors = [teacher.encode(data[c], convert_to_tensor=True) for c in data]
+    for name, expected in [
+        ("MSELoss", vectors[0]),
+        (
+            "MarginMSELoss",
+            torch.stack([(vectors[0] * vectors[1]).sum(1) - (vectors[0] * v).sum(1) for v in vectors[2:]], 1),
+        ),
+        ("DistillKLDivLoss", torch.stack([(vectors[0] * v).sum(1) for v in vectors[1:]], 1)),
+    ]:
+        cfg = supervised(tmp_path, tiny_backbone, train, list(data), loss=name, teacher=str(tiny_backbone))
+        labels = torch.tensor(Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()["label"])
+        # float32 encodings of the same model in batches of other sizes: 1e-4 of values ~1
+        torch.testing.assert_close(labels, expected.cpu().float(), rtol=1e-4, atol=1e-4)
+    cfg = supervised(
+        tmp_path,
+        tiny_backbone,
+        train,
+        list(data),
+        loss="MarginMSELoss",
+        teacher=str(tiny_backbone),
+        loss_args={"similarity_fct": "pairwise_cos_sim"},
+    )
+    labels = torch.tensor(Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()["label"])
+    cosine = [util.pairwise_cos_sim(vectors[0], v) for v in vectors[1:]]
+    torch.testing.assert_close(labels[:, 0], (cosine[0] - cosine[1]).cpu().float(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "section, message",
+    [
+        ({"loss": "GISTEmbedLos"}, "supervised.loss GISTEmbedLos: .*did you mean GISTEmbedLoss"),
+        ({"loss": "MNRL"}, "did you mean mnrl"),
+        ({"loss": "DenoisingAutoEncoderLoss"}, "TSDAE is the method tsdae"),
+        ({"loss": "MatryoshkaLoss"}, "train.matryoshka_dims"),
+        ({"loss": "CoSENTLoss", "loss_args": {"scal": 5}}, "loss_args.scal: CoSENTLoss .*did you mean scale"),
+        ({"loss": "SoftmaxLoss"}, "loss_args.num_labels: SoftmaxLoss needs it"),
+        ({"loss": "GISTEmbedLoss"}, "loss_args.guide: GISTEmbedLoss needs it .a model name or folder"),
+        ({"loss": "MSELoss"}, "supervised.teacher: MSELoss learns a teacher"),
+        ({"loss": "mnrl", "loss_args": {"similarity_fct": "cos_simm"}}, "did you mean cos_sim"),
+        ({"loss": "TripletLoss", "loss_args": {"distance_metric": "COSINES"}}, "TripletDistanceMetric .*COSINE"),
+        ({"loss": "mnrl", "scale": 5, "loss_args": {"scale": 5}}, "supervised.scale: set once"),
+        ({"loss": "TripletLoss", "teacher": "m"}, "supervised.teacher: .* not a distillation loss"),
+        ({"loss": "ContrastiveLoss", "scale": 5}, "supervised.scale: .* has no similarity scale"),
+    ],
+)
+def test_bad_losses_and_arguments_are_one_line_with_the_closest_names(section, message, tiny_backbone, tmp_path):
+    train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS})
+    with pytest.raises(ValueError, match=message) as refused:
+        supervised(tmp_path, tiny_backbone, train, ["a", "p"], **section)
+    assert "\n" not in str(refused.value).split("For further information")[0].strip().split("Value error, ")[-1]
+
+
+def test_names_in_the_arguments_are_resolved(tiny_backbone, tmp_path):
+    train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS[1:] + WORDS[:1], "n": WORDS[2:] + WORDS[:2]})
+    cfg = supervised(
+        tmp_path,
+        tiny_backbone,
+        train,
+        ["a", "p", "n"],
+        loss="TripletLoss",
+        loss_args={"distance_metric": "COSINE", "triplet_margin": 0.3},
+    )
+    loss = Supervised(cfg, engine.RunPaths(tmp_path / "run")).loss(
+        Supervised(cfg, engine.RunPaths(tmp_path)).build_model()
+    )
+    assert loss.distance_metric is losses.TripletDistanceMetric.COSINE and loss.triplet_margin == 0.3
+    assert loss_class("mnrl") is losses.MultipleNegativesRankingLoss
+    assert set(ELSEWHERE).isdisjoint(LOSSES)
+
+
+def test_gistembed_trains_with_its_guide_frozen_and_a_cached_loss_records_its_chunks(tiny_backbone, tmp_path):
+    """GISTEmbed end to end with a guide model: the guide's weights do not change and stay out of the
+    checkpoints' loss state; CachedGISTEmbedLoss's own chunking is read back into runtime.json."""
+    data = {"a": WORDS * 2, "p": (WORDS[1:] + WORDS[:1]) * 2}
+    train = table(tmp_path / "rows.jsonl", data)
+    for name, args in [("GISTEmbedLoss", {}), ("CachedGISTEmbedLoss", {"mini_batch_size": 2})]:
+        out = tmp_path / name
+        cfg = supervised(
+            out, tiny_backbone, train, ["a", "p"], loss=name, loss_args={"guide": str(tiny_backbone), **args}
+        )
+        cfg.train.save_steps = 1
+        paths = engine.train(cfg, evaluate=False)
+        runtime = json.loads(paths.runtime.read_text())
+        if name.startswith("Cached"):
+            assert runtime["chunking"] == {"mini_batch_size": 2, "source": "CachedGISTEmbedLoss (loss_args)"}
+        assert not list(paths.root.glob("**/loss_state.safetensors"))  # nothing of the guide's
+
+
+def test_an_unknown_loss_is_one_line_and_a_non_zero_exit(tiny_backbone, tmp_path):
+    train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS})
+    cfg = supervised(tmp_path, tiny_backbone, train, ["a", "p"])
+    tree = cfg.to_tree()
+    tree["supervised"] = {"loss": "CachedMultipleNegativeRankingLoss"}
+    config = tmp_path / "config.yaml"
+    import yaml
+
+    config.write_text(yaml.safe_dump(tree))
+    done = subprocess.run(
+        [sys.executable, "-m", "sentlab.cli", "train", str(config), "--quiet"],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+    )
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode != 0 and len(lines) == 1, done.stderr
+    assert "did you mean CachedMultipleNegativesRankingLoss" in lines[0]
+
+
+def test_the_guides_gistembed_config_is_valid():
+    """docs/guides/own-data.md's GISTEmbed config validates as written (its loss and arguments)."""
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from sentlab.methods import validate_config
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "own-data.md").read_text("utf-8")
+    blocks = [b for b in re.findall(r"^```yaml\n(.*?)^```", page, re.S | re.M) if "GISTEmbedLoss" in b]
+    assert len(blocks) == 1
+    cfg = validate_config(yaml.safe_load(blocks[0]))
+    assert cfg.supervised.loss_class is losses.GISTEmbedLoss and cfg.supervised.loss_args["guide"] == "minilm"

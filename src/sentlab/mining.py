@@ -131,7 +131,7 @@ def mine(
 ) -> tuple[Dataset, Mining]:
     """Triplets (anchor, positive, negative) for ``pairs`` (columns ``anchor``, ``positive``), one a
     negative, or with ``output_format="n-tuple"`` one row a pair, (anchor, positive, negative_1 ...
-    negative_n), so an anchor is not repeated over rows (a pair that got fewer than ``num_negatives`` is
+    negative_n), so a pair is not repeated over rows (a pair that got fewer than ``num_negatives`` is
     left out, and counted: an n-tuple's columns are the same for every row); the
     corpus negatives come from is ``corpus``, else the pairs' positives. ``seed`` seeds the random
     sampling (recorded in the report's settings); ``cache_folder`` keeps sentence-transformers' embeddings
@@ -204,7 +204,8 @@ def mine(
     rows, left_out = triplets, 0
     if output_format == "n-tuple":
         whole = [c for c in chosen_by_pair if len(c) == num_negatives]
-        left_out = len(chosen_by_pair) - len(whole)
+        # every distinct pair read that got fewer negatives, none included (no candidate: not mined at all)
+        left_out = len(set(zip(pairs["anchor"], pairs["positive"]))) - len(whole)
         anchors, positives_, texts = mined["anchor"], mined["positive"], mined["negative"]
         columns = {"anchor": [anchors[c[0]] for c in whole], "positive": [positives_[c[0]] for c in whole]}
         for k in range(num_negatives):

@@ -14,7 +14,10 @@ import torch
 from sentence_transformers import util
 from sentence_transformers.sentence_transformer import losses
 
+from sentlab.encoders.loading import load_encoder
+from sentlab.errors import ConfigError, DataError
 from sentlab.losses.catalog import ELSEWHERE, LOSSES, loss_class
+from sentlab.methods import validate_config
 from sentlab.methods.supervised import Supervised
 from sentlab.training import engine
 from sentlab.training.callbacks import loss_only_state
@@ -131,8 +134,6 @@ def test_an_n_tuple_is_every_negative_in_the_ranking_loss(tiny_backbone_no_dropo
 def test_the_teacher_gives_the_distillation_labels(tiny_backbone, tmp_path):
     """MSE: the teacher's embedding of the first text; MarginMSE: sim(a, p) - sim(a, n_i) with the loss's
     similarity (dot by default), DistillKLDiv: [sim(a, p), sim(a, n_i)] - from the teacher, by hand."""
-    from sentlab.encoders.loading import load_encoder
-
     data = rows_of("distill", LOSSES["MarginMSELoss"])
     train = table(tmp_path / "rows.jsonl", data)
     teacher = load_encoder(str(tiny_backbone))
@@ -179,12 +180,21 @@ def test_the_teacher_gives_the_distillation_labels(tiny_backbone, tmp_path):
         ({"loss": "mnrl", "scale": 5, "loss_args": {"scale": 5}}, "supervised.scale: set once"),
         ({"loss": "TripletLoss", "teacher": "m"}, "supervised.teacher: .* not a distillation loss"),
         ({"loss": "ContrastiveLoss", "scale": 5}, "supervised.scale: .* has no similarity scale"),
+        ({"loss": "CoSENTLoss", "loss_args": {"scale": "20"}}, "loss_args.scale: '20' for CoSENTLoss: .*valid number"),
+        ({"loss": "mnrl", "loss_args": {"directions": ["query_to_dok"]}}, "loss_args.directions: .*'query_to_doc'"),
+        ({"loss": "BatchHardTripletLoss"}, "train.batch_size: .* an even number of at least 4, not 5"),
+        (
+            {"loss": "MegaBatchMarginLoss", "loss_args": {"use_mini_batched_version": False, "mini_batch_size": 4}},
+            "loss_args.mini_batch_size: use_mini_batched_version: false",
+        ),
     ],
 )
 def test_bad_losses_and_arguments_are_one_line_with_the_closest_names(section, message, tiny_backbone, tmp_path):
     train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS})
     with pytest.raises(ValueError, match=message) as refused:
-        supervised(tmp_path, tiny_backbone, train, ["a", "p"], **section)
+        cfg = supervised(tmp_path, tiny_backbone, train, ["a", "p"], **section).to_tree()
+        cfg["train"]["batch_size"] = 5
+        validate_config(cfg)
     assert "\n" not in str(refused.value).split("For further information")[0].strip().split("Value error, ")[-1]
 
 
@@ -218,6 +228,8 @@ def test_gistembed_trains_with_its_guide_frozen_and_a_cached_loss_records_its_ch
         )
         cfg.train.save_steps = 1
         paths = engine.train(cfg, evaluate=False)
+        guide = Supervised(cfg, paths).loss(load_encoder(str(tiny_backbone))).guide  # built again: as at --resume
+        torch.testing.assert_close(guide.state_dict(), load_encoder(str(tiny_backbone)).state_dict(), rtol=0, atol=0)
         runtime = json.loads(paths.runtime.read_text())
         if name.startswith("Cached"):
             assert runtime["chunking"] == {"mini_batch_size": 2, "source": "CachedGISTEmbedLoss (loss_args)"}
@@ -251,10 +263,37 @@ def test_the_guides_gistembed_config_is_valid():
 
     import yaml
 
-    from sentlab.methods import validate_config
-
     page = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "own-data.md").read_text("utf-8")
     blocks = [b for b in re.findall(r"^```yaml\n(.*?)^```", page, re.S | re.M) if "GISTEmbedLoss" in b]
     assert len(blocks) == 1
     cfg = validate_config(yaml.safe_load(blocks[0]))
     assert cfg.supervised.loss_class is losses.GISTEmbedLoss and cfg.supervised.loss_args["guide"] == "minilm"
+
+
+def test_settings_that_do_not_fit_the_loss_or_the_data_are_one_line(tiny_backbone, tmp_path):
+    """Matryoshka follows the similarity the loss_args choose; a teacher of another width needs a
+    projection to it; a batch-triplet loss needs two classes of two texts."""
+    train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS})
+    ok = supervised(tmp_path, tiny_backbone, train, ["a", "p"], loss="ContrastiveLoss")  # cosine distance
+    assert "train.matryoshka_dims" not in ok.unread()
+    dot = supervised(tmp_path, tiny_backbone, train, ["a", "p"], loss="mnrl", loss_args={"similarity_fct": "dot_score"})
+    assert "dot products" in dot.unread()["train.matryoshka_dims"]
+    cfg = supervised(
+        tmp_path,
+        tiny_backbone,
+        train,
+        ["a"],
+        loss="MSELoss",
+        teacher=str(tiny_backbone),
+        loss_args={"projection_dim": 16},
+    )
+    method = Supervised(cfg, engine.RunPaths(tmp_path / "run"))
+    method.train_dataset()
+    with pytest.raises(
+        ConfigError, match="its embeddings have 32 dimensions, not supervised.loss_args.projection_dim 16"
+    ):
+        method.loss(method.build_model())
+    one_class = table(tmp_path / "classes.jsonl", {"t": WORDS, "c": ["x"] * 7 + ["y"]})
+    cfg = supervised(tmp_path, tiny_backbone, one_class, ["t", "c"], loss="BatchAllTripletLoss")
+    with pytest.raises(DataError, match="needs two classes with two texts or more each .column 'c' has 1."):
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()

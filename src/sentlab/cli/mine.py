@@ -89,6 +89,11 @@ def cmd_mine(args: argparse.Namespace) -> int:
             f"({report.pairs_short_of_negatives:,} pairs left out with fewer than {args.num_negatives} negatives, "
             f"{report.same_text_passed_over} candidates passed over as the same text as the anchor or a positive; "
             f"{report_path}); train on them with data.columns: [{columns}]"
+            + (
+                " and train.no_duplicates: true (an anchor with several positives has a row each)"
+                if len(set(triplets["anchor"])) < len(triplets)
+                else ""
+            )
         )
         return 0
     print(

@@ -56,7 +56,9 @@ class LossSpec:
     min_negatives: int = 0  # texts / distill: negative columns a row needs at least
     max_negatives: int | None = None  # ... and at most (None: any number, an n-tuple)
     compares_rows: bool = False  # the loss of a row depends on the batch's other rows
-    directions: bool = False  # scored by cosines: the first K dimensions re-normalised are scorable (Matryoshka)
+    directions: bool = (
+        False  # scored by cosines by default: the first K dimensions re-normalised are scorable (Matryoshka)
+    )
     chunks_itself: bool = False  # a Cached* loss: its own mini_batch_size (Gradient Cache inside)
     teacher: str | None = None  # distill: the teacher's labels ("embedding", "margins", "scores")
     model_arguments: tuple[str, ...] = ()  # arguments that name a model (GISTEmbed's guide)
@@ -73,14 +75,14 @@ LOSSES: dict[str, LossSpec] = {
     "MultipleNegativesSymmetricRankingLoss": LossSpec(**_RANKING),
     "CachedMultipleNegativesSymmetricRankingLoss": LossSpec(**_CACHED),
     "GISTEmbedLoss": LossSpec(**_GIST),
-    "CachedGISTEmbedLoss": LossSpec(**dict(_GIST, chunks_itself=True)),
+    "CachedGISTEmbedLoss": LossSpec(**dict(_GIST, max_negatives=None, chunks_itself=True)),
     "MegaBatchMarginLoss": LossSpec(**dict(_RANKING, max_negatives=0, chunks_itself=True)),
     "TripletLoss": LossSpec(kind="texts", min_negatives=1, max_negatives=1),
     "CosineSimilarityLoss": LossSpec(kind="scored", directions=True),
     "CoSENTLoss": LossSpec(kind="scored", compares_rows=True, directions=True),
     "AnglELoss": LossSpec(kind="scored", compares_rows=True, directions=True),
-    "ContrastiveLoss": LossSpec(kind="binary"),
-    "OnlineContrastiveLoss": LossSpec(kind="binary", compares_rows=True),
+    "ContrastiveLoss": LossSpec(kind="binary", directions=True),  # cosine distance unless loss_args say otherwise
+    "OnlineContrastiveLoss": LossSpec(kind="binary", compares_rows=True, directions=True),
     "BatchAllTripletLoss": LossSpec(**_BATCH_TRIPLET),
     "BatchHardTripletLoss": LossSpec(**_BATCH_TRIPLET),
     "BatchSemiHardTripletLoss": LossSpec(**_BATCH_TRIPLET),
@@ -187,8 +189,51 @@ def _distance(cls: type, argument: str, default: object, value: object) -> objec
     return getattr(holder, value)
 
 
+def _typed(cls: type, argument: str, value: object) -> object:
+    """``value`` checked against the argument's annotation where it is a plain type (a number, a flag,
+    a text, or a literal), so ``temperature: "0.05"`` is one line now, not an error inside a step."""
+    import typing
+
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        annotation = typing.get_type_hints(cls.__init__).get(argument)
+    except Exception:  # an annotation that does not resolve: the class checks the value itself
+        return value
+    if annotation is None:
+        return value
+    try:
+        adapter = TypeAdapter(annotation)
+    except Exception:  # a type pydantic does not know (a module, a function): the class checks it
+        return value
+    try:
+        return adapter.validate_python(value, strict=True)
+    except ValidationError as strict:
+        failed = strict
+    if not isinstance(value, str):  # YAML's list for a tuple, an integer for a float: converted
+        try:
+            return adapter.validate_python(value)
+        except ValidationError as lax:
+            failed = lax
+    why = failed.errors()[0]["msg"]  # a text where a number is asked stays refused
+    raise ConfigError(f"supervised.loss_args.{argument}: {value!r} for {cls.__name__}: {why}") from None
+
+
 def _static(holder: type, function: object) -> bool:
     return any(getattr(v, "__func__", None) is function for v in vars(holder).values())
+
+
+COSINE_FUNCTIONS = ("cos_sim", "pairwise_cos_sim", "COSINE", "COSINE_DISTANCE", "cosine_distance")
+
+
+def by_directions(name: str, arguments: dict[str, object]) -> bool:
+    """Whether the loss ``name`` with ``arguments`` (as a config gives them: functions by name) scores
+    the embeddings' directions alone, so Matryoshka's truncated, re-normalised embeddings are what it
+    trains: its default, unless ``similarity_fct`` or ``distance_metric`` names another function."""
+    for argument in ("similarity_fct", "distance_metric"):
+        if argument in arguments:
+            return arguments[argument] in COSINE_FUNCTIONS
+    return LOSSES[name].directions
 
 
 def check_arguments(cls: type[nn.Module], arguments: dict[str, object]) -> dict[str, object]:
@@ -213,6 +258,8 @@ def check_arguments(cls: type[nn.Module], arguments: dict[str, object]) -> dict[
             value = _named(name, value)
         elif name == "distance_metric" and isinstance(value, str):
             value = _distance(cls, name, default, value)
+        elif name not in LOSSES[cls.__name__].model_arguments:
+            value = _typed(cls, name, value)
         checked[name] = value
     spec_ = LOSSES[cls.__name__]
     missing = [

@@ -57,7 +57,7 @@ from sentlab.data.readers import table_line
 from sentlab.data.sts import read_stsb
 from sentlab.data.tables import column_table
 from sentlab.errors import ConfigError, DataError
-from sentlab.losses.catalog import LOSSES, SHORT_NAMES, LossSpec, build_loss, check_arguments, loss_class
+from sentlab.losses.catalog import LOSSES, SHORT_NAMES, LossSpec, build_loss, by_directions, check_arguments, loss_class
 from sentlab.methods.base import Method, column_roles, register
 from sentlab.progress import say
 from sentlab.training.config import TrainConfig, _Section
@@ -169,10 +169,10 @@ class SupervisedConfig(TrainConfig):
                 f"supervised.loss {name} embeds with its own guide model inside the loss, which Gradient Cache "
                 f"cannot replay; use Cached{cls.__name__} with supervised.loss_args.mini_batch_size"
             )
-        if not spec.directions:
+        if not by_directions(cls.__name__, s.loss_args):
             idle["train.matryoshka_dims"] = (
-                f"supervised.loss {name} scores distances, classes or a teacher's outputs, not the embeddings' "
-                "directions alone, so a truncated embedding is not what it trained"
+                f"supervised.loss {name} with these loss_args scores distances, dot products, classes or a "
+                "teacher's outputs, not the embeddings' directions alone, so a truncated embedding is not what it trained"
             )
         if spec.kind != "scored":
             idle["supervised.score_range"] = f"supervised.loss {name} reads no scores"
@@ -193,7 +193,19 @@ class SupervisedConfig(TrainConfig):
             raise ValueError(str(error)) from None
         if "scale" in s.loss_args and s.scale is not None:
             raise ValueError("supervised.scale: set once, as supervised.scale or supervised.loss_args.scale")
-        if LOSSES[cls.__name__].kind == "distill" and s.teacher is None:
+        spec = LOSSES[cls.__name__]
+        if spec.chunks_itself and s.loss_args.get("use_mini_batched_version") is False:
+            if "mini_batch_size" in s.loss_args:
+                raise ValueError(
+                    "supervised.loss_args.mini_batch_size: use_mini_batched_version: false embeds the batch whole; "
+                    "remove one of the two"
+                )
+        if spec.kind == "classes" and (self.train.batch_size < 4 or self.train.batch_size % 2):
+            raise ValueError(
+                f"train.batch_size: {cls.__name__} batches texts two of a class at a time "
+                f"(sentence-transformers' GroupByLabelBatchSampler): an even number of at least 4, not {self.train.batch_size}"
+            )
+        if spec.kind == "distill" and s.teacher is None:
             raise ValueError(
                 f"supervised.teacher: {cls.__name__} learns a teacher model's outputs; name the teacher (a model "
                 "name or folder)"
@@ -353,12 +365,30 @@ class Supervised(Method):
             raise DataError(
                 f"{data.train}:{table_line(data.train, bad)}: label column {columns[-1]!r}: {values[bad]!r} is not 0 or 1"
             )
+        if kind == "classes":
+            self.grouped(labels, columns[-1])
         wanted = s.loss_args.get("num_labels")
         if kind == "pair-classes" and wanted is not None and (min(labels) < 0 or max(labels) >= wanted):
             raise DataError(
                 f"{data.train}: labels {min(labels)} to {max(labels)} do not fit supervised.loss_args.num_labels {wanted}"
             )
         return table.remove_columns("label").add_column("label", labels)
+
+    def grouped(self, labels: list[int], column: str) -> None:
+        """Texts with a class for a batch-triplet loss: batches take two texts of a class at a time, so
+        at least two classes need two texts; a class of one text is never batched (said)."""
+        from collections import Counter
+
+        counts = Counter(labels)
+        usable = [c for c, n in counts.items() if n >= 2]
+        if len(usable) < 2:
+            raise DataError(
+                f"{self.cfg.data.train}: {self.cfg.supervised.loss} needs two classes with two texts or more each "
+                f"(column {column!r} has {len(usable)})"
+            )
+        alone = sum(1 for n in counts.values() if n == 1)
+        if alone:
+            say(f"{column}: {alone:,} classes have one text, which a batch of two texts a class never takes")
 
     def teacher_labels(self, table: Dataset) -> Dataset:
         """Distillation: the teacher's outputs as each row's ``label`` - its embedding of the first text
@@ -436,16 +466,26 @@ class Supervised(Method):
                 arguments[argument] = guide
         if s.scale is not None or (_takes(cls, "scale") and "scale" not in arguments):
             arguments["scale"] = s.similarity_scale
-        if spec.teacher == "embedding" and self.teacher_width not in (None, model.get_embedding_dimension()):
-            if arguments.get("projection_dim") is None:
+        width = model.get_embedding_dimension()
+        if spec.teacher == "embedding" and self.teacher_width is not None:
+            projected = arguments.get("projection_dim")
+            if (projected or width) != self.teacher_width:
+                given = f"supervised.loss_args.projection_dim {projected}" if projected else f"the model's {width}"
                 raise ConfigError(
-                    f"supervised.teacher: its embeddings have {self.teacher_width} dimensions, the model's "
-                    f"{model.get_embedding_dimension()}; give supervised.loss_args.projection_dim or a teacher of "
-                    "the model's width"
+                    f"supervised.teacher: its embeddings have {self.teacher_width} dimensions, not {given}; set "
+                    f"supervised.loss_args.projection_dim: {self.teacher_width} (a trained projection of the model's "
+                    "embeddings) or take a teacher of the model's width"
                 )
+        given = arguments.get("embedding_dimension")
+        if given is not None and given != width:
+            raise ConfigError(
+                f"supervised.loss_args.embedding_dimension: {given}, but the model's embeddings have {width}"
+            )
         loss = build_loss(cls, model, arguments)
-        if spec.chunks_itself and getattr(loss, "mini_batch_size", None) is not None:
+        if spec.chunks_itself and getattr(loss, "use_mini_batched_version", True):
             loss.chunking = {"mini_batch_size": loss.mini_batch_size, "source": f"{cls.__name__} (loss_args)"}
+        for argument in spec.model_arguments:  # read only: left out of the checkpoints' loss state
+            loss.read_only_modules = (*getattr(loss, "read_only_modules", ()), argument)
         return loss
 
 

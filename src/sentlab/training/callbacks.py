@@ -117,14 +117,14 @@ class MetricsLog(TrainerCallback):
 def loss_only_state(loss: nn.Module, model: nn.Module) -> dict[str, torch.Tensor]:
     """The trainable state a loss holds beyond the model: TSDAE's decoder (cross-attention, LM head),
     CT's first encoder. Tensors shared with the model (tied weights) are left out; they are in the
-    model's checkpoint already, and so are frozen parameters (GISTEmbed's guide model): no step changes
-    them, so building the loss again restores them."""
+    model's checkpoint already, and so are the modules the loss names as read only
+    (``read_only_modules``: GISTEmbed's guide model, loaded afresh when the loss is built)."""
     in_model = {id(t) for t in model.state_dict(keep_vars=True).values()}
+    inner = innermost(loss)
+    read_only = tuple(f"{name}." for name in getattr(inner, "read_only_modules", ()))
     state, seen = {}, set()
-    for name, tensor in innermost(loss).state_dict(keep_vars=True).items():  # names whatever wraps it
-        if id(tensor) in in_model or id(tensor) in seen:
-            continue
-        if isinstance(tensor, nn.Parameter) and not tensor.requires_grad:
+    for name, tensor in inner.state_dict(keep_vars=True).items():  # names whatever wraps it
+        if id(tensor) in in_model or id(tensor) in seen or name.startswith(read_only):
             continue
         seen.add(id(tensor))
         state[name] = tensor.detach().contiguous().cpu()

@@ -10,7 +10,7 @@ from typing import Any
 
 from sentlab.errors import SentlabError
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["SentlabError", "__version__", "evaluate", "load", "train"]
 
 

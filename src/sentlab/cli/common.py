@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 from pathlib import Path
 
 from sentlab.errors import SentlabError
@@ -72,6 +73,21 @@ def backend_args(parser: argparse.ArgumentParser, cache: bool = True) -> None:
             action="store_true",
             help="do not read or write the embedding cache ($SENTLAB_CACHE, see `sentlab cache info`)",
         )
+
+
+def deprecated_flag(parser: argparse.ArgumentParser, flag: str, removed_in: str, why: str) -> None:
+    """A flag a command no longer has, kept for one version: a script that passes it runs on, with a
+    one-line notice on stderr saying what happened to it and when it goes (CHANGELOG.md lists it)."""
+
+    class Notice(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            print(
+                f"sentlab: {option_string} is deprecated and does nothing: {why}; it will be removed in sentlab "
+                f"{removed_in}",
+                file=sys.stderr,
+            )
+
+    parser.add_argument(flag, nargs=0, action=Notice, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
 
 def set_arg(parser: argparse.ArgumentParser, what: str = "a config value") -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from sentlab.cli.common import backend_args, load, model_args, positive_int
+from sentlab.cli.common import backend_args, deprecated_flag, load, model_args, positive_int
 from sentlab.quantize import PRECISIONS
 
 
@@ -57,6 +57,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     model_args(p)
     backend_args(p, cache=False)  # no embedding cache: the output resumes itself
+    deprecated_flag(
+        p, "--no-cache", "0.3.0", "encode reads and writes no embedding cache since 0.2.0 (its output resumes itself)"
+    )
     p.add_argument("--input", required=True, help="UTF-8 text file, one sentence a line")
     p.add_argument(
         "--output",

@@ -1,0 +1,89 @@
+"""The project a user cites and follows: one version everywhere (the package, `sentlab --version`, the
+changelog's newest entry, CITATION.cff), a removed flag deprecated with a one-line notice, and a Python
+lower bound that every extra the documentation installs runs on."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from importlib.metadata import PackageNotFoundError, distribution
+from pathlib import Path
+
+import pytest
+import yaml
+
+import sentlab
+from sentlab.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+
+
+def test_one_version_everywhere(capsys):
+    version = PYPROJECT["version"]
+    assert sentlab.__version__ == version
+    newest = re.search(r"^## (\S+) \(\d{4}-\d\d-\d\d\)$", (ROOT / "CHANGELOG.md").read_text("utf-8"), re.M)
+    assert newest and newest.group(1) == version, "CHANGELOG.md's newest entry is the package's version"
+    citation = yaml.safe_load((ROOT / "CITATION.cff").read_text("utf-8"))
+    assert citation["version"] == version and citation["cff-version"] == "1.2.0"
+    try:
+        installed = distribution("sentlab").version
+    except PackageNotFoundError:
+        pytest.skip("sentlab is not installed (run from a checkout on PYTHONPATH)")
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.strip() == f"sentlab {installed}"
+
+
+def test_a_deprecated_flag_runs_on_with_one_line_saying_when_it_goes(tmp_path, tiny_backbone, capsys):
+    """`sentlab encode --no-cache` (removed in the memory-mapped rewrite): a script that passes it still
+    runs, and stderr says it does nothing and when it goes; the changelog lists it."""
+    text = tmp_path / "t.txt"
+    text.write_text("a cat\nthe dog\n", encoding="utf-8")
+    out = tmp_path / "t.npy"
+    assert (
+        main(["encode", "--model", str(tiny_backbone), "--input", str(text), "--output", str(out), "--no-cache"]) == 0
+    )
+    assert out.is_file()
+    notices = [line for line in capsys.readouterr().err.splitlines() if "--no-cache" in line]
+    assert (
+        len(notices) == 1 and "deprecated and does nothing" in notices[0] and "removed in sentlab 0.3.0" in notices[0]
+    )
+    assert "`sentlab encode --no-cache`" in (ROOT / "CHANGELOG.md").read_text("utf-8")
+
+
+def _lower_bound(specifier: str) -> tuple[int, ...] | None:
+    found = re.search(r">=\s*([\d.]+)", specifier)
+    return tuple(int(p) for p in found.group(1).split(".")) if found else None
+
+
+def test_the_python_lower_bound_holds_for_every_extra_the_pages_install():
+    """Each installed distribution sentlab's install command pulls in (its dependencies and the extras
+    the README installs, followed through their own requirements) runs on sentlab's lowest Python."""
+    from packaging.requirements import Requirement
+
+    ours = _lower_bound(PYPROJECT["requires-python"])
+    readme = (ROOT / "README.md").read_text("utf-8")
+    extras = re.search(r'-e "\.\[([\w,]+)\]"', readme).group(1).split(",")
+    queue = [Requirement(r) for r in PYPROJECT["dependencies"]]
+    queue += [Requirement(r) for extra in extras for r in PYPROJECT["optional-dependencies"][extra]]
+    seen, short = set(), []
+    while queue:
+        requirement = queue.pop()
+        name = requirement.name.lower()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            dist = distribution(requirement.name)
+        except PackageNotFoundError:
+            continue  # not installed here (a platform marker): nothing to read
+        needed = _lower_bound(dist.metadata.get("Requires-Python") or "")
+        if needed and needed > ours:
+            short.append(f"{dist.metadata['Name']} needs Python {'.'.join(map(str, needed))}")
+        for text in dist.requires or []:
+            child = Requirement(text)
+            if child.marker is None or child.marker.evaluate({"extra": ""}):
+                queue.append(child)
+    assert len(seen) > 50  # the closure was followed, not only the direct dependencies
+    assert not short, f"requires-python {PYPROJECT['requires-python']} is too low: " + "; ".join(short)

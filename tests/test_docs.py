@@ -282,3 +282,97 @@ def test_the_hard_negative_table_is_read_from_its_record(tmp_path):
         "| +1.50 [-0.25, +3.00] |"
     )
     assert len(table) == 5 and not any("the data's own" in row for row in table)
+
+
+def nav_pages() -> list[str]:
+    """The pages of mkdocs.yml's nav, relative to docs/."""
+    import yaml
+
+    def walk(node):
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, list):
+            for item in node:
+                yield from walk(item)
+        elif isinstance(node, dict):
+            for value in node.values():
+                yield from walk(value)
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text("utf-8").split("\nhooks:")[0])["nav"]
+    return [page for page in walk(nav) if page.endswith(".md")]
+
+
+def linked_pages(text: str, prefix: str) -> set[str]:
+    return {
+        m.group(1)[len(prefix) :]
+        for m in re.finditer(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)", text)
+        if m.group(1).startswith(prefix) and "://" not in m.group(1)
+    }
+
+
+def test_every_page_is_linked_from_the_home_page_or_the_readme():
+    """A page no one reaches from the front door is a page no one reads: every page of the site's nav
+    is linked from docs/index.md or the README (the reference pages through the home page's last line)."""
+    home = linked_pages((ROOT / "docs" / "index.md").read_text("utf-8"), "")
+    readme = linked_pages((ROOT / "README.md").read_text("utf-8"), "docs/")
+    missing = [page for page in nav_pages() if page != "index.md" and page not in home | readme]
+    assert not missing, f"pages linked from neither docs/index.md nor README.md: {missing}"
+    assert linked_pages("[a](guides/x.md#y) [b](y.md) [c](https://e.org/z.md)", "") == {"guides/x.md", "y.md"}
+
+
+def test_the_task_index_is_the_same_on_the_home_page_and_in_the_readme():
+    def tasks(text: str, prefix: str) -> list[tuple[str, str]]:
+        section = text.split("## What do you want to do?")[1].split("\n## ")[0]
+        rows = re.findall(r"^\| (.+?) \| \[.+?\]\((.+?)\) \|$", section, re.M)
+        return [(task, link[len(prefix) :]) for task, link in rows]
+
+    home = tasks((ROOT / "docs" / "index.md").read_text("utf-8"), "")
+    readme = tasks((ROOT / "README.md").read_text("utf-8"), "docs/")
+    assert len(home) >= 20 and home == readme
+
+
+# A figure on a user's page is a marker read from a record, or says where it comes from (a paper's
+# table, an estimate's arithmetic). The pages below still hold figures typed by hand, from benchmarks
+# that kept no record; each count may only fall (moving a figure to a record's marker, or out).
+UNMARKED_AT_MOST = {
+    "docs/guides/gpu.md": 3,
+    "docs/guides/inference.md": 4,
+    "docs/guides/operations.md": 21,
+    "docs/guides/own-data.md": 5,
+    "docs/guides/reproduce.md": 1,
+    "docs/methods/index.md": 10,
+    "docs/methods/rankcse.md": 28,
+    "docs/methods/rankencoder.md": 31,
+    "docs/methods/rawlm.md": 21,
+    "docs/methods/rse.md": 30,
+    "docs/methods/simcse.md": 11,
+    "docs/methods/tsdae.md": 34,
+    "docs/mixed-precision.md": 26,
+    "README.md": 1,
+}
+SOURCED = re.compile(r"paper|Table|estimate|Eq\.|App\.|Sec\.|version|torch|python|==|\bv\d", re.I)
+DECIMAL = re.compile(r"(?<![\w.\-/])\d+\.\d+(?![\w.])")
+
+
+def unmarked_figures(text: str) -> int:
+    """Decimal numbers outside figure markers, code blocks and generated tables, on lines that do not
+    say they come from a paper, an equation or an estimate."""
+    text = FENCE.sub("", text)
+    text = re.sub(r"<!-- sentlab:(\w+) begin.*?<!-- sentlab:\1 end -->", "", text, flags=re.S)
+    count = 0
+    for line in text.splitlines():
+        line = re.sub(r"<!--fig:[\w-]+-->.*?<!--/fig-->", "", line)
+        if not SOURCED.search(line):
+            count += len(DECIMAL.findall(line))
+    return count
+
+
+def test_a_user_page_quotes_no_new_figure_without_a_marker():
+    user_pages = [p for p in PAGES if "reference" not in p.parts and p.name not in ("results.md", "contributing.md")]
+    found = {str(p.relative_to(ROOT)): unmarked_figures(p.read_text("utf-8")) for p in user_pages}
+    over = {page: n for page, n in found.items() if n > UNMARKED_AT_MOST.get(page, 0)}
+    assert not over, f"figures typed by hand (give each a marker from a record): {over}"
+    assert (
+        unmarked_figures("STS 78.9 here, <!--fig:x-->78.87<!--/fig--> there\n76.25 in the paper\n```text\n1.5\n```")
+        == 1
+    )

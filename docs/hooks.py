@@ -468,7 +468,37 @@ def losses_table() -> str:
     return "\n".join(rows)
 
 
+def half_precision_table(records: Path = RECORDS) -> str:
+    """Each loss's bf16 and fp16 error against fp32, the larger of its two ways of running (record
+    ``half-precision-losses-cpu``)."""
+    rows = record("half-precision-losses-cpu", records)["result"]["rows"]
+    names = list(dict.fromkeys(r["loss"] for r in rows))
+    out = [
+        "| loss | bf16: abs. loss error | bf16: grad. error | fp16: abs. loss error | fp16: grad. error | fp16 skips |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in names:
+        mine = [r for r in rows if r["loss"] == name]
+
+        def worst(dtype: str, key: str) -> float:
+            return max(r[key] for r in mine if r["dtype"] == dtype)
+
+        skips = max(r["fp16_calibration_skips"] for r in mine if r["dtype"] == "fp16")
+        out.append(
+            f"| {name} | {worst('bf16', 'abs_loss_error'):.1e} | {worst('bf16', 'grad_relative_error'):.1e} | "
+            f"{worst('fp16', 'abs_loss_error'):.1e} | {worst('fp16', 'grad_relative_error'):.1e} | {skips} |"
+        )
+    tolerance = {d: max(r["grad_tolerance"] for r in rows if r["dtype"] == d) for d in ("bf16", "fp16")}
+    out.append("")
+    out.append(
+        f"Gradient tolerances: {tolerance['bf16']:g} (bf16), {tolerance['fp16']:g} (fp16); every loss and gradient "
+        f"finite: {all(r['finite'] for r in rows)}."
+    )
+    return "\n".join(out)
+
+
 GENERATORS = {
+    "half_precision": half_precision_table,
     "losses": losses_table,
     "cli": cli_reference,
     "presets": presets_table,

@@ -335,19 +335,18 @@ def test_the_task_index_is_the_same_on_the_home_page_and_in_the_readme():
 # table, an estimate's arithmetic). The pages below still hold figures typed by hand, from benchmarks
 # that kept no record; each count may only fall (moving a figure to a record's marker, or out).
 UNMARKED_AT_MOST = {
-    "docs/guides/gpu.md": 3,
+    "docs/guides/gpu.md": 1,
     "docs/guides/inference.md": 4,
-    "docs/guides/operations.md": 21,
+    "docs/guides/operations.md": 2,
     "docs/guides/own-data.md": 5,
     "docs/guides/reproduce.md": 1,
     "docs/methods/index.md": 10,
-    "docs/methods/rankcse.md": 28,
-    "docs/methods/rankencoder.md": 31,
-    "docs/methods/rawlm.md": 21,
+    "docs/methods/rankcse.md": 26,
+    "docs/methods/rankencoder.md": 24,
+    "docs/methods/rawlm.md": 13,
     "docs/methods/rse.md": 30,
-    "docs/methods/simcse.md": 11,
-    "docs/methods/tsdae.md": 34,
-    "docs/mixed-precision.md": 26,
+    "docs/methods/simcse.md": 2,
+    "docs/methods/tsdae.md": 33,
     "README.md": 1,
 }
 SOURCED = re.compile(r"paper|Table|estimate|Eq\.|App\.|Sec\.|version|torch|python|==|\bv\d", re.I)

@@ -375,3 +375,22 @@ def test_a_user_page_quotes_no_new_figure_without_a_marker():
         unmarked_figures("STS 78.9 here, <!--fig:x-->78.87<!--/fig--> there\n76.25 in the paper\n```text\n1.5\n```")
         == 1
     )
+
+
+def test_every_guide_and_method_page_says_what_to_expect():
+    """One "What to expect" box a guide or method page: its numbers, time and memory labelled
+    measured (with the record), paper, estimate, or not measured (said once, in the box)."""
+    pages = sorted((ROOT / "docs" / "guides").glob("*.md")) + sorted((ROOT / "docs" / "methods").glob("*.md"))
+    wrong = []
+    for page in pages:
+        text = page.read_text("utf-8")
+        boxes = re.findall(r'^!!! note "What to expect"\n((?:    .*\n|\n)+)', text, re.M)
+        if len(boxes) != 1:
+            wrong.append(f"{page.name}: {len(boxes)} boxes")
+            continue
+        body = boxes[0]
+        if not re.search(r"\*\*(Measured|Paper|Estimate|Not measured)", body) and "Nothing to measure" not in body:
+            wrong.append(f"{page.name}: no label")
+        if "**Measured" in body and "record" not in body and "no record kept" not in body:
+            wrong.append(f"{page.name}: a measured figure without its record")
+    assert not wrong, wrong

@@ -1,6 +1,8 @@
 """A LoRA adapter against full fine-tuning on the CPU preset: trainable parameters, step time, peak
 memory and STS.
 
+Feeds: records adapters-minilm; pages docs/guides/adapters.md, docs/results.md.
+
 For each seed, ``simcse-unsup-minilm-cpu`` (30 steps of unsupervised SimCSE from all-MiniLM-L6-v2) is
 trained twice with ``sentlab train`` in a fresh process, without dev evaluations
 (``eval.dev_task=none``, the last step kept): once as it is (every weight trained) and once with
@@ -24,6 +26,8 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from common import spread
 
 RUNNER = (
     "import resource, sys\n"
@@ -79,17 +83,9 @@ def main() -> None:
     for kind, rows in runs.items():
         summary[kind] = {}
         for key in ("sts_avg", "step_s", "peak_rss_mib", "trained_parameters"):
-            values = [r[key] for r in rows.values() if r[key] is not None]
-            sd = statistics.stdev(values) if len(values) > 1 else None
-            summary[kind][key] = {
-                "mean": round(statistics.mean(values), 3),
-                "sd": round(sd, 3) if sd is not None else None,
-            }
+            summary[kind][key] = spread([r[key] for r in rows.values() if r[key] is not None], digits=3)
     gaps = [runs["lora"][s]["sts_avg"] - runs["full"][s]["sts_avg"] for s in runs["full"]]
-    summary["lora_minus_full_sts"] = {
-        "mean": round(statistics.mean(gaps), 2),
-        "sd": round(statistics.stdev(gaps), 2) if len(gaps) > 1 else None,
-    }
+    summary["lora_minus_full_sts"] = spread(gaps, digits=2)
     print(json.dumps({"rank": args.rank, "runs": runs, "summary": summary}))
 
 

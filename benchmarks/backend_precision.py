@@ -3,6 +3,8 @@ when compiled with each hint, and the largest difference of the onnxruntime / Op
 torch's on the tests' tiny model for every pooler (the basis of the fp32 tolerance in
 tests/encoders/test_backends.py). Prints one JSON object.
 
+Feeds: no record (its figures are quoted by hand); pages docs/results.md.
+
     python benchmarks/backend_precision.py
 """
 

@@ -4,6 +4,8 @@ by Spearman on random subsets of STS-B test's pairs of each size, with the paire
 interval over pairs that ``sentlab eval`` and ``sentlab compare`` print. Feeds record
 ``card-size-minilm`` and docs/guides/evaluation.md ("How many labelled pairs").
 
+Feeds: records card-size-minilm; pages docs/guides/evaluation.md.
+
     HF_HUB_OFFLINE=1 python benchmarks/card_size.py --sizes 50 100 200 400 800 --draws 20
 """
 

@@ -2,6 +2,8 @@
 `sentlab train --help`, each run in a fresh interpreter, and the seconds until `sentlab train` prints
 its first progress line. Prints one JSON object.
 
+Feeds: no record (its figures are quoted by hand); pages docs/results.md.
+
     python benchmarks/cli_startup.py [--repeats 3] [--src OTHER/src]   # --src: time another checkout
 """
 

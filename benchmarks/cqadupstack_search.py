@@ -3,6 +3,8 @@ against faiss' exact inner-product index, on unit vectors of each forum's real s
 pool sizes from the data), so the time of the search alone is known. Both return the same top-100
 (checked). Encoding the titles is timed by ``benchmarks/eval_families.py``.
 
+Feeds: no record (its figures are quoted by hand); pages docs/results.md.
+
     python benchmarks/cqadupstack_search.py --dim 384
 """
 

@@ -1,5 +1,7 @@
 """``sentlab encode --backend onnx --precision int8`` against torch fp32, end to end through the command.
 
+Feeds: records encode-int8-minilm; pages docs/guides/inference.md, docs/results.md.
+
 Each setting encodes the first ``--sentences`` Wikipedia lines and the first ``--small`` lines, in
 alternating rounds (so drift in the machine's speed hits every setting), each a fresh ``sentlab encode``
 process; a setting's rate is (sentences - small) / (time - small's time), so the process start, the

@@ -9,6 +9,9 @@ devices shard torch models only, and ``--threads`` sets torch's threads only: an
 ``cpu,cpu`` or a thread count is listed as not run (it uses its runtime's own thread count). Prints one JSON
 object.
 
+Feeds: records encode-backends-minilm, encode-scale-minilm; pages docs/guides/inference.md,
+docs/guides/operations.md.
+
     python benchmarks/encode_scale.py --model minilm --sentences 20000 --chunk-rows 2500 --devices cpu cpu,cpu
 """
 
@@ -23,6 +26,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from common import last_json
 
 
 def child(args) -> None:
@@ -78,7 +83,7 @@ def run_child(args, backend: str, devices: str, output: Path, threads: int = 0, 
     done = subprocess.run(command, env=env, capture_output=True, text=True)
     if done.returncode:
         return {"exit_code": done.returncode, "tail": done.stderr.strip().splitlines()[-3:]}
-    record = json.loads(done.stdout.strip().splitlines()[-1])
+    record = last_json(done.stdout)
     record["wall_s"] = round(time.perf_counter() - start, 1)
     record["bytes"] = output.stat().st_size
     return record

@@ -2,6 +2,8 @@
 drift in machine speed hits all of them; sentences per second, median over rounds. Prints JSON with
 each model's speed relative to the first.
 
+Feeds: no record (its figures are quoted by hand); pages docs/methods/rankcse.md.
+
     python benchmarks/encode_speed.py --models minilm runs/rankcse-distillation-lr2e-4/rankcse-listnet/model
 """
 

@@ -2,6 +2,8 @@
 the command line (``sentlab eval --tasks FAMILY``), so a family's peak resident memory is its own.
 A ``load`` row measures a process that only loads the model (the baseline in every family's peak).
 
+Feeds: no record (its figures are quoted by hand); pages docs/results.md.
+
 Writes ``OUTPUT/results-FAMILY.json`` per family and ``OUTPUT/results.json`` (all families merged,
 for ``sentlab report``), and prints JSON: per family wall seconds, seconds spent in the family
 (settings.seconds), peak RSS in MiB.
@@ -18,6 +20,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from common import last_json
 
 from sentlab.evaluation.results import EvalReport
 
@@ -69,7 +73,7 @@ def main() -> None:
         wall = time.perf_counter() - start
         if proc.returncode != 0:
             sys.exit(f"{family} failed:\n{proc.stderr[-2000:]}")
-        measured = json.loads(proc.stdout.strip().splitlines()[-1])
+        measured = last_json(proc.stdout)
         rows[family] = {"wall_seconds": round(wall, 1), **measured}
         if family != "load":
             report = EvalReport.read(out / f"results-{family}.json")

@@ -1,5 +1,7 @@
 """EvalRank's two figures (toolkit, corrected) for one model, and whether the BLAS thread count moves them.
 
+Feeds: no record (its figures are quoted by hand); pages docs/results.md.
+
 The sentence set is encoded once; both rankings are then computed from the same vectors with 1 and
 with 2 BLAS threads (threadpoolctl). Prints one JSON object: the scores per thread count, whether
 they are identical, the pairs where the two protocols differ, and the seconds each step took.

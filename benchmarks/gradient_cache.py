@@ -1,5 +1,8 @@
 """Gradient Cache's cost: peak memory and step time of unsupervised SimCSE against the chunk size.
 
+Feeds: records gradient-cache-cpu, gradient-cache-plan-16gib; pages docs/contributing.md,
+docs/guides/big-batches.md, docs/results.md.
+
 For each batch size and each chunk (``whole``: the batch in one piece, no Gradient Cache; else
 ``train.mini_batch_size`` rows at a time through :class:`~sentlab.losses.gradcache.GradientCache`), a
 fresh process builds the model (``--model``: a sentence-transformers folder or alias; the default is
@@ -35,6 +38,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from common import last_json
 
 
 def random_bert_base(folder: Path) -> Path:
@@ -204,7 +209,7 @@ def main() -> None:
             done = subprocess.run(command, capture_output=True, text=True)
             if done.returncode:
                 raise SystemExit(f"{name} failed: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
-            results["settings"][name] = json.loads(done.stdout.strip().splitlines()[-1])
+            results["settings"][name] = last_json(done.stdout)
             print(f"{name}: {results['settings'][name]}", file=sys.stderr)
     for name, setting in results["settings"].items():
         whole = results["settings"].get(name.rsplit("_", 1)[0] + "_whole")

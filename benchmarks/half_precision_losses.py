@@ -3,6 +3,8 @@
 precision, |loss - fp32 loss|, the norm-wise relative gradient error, the tolerance each is held to
 in the tests, and how many steps fp16's gradient scaler skipped before one went through.
 
+Feeds: records half-precision-losses-cpu; pages docs/mixed-precision.md.
+
     python benchmarks/half_precision_losses.py
 """
 

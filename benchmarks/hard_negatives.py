@@ -4,6 +4,8 @@ negatives where it has them, (c) negatives mined by ``sentlab mine`` with the st
 the same seeds by ``sentlab compare`` (baseline: (a)), every kept model scored on STS and on QQP
 duplicate-question retrieval. Prints one JSON object.
 
+Feeds: records hard-negatives-minilm; pages docs/results.md.
+
     python benchmarks/hard_negatives.py --output runs/hard-negatives --seeds 1 2 3
 
 Training data (``$SENTLAB_DATA``). A pair with a text that is also a scored text (STS's test sets,

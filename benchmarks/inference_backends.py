@@ -1,5 +1,7 @@
 """Encode throughput per inference backend, against the machine's own compute limit.
 
+Feeds: no record (its figures are quoted by hand); pages docs/guides/inference.md, docs/results.md.
+
 For each setting (torch fp32 through plain ``SentenceTransformer.encode`` — the reference — and
 torch / onnx / openvino through sentlab's length-batched encoding), on the first N Wikipedia
 sentences and on N CQADupStack titles (every k-th title of the 11 forums' pools, all forums):

@@ -2,6 +2,8 @@
 in held-out paraphrase AP after a method's steps from the tiny random encoder, per seed, and with the
 encoder's gradient cut. Prints one JSON object.
 
+Feeds: no record; the margin of tests/training/test_learning.py.
+
     python benchmarks/learning_spread.py --method simcse-unsup --seeds 10
     python benchmarks/learning_spread.py --method tsdae --steps 100 --lr 3e-4 --seeds 2
     python benchmarks/learning_spread.py --method tsdae --task topic --seeds 10

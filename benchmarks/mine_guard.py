@@ -6,6 +6,8 @@ the guard passed over (a near-copy of the anchor or a positive that would have b
 negatives missing for it. Prints one JSON object; record ``mine-guard-minilm``, quoted on the own-data
 guide (hard negatives).
 
+Feeds: records mine-guard-minilm; pages docs/guides/own-data.md.
+
     python benchmarks/mine_guard.py
 """
 

@@ -2,6 +2,8 @@
 chosen positions selected with a boolean mask (a data-dependent shape: the host waits for the device,
 and a compiled head sees a new shape every step), against two static-shaped forms:
 
+Feeds: no record (its figures are quoted by hand); pages docs/results.md.
+
 * ``full``: the head at every position, cross-entropy with ``ignore_index`` (transformers' masked-LM
   loss; the mask is BERT's Bernoulli draw, unchanged);
 * ``fixed``: a fixed number of predictions per row (``ceil(0.15 * length)``, BERT's

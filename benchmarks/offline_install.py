@@ -6,6 +6,9 @@ torch). The installed sentlab (not this checkout) then lists its presets and enc
 the packaged MiniLM. Prints JSON: the wheelhouse's files and size, each step's seconds and exit code,
 and the last lines of a failed step.
 
+Feeds: no record (its figures are quoted by hand); pages docs/contributing.md,
+docs/guides/operations.md.
+
     python benchmarks/offline_install.py --work /tmp/offline [--python-version 3.11 --platform manylinux_2_28_x86_64]
 
 The defaults are this machine's Python and glibc, so the environment built from the wheelhouse can run

@@ -1,5 +1,8 @@
 """The RankCSE distillation experiment on real weights.
 
+Feeds: records rankcse-distillation; pages docs/methods/index.md, docs/methods/rankcse.md,
+docs/results.md.
+
 Teacher: the packaged all-MiniLM-L6-v2 (6 layers). Student: its embeddings + first 3 layers. Arms,
 all on the same Wikipedia sentences for the same number of steps (rankcse-minilm-student-cpu):
 the untrained student, SimCSE-unsup, RankCSE-ListNet, RankCSE-ListMLE, and the teacher. For each:

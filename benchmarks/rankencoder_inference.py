@@ -5,6 +5,8 @@ lines as the corpus. Each pair's two sentences are encoded in both arms; Eq. 7 a
 vectors over the N corpus vectors (one N-long similarity row a sentence, then ranks). Prints one
 JSON object.
 
+Feeds: records rankencoder-inference-minilm; pages docs/methods/rankencoder.md.
+
     python benchmarks/rankencoder_inference.py --model minilm --sizes 1000 5000 20000 --pairs 500
 """
 

@@ -1,5 +1,7 @@
 """RankEncoder re-training step vs SimCSE step, same model and batch, side by side in one run.
 
+Feeds: records rankencoder-overhead-minilm; pages docs/results.md.
+
 Both arms run sentlab's engine (the sentence-transformers trainer) on MiniLM with batch 64 and max
 length 32 over the same Wikipedia sentences. The RankEncoder arm adds the rank loss of Eq. 4-6 with
 the hinge of Eq. 5 and E1 = MiniLM over the 100k corpus (the first 100,000 lines). The arms

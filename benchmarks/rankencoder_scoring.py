@@ -1,6 +1,8 @@
 """Scoring throughput: Eq. 7 (RankEncoder's mixed similarity) vs plain cosine, pairs per second, and
 where Eq. 7's time goes. STS-B test pairs (1,379) scored by MiniLM with the 10k and 100k corpora.
 
+Feeds: no record (its figures are quoted by hand); pages docs/results.md.
+
 Both scorers start from sentences (encoding included); the breakdown times Eq. 7's extra stages on
 the same pairs: similarity to the corpus (matrix product), ranking (sort), normalisation (g) and
 the pair inner products. Prints JSON.

@@ -2,6 +2,9 @@
 E (cosine), RankEncoder_E (Eq. 2, lambda_inf = 1) and Eq. 7 at several lambda_inf, for corpora made
 of the first N lines of a corpus file. Prints JSON (one entry per corpus size and lambda).
 
+Feeds: records rankencoder-eq7-minilm; pages docs/methods/index.md, docs/methods/rankencoder.md,
+docs/results.md.
+
     python benchmarks/rankencoder_sts.py --model minilm --sizes 10000,100000 --lambdas 0.1,0.2,0.5
 
 Each sentence is encoded once and each pair's rank similarity computed once per corpus; the lambdas

@@ -2,6 +2,8 @@
 on random in-batch pairs of a RankEncoder run's training sentences. Prints JSON: the share of pairs
 inside Eq. 6's [tau_l, tau_u], and for those the mean target, the mean cosine and the mean squared gap.
 
+Feeds: no record (its figures are quoted by hand); pages docs/methods/rankencoder.md.
+
     python benchmarks/rankencoder_targets.py --run runs/rankencoder-minilm-cpu [--batches 5 --batch-size 64]
 
 The cosines are those of E1's own vectors, i.e. of E2 at the start when E2 starts from E1 (as in

@@ -3,6 +3,9 @@ it was pre-trained from. Prints one JSON object: each model's STS average and pe
 scores (with ``--baseline-tasks``, also the ranking tasks and the USEB subset here: the "BERT" row of
 the papers' tables in miniature), the SimCSE seeds' mean and sd, and the gains over both baselines.
 
+Feeds: records rawlm-simcse; pages docs/methods/index.md, docs/methods/rankcse.md,
+docs/methods/rankencoder.md, docs/methods/rawlm.md, docs/methods/simcse.md.
+
     python benchmarks/rawlm_simcse.py --output runs/rawlm-simcse --seeds 1 2 3
     python benchmarks/rawlm_simcse.py --output runs/rawlm-simcse --raw-lm runs/rawlm-cpu/model
 

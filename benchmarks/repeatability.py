@@ -4,6 +4,8 @@ with another seed; for each pair of runs, whether the saved weights are the same
 difference of a weight and of a logged loss. Feeds record ``repeatability-minilm-cpu`` and
 docs/guides/repeatability.md.
 
+Feeds: records repeatability-minilm-cpu; pages docs/guides/repeatability.md.
+
     HF_HUB_OFFLINE=1 python benchmarks/repeatability.py --steps 10
 """
 

@@ -1,6 +1,8 @@
 """RSE's training cost: the step time of RSE against supervised SimCSE at the same batch,
 and the peak memory of one batch of 512 with and without Gradient Cache.
 
+Feeds: no record (its figures are quoted by hand); pages docs/methods/rse.md, docs/results.md.
+
 * step time: the same rows of the CPU preset's triples (head, tail, in-relation negative), the same
   model and AdamW; RSE's loss (Eq. 2, relation vectors with their own group) against SimCSE's
   supervised loss on the same three columns. Median of ``--steps`` timed steps after one warm-up.
@@ -23,6 +25,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+from common import last_json
 
 
 def rows(batch: int, config: str) -> tuple[list[list[str]], list[int]]:
@@ -163,7 +167,7 @@ def main() -> None:
                 text=True,
                 check=True,
             )
-            summary["memory"][kind] = json.loads(child.stdout.strip().splitlines()[-1])
+            summary["memory"][kind] = last_json(child.stdout)
         summary["memory"]["mini_batch"] = args.mini_batch
     print(json.dumps(summary))
 

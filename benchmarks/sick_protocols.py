@@ -1,6 +1,8 @@
 """SICK-R under the two protocols in use: SentEval / SimCSE (test split, 4,927 pairs) and MTEB
 (its "test" is the whole SICK set: train + trial + test, 9,927 pairs). Prints JSON.
 
+Feeds: no record (its figures are quoted by hand); pages docs/results.md.
+
     python benchmarks/sick_protocols.py [--model minilm]
 """
 

@@ -4,6 +4,8 @@ removal, Gao et al. Sec. 5 and Fig. 2), the cosine between two dropout views of 
 and the SimCSE loss of one batch (Eq. 1, tau 0.05, without the training-only MLP). Prints one JSON
 object.
 
+Feeds: no record (its figures are quoted by hand); pages docs/methods/simcse.md.
+
     python benchmarks/simcse_start_geometry.py runs/rawlm-cpu/random_init:mean runs/rawlm-cpu/model:mean
 
 Each argument is MODEL_FOLDER:POOLER (sentlab's poolers: mean, cls, first_last_avg, ...). The

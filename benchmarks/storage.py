@@ -1,6 +1,8 @@
 """Fewer bytes a sentence: quality, size and search time of a model's embeddings at K dimensions and a
 storage precision, with PCA to the same dimensions as the baseline a Matryoshka model must beat.
 
+Feeds: records storage-minilm; pages docs/guides/storage.md, docs/results.md.
+
 For each model (``--models``: names or folders) and each K of ``--dims`` x precision of
 ``--precisions`` (float32, int8, binary; :class:`sentlab.evaluation.quantized.QuantizedEmbeddings`,
 int8's ranges from a seeded sample of 10,000 Wikipedia sentences):
@@ -36,6 +38,7 @@ import sys
 import time
 
 import numpy as np
+from common import spread as over_seeds
 
 
 class PCAView:
@@ -120,10 +123,9 @@ def spread(runs: list[dict]) -> dict:
     out = {}
     for setting in runs[0]:
         out[setting] = {
-            key: {"mean": round(float(np.mean(v)), 2), "sd": round(float(np.std(v, ddof=1)), 2) if len(v) > 1 else None}
+            key: over_seeds([run[setting][key] for run in runs], digits=2)
             for key in ("sts_avg", "evalrank_mrr")
             if key in runs[0][setting]
-            for v in [[run[setting][key] for run in runs]]
         }
     return out
 

@@ -4,6 +4,9 @@ sentence-transformers' own trainer with the same loss class on the same settings
 fp32, the same seed, no dev selection: the last step is the model). Feeds the own-data guide's table
 and its advice on the loss (docs/guides/own-data.md; record ``supervised-losses-minilm``).
 
+Feeds: records supervised-grid-minilm, supervised-losses-minilm; pages docs/guides/own-data.md,
+docs/results.md, docs/scope.md.
+
 The setting is *chosen* on STS-B dev (the mean over seeds of sentlab's runs) and *confirmed* on STS-B
 test: the multi-bootstrap over seeds and items (:func:`sentlab.evaluation.uncertainty.seed_item_difference`)
 of the chosen setting minus each other setting, and minus the start model. The other settings' own test
@@ -28,9 +31,10 @@ import contextlib
 import itertools
 import json
 import shutil
-import statistics
 import sys
 from pathlib import Path
+
+from common import spread
 
 from sentlab.paths import write_text_atomic
 
@@ -177,10 +181,6 @@ def scored(model_path: Path, output: Path) -> dict:
     result = {"dev": dev.spearman, "test": test.spearman, "test_items": test.extra["items"], "weights_sha256": weights}
     write_text_atomic(output, json.dumps(result))
     return result
-
-
-def spread(values: list[float]) -> dict:
-    return {"mean": statistics.mean(values), "sd": statistics.stdev(values) if len(values) > 1 else None}
 
 
 def main() -> None:

@@ -5,6 +5,8 @@ rounds accuracy to two decimals as SentEval does, the card does not, so the card
 before the difference is taken). Writes the cards and their files under OUTPUT, scores both ways with
 one model and prints one JSON object (built-in figure, card figure, difference).
 
+Feeds: no record (its figures are quoted by hand); pages docs/results.md.
+
     python benchmarks/task_cards_builtin.py --output runs/cards --forum mathematica
 """
 

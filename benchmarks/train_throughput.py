@@ -2,6 +2,9 @@
 ``train.compile``), sentence-transformers' own trainer (MultipleNegativesRankingLoss on (s, s) pairs,
 its scale 20 = 1 / tau), a plain PyTorch loop and the same loop compiled with ``torch.compile``.
 
+Feeds: no record (its figures are quoted by hand); pages docs/contributing.md, docs/guides/gpu.md,
+docs/results.md.
+
 Every contestant runs the same computation: one model (``--model``, default all-MiniLM-L6-v2), batch 64
 of Wikipedia sentences at max length 32, two dropout views in one forward, InfoNCE with tau = 0.05,
 AdamW (fused wherever torch has it, as sentlab's default), gradient clipping at 1.0; in the precision

@@ -1,6 +1,8 @@
 """Training-step time and peak memory of TSDAE against SimCSE at the same batch size and length, and
 the share of a TSDAE step spent in the decoder.
 
+Feeds: no record (its figures are quoted by hand); pages docs/results.md.
+
 A step = forward, backward and an AdamW update of every trainable tensor (model and loss), on
 batches of real sentences (the shared Wikipedia file) cut to ``--max-seq-length`` tokens. Each
 method runs in a fresh process, so its peak resident memory (CPU) or peak allocated memory (CUDA) is
@@ -18,6 +20,8 @@ import resource
 import subprocess
 import sys
 import time
+
+from common import last_json
 
 
 def child(method: str, args: argparse.Namespace) -> dict:
@@ -116,8 +120,7 @@ def main() -> None:
             "--steps",
             str(args.steps),
         ]
-        out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
-        results[method] = json.loads(out)
+        results[method] = last_json(subprocess.run(argv, check=True, capture_output=True, text=True).stdout)
     tsdae, simcse, encoder = (results[m]["seconds_per_step"] for m in ("tsdae", "simcse", "encoder-only"))
     print(
         json.dumps(

@@ -1,5 +1,7 @@
 """sentlab's USEB scores against the official ``useb`` toolkit on the same embeddings.
 
+Feeds: no record (its figures are quoted by hand); pages docs/results.md.
+
 Needs the toolkit (not a sentlab dependency): ``pip install useb pytrec-eval-terrier`` (or
 ``--toolkit-path`` to a folder they were installed into with ``pip install --target``).
 

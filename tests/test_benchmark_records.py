@@ -95,3 +95,41 @@ def test_a_name_that_is_not_a_file_name_is_refused(record, tmp_path):
     with pytest.raises(SystemExit) as refused:
         record.main(["../elsewhere", "--records", str(tmp_path), "--", *python("print('{}')")])
     assert refused.value.code == 2
+
+
+@pytest.fixture(scope="module")
+def common():
+    spec = importlib.util.spec_from_file_location("common", ROOT / "benchmarks" / "common.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_each_benchmark_says_in_its_first_lines_which_records_and_pages_it_feeds(common):
+    """A script's ``Feeds:`` line (after its first paragraph) names the records whose command runs it
+    and the pages that name it or quote their figures, as they are now; a script that feeds no page
+    names the test it backs, and none feeds nothing."""
+    import re
+
+    wrong = []
+    for script in common.scripts():
+        doc = script.read_text("utf-8").split('"""')[1]
+        found = re.search(r"\n\nFeeds: (.*?)(?:\n\n|$)", doc, re.S)
+        if not found or doc.index("\n\nFeeds:") != doc.find("\n\n"):
+            wrong.append(f"{script.name}: no Feeds line after its first paragraph")
+            continue
+        said = " ".join(found.group(0).split())
+        records, pages = common.fed(script)
+        if pages:
+            if said != common.feeds_line(script):
+                wrong.append(f"{script.name}: says {said!r}, feeds {common.feeds_line(script)!r}")
+        else:
+            test = re.search(r"tests/[\w/]+\.py", said)
+            if records or not test or not (ROOT / test.group(0)).is_file():
+                wrong.append(f"{script.name}: feeds no page, and names no test it backs")
+    assert not wrong, wrong
+
+
+def test_the_shared_spread_over_seeds(common):
+    assert common.spread([1.0, 2.0, 4.0], digits=2) == {"mean": 2.33, "sd": 1.53}  # sd: sqrt(7/3)
+    assert common.spread([3.0]) == {"mean": 3.0, "sd": None}

@@ -1,5 +1,7 @@
 """sentlab's check on a GPU node without network, one part at a time (``benchmarks/gpu/check.sh PART``).
 
+Feeds: records gpu-install-h100; pages docs/contributing.md, docs/guides/gpu.md, docs/results.md.
+
 Each part writes one JSON file, ``$OUT/<part>.json`` (``$OUT``, else ``--out``, else
 ``runs/gpu-check``): the part, its command line, the date, the machine and commits
 (``benchmarks/record.py``'s blocks; ``record.py --from`` keeps the file as a record), its seconds,

@@ -235,7 +235,9 @@ def test_methods_whose_loss_takes_each_row_alone_refuse_chunks(method, section, 
     assert "train.mini_batch_size" in message and reason in message and "\n" not in message
 
 
-def test_the_moved_rse_key_says_where_it_is_now(corpus_file, tmp_path):
+def test_the_moved_rse_key_is_read_where_it_is_now_for_a_version(corpus_file, tmp_path, capsys):
+    """rse.mini_batch_size (0.1.0) is train.mini_batch_size from 0.2.0: read there with a one-line
+    notice until 0.3.0; set in both places, refused."""
     tree = {
         "method": "rse",
         "model": {"name": "m"},
@@ -245,7 +247,12 @@ def test_the_moved_rse_key_says_where_it_is_now(corpus_file, tmp_path):
         },
         "train": {"output_dir": str(tmp_path)},
     }
-    with pytest.raises(ConfigError, match=r"rse\.mini_batch_size is now train\.mini_batch_size"):
+    cfg = load_config(write_yaml(tmp_path / "config.yaml", tree))
+    assert cfg.train.mini_batch_size == 4
+    notices = [line for line in capsys.readouterr().err.splitlines() if "rse.mini_batch_size" in line]
+    assert len(notices) == 1 and "removed in sentlab 0.3.0" in notices[0] and "train.mini_batch_size" in notices[0]
+    tree["train"]["mini_batch_size"] = 8
+    with pytest.raises(ConfigError, match=r"rse\.mini_batch_size: it is train\.mini_batch_size since 0\.2\.0"):
         load_config(write_yaml(tmp_path / "config.yaml", tree))
 
 

@@ -308,6 +308,10 @@ class PresetInfo(_Section):
     run_on_gpu: bool = Field(False, description="whether this preset has been trained on a GPU")
 
 
+# a key that moved -> (where it is now, the version that removes the old one); CHANGELOG.md lists each
+DEPRECATED_KEYS: dict[str, tuple[str, str]] = {"rse.mini_batch_size": ("train.mini_batch_size", "0.3.0")}
+
+
 class TrainConfig(_Section):
     """The sections every method shares; each method's config subclasses it (``sentlab.methods``).
 
@@ -338,6 +342,36 @@ class TrainConfig(_Section):
         "model.mlp_only_train": "without model.pooler: cls",
         "eval.dev_limit": "with eval.dev_task: none",
     }
+
+    @model_validator(mode="before")
+    @classmethod
+    def _deprecated_keys(cls, tree: Any) -> Any:
+        """A key that moved (:data:`DEPRECATED_KEYS`) is read where it is now for one version, with a
+        one-line notice on stderr; set in both places, it is refused."""
+        if not isinstance(tree, Mapping):
+            return tree
+        tree = {k: dict(v) if isinstance(v, Mapping) else v for k, v in tree.items()}
+        for old, (new, removed_in) in DEPRECATED_KEYS.items():
+            old_section, old_key = old.split(".")
+            new_section, new_key = new.split(".")
+            section = tree.get(old_section)
+            if not isinstance(section, dict) or old_key not in section:
+                continue
+            target = tree.setdefault(new_section, {})
+            if not isinstance(target, dict):
+                continue
+            if new_key in target:
+                raise ValueError(f"{old}: it is {new} since 0.2.0; set {new} only")
+            target[new_key] = section.pop(old_key)
+            if not section:
+                tree.pop(old_section)
+            import sys
+
+            print(
+                f"sentlab: {old} is deprecated: it is {new} now; {old} will be removed in sentlab {removed_in}",
+                file=sys.stderr,
+            )
+        return tree
 
     def unread(self) -> dict[str, str]:
         """The sections and keys (``"loss"``, ``"supervised.split"``) this config's method does not read
@@ -551,7 +585,7 @@ def parse_config(
         raise ConfigError(f"{option or path}: {message}") from None
 
 
-MOVED_KEYS = {"rse.mini_batch_size": "train.mini_batch_size"}  # a key that moved -> where it is now
+MOVED_KEYS: dict[str, str] = {}  # a key removed after its version of deprecation -> where it is now
 
 
 def validation_message(err: ValidationError, tree: dict[str, Any]) -> tuple[str, str]:

@@ -87,3 +87,16 @@ def test_the_python_lower_bound_holds_for_every_extra_the_pages_install():
                 queue.append(child)
     assert len(seen) > 50  # the closure was followed, not only the direct dependencies
     assert not short, f"requires-python {PYPROJECT['requires-python']} is too low: " + "; ".join(short)
+
+
+def test_the_removed_cached_rse_loss_still_builds_for_a_version(tiny_backbone, capsys):
+    from sentlab.encoders import build_encoder
+    from sentlab.losses import CachedRSELoss, GradientCache, RSELoss
+
+    model = build_encoder(str(tiny_backbone), "mean")
+    with pytest.warns(DeprecationWarning, match="removed in sentlab 0.3.0"):
+        loss = CachedRSELoss(model, ["entailment"], temperature=0.1, mini_batch_size=4)
+    assert isinstance(loss, GradientCache) and isinstance(loss.loss, RSELoss) and loss.mini_batch_size == 4
+    assert loss.loss.temperature == 0.1
+    assert "CachedRSELoss is deprecated" in capsys.readouterr().err
+    assert "`sentlab.losses.CachedRSELoss`" in (ROOT / "CHANGELOG.md").read_text("utf-8")

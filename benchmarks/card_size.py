@@ -12,10 +12,10 @@ Feeds: records card-size-minilm; pages docs/guides/evaluation.md.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 
 import numpy as np
+from common import emit
 
 
 def main() -> None:
@@ -57,20 +57,18 @@ def main() -> None:
             "share_beyond_noise": beyond / (args.draws if n < len(gold) else 1),
         }
     half = sizes[str(len(gold))]["median_half_width"]
-    print(
-        json.dumps(
-            {
-                "model": "all-MiniLM-L6-v2",
-                "against": f"its first {args.dims} dimensions",
-                "task": "STSBenchmark test",
-                "pairs": len(gold),
-                "difference": full.difference,
-                "interval": [full.low, full.high],
-                "sizes": sizes,
-                # half-width ~ 1 / sqrt(n): the pairs whose interval is +-1 point, from the whole set's
-                "pairs_for_one_point": round(len(gold) * half**2),
-            }
-        )
+    emit(
+        {
+            "model": "all-MiniLM-L6-v2",
+            "against": f"its first {args.dims} dimensions",
+            "task": "STSBenchmark test",
+            "pairs": len(gold),
+            "difference": full.difference,
+            "interval": [full.low, full.high],
+            "sizes": sizes,
+            # half-width ~ 1 / sqrt(n): the pairs whose interval is +-1 point, from the whole set's
+            "pairs_for_one_point": round(len(gold) * half**2),
+        }
     )
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from record import last_json  # noqa: E402
+import record  # noqa: E402
 
 __all__ = ["ROOT", "emit", "fed", "last_json", "scripts", "spread"]
 
@@ -25,6 +25,15 @@ __all__ = ["ROOT", "emit", "fed", "last_json", "scripts", "spread"]
 def emit(result: dict) -> None:
     """The script's result: one JSON object on one line of stdout (what ``record.py`` keeps)."""
     print(json.dumps(result))
+
+
+def last_json(text: str) -> dict | list:
+    """The last JSON object a child printed (``record.last_json``); a child that printed none is an
+    error here, never a silent null in the result."""
+    found = record.last_json(text)
+    if found is None:
+        raise SystemExit(f"the child printed no JSON object; its output ended: {text.strip()[-300:]!r}")
+    return found
 
 
 def spread(values: list[float], digits: int | None = None) -> dict:

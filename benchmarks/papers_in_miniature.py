@@ -209,8 +209,6 @@ class Miniature:
 
     def _domain_eval(self, model: Path, path: Path, pooler: str | None) -> None:
         """Claim d's tasks: the forums' MAP@100, TwitterPara AP and STS-B (TSDAE Table 2 / 3)."""
-        from domain_adaptation import domain_report
-
         from sentlab.data.useb import load_cqadupstack, task_folder
         from sentlab.encoders import load_encoder
 
@@ -230,6 +228,34 @@ class Miniature:
         if row in BASELINES:
             return [self.scores(row, self.raw_lm, scored_on, BASELINES[row])]
         return [self.scores(f"{row}-seed{seed}", self.train(row, seed), ARMS[row].scored_on) for seed in self.seeds]
+
+
+def domain_report(model, name: str, forums: dict, data_dir: str | None, sts_tasks=None, items: bool = False):
+    """The TSDAE paper's domain tasks on a forum subset: CQADupStack MAP@100 over ``forums`` (each its
+    own pool), TwitterPara AP, and the STS tasks (all seven by default); ``items``: keep what each
+    headline is computed from (``sentlab.evaluation.uncertainty``)."""
+    from sentlab.data.sts import STS_TASKS
+    from sentlab.data.useb import load_twitterpara, task_folder
+    from sentlab.evaluation import CosineScorer, evaluate_sts
+    from sentlab.evaluation.results import EvalReport
+    from sentlab.evaluation.scoring import EmbeddingCache
+    from sentlab.evaluation.useb import score_cqadupstack, score_twitterpara
+
+    cache = EmbeddingCache(model)
+    report = EvalReport(model=name, settings={"cqadupstack_forums": sorted(forums)})
+    report.tasks["CQADupStack"] = score_cqadupstack(cache.encode, forums, device=model.device, items=items)
+    report.tasks["TwitterPara"] = score_twitterpara(
+        cache.encode, load_twitterpara(task_folder("TwitterPara", data_dir)), items=items
+    )
+    evaluate_sts(
+        CosineScorer(cache, name=name),
+        data_dir,
+        tasks=sts_tasks or tuple(STS_TASKS),
+        report=report,
+        extras=False,
+        items=items,
+    )
+    return report
 
 
 def judge(mini: Miniature, claim: Claim) -> dict:

@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from common import emit
+
 PRESET = "simcse-unsup-minilm-cpu"
 
 
@@ -79,7 +81,7 @@ def main() -> None:
             "one_thread_against_all": compare(first, one_thread) if one_thread else None,
             "another_seed": compare(first, other_seed),
         }
-    print(json.dumps(result))
+    emit(result)
 
 
 if __name__ == "__main__":

@@ -133,3 +133,30 @@ def test_each_benchmark_says_in_its_first_lines_which_records_and_pages_it_feeds
 def test_the_shared_spread_over_seeds(common):
     assert common.spread([1.0, 2.0, 4.0], digits=2) == {"mean": 2.33, "sd": 1.53}  # sd: sqrt(7/3)
     assert common.spread([3.0]) == {"mean": 3.0, "sd": None}
+
+
+OPTIONAL_TOOLS = {"useb"}  # the official USEB toolkit: useb_reference.py says how to install it
+
+
+def test_every_module_a_benchmark_imports_exists(common):
+    """A script's imports (its siblings in benchmarks/ included) resolve, so retiring a script cannot
+    leave another that imports it broken."""
+    import ast
+    import importlib.util
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        missing = []
+        for script in [*common.scripts(), ROOT / "benchmarks" / "common.py"]:
+            for node in ast.walk(ast.parse(script.read_text("utf-8"))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                for name in names:
+                    if name in OPTIONAL_TOOLS:
+                        continue
+                    if importlib.util.find_spec(name.split(".")[0]) is None:
+                        missing.append(f"{script.name}: {name}")
+        assert not missing, missing
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))

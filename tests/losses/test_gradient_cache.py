@@ -235,9 +235,13 @@ def test_methods_whose_loss_takes_each_row_alone_refuse_chunks(method, section, 
     assert "train.mini_batch_size" in message and reason in message and "\n" not in message
 
 
-def test_the_moved_rse_key_is_read_where_it_is_now_for_a_version(corpus_file, tmp_path, capsys):
-    """rse.mini_batch_size (0.1.0) is train.mini_batch_size from 0.2.0: read there with a one-line
-    notice until 0.3.0; set in both places, refused."""
+def test_the_moved_rse_key_is_read_where_it_is_now_for_a_version(corpus_file, tmp_path, capsys, monkeypatch):
+    """rse.mini_batch_size (0.1.0) is train.mini_batch_size from 0.2.0: read there, in a file or as
+    --set (which overrides a preset's train.mini_batch_size), with one notice a process until 0.3.0;
+    both set to different values, refused."""
+    from sentlab.training import config
+
+    monkeypatch.setattr(config, "_NOTICED", set())
     tree = {
         "method": "rse",
         "model": {"name": "m"},
@@ -247,10 +251,13 @@ def test_the_moved_rse_key_is_read_where_it_is_now_for_a_version(corpus_file, tm
         },
         "train": {"output_dir": str(tmp_path)},
     }
-    cfg = load_config(write_yaml(tmp_path / "config.yaml", tree))
-    assert cfg.train.mini_batch_size == 4
+    path = write_yaml(tmp_path / "config.yaml", tree)
+    assert load_config(path).train.mini_batch_size == 4
+    assert load_config(path, ["rse.mini_batch_size=8"]).train.mini_batch_size == 8
     notices = [line for line in capsys.readouterr().err.splitlines() if "rse.mini_batch_size" in line]
     assert len(notices) == 1 and "removed in sentlab 0.3.0" in notices[0] and "train.mini_batch_size" in notices[0]
+    tree["train"]["mini_batch_size"] = 4  # the same value twice: read
+    assert load_config(write_yaml(tmp_path / "config.yaml", tree)).train.mini_batch_size == 4
     tree["train"]["mini_batch_size"] = 8
     with pytest.raises(ConfigError, match=r"rse\.mini_batch_size: it is train\.mini_batch_size since 0\.2\.0"):
         load_config(write_yaml(tmp_path / "config.yaml", tree))

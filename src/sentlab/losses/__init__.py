@@ -79,8 +79,7 @@ def noisy_pairs(
     return dataset
 
 
-__all__ = [
-    "CachedRSELoss",
+__all__ = [  # CachedRSELoss stays importable for its version of deprecation, not exported
     "FlowNLLLoss",
     "GradientCache",
     "MLMLoss",

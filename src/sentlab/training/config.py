@@ -360,17 +360,13 @@ class TrainConfig(_Section):
             target = tree.setdefault(new_section, {})
             if not isinstance(target, dict):
                 continue
-            if new_key in target:
-                raise ValueError(f"{old}: it is {new} since 0.2.0; set {new} only")
-            target[new_key] = section.pop(old_key)
+            value = section.pop(old_key)
             if not section:
                 tree.pop(old_section)
-            import sys
-
-            print(
-                f"sentlab: {old} is deprecated: it is {new} now; {old} will be removed in sentlab {removed_in}",
-                file=sys.stderr,
-            )
+            if target.get(new_key) is not None and target[new_key] != value:
+                raise ValueError(f"{old}: it is {new} since 0.2.0, which is set too; set {new} only")
+            target[new_key] = value
+            _deprecation_notice(old, new, removed_in)
         return tree
 
     def unread(self) -> dict[str, str]:
@@ -559,6 +555,11 @@ def parse_config(
     if not isinstance(tree, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     pairs = parse_overrides(overrides or [])
+    for old in {key for key, _ in pairs} & set(DEPRECATED_KEYS):  # the override wins over the file's old key
+        section, name = old.split(".")
+        if isinstance(tree.get(section), dict):
+            tree[section].pop(name, None)
+    pairs = [(_current_key(key), value) for key, value in pairs]
     for key, value in pairs:
         _set_dotted(tree, key, value)
     if updates:
@@ -583,6 +584,31 @@ def parse_config(
             None,
         )
         raise ConfigError(f"{option or path}: {message}") from None
+
+
+def _current_key(key: str) -> str:
+    """A ``--set`` key as it is now: a deprecated key (:data:`DEPRECATED_KEYS`) overrides its new
+    place, with the notice once."""
+    if key not in DEPRECATED_KEYS:
+        return key
+    new, removed_in = DEPRECATED_KEYS[key]
+    _deprecation_notice(key, new, removed_in)
+    return new
+
+
+_NOTICED: set[str] = set()
+
+
+def _deprecation_notice(old: str, new: str, removed_in: str) -> None:
+    """One line on stderr, once a process, for a deprecated key that was used."""
+    if old in _NOTICED:
+        return
+    _NOTICED.add(old)
+    import sys
+
+    print(
+        f"sentlab: {old} is deprecated: it is {new} now; {old} will be removed in sentlab {removed_in}", file=sys.stderr
+    )
 
 
 MOVED_KEYS: dict[str, str] = {}  # a key removed after its version of deprecation -> where it is now

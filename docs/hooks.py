@@ -497,7 +497,15 @@ def half_precision_table(records: Path = RECORDS) -> str:
     return "\n".join(out)
 
 
+def changelog() -> str:
+    """CHANGELOG.md without its title (the repository's file, on the site)."""
+    text = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text("utf-8")
+    body = text.split("\n", 1)[1].strip()
+    return body.replace("](docs/", "](")
+
+
 GENERATORS = {
+    "changelog": changelog,
     "half_precision": half_precision_table,
     "losses": losses_table,
     "cli": cli_reference,

@@ -6,8 +6,6 @@ teacher labels of the distillation losses, checked against the teacher by hand."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -21,7 +19,7 @@ from sentlab.methods import validate_config
 from sentlab.methods.supervised import Supervised
 from sentlab.training import engine
 from sentlab.training.callbacks import loss_only_state
-from tests.conftest import features_of, subprocess_env
+from tests.conftest import features_of
 from tests.methods.test_baselines import method_config
 
 WORDS = ["a cat sat", "the dog ran", "birds fly", "fish swim", "a man walks", "rain falls", "snow", "the sea"]
@@ -236,24 +234,20 @@ def test_gistembed_trains_with_its_guide_frozen_and_a_cached_loss_records_its_ch
         assert not list(paths.root.glob("**/loss_state.safetensors"))  # nothing of the guide's
 
 
-def test_an_unknown_loss_is_one_line_and_a_non_zero_exit(tiny_backbone, tmp_path):
-    train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS})
-    cfg = supervised(tmp_path, tiny_backbone, train, ["a", "p"])
-    tree = cfg.to_tree()
-    tree["supervised"] = {"loss": "CachedMultipleNegativeRankingLoss"}
-    config = tmp_path / "config.yaml"
+def test_an_unknown_loss_is_one_line_and_a_non_zero_exit(tiny_backbone, tmp_path, capsys):
     import yaml
 
+    from sentlab.cli import main
+
+    train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS})
+    tree = supervised(tmp_path, tiny_backbone, train, ["a", "p"]).to_tree()
+    tree["supervised"] = {"loss": "CachedMultipleNegativeRankingLoss"}
+    config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(tree))
-    done = subprocess.run(
-        [sys.executable, "-m", "sentlab.cli", "train", str(config), "--quiet"],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-    )
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert done.returncode != 0 and len(lines) == 1, done.stderr
-    assert "did you mean CachedMultipleNegativesRankingLoss" in lines[0]
+    capsys.readouterr()
+    assert main(["train", str(config), "--quiet"]) != 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "did you mean CachedMultipleNegativesRankingLoss" in lines[0], lines
 
 
 def test_the_guides_gistembed_config_is_valid():

@@ -11,9 +11,9 @@ Kinds (scored through any pair scorer, so RankEncoder's Eq. 7 and RSE's relation
 * ``retrieval`` - the BEIR / MTEB layout: ``corpus`` (jsonl: ``_id``, ``text``[, ``title``]),
   ``queries`` (jsonl: ``_id``, ``text``) and ``qrels`` (tsv with a header: ``query-id``,
   ``corpus-id``, ``score``; score > 0 is relevant): exact search of every query against the corpus,
-  MAP@k (main, ``k`` default 100: precision at each relevant hit in the top k, over the query's
-  relevant documents as trec_eval / BEIR; ``map: useb`` divides by the hits in the top k instead, as
-  USEB's CQADupStack), nDCG@10, MRR@10 and Recall@k, x 100;
+  MAP@k (main, ``k`` default 100: precision at each relevant hit in the top k, over min(the query's
+  relevant documents, k), which is trec_eval's / BEIR's where a query has at most k relevant ones;
+  ``map: useb`` divides by the hits in the top k instead, as USEB's CQADupStack), nDCG@10, MRR@10 and Recall@k, x 100;
 * ``reranking`` - ``file`` (jsonl, one row per query: ``query``, ``positive`` and ``negative`` lists of
   candidate texts, the MTEB re-ranking layout; ``columns`` renames the three fields): each query's
   candidates ranked by the scorer, MAP (main: AP over the query's candidates, as USEB's AskUbuntu and
@@ -82,9 +82,8 @@ class TaskCard(BaseModel):
     k: int = Field(100, gt=0, description="retrieval: cut-off of MAP@k and Recall@k")
     map: Literal["trec", "useb"] = Field(
         "trec",
-        description="retrieval AP@k divided by the query's relevant "
-        "documents (trec, as BEIR / MTEB) or by its hits in "
-        "the top k (useb, as USEB's CQADupStack)",
+        description="retrieval AP@k divided by min(the query's relevant documents, k) (trec: BEIR / MTEB's "
+        "where a query has at most k relevant ones) or by its hits in the top k (useb, as USEB's CQADupStack)",
     )
     unknown_ids: Literal["error", "skip"] = Field(
         "error",

@@ -317,6 +317,8 @@ def test_every_page_is_linked_from_the_home_page_or_the_readme():
     readme = linked_pages((ROOT / "README.md").read_text("utf-8"), "docs/")
     missing = [page for page in nav_pages() if page != "index.md" and page not in home | readme]
     assert not missing, f"pages linked from neither docs/index.md nor README.md: {missing}"
+    on_disk = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
+    assert on_disk == set(nav_pages()), f"pages outside the site's nav: {sorted(on_disk - set(nav_pages()))}"
     assert linked_pages("[a](guides/x.md#y) [b](y.md) [c](https://e.org/z.md)", "") == {"guides/x.md", "y.md"}
 
 

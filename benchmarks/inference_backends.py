@@ -1,6 +1,6 @@
 """Encode throughput per inference backend, against the machine's own compute limit.
 
-Feeds: no record (its figures are quoted by hand); pages docs/guides/inference.md, docs/results.md.
+Feeds: records inference-backends-minilm; pages docs/guides/inference.md, docs/results.md.
 
 For each setting (torch fp32 through plain ``SentenceTransformer.encode`` — the reference — and
 torch / onnx / openvino through sentlab's length-batched encoding), on the first N Wikipedia

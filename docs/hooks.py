@@ -497,6 +497,21 @@ def half_precision_table(records: Path = RECORDS) -> str:
     return "\n".join(out)
 
 
+def rankencoder_inference_table(records: Path = RECORDS) -> str:
+    """Eq. 7's cost by corpus size (record ``rankencoder-inference-minilm``)."""
+    rows = record("rankencoder-inference-minilm", records)["result"]["results"]
+    out = [
+        "| corpus | index on disk | build | cosine, ms a pair | Eq. 7, ms a pair | Eq. 7 / cosine |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        out.append(
+            f"| {r['corpus_size']:,} | {r['index_bytes'] / 1e6:.1f} MB | {r['build_s']:.1f} s | "
+            f"{r['cosine_ms_per_pair']:.1f} | {r['eq7_ms_per_pair']:.1f} | {r['eq7_over_cosine']:.2f} |"
+        )
+    return "\n".join(out)
+
+
 def changelog() -> str:
     """CHANGELOG.md without its title (the repository's file, on the site)."""
     text = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text("utf-8")
@@ -505,6 +520,7 @@ def changelog() -> str:
 
 
 GENERATORS = {
+    "rankencoder_inference": rankencoder_inference_table,
     "changelog": changelog,
     "half_precision": half_precision_table,
     "losses": losses_table,

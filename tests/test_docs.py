@@ -338,7 +338,7 @@ def test_the_task_index_is_the_same_on_the_home_page_and_in_the_readme():
 # that kept no record; each count may only fall (moving a figure to a record's marker, or out).
 UNMARKED_AT_MOST = {  # method pages only: every guide, the README and the home page hold none
     "docs/methods/index.md": 10,
-    "docs/methods/rankcse.md": 27,
+    "docs/methods/rankcse.md": 3,
     "docs/methods/rankencoder.md": 9,
     "docs/methods/rawlm.md": 13,
     "docs/methods/rse.md": 30,

@@ -14,12 +14,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def record():
-    spec = importlib.util.spec_from_file_location("bench_record", ROOT / "benchmarks" / "record.py")
+def load_benchmark_module(name: str, as_name: str):
+    spec = importlib.util.spec_from_file_location(as_name, ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def record():
+    return load_benchmark_module("record", "bench_record")
 
 
 def python(code: str) -> list[str]:
@@ -99,10 +103,7 @@ def test_a_name_that_is_not_a_file_name_is_refused(record, tmp_path):
 
 @pytest.fixture(scope="module")
 def common():
-    spec = importlib.util.spec_from_file_location("common", ROOT / "benchmarks" / "common.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark_module("common", "common")
 
 
 def test_each_benchmark_says_in_its_first_lines_which_records_and_pages_it_feeds(common):

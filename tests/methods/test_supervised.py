@@ -27,7 +27,7 @@ def scored_jsonl(path, scores):
     return path
 
 
-def supervised(tmp_path, backbone, train, columns, **section):
+def supervised(tmp_path, backbone, train, columns, *, max_steps=2, batch_size=8, **section):
     return method_config(
         "supervised",
         backbone,
@@ -35,7 +35,8 @@ def supervised(tmp_path, backbone, train, columns, **section):
         tmp_path / "run",
         section={"supervised": section},
         data={"columns": columns} if columns else None,
-        max_steps=2,
+        max_steps=max_steps,
+        batch_size=batch_size,
     )
 
 

@@ -20,7 +20,7 @@ from sentlab.methods.supervised import Supervised
 from sentlab.training import engine
 from sentlab.training.callbacks import loss_only_state
 from tests.conftest import features_of
-from tests.methods.test_baselines import method_config
+from tests.methods.test_supervised import supervised as supervised_config
 
 WORDS = ["a cat sat", "the dog ran", "birds fly", "fish swim", "a man walks", "rain falls", "snow", "the sea"]
 
@@ -49,16 +49,8 @@ def rows_of(kind: str, spec) -> dict[str, list]:
 
 
 def supervised(tmp_path, backbone, train, columns, **section):
-    return method_config(
-        "supervised",
-        backbone,
-        train,
-        tmp_path / "run",
-        section={"supervised": section},
-        data={"columns": columns},
-        max_steps=1,
-        batch_size=4,
-    )
+    """The supervised config of tests/methods/test_supervised.py, one step of batches of 4."""
+    return supervised_config(tmp_path, backbone, train, columns, max_steps=1, batch_size=4, **section)
 
 
 def step(method, model, dataset):

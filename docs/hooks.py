@@ -512,6 +512,20 @@ def rankencoder_inference_table(records: Path = RECORDS) -> str:
     return "\n".join(out)
 
 
+def rawlm_throughput_table(records: Path = RECORDS) -> str:
+    """The raw LM's training throughput by batch form (records ``rawlm-throughput-*``)."""
+    rows = [
+        ("sentences", "64 sentences of similar length, padded"),
+        ("packed", "32 packed blocks of 64 tokens"),
+        ("packed-compiled", "32 packed blocks, `--compile --fused`"),
+    ]
+    out = ["| batches | useful tokens/s | share of the measured fp32 matmul peak |", "|---|---:|---:|"]
+    for name, label in rows:
+        r = record(f"rawlm-throughput-{name}", records)["result"]
+        out.append(f"| {label} | {r['useful_tokens_per_s']:,.0f} | {100 * r['share_of_peak']:.1f} % |")
+    return "\n".join(out)
+
+
 def changelog() -> str:
     """CHANGELOG.md without its title (the repository's file, on the site)."""
     text = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text("utf-8")
@@ -520,6 +534,7 @@ def changelog() -> str:
 
 
 GENERATORS = {
+    "rawlm_throughput": rawlm_throughput_table,
     "rankencoder_inference": rankencoder_inference_table,
     "changelog": changelog,
     "half_precision": half_precision_table,

@@ -2,7 +2,7 @@
 type at the same ratio (Table 5: 0.3), same sentences, steps and seed, each scored on one dev task
 (default STS-B dev, the paper's), with the paper's scores and ordering beside.
 
-Feeds: no record (its figures are quoted by hand); pages docs/methods/tsdae.md.
+Feeds: records tsdae-noise-minilm; pages docs/methods/tsdae.md.
 
     python benchmarks/tsdae_noise_ablation.py --output runs/noise --steps 300
 """

@@ -1,7 +1,8 @@
 """Training-step time and peak memory of TSDAE against SimCSE at the same batch size and length, and
 the share of a TSDAE step spent in the decoder.
 
-Feeds: no record (its figures are quoted by hand); pages docs/results.md.
+Feeds: records tsdae-step-time-b64, tsdae-step-time-b8; pages docs/methods/tsdae.md,
+docs/results.md.
 
 A step = forward, backward and an AdamW update of every trainable tensor (model and loss), on
 batches of real sentences (the shared Wikipedia file) cut to ``--max-seq-length`` tokens. Each

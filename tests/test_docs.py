@@ -353,7 +353,7 @@ UNMARKED_AT_MOST = {  # method pages only: every guide, the README and the home 
     "docs/methods/rawlm.md": 9,
     "docs/methods/rse.md": 30,
     "docs/methods/simcse.md": 4,
-    "docs/methods/tsdae.md": 30,
+    "docs/methods/tsdae.md": 24,
 }
 # a line that says where its numbers come from: a paper's table or equation, an estimate, arithmetic,
 # or a software version

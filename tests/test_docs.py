@@ -349,9 +349,9 @@ def test_the_task_index_is_the_same_on_the_home_page_and_in_the_readme():
 UNMARKED_AT_MOST = {  # method pages only: every guide, the README and the home page hold none
     "docs/methods/index.md": 10,
     "docs/methods/rankcse.md": 3,
-    "docs/methods/rankencoder.md": 9,
+    "docs/methods/rankencoder.md": 8,
     "docs/methods/rawlm.md": 9,
-    "docs/methods/rse.md": 30,
+    "docs/methods/rse.md": 29,
     "docs/methods/simcse.md": 4,
     "docs/methods/tsdae.md": 24,
 }

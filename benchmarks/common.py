@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import record  # noqa: E402
 
-__all__ = ["ROOT", "emit", "fed", "last_json", "scripts", "spread"]
+__all__ = ["ROOT", "emit", "fed", "last_json", "scripts", "spread", "write_feeds"]
 
 
 def emit(result: dict) -> None:
@@ -82,3 +82,35 @@ def feeds_line(script: Path) -> str:
     records, pages = fed(script)
     said = f"records {', '.join(records)}" if records else "no record (its figures are quoted by hand)"
     return f"Feeds: {said}; pages {', '.join(pages)}." if pages else f"Feeds: {said}."
+
+
+# a script that feeds no page says which test it backs instead
+BACKS_A_TEST = {"learning_spread.py": "Feeds: no record; the margin of tests/training/test_learning.py."}
+
+
+def write_feeds() -> list[str]:
+    """Rewrite every script's ``Feeds:`` line (after its docstring's first paragraph) from :func:`fed`;
+    the scripts changed."""
+    import textwrap
+
+    changed = []
+    for script in scripts():
+        line = BACKS_A_TEST.get(script.name) or feeds_line(script)
+        text = script.read_text("utf-8")
+        start = text.index('"""') + 3
+        end = text.index('"""', start)
+        doc = re.sub(r"\n\nFeeds: .*?(?=\n\n|$)", "", text[start:end], flags=re.S)
+        wrapped = textwrap.fill(line, 100, break_on_hyphens=False)
+        cut = doc.find("\n\n")
+        if cut == -1:
+            new = doc.rstrip("\n") + "\n\n" + wrapped + ("\n" if doc.endswith("\n") else "")
+        else:
+            new = doc[:cut] + "\n\n" + wrapped + doc[cut:]
+        if new != text[start:end]:
+            script.write_text(text[:start] + new + text[end:], "utf-8")
+            changed.append(script.name)
+    return changed
+
+
+if __name__ == "__main__":  # python benchmarks/common.py: the Feeds lines, as records and pages are now
+    print("\n".join(write_feeds()) or "every Feeds line is current")

@@ -348,8 +348,11 @@ class TrainConfig(_Section):
     def _deprecated_keys(cls, tree: Any) -> Any:
         """A key that moved (:data:`DEPRECATED_KEYS`) is read where it is now for one version, with a
         one-line notice on stderr; set in both places, it is refused."""
-        if not isinstance(tree, Mapping):
-            return tree
+        if not isinstance(tree, Mapping) or not any(
+            isinstance(tree.get(old.split(".")[0]), Mapping) and old.split(".")[1] in tree[old.split(".")[0]]
+            for old in DEPRECATED_KEYS
+        ):
+            return tree  # nothing moved: validated as given, without a copy
         tree = {k: dict(v) if isinstance(v, Mapping) else v for k, v in tree.items()}
         for old, (new, removed_in) in DEPRECATED_KEYS.items():
             old_section, old_key = old.split(".")

@@ -100,3 +100,48 @@ def test_the_removed_cached_rse_loss_still_builds_for_a_version(tiny_backbone, c
     assert loss.loss.temperature == 0.1
     assert "CachedRSELoss is deprecated" in capsys.readouterr().err
     assert "`sentlab.losses.CachedRSELoss`" in (ROOT / "CHANGELOG.md").read_text("utf-8")
+
+
+@pytest.mark.slow
+def test_the_sdist_builds_the_same_wheel_as_the_checkout(tmp_path):
+    """A user without a checkout installs from the sdist: it is built from a clean copy of the files
+    git would ship, and the wheel pip builds from it holds the same files as the wheel built from the
+    copy itself (the presets and every module included; no tests, runs or build leftovers)."""
+    import shutil
+    import subprocess
+    import sys
+    import tarfile
+    import zipfile
+
+    source = tmp_path / "source"
+    shutil.copytree(ROOT / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, source / name)
+    sdists, from_sdist, from_tree = tmp_path / "sdist", tmp_path / "from-sdist", tmp_path / "from-tree"
+    # setuptools' PEP 517 hook, the one `python -m build --sdist` calls, without a network build environment
+    subprocess.run(
+        [sys.executable, "-c", f"from setuptools import build_meta; build_meta.build_sdist({str(sdists)!r})"],
+        cwd=source,
+        check=True,
+        capture_output=True,
+    )
+    sdist = next(sdists.glob("sentlab-*.tar.gz"))
+    assert sdist.name == f"sentlab-{PYPROJECT['version']}.tar.gz"
+    members = tarfile.open(sdist).getnames()
+    top = f"sentlab-{PYPROJECT['version']}"
+    for needed in ("pyproject.toml", "README.md", "LICENSE", "PKG-INFO", "src/sentlab/presets/simcse-unsup-minilm-cpu.yaml"):
+        assert f"{top}/{needed}" in members, needed
+    for target, what in ((from_sdist, sdist), (from_tree, source)):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(target), str(what)],
+            check=True,
+            capture_output=True,
+        )
+
+    def files(folder: Path) -> set[str]:
+        return set(zipfile.ZipFile(next(folder.glob("sentlab-*.whl"))).namelist())
+
+    shipped = files(from_sdist)
+    assert shipped == files(from_tree)
+    modules = {str(p.relative_to(ROOT / "src")) for p in (ROOT / "src" / "sentlab").rglob("*.py")}
+    assert modules <= shipped, sorted(modules - shipped)[:5]

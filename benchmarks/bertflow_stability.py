@@ -93,9 +93,23 @@ def main() -> None:
                         **train_flow(vectors, init, lr, seed, args.steps),
                     }
                 )
+    diverged = {
+        variant: {
+            "runs": sum(run["variant"] == variant for run in runs),
+            "non_finite": sum(run["variant"] == variant and run["non_finite_at_step"] is not None for run in runs),
+        }
+        for variant in variants
+    }
     print(
         json.dumps(
-            {"benchmark": "bertflow_stability", "steps": args.steps, "batch_size": BATCH, "runs": runs}, indent=1
+            {
+                "benchmark": "bertflow_stability",
+                "steps": args.steps,
+                "batch_size": BATCH,
+                "by_variant": diverged,
+                "runs": runs,
+            },
+            indent=1,
         )
     )
 

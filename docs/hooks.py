@@ -526,6 +526,65 @@ def rawlm_throughput_table(records: Path = RECORDS) -> str:
     return "\n".join(out)
 
 
+def rse_table(records: Path = RECORDS) -> str:
+    """RSE, its All-Above baseline and the start model on every evaluation (record
+    ``rse-evaluations-minilm``); the best of each column in bold, the relation named where RSE scores
+    a task by one relation."""
+    r = record("rse-evaluations-minilm", records)["result"]
+    link, useb, sts, evalrank = r["link_prediction"], r["useb"], r["sts"], r["evalrank"]
+    relations = [name for name in r["relations"] if f"rse_{name}" in useb]
+
+    def best_relation(task: str) -> tuple[str, float]:
+        name = max(relations, key=lambda n: useb[f"rse_{n}"][task])
+        return name, useb[f"rse_{name}"][task]
+
+    rows = [
+        ("start, cosine", sts["start"]["avg"], link["start"]["all"]["mrr"], useb["start"], evalrank["start"]),
+        (
+            "All-Above, cosine",
+            sts["all_above"]["avg"],
+            link["all_above"]["all"]["mrr"],
+            useb["all_above"],
+            evalrank["all_above"],
+        ),
+        (
+            "RSE, entailment 1 + duplicate_question 0.5",
+            sts["rse_mix"]["avg"],
+            link["rse"]["all"]["mrr"],
+            useb["rse_mix"],
+            evalrank["rse_mix"],
+        ),
+        ("RSE, plain cosine", sts["rse_cosine"]["avg"], None, useb["rse_cosine"], evalrank["rse_cosine"]),
+    ]
+    columns = [
+        [row[1] for row in rows],
+        [row[2] for row in rows],
+        [row[3]["cqadupstack_map100"] for row in rows],
+        [row[3]["twitterpara_ap"] for row in rows],
+        [row[4]["mrr_corrected"] for row in rows],
+    ]
+    cqa, twitter = best_relation("cqadupstack_map100"), best_relation("twitterpara_ap")
+    columns[2].append(cqa[1])
+    columns[3].append(twitter[1])
+    forms = ("{:.2f}", "{:.3f}", "{:.2f}", "{:.2f}", "{:.2f}")
+
+    def cell(column: int, value) -> str:
+        if value is None:
+            return ""
+        text = forms[column].format(value)
+        return f"**{text}**" if value == max(v for v in columns[column] if v is not None) else text
+
+    out = [
+        "| scoring | STS avg | link prediction MRR (all) | CQADupStack, 2 forums | TwitterPara | EvalRank MRR (corrected) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for i, (label, *_rest) in enumerate(rows):
+        out.append(f"| {label} | " + " | ".join(cell(c, columns[c][i]) for c in range(5)) + " |")
+    out.append(f"| RSE, best relation for CQADupStack ({cqa[0]}) | | | {cell(2, cqa[1])} | | |")
+    out.append(f"| RSE, best relation for TwitterPara ({twitter[0]}) | | | | {cell(3, twitter[1])} | |")
+    return "\n".join(out)
+
+
 def changelog() -> str:
     """CHANGELOG.md without its title (the repository's file, on the site)."""
     text = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text("utf-8")
@@ -534,6 +593,7 @@ def changelog() -> str:
 
 
 GENERATORS = {
+    "rse": rse_table,
     "rawlm_throughput": rawlm_throughput_table,
     "rankencoder_inference": rankencoder_inference_table,
     "changelog": changelog,

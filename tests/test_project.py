@@ -129,11 +129,28 @@ def test_the_sdist_builds_the_same_wheel_as_the_checkout(tmp_path):
     assert sdist.name == f"sentlab-{PYPROJECT['version']}.tar.gz"
     members = tarfile.open(sdist).getnames()
     top = f"sentlab-{PYPROJECT['version']}"
-    for needed in ("pyproject.toml", "README.md", "LICENSE", "PKG-INFO", "src/sentlab/presets/simcse-unsup-minilm-cpu.yaml"):
+    for needed in (
+        "pyproject.toml",
+        "README.md",
+        "LICENSE",
+        "PKG-INFO",
+        "src/sentlab/presets/simcse-unsup-minilm-cpu.yaml",
+    ):
         assert f"{top}/{needed}" in members, needed
     for target, what in ((from_sdist, sdist), (from_tree, source)):
         subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(target), str(what)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--no-build-isolation",
+                "-q",
+                "-w",
+                str(target),
+                str(what),
+            ],
             check=True,
             capture_output=True,
         )

@@ -6,7 +6,7 @@ negative log-likelihood, and the step of a non-finite loss. A variant is ``[init
 initialised from N training vectors before the first step (no ``initN``: from the first batch, as
 normflows does) at learning rate X. Prints one JSON object.
 
-Feeds: no record (its figures are quoted by hand); pages docs/methods/tsdae.md.
+Feeds: records bertflow-stability-minilm; pages docs/methods/tsdae.md.
 
     HF_HUB_OFFLINE=1 python benchmarks/bertflow_stability.py --forums webmasters android --steps 300 \
         --variants lr1e-3 init1024lr1e-3 lr1e-4 init1024lr1e-4

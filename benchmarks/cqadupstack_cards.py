@@ -6,7 +6,8 @@ With ``--dev-queries N``, also a dev / test split of each forum's queries (seede
 ``qrels-test.tsv``, for ``sentlab adapt --dev-card``. Prints one JSON object: per forum the cards, the
 text file and the counts.
 
-Feeds: no record (its figures are quoted by hand); pages docs/results.md.
+Feeds: records adapt-minilm-mathematica; pages docs/guides/adapt.md, docs/methods/index.md,
+docs/methods/tsdae.md, docs/results.md.
 
     python benchmarks/cqadupstack_cards.py --output runs/adapt-cards --forums mathematica,webmasters,android
     python benchmarks/cqadupstack_cards.py --output runs/adapt-cards --forums mathematica --dev-queries 200

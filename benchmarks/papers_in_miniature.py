@@ -1,7 +1,8 @@
 """Papers in miniature: each seed paper's headline claim re-tested from sentlab's own raw LM.
 
 Feeds: records papers-in-miniature; pages docs/methods/index.md, docs/methods/miniature.md,
-docs/methods/rankencoder.md, docs/methods/rse.md, docs/methods/tsdae.md, docs/results.md.
+docs/methods/rankcse.md, docs/methods/rankencoder.md, docs/methods/rse.md, docs/methods/tsdae.md,
+docs/results.md.
 
 Every arm starts from the same raw LM (rawlm-cpu-stage2, found by its fingerprint, or --raw-lm),
 with its paper's recipe at CPU scale (the miniature/ presets, one preset per arm, the same budget for the

@@ -1,6 +1,6 @@
 """RankEncoder re-training step vs SimCSE step, same model and batch, side by side in one run.
 
-Feeds: records rankencoder-overhead-minilm; pages docs/results.md.
+Feeds: records rankencoder-overhead-minilm; pages docs/methods/rankencoder.md, docs/results.md.
 
 Both arms run sentlab's engine (the sentence-transformers trainer) on MiniLM with batch 64 and max
 length 32 over the same Wikipedia sentences. The RankEncoder arm adds the rank loss of Eq. 4-6 with

@@ -2,8 +2,9 @@
 randomly initialised BERT (``model.random_init``) on the shared Wikipedia sentences, in useful tokens
 per second (non-padding tokens) and useful FLOP/s as a share of that peak. Prints one JSON object.
 
-Feeds: records rawlm-throughput-packed, rawlm-throughput-packed-compiled,
-rawlm-throughput-sentences; pages docs/methods/rawlm.md, docs/results.md.
+Feeds: records rawlm-throughput-bert-vocab, rawlm-throughput-packed,
+rawlm-throughput-packed-compiled, rawlm-throughput-sentences; pages docs/methods/rawlm.md,
+docs/results.md.
 
     python benchmarks/rawlm_throughput.py --layers 4 --hidden 256 --vocab minilm --batch 64 --steps 20
     python benchmarks/rawlm_throughput.py --vocab 8192 ...       # a WordPiece vocabulary of 8,192 trained on the text

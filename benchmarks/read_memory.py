@@ -2,7 +2,7 @@
 Arrow table, :func:`sentlab.data.tables.sentence_table`) and a 2-step ``sentlab train`` on it.
 Prints one JSON object.
 
-Feeds: no record (its figures are quoted by hand); pages docs/guides/operations.md, docs/results.md.
+Feeds: records read-memory-minilm; pages docs/guides/operations.md, docs/results.md.
 
 Texts of the sizes asked for are made by repeating the Wikipedia sentences of the data folder
 (``--sizes-mb 50 500 5000``; 50 is the file itself). Each measurement runs in a fresh process whose

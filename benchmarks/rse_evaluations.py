@@ -1,7 +1,8 @@
 """RSE's evaluations on real weights: an RSE model, the start model and the "All-Above"
 baseline (Table 1: the same sources merged into plain pairs, supervised SimCSE) side by side.
 
-Feeds: no record (its figures are quoted by hand); pages docs/methods/rse.md.
+Feeds: records rse-evaluations-minilm; pages docs/methods/rse.md, docs/methods/tsdae.md,
+docs/results.md.
 
 * link prediction (App. B, Table 7) on held-out triples: RSE's relation vectors against the start
   model's and All-Above's plain cosine (relation vectors 0); filtered, candidates = every tail of

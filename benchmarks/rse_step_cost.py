@@ -1,7 +1,7 @@
 """RSE's training cost: the step time of RSE against supervised SimCSE at the same batch,
 and the peak memory of one batch of 512 with and without Gradient Cache.
 
-Feeds: no record (its figures are quoted by hand); pages docs/methods/rse.md, docs/results.md.
+Feeds: records rse-step-cost-minilm; pages docs/methods/rse.md, docs/results.md.
 
 * step time: the same rows of the CPU preset's triples (head, tail, in-relation negative), the same
   model and AdamW; RSE's loss (Eq. 2, relation vectors with their own group) against SimCSE's

@@ -533,6 +533,8 @@ def rse_table(records: Path = RECORDS) -> str:
     r = record("rse-evaluations-minilm", records)["result"]
     link, useb, sts, evalrank = r["link_prediction"], r["useb"], r["sts"], r["evalrank"]
     relations = [name for name in r["relations"] if f"rse_{name}" in useb]
+    mix = " + ".join(f"{name} {weight:g}" for name, weight in r["sts_mix"].items())
+    forums = len(useb["cqadupstack_forums"])
 
     def best_relation(task: str) -> tuple[str, float]:
         name = max(relations, key=lambda n: useb[f"rse_{n}"][task])
@@ -548,7 +550,7 @@ def rse_table(records: Path = RECORDS) -> str:
             evalrank["all_above"],
         ),
         (
-            "RSE, entailment 1 + duplicate_question 0.5",
+            f"RSE, relational: {mix} (link prediction: each triple's own relation)",
             sts["rse_mix"]["avg"],
             link["rse"]["all"]["mrr"],
             useb["rse_mix"],
@@ -575,7 +577,7 @@ def rse_table(records: Path = RECORDS) -> str:
         return f"**{text}**" if value == max(v for v in columns[column] if v is not None) else text
 
     out = [
-        "| scoring | STS avg | link prediction MRR (all) | CQADupStack, 2 forums | TwitterPara | EvalRank MRR (corrected) |",
+        f"| scoring | STS avg | link prediction MRR (all) | CQADupStack, {forums} forums | TwitterPara | EvalRank MRR (corrected) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for i, (label, *_rest) in enumerate(rows):
@@ -583,6 +585,29 @@ def rse_table(records: Path = RECORDS) -> str:
     out.append(f"| RSE, best relation for CQADupStack ({cqa[0]}) | | | {cell(2, cqa[1])} | | |")
     out.append(f"| RSE, best relation for TwitterPara ({twitter[0]}) | | | | {cell(3, twitter[1])} | |")
     return "\n".join(out)
+
+
+def bibtex() -> str:
+    """CITATION.cff as a BibTeX ``@misc`` entry (the entry types every BibTeX style knows)."""
+    import yaml
+
+    cff = yaml.safe_load((Path(__file__).resolve().parents[1] / "CITATION.cff").read_text("utf-8"))
+
+    def author(entry: dict) -> str:
+        if entry.get("name"):  # an organisation: braced, so BibTeX does not split it into names
+            return "{" + entry["name"] + "}"
+        return ", ".join(part for part in (entry.get("family-names"), entry.get("given-names")) if part)
+
+    fields = {
+        "title": "{" + cff["title"] + "}",
+        "author": " and ".join(author(entry) for entry in cff["authors"]),
+        "year": str(cff["date-released"])[:4],
+        "note": f"Version {cff['version']}, released {cff['date-released']}",
+    }
+    if cff.get("repository-code") or cff.get("url"):
+        fields["howpublished"] = "\\url{" + (cff.get("repository-code") or cff.get("url")) + "}"
+    body = ",\n".join(f"  {key} = {{{value}}}" for key, value in fields.items())
+    return f"```bibtex\n@misc{{sentlab,\n{body}\n}}\n```"
 
 
 def changelog() -> str:
@@ -593,6 +618,7 @@ def changelog() -> str:
 
 
 GENERATORS = {
+    "bibtex": bibtex,
     "rse": rse_table,
     "rawlm_throughput": rawlm_throughput_table,
     "rankencoder_inference": rankencoder_inference_table,

@@ -8,9 +8,12 @@ The loss is the negative log-likelihood of Sec. 5.5's Eq. 2 per sentence, averag
 
 Glow's ActNorm layers initialise themselves from data (zero mean, unit variance). normflows does that
 on the first training batch; with batch 8 of near-identical sentences that fits 8 vectors exactly,
-every later batch is hundreds of nats less likely, and at lr 1e-3 training diverged. Here they are
-initialised before training from the vectors of the first ``flow.init_sentences`` training sentences
-(0: normflows' first-batch initialisation).
+every later batch is hundreds of nats less likely. Here they are initialised before training from the
+vectors of the first ``flow.init_sentences`` training sentences (0: normflows' first-batch
+initialisation). That alone does not make the BERT-flow code's lr 1e-3 safe: on unit-normalised
+all-MiniLM-L6-v2 vectors some flows still reached a non-finite loss at 1e-3 and none at 1e-4
+(``benchmarks/bertflow_stability.py``, record ``bertflow-stability-minilm``), so ``sentlab adapt``
+and the CPU preset train the flow at 1e-4.
 """
 
 from __future__ import annotations

@@ -95,6 +95,9 @@ class Method:
         "adapter's wrapped layers would leave untrained or unsaved"
     )
     no_matryoshka: ClassVar[str | None] = "its loss is not a function of the sentence embeddings' directions"
+    # the saved model ends in the start model's Normalize module when it had one (cosine scores do not
+    # change); False where the model's scores read the embeddings' length as training saw it
+    keeps_start_normalize: ClassVar[bool] = True
 
     def __init__(self, cfg: TrainConfig, paths: RunPaths):
         if not isinstance(cfg, self.config_class):

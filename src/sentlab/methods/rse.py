@@ -207,6 +207,9 @@ class RSE(Method):
         "which changes the loss at every dimension"
     )
     no_gradient_cache = None  # the loss compares the batch's rows: train.mini_batch_size applies
+    # cos(h + r, h'): the relation vectors were learnt beside the embeddings as the trained pipeline gives
+    # them; a Normalize module appended at saving would shrink h to length 1 and leave r as it was
+    keeps_start_normalize = False
     batch_columns = 3  # head, tail, negative
     rows_drawn_on_read = True  # each read draws the row's in-relation negative anew (InRelationNegatives)
     config_class = RSEConfig

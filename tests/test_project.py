@@ -121,9 +121,9 @@ def test_the_sdist_holds_the_package_and_builds_the_same_wheel_as_the_checkout(t
 
     if subprocess.run(["git", "rev-parse", "--git-dir"], cwd=ROOT, capture_output=True).returncode != 0:
         pytest.skip("needs a git checkout")
-    # the working tree's tracked files, untouched (a stash commit; HEAD when the tree is clean or git
-    # cannot write one, e.g. without a committer identity)
-    stash = subprocess.run(["git", "stash", "create"], cwd=ROOT, capture_output=True)
+    # the working tree's tracked files, untouched (a stash commit; HEAD when the tree is clean)
+    identity = ["-c", "user.name=sentlab tests", "-c", "user.email=tests@sentlab.invalid"]
+    stash = subprocess.run(["git", *identity, "stash", "create"], cwd=ROOT, capture_output=True)
     tree = (stash.stdout.decode().strip() if stash.returncode == 0 else "") or "HEAD"
     source, sdists, from_sdist, from_tree = (tmp_path / name for name in ("source", "sdist", "from-sdist", "from-tree"))
     source.mkdir()

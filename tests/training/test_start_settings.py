@@ -1,7 +1,8 @@
 """Saved models keep the settings of the start model that training does not change: the start
 model's inference length (not the training length), the pooling, and the start model's unit-length
-normalisation - for every registered method but RSE, whose relational scores cos(h + r, h') read the
-embeddings' length as training saw it (a Normalize appended at saving would shrink h and leave r). The start model here is a sentence-transformers folder
+normalisation - for every registered method but RSE (All-Above included), whose relational scores
+cos(h + r, h') read the embeddings' length as training saw it (a Normalize appended at saving would
+shrink h and leave r). The start model here is a sentence-transformers folder
 that normalises and reloads with 20 tokens (its backbone allows 64); each run names a pooler (which
 rebuilds the pipeline from the backbone, where ``Normalize`` and the length used to be lost) and
 trains with 12 tokens."""

@@ -552,8 +552,8 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
     if trainer.is_world_process_zero():
         method: Method = trainer.sentlab_method
         length = method.inference_length()
-        start = cfg.model.name if method.keeps_start_normalize else None  # None: no Normalize appended
-        final = keep_start_settings(method.final_model(trainer.model), start, length)
+        normalize_like = cfg.model.name if method.keeps_start_normalize else None  # None: no Normalize appended
+        final = keep_start_settings(method.final_model(trainer.model), normalize_like, length)
         own = "model.inference_max_seq_length" if cfg.model.inference_max_seq_length else "the start model's own"
         length = final.max_seq_length  # read back from the model that is saved and evaluated
         say(f"saved model's max_seq_length: {length} ({own}; training truncated at {cfg.model.max_seq_length})")

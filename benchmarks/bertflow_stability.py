@@ -15,13 +15,13 @@ Feeds: records bertflow-stability-minilm; pages docs/methods/tsdae.md.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import re
 
 import numpy as np
 import torch
+from common import emit
 
 from sentlab.data.useb import load_cqadupstack, task_folder
 from sentlab.encoders.backends import pin_float32_math
@@ -100,17 +100,14 @@ def main() -> None:
         }
         for variant in variants
     }
-    print(
-        json.dumps(
-            {
-                "benchmark": "bertflow_stability",
-                "steps": args.steps,
-                "batch_size": BATCH,
-                "by_variant": diverged,
-                "runs": runs,
-            },
-            indent=1,
-        )
+    emit(
+        {
+            "benchmark": "bertflow_stability",
+            "steps": args.steps,
+            "batch_size": BATCH,
+            "by_variant": diverged,
+            "runs": runs,
+        }
     )
 
 

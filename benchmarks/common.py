@@ -8,6 +8,7 @@ A script run as ``python benchmarks/NAME.py`` imports it as ``common``."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import statistics
@@ -53,27 +54,43 @@ def scripts() -> list[Path]:
     return found + [ROOT / "benchmarks" / "gpu" / "check.py"]
 
 
-def fed(script: Path) -> tuple[list[str], list[str]]:
-    """(the records whose command runs ``script``, the pages that name it or quote one of their figures)."""
+@functools.cache
+def _records() -> tuple[tuple[str, str], ...]:
+    """(name, command) of every record, read once a process."""
+    found = (json.loads(p.read_text("utf-8")) for p in sorted((ROOT / "benchmarks" / "records").glob("*.json")))
+    return tuple((r["name"], r["command"]) for r in found)
+
+
+@functools.cache
+def _pages() -> tuple[tuple[str, str, frozenset[str]], ...]:
+    """(path, text, the figures it marks) of every docs page and the README, read once a process;
+    records.md lists every record, so it feeds no reader's question."""
+    pages = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
+    return tuple(
+        (str(page.relative_to(ROOT)), text, frozenset(re.findall(r"<!--fig:([\w-]+)-->", text)))
+        for page in pages
+        if page.name != "records.md"
+        for text in [page.read_text("utf-8")]
+    )
+
+
+@functools.cache
+def _figure_records() -> dict[str, str | None]:
+    """Each figure of docs/figures.yaml -> the record it reads (None for a derived one)."""
     import yaml
 
+    return {n: f.get("record") for n, f in yaml.safe_load((ROOT / "docs" / "figures.yaml").read_text("utf-8")).items()}
+
+
+def fed(script: Path) -> tuple[list[str], list[str]]:
+    """(the records whose command runs ``script``, the pages that name it or quote one of their figures)."""
     name = str(script.relative_to(ROOT / "benchmarks"))
     stem = name.removesuffix(".py")
     records = sorted(
-        r["name"]
-        for r in (json.loads(p.read_text("utf-8")) for p in (ROOT / "benchmarks" / "records").glob("*.json"))
-        if f"benchmarks/{name}" in r["command"] or f"benchmarks/{stem}." in r["command"]
+        r for r, command in _records() if f"benchmarks/{name}" in command or f"benchmarks/{stem}." in command
     )
-    figures = yaml.safe_load((ROOT / "docs" / "figures.yaml").read_text("utf-8"))
-    quoted = {n for n, f in figures.items() if f.get("record") in records}
-    pages = []
-    for page in sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]:
-        if page.name == "records.md":  # lists every record: feeds no reader's question
-            continue
-        text = page.read_text("utf-8")
-        marked = {m.group(1) for m in re.finditer(r"<!--fig:([\w-]+)-->", text)}
-        if f"benchmarks/{stem}" in text or marked & quoted:
-            pages.append(str(page.relative_to(ROOT)))
+    quoted = {n for n, r in _figure_records().items() if r in records}
+    pages = [path for path, text, marked in _pages() if f"benchmarks/{stem}" in text or marked & quoted]
     return records, pages
 
 

@@ -591,7 +591,7 @@ def bibtex() -> str:
     """CITATION.cff as a BibTeX ``@misc`` entry (the entry types every BibTeX style knows)."""
     import yaml
 
-    cff = yaml.safe_load((Path(__file__).resolve().parents[1] / "CITATION.cff").read_text("utf-8"))
+    cff = yaml.safe_load((DOCS.parent / "CITATION.cff").read_text("utf-8"))
 
     def author(entry: dict) -> str:
         if entry.get("name"):  # an organisation: braced, so BibTeX does not split it into names
@@ -612,7 +612,7 @@ def bibtex() -> str:
 
 def changelog() -> str:
     """CHANGELOG.md without its title (the repository's file, on the site)."""
-    text = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text("utf-8")
+    text = (DOCS.parent / "CHANGELOG.md").read_text("utf-8")
     body = text.split("\n", 1)[1].strip()
     return body.replace("](docs/", "](")
 

@@ -348,23 +348,24 @@ class TrainConfig(_Section):
     def _deprecated_keys(cls, tree: Any) -> Any:
         """A key that moved (:data:`DEPRECATED_KEYS`) is read where it is now for one version, with a
         one-line notice on stderr; set in both places, it is refused."""
-        if not isinstance(tree, Mapping) or not any(
-            isinstance(tree.get(old.split(".")[0]), Mapping) and old.split(".")[1] in tree[old.split(".")[0]]
+        used = [
+            old
             for old in DEPRECATED_KEYS
-        ):
+            if isinstance(tree, Mapping)
+            and isinstance(tree.get(old.split(".")[0]), Mapping)
+            and old.split(".")[1] in tree[old.split(".")[0]]
+        ]
+        if not used:
             return tree  # nothing moved: validated as given, without a copy
         tree = {k: dict(v) if isinstance(v, Mapping) else v for k, v in tree.items()}
-        for old, (new, removed_in) in DEPRECATED_KEYS.items():
-            old_section, old_key = old.split(".")
+        for old in used:
+            (old_section, old_key), (new, removed_in) = old.split("."), DEPRECATED_KEYS[old]
             new_section, new_key = new.split(".")
-            section = tree.get(old_section)
-            if not isinstance(section, dict) or old_key not in section:
-                continue
             target = tree.setdefault(new_section, {})
             if not isinstance(target, dict):
-                continue
-            value = section.pop(old_key)
-            if not section:
+                continue  # not a mapping: the section's own validation says so
+            value = tree[old_section].pop(old_key)
+            if not tree[old_section]:
                 tree.pop(old_section)
             if target.get(new_key) is not None and target[new_key] != value:
                 raise ValueError(f"{old}: it is {new} since 0.2.0, which is set too; set {new} only")

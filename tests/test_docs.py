@@ -332,15 +332,17 @@ def test_every_page_is_linked_from_the_home_page_or_the_readme():
     assert linked_pages("[a](guides/x.md#y) [b](y.md) [c](https://e.org/z.md)", "") == {"guides/x.md", "y.md"}
 
 
-def test_the_task_index_is_the_same_on_the_home_page_and_in_the_readme():
-    def tasks(text: str, prefix: str) -> list[tuple[str, str]]:
-        section = text.split("## What do you want to do?")[1].split("\n## ")[0]
-        rows = re.findall(r"^\| (.+?) \| \[.+?\]\((.+?)\) \|$", section, re.M)
-        return [(task, link[len(prefix) :]) for task, link in rows]
-
-    home = tasks((ROOT / "docs" / "index.md").read_text("utf-8"), "")
-    readme = tasks((ROOT / "README.md").read_text("utf-8"), "docs/")
-    assert len(home) >= 20 and home == readme
+def test_the_task_index_lives_on_the_home_page_and_the_readme_stays_short():
+    """One task index (docs/index.md), which the README links to; the README, the front door, stays
+    under 10,000 characters."""
+    home = (ROOT / "docs" / "index.md").read_text("utf-8")
+    section = home.split("## What do you want to do?")[1].split("\n## ")[0]
+    rows = re.findall(r"^\| (.+?) \| \[.+?\]\((.+?)\) \|$", section, re.M)
+    assert len(rows) >= 20 and ("Train on a GPU (presets, precision, memory)", "guides/gpu.md") in rows
+    readme = (ROOT / "README.md").read_text("utf-8")
+    assert "docs/index.md#what-do-you-want-to-do" in readme
+    assert not re.search(r"^\| Resume an interrupted run \|", readme, re.M)  # not a second copy
+    assert len(readme) < 10_000, len(readme)
 
 
 # A figure on a user's page (guides, method pages, the README, the home page) is a marker read from a

@@ -146,13 +146,59 @@ def test_pushing_while_offline_is_refused_in_one_line(tiny_backbone, tmp_path, h
     assert done.returncode != 0 and "HF_HUB_OFFLINE is set" in the_error(done.stderr)
 
 
-def tiny_yaml(backbone: Path, corpus: Path, tmp_path: Path) -> Path:
-    """A two-step training config of the tiny model, written as a YAML file (runs into tmp_path/run)."""
+def tiny_yaml(backbone: Path, corpus: Path, tmp_path: Path, adapter: bool = False) -> Path:
+    """A two-step training config of the tiny model, written as a YAML file (runs into tmp_path/run);
+    ``adapter``: a LoRA adapter is trained instead of the weights."""
     import yaml
 
     config = tmp_path / "tiny.yaml"
-    config.write_text(yaml.safe_dump(tiny_config(backbone, corpus, tmp_path / "run", max_steps=2).to_tree()))
+    tree = tiny_config(backbone, corpus, tmp_path / "run", max_steps=2, pooler="mean").to_tree()
+    if adapter:
+        tree["model"]["adapter"] = {"rank": 4, "alpha": 8, "target_modules": ["query", "value"]}
+    config.write_text(yaml.safe_dump(tree))
     return config
+
+
+def test_train_pushes_an_adapter_over_a_local_start_as_merged_weights_and_says_so_first(
+    tiny_backbone, corpus_file, tmp_path, hub
+):
+    """Nobody loading from the hub has the local start model an adapter names: the merged model goes."""
+    pytest.importorskip("peft")
+    config = tiny_yaml(tiny_backbone, corpus_file, tmp_path, adapter=True)
+    done = push([str(config), "--no-eval", "--push-to-hub", "me/lora"], hub, command="train")
+    assert done.returncode == 0, (StandInHub.calls, done.stderr[-2000:])
+    said = done.stderr
+    assert "merged into full weights" in said and said.index("merged into full weights") < said.index("training ")
+    uploaded = StandInHub.repos["me/lora"]
+    assert "model.safetensors" in uploaded and "adapter_config.json" not in uploaded
+    merged = tmp_path / "run" / "merged"
+    assert uploaded["model.safetensors"] == (merged / "model.safetensors").read_bytes()
+    assert "sentlab_config.yaml" in uploaded  # the card's "Reproduce" names it
+    assert f"pushed {merged}" in done.stdout
+
+
+def test_an_adapter_folder_is_pushed_only_over_a_base_the_hub_resolves(tiny_backbone, corpus_file, tmp_path, hub):
+    pytest.importorskip("peft")
+    from sentlab.training import engine
+
+    cfg = yaml_config(tiny_yaml(tiny_backbone, corpus_file, tmp_path, adapter=True))
+    model = engine.train(cfg, evaluate=False).model
+    done = push([str(model), "me/x"], hub)  # the adapter names the local tiny model
+    assert done.returncode != 0 and "sentlab merge-adapter" in the_error(done.stderr)
+    assert StandInHub.repos == {}
+    adapter = json.loads((model / "adapter_config.json").read_text())
+    (model / "adapter_config.json").write_text(json.dumps({**adapter, "base_model_name_or_path": "org/base"}))
+    done = push([str(model), "me/x"], hub)
+    assert done.returncode == 0, done.stderr[-2000:]
+    uploaded = StandInHub.repos["me/x"]
+    assert json.loads(uploaded["adapter_config.json"])["base_model_name_or_path"] == "org/base"
+    assert "adapter_model.safetensors" in uploaded and "model.safetensors" not in uploaded
+
+
+def yaml_config(path: Path):
+    from sentlab.methods import load_config
+
+    return load_config(str(path))
 
 
 def test_train_pushes_the_kept_model_once_trained(tiny_backbone, corpus_file, tmp_path, hub):

@@ -8,6 +8,12 @@ that names the file / line / key. The command line prints that line and exits no
 from __future__ import annotations
 
 
+def extra_hint(extra: str) -> str:
+    """How to install one of sentlab's extras, as every message says it: sentlab is installed from its
+    checkout (it is not on PyPI; docs/getting-started.md)."""
+    return f"the {extra} extra: pip install -e '.[{extra}]' in sentlab's checkout"
+
+
 class SentlabError(Exception):
     """Base class for errors that are the user's to fix; ``str(err)`` is a one-line message."""
 

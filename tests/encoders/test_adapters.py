@@ -46,6 +46,8 @@ def test_training_moves_the_adapter_only_and_the_folder_loads_in_plain_sentence_
     assert not np.allclose(loaded.encode(SENTENCES), start.encode(SENTENCES), atol=1e-4)
     config = json.loads((paths.model / "adapter_config.json").read_text())
     assert Path(config["base_model_name_or_path"]).is_absolute()  # loads from any working directory
+    card = (paths.model / "README.md").read_text()
+    assert "A LoRA adapter, not full weights" in card and "- lora" in card  # the card says what the folder is
     # a later stage that starts from this folder trains the merged weights, not a frozen adapter
     next_stage = engine.train(
         tiny_config(paths.model, corpus_file, tmp_path / "next", pooler="mean", max_steps=1), evaluate=False
@@ -97,3 +99,28 @@ def test_an_adapter_with_a_changed_start_model_is_one_line(change, corpus_file, 
     config.write_text(yaml.safe_dump({**tree, "train": {"output_dir": str(tmp_path / "r")}}))
     with pytest.raises(ConfigError, match="model.adapter: not with model."):
         load_config(config)
+
+
+def test_the_adapter_names_its_base_absolutely_when_the_start_was_given_relatively(
+    tiny_backbone_no_dropout, corpus_file, tmp_path, monkeypatch
+):
+    """peft writes the base from the model's ``name_or_path``: a relative ``model.name`` must not reach it."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    paths = lora_run(Path(os.path.relpath(tiny_backbone_no_dropout)), corpus_file, tmp_path / "run")
+    base = json.loads((paths.model / "adapter_config.json").read_text())["base_model_name_or_path"]
+    assert Path(base).is_absolute() and Path(base) == Path(tiny_backbone_no_dropout).resolve()
+    monkeypatch.chdir("/")
+    SentenceTransformer(str(paths.model), device="cpu")  # loads from another working directory
+
+
+def test_a_new_adapter_over_an_adapter_folder_is_refused_before_training(
+    tiny_backbone_no_dropout, corpus_file, tmp_path
+):
+    """A second LoRA stage would name the first stage's base alone, silently dropping stage 1 on reload."""
+    first = lora_run(tiny_backbone_no_dropout, corpus_file, tmp_path / "first")
+    # the config refuses it (pydantic's ValidationError, a ValueError; the CLI prints its one line)
+    with pytest.raises(ValueError, match="holds a LoRA adapter itself.*merge-adapter"):
+        lora_run(first.model, corpus_file, tmp_path / "second")
+    assert not (tmp_path / "second").exists()

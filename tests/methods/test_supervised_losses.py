@@ -154,6 +154,21 @@ def test_the_teacher_gives_the_distillation_labels(tiny_backbone, tmp_path):
     torch.testing.assert_close(labels[:, 0], (cosine[0] - cosine[1]).cpu().float(), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("loss", ["MSELoss", "EmbedDistillLoss"])
+def test_a_negative_under_an_embedding_distillation_is_refused(loss, tiny_backbone, tmp_path):
+    """MSE / EmbedDistill pull every column toward the teacher's embedding of the first: a negative
+    role would be pulled toward its anchor. A source and its translations (a list) still load."""
+    data = rows_of("distill", LOSSES["MarginMSELoss"])  # anchor, positive, negatives
+    train = table(tmp_path / "rows.jsonl", data)
+    a, p, n = list(data)[:3]
+    roles = {"anchor": a, "positive": p, "negative": n}
+    cfg = supervised(tmp_path, tiny_backbone, train, roles, loss=loss, teacher=str(tiny_backbone))
+    with pytest.raises(ConfigError, match="role negative would be pulled toward its anchor"):
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+    cfg = supervised(tmp_path, tiny_backbone, train, [a, p, n], loss=loss, teacher=str(tiny_backbone))
+    assert len(Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()) == len(data[a])
+
+
 @pytest.mark.parametrize(
     "section, message",
     [

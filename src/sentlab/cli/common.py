@@ -56,8 +56,8 @@ def backend_args(parser: argparse.ArgumentParser, cache: bool = True) -> None:
         "--backend",
         choices=("torch", "onnx", "openvino"),
         default="torch",
-        help="inference runtime: torch, onnx (onnxruntime; pip install 'sentlab[onnx]') or openvino "
-        "(pip install 'sentlab[openvino]'); the export is made once and cached",
+        help="inference runtime: torch, onnx (onnxruntime; the onnx extra) or openvino (the openvino "
+        "extra); the export is made once and cached",
     )
     parser.add_argument(
         "--precision",

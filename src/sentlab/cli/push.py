@@ -5,6 +5,7 @@ code (the folder's own README.md is not changed)."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from pathlib import Path
 
@@ -12,15 +13,46 @@ PLACEHOLDER = "sentence_transformers_model_id"  # sentence-transformers' card na
 WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
 
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+
+
+def hub_base(base: str) -> str | None:
+    """The id under which the hub resolves an adapter's base model: a hub name as it is, the packaged
+    all-MiniLM-L6-v2 (an alias's folder) as its hub id; None for any other local folder."""
+    from sentlab.encoders.loading import resolve_model_path
+    from sentlab.errors import ModelLoadError
+    from sentlab.training.model_card import HUB_IDS, hub_id
+
+    for alias, hub in HUB_IDS.items():
+        try:
+            if Path(base).expanduser().resolve() == Path(resolve_model_path(alias)).resolve():
+                return hub
+        except ModelLoadError:  # the alias's package is not installed: not its folder
+            continue
+    return hub_id(base)
+
+
 def check_folder(folder: Path) -> None:
-    """A sentence-transformers folder with weights, or a one-line error."""
+    """A sentence-transformers folder with weights (or a LoRA adapter whose base the hub resolves), or a
+    one-line error."""
+    from sentlab.encoders.adapters import adapter_base
     from sentlab.errors import DataError
 
     if not folder.is_dir():
         raise DataError(f"{folder}: no such folder")
     if not (folder / "modules.json").is_file():
         raise DataError(f"{folder}: not a saved sentence-transformers model (no modules.json)")
-    if not any(path.name in WEIGHTS for path in folder.rglob("*")):
+    base = adapter_base(folder)
+    if base is not None:
+        if not (folder / ADAPTER_WEIGHTS).is_file():
+            raise DataError(f"{folder}: a LoRA adapter without its weights ({ADAPTER_WEIGHTS}); nothing to push")
+        if hub_base(base) is None:
+            raise DataError(
+                f"{folder}: a LoRA adapter over the local folder {base}, which nobody loading it from the hub "
+                f"has; push full weights instead: sentlab merge-adapter --model {folder} --output MERGED, "
+                "then sentlab push MERGED REPO_ID"
+            )
+    elif not any(path.name in WEIGHTS for path in folder.rglob("*")):
         raise DataError(f"{folder}: no model weights (model.safetensors) in it; nothing to push")
 
 
@@ -66,6 +98,10 @@ def push_folder(folder: Path, repo_id: str, private: bool = False, message: str 
         if name == "README.md":  # the card's usage code names the repository; the folder is left as it is
             text = (folder / name).read_text("utf-8").replace(PLACEHOLDER, repo_id)
             operations.append(CommitOperationAdd(name, text.encode()))
+        elif name == "adapter_config.json":  # the base by its hub id (check_folder found one), not a local path
+            config = json.loads((folder / name).read_text("utf-8"))
+            config["base_model_name_or_path"] = hub_base(config["base_model_name_or_path"])
+            operations.append(CommitOperationAdd(name, (json.dumps(config, indent=2) + "\n").encode()))
         else:
             operations.append(CommitOperationAdd(name, str(folder / name)))
     commit = api.create_commit(repo_id=repo_id, operations=operations, commit_message=message)

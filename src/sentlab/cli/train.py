@@ -23,25 +23,63 @@ def cmd_train(args: argparse.Namespace) -> int:
 
         raise ConfigError("--private applies to --push-to-hub REPO_ID; give both or neither")
     cfg = load_config(args.config, train_overrides(args))
+    merge = False
     if args.push_to_hub:
         from sentlab.cli.push import check_destination
 
         check_destination(args.push_to_hub)  # before the training, not after it
+        merge = push_merges(cfg)
     paths = train(cfg, resume=args.resume, evaluate=not args.no_eval, allow_changed=args.allow_changed_settings)
     print_outcome(paths)
     if args.push_to_hub:
         from sentlab.cli.push import push_folder
         from sentlab.errors import SentlabError
 
+        folder = paths.model
+        if merge:
+            folder = merged_copy(paths.model, paths.root / "merged")
         try:
-            url = push_folder(paths.model, args.push_to_hub, args.private)
+            url = push_folder(folder, args.push_to_hub, args.private)
         except Exception as err:  # any failure of the upload (HTTP, network, rights): the model stays where it is
             reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-            retry = shlex.join(["sentlab", "push", str(paths.model), args.push_to_hub])
+            retry = shlex.join(["sentlab", "push", str(folder), args.push_to_hub])
             retry += " --private" if args.private else ""  # a retry that creates the repository keeps it private
             raise SentlabError(f"the upload failed ({reason}); the model is kept: {retry}") from None
-        print(f"pushed {paths.model} to {args.push_to_hub}: {url}")
+        print(f"pushed {folder} to {args.push_to_hub}: {url}")
     return 0
+
+
+def push_merges(cfg) -> bool:
+    """Whether ``--push-to-hub`` must push merged weights, said before training: an adapter over a start
+    the hub resolves (a hub name, an alias) is pushed as an adapter naming it; over a local folder, which
+    nobody loading from the hub has, the adapter is merged into full weights after training."""
+    from sentlab.progress import say
+    from sentlab.training.model_card import hub_id
+
+    if cfg.model.adapter is None:
+        return False
+    base = hub_id(cfg.model.name)
+    if base is not None:
+        say(f"--push-to-hub: the LoRA adapter is pushed, naming its base model {base} (loading it needs peft)")
+        return False
+    say(
+        f"--push-to-hub: the start model {cfg.model.label} is a local folder the hub cannot resolve, so the "
+        "adapter is merged into full weights after training and the merged model is pushed (RUN/merged)"
+    )
+    return True
+
+
+def merged_copy(model, folder):
+    """``model``'s adapter merged into full weights in ``folder`` (made once: a complete earlier merge is
+    reused, a half-written one made again)."""
+    import shutil
+
+    from sentlab.encoders.adapters import merge_folder
+
+    if not (folder / "modules.json").is_file():
+        shutil.rmtree(folder, ignore_errors=True)
+        merge_folder(model, folder)
+    return folder
 
 
 def print_outcome(paths) -> None:

@@ -7,7 +7,7 @@ it holds the adapter only (``adapter_config.json`` and ``adapter_model.safetenso
 start model's folder), which plain sentence-transformers loads with ``peft`` installed.
 :func:`merge_adapter` folds each update into its layer (W + (alpha / r) B A) and drops the adapter:
 full weights that load without ``peft`` (``sentlab merge-adapter``). ``peft`` is an optional extra
-(``pip install 'sentlab[peft]'``); without it, an adapter is refused in one line.
+(the ``peft`` extra); without it, an adapter is refused in one line.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from pathlib import Path
 
 from sentence_transformers import SentenceTransformer
 
-from sentlab.errors import ConfigError
+from sentlab.errors import ConfigError, extra_hint
 
 
 def _peft():
     try:
         import peft
     except ImportError:
-        raise ConfigError("model.adapter needs peft: pip install 'sentlab[peft]'") from None
+        raise ConfigError(f"model.adapter needs peft ({extra_hint('peft')})") from None
     return peft
 
 
@@ -54,11 +54,32 @@ def add_lora(
     encoder = model[0].auto_model
     start = Path(encoder.config._name_or_path)
     if start.exists():  # the adapter names its start model: by an absolute path, wherever it is loaded from
-        encoder.config._name_or_path = str(start.resolve())
+        # peft's adapter_config.json takes the base from the model's own name_or_path, not its config's
+        encoder.name_or_path = encoder.config._name_or_path = str(start.resolve())
     try:
         model.add_adapter(config)
     except ValueError as err:  # e.g. an architecture peft has no default target modules for
         raise ConfigError(f"model.adapter: {str(err).splitlines()[0]}") from None
+
+
+def adapter_on_adapter(start: str) -> str:
+    """The one line refusing a new adapter over a start that holds one: the new adapter would name the
+    first one's base alone, so a reload would drop the first stage's update."""
+    return (
+        f"model.adapter: {start} holds a LoRA adapter itself, and a new adapter would name only its base "
+        f"model, dropping that adapter's training on reload; merge it first (sentlab merge-adapter --model "
+        f"{start} --output MERGED) and start from MERGED"
+    )
+
+
+def adapter_base(folder: str | Path) -> str | None:
+    """The base model a saved adapter folder names (``adapter_config.json``), None for full weights."""
+    import json
+
+    config = Path(folder, "adapter_config.json")
+    if not config.is_file():
+        return None
+    return json.loads(config.read_text("utf-8")).get("base_model_name_or_path")
 
 
 def has_adapter(model: SentenceTransformer) -> bool:
@@ -90,7 +111,18 @@ def merge_folder(source: str | Path, output: str | Path) -> None:
     _peft()
     if Path(output).exists() and any(Path(output).iterdir()):
         raise ConfigError(f"{output}: not empty; merge into a new folder")
+    import shutil
+
     model = load_encoder(str(source), device="cpu")
     if not has_adapter(model):
         raise ConfigError(f"{source}: the model has no adapter to merge")
-    merge_adapter(model).save(str(output))
+    # written beside and renamed when whole: a merge cut short never looks like a model
+    partial = Path(output).with_name(Path(output).name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    merge_adapter(model).save(str(partial))
+    config = Path(source, "sentlab_config.yaml")  # the run's config, which the card's "Reproduce" names
+    if config.is_file():
+        shutil.copy2(config, partial / config.name)
+    if Path(output).exists():
+        Path(output).rmdir()  # empty (checked above)
+    partial.rename(output)

@@ -55,7 +55,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Transformer
 
 from sentlab.cache_folder import cached_folder, hold_in_use, mark_used, read_record
-from sentlab.errors import ModelLoadError
+from sentlab.errors import ModelLoadError, extra_hint
 
 BACKENDS: dict[str, tuple[str, ...]] = {
     "torch": ("fp32", "tf32", "fp16", "bf16"),
@@ -118,9 +118,7 @@ def require_extra(backend: str) -> None:
         try:
             importlib.import_module(package)
         except ImportError:
-            raise ModelLoadError(
-                f"backend {backend!r} needs the package {package!r}: pip install 'sentlab[{backend}]'"
-            ) from None
+            raise ModelLoadError(f"backend {backend!r} needs the package {package!r} ({extra_hint(backend)})") from None
 
 
 def label(backend: str, precision: str) -> str:

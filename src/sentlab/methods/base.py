@@ -42,7 +42,7 @@ from sentlab import devices
 from sentlab.cache_folder import cached_folder
 from sentlab.data.readers import TABLE_SUFFIXES
 from sentlab.data.tables import column_table, iter_column, sentence_table, text_record
-from sentlab.encoders.adapters import add_lora, has_adapter, merge_adapter
+from sentlab.encoders.adapters import adapter_on_adapter, add_lora, has_adapter, merge_adapter
 from sentlab.encoders.heads import SimCSEMLPHead
 from sentlab.encoders.loading import (
     build_encoder,
@@ -158,6 +158,8 @@ class Method:
         if m.num_layers is not None:
             keep_first_layers(model, m.num_layers)
         if has_adapter(model):  # a run's adapter folder (a pipeline's earlier stage): its full weights
+            if m.adapter is not None:  # a hub adapter id (a local folder is refused by the config)
+                raise ConfigError(adapter_on_adapter(start))
             merge_adapter(model)
             say(f"{start}: holds a LoRA adapter; training starts from its merged weights")
         return model

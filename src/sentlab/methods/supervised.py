@@ -310,6 +310,14 @@ class Supervised(Method):
                 f"data.columns: {what}; supervised.loss {name} reads (anchor, positive[, negative_1 ... negative_n]) "
                 f"texts: set supervised.loss to {losses}"
             )
+        if spec.teacher == "embedding" and isinstance(data.columns, dict):
+            negatives = sorted(role for role in data.columns if role.startswith("negative"))
+            if negatives:  # every column learns the teacher's embedding of the first: a negative would too
+                raise ConfigError(
+                    f"data.columns: supervised.loss {name} pulls every column toward the teacher's embedding of the "
+                    f"first, so the role {negatives[0]} would be pulled toward its anchor; drop it, or use "
+                    "MarginMSELoss / DistillKLDivLoss, which read negatives"
+                )
         least = 1 if spec.teacher == "embedding" else 2 + spec.min_negatives
         most = None if spec.max_negatives is None else 2 + spec.max_negatives
         columns, roles = text_columns(data.columns, least, most, f"supervised.loss {name}")

@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from sentlab.encoders.adapters import adapter_on_adapter
 from sentlab.encoders.loading import DEFAULT_PROMPT_TEMPLATE
 from sentlab.encoders.random_init import RandomInit
 from sentlab.errors import ConfigError, DataError
@@ -79,7 +80,7 @@ class ModelSection(_Section):
     )
     adapter: AdapterSection | None = Field(
         None,
-        description="train a LoRA adapter instead of the encoder's weights (peft: pip install 'sentlab[peft]'); "
+        description="train a LoRA adapter instead of the encoder's weights (the peft extra); "
         "the saved model holds the adapter (sentlab merge-adapter folds it into full weights)",
     )
     mlp_only_train: bool | None = Field(
@@ -111,6 +112,8 @@ class ModelSection(_Section):
                     f"model.adapter: not with {changed[0]}: the saved adapter loads over the start model as it is, "
                     "without that change"
                 )
+            if self.name and Path(self.name, "adapter_config.json").is_file():
+                raise ValueError(adapter_on_adapter(self.name))
         return self
 
     @property
@@ -174,8 +177,8 @@ class TrainSection(_Section):
     report_to: list[str] = Field(
         default_factory=list,
         description="where the trainer also sends each log record (loss, step time, the loss's components, dev "
-        "scores): its integrations by name, e.g. [tensorboard] (event files in RUN/tensorboard; pip install "
-        "'sentlab[tensorboard]'), [wandb], [mlflow]; refused in one line when one is not installed",
+        "scores): its integrations by name, e.g. [tensorboard] (event files in RUN/tensorboard; the tensorboard "
+        "extra), [wandb], [mlflow]; refused in one line when one is not installed",
     )
     early_stopping_patience: int | None = Field(
         None,

@@ -58,7 +58,7 @@ from sentlab.encoders.loading import (
     load_encoder,  # noqa: F401  (engine.load_encoder: reload a saved run)
 )
 from sentlab.encoders.matryoshka import save_dims
-from sentlab.errors import ConfigError, DataError, TrainingDivergedError
+from sentlab.errors import ConfigError, DataError, TrainingDivergedError, extra_hint
 from sentlab.losses.gradcache import innermost
 from sentlab.methods import Method, get_method, validate_config
 from sentlab.paths import write_text_atomic
@@ -164,8 +164,8 @@ def reporting(names: list[str]) -> list[str] | str:
                 f"train.report_to: unknown integration {name!r} (one of {', '.join(INTEGRATION_TO_CALLBACK)})"
             )
         if name not in available:
-            extra = " ('sentlab[tensorboard]')" if name == "tensorboard" else ""
-            raise ConfigError(f"train.report_to: {name} is not installed (pip install {name}{extra})")
+            how = extra_hint("tensorboard") if name == "tensorboard" else f"pip install {name}"
+            raise ConfigError(f"train.report_to: {name} is not installed ({how})")
     return list(names)
 
 

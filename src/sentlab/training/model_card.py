@@ -92,7 +92,7 @@ def describe_run(model: SentenceTransformer, cfg: TrainConfig, rows: int) -> Non
     source = Path(cfg.data.train).name if cfg.data.train else "the method's sources"
     data.train_datasets = [{"name": f"{source} ({rows:,} rows)"}]
     data.model_name = f"{cfg.method} on {source}" + (f" from {start}" if start else "")  # no local paths
-    data.add_tags(["sentlab", f"sentlab-{cfg.method}"])
+    data.add_tags(["sentlab", f"sentlab-{cfg.method}"] + (["lora", "peft"] if cfg.model.adapter else []))
 
 
 def describe_kept(final: SentenceTransformer, kept: int | None, log_history: list[dict[str, Any]]) -> None:
@@ -255,6 +255,16 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: 
         lines += ["", "Not scored at the end of training: `sentlab eval --model PATH` scores it."]
     if cfg.method in PLAIN_LOADING:
         lines += ["", f"**Loading it**: {PLAIN_LOADING[cfg.method]}."]
+    if cfg.model.adapter is not None:
+        a, base = cfg.model.adapter, hub_id(cfg.model.name)
+        lines += [
+            "",
+            f"**A LoRA adapter, not full weights**: rank {a.rank} over "
+            + (f"`{base}` (from the hub)" if base else f"the local folder `{_local_name(cfg.model.name)}`")
+            + "; `SentenceTransformer(path)` loads it with peft installed"
+            + ("" if base else ", where `adapter_config.json` names that folder by its path on the training machine")
+            + "; `sentlab merge-adapter --model PATH --output MERGED` gives full weights.",
+        ]
     beside = ", ".join(f"`{name}`" for name in needed)
     data_env = any("$SENTLAB_DATA/" in json.dumps(value) for value in tree.values())
     lines += [

@@ -151,7 +151,7 @@ def plan(gib: float) -> dict:
         if "train.mini_batch_size" in cfg.unread():  # e.g. supervised with cosine-mse: each row alone
             continue
         config, parameters = shapes["roberta" if "roberta" in cfg.model.name else "bert"]
-        columns = method.batch_columns
+        columns = method(cfg, None).batch_columns  # an instance: supervised's depends on its format and loss
         size, why = devices.chunk_that_fits(
             config,
             rows=cfg.train.batch_size,

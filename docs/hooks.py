@@ -423,7 +423,7 @@ def losses_table() -> str:
     """The supervised method's sentence-transformers losses (``sentlab.losses.catalog``), by kind."""
     from sentence_transformers.sentence_transformer import losses
 
-    from sentlab.losses.catalog import ELSEWHERE, KINDS, LOSSES, SHORT_NAMES
+    from sentlab.losses.catalog import ELSEWHERE, KINDS, LOSSES, SHORT_NAMES, capabilities
 
     columns = {
         "texts": "`anchor`, `positive`, then `negative` or `negative_1` ... `negative_n`",
@@ -452,15 +452,13 @@ def losses_table() -> str:
                     negatives = f"exactly {most}"
                 else:
                     negatives = f"{spec.min_negatives} to {most}"
+            can = capabilities(getattr(losses, name), {})  # the record the config refuses keys by
             if spec.chunks_itself:
                 chunks = "its own `loss_args.mini_batch_size`"
-            elif spec.compares_rows and hasattr(getattr(losses, name), "compute_loss_from_embeddings"):
-                chunks = "yes"
             else:
-                chunks = "refused"
-            rows.append(
-                f"| {label} | {columns[kind]} | {negatives} | {chunks} | {'yes' if spec.directions else 'refused'} |"
-            )
+                chunks = "yes" if can.no_gradient_cache is None else "refused"
+            matryoshka = "yes" if can.no_matryoshka is None else "refused"
+            rows.append(f"| {label} | {columns[kind]} | {negatives} | {chunks} | {matryoshka} |")
     rows.append("")
     rows.append(
         "Refused, with where sentlab has them: " + "; ".join(f"`{n}` ({why})" for n, why in ELSEWHERE.items()) + "."

@@ -89,16 +89,44 @@ def test_the_python_lower_bound_holds_for_every_extra_the_pages_install():
     assert not short, f"requires-python {PYPROJECT['requires-python']} is too low: " + "; ".join(short)
 
 
-def test_the_removed_cached_rse_loss_still_builds_for_a_version(tiny_backbone, capsys):
+def test_the_removed_cached_rse_loss_still_builds_for_a_version(tiny_backbone_no_dropout, capsys):
+    """A drop-in for 0.1.0's class, for its version of deprecation: importable from both places, an
+    RSELoss with its relation vectors under their own names, and the value and gradients of
+    GradientCache(RSELoss(...)) (float64: the chunks' sums agree to rounding)."""
+    import torch
+
     from sentlab.encoders import build_encoder
     from sentlab.losses import CachedRSELoss, GradientCache, RSELoss
+    from sentlab.losses.rse import CachedRSELoss as FromRSE
 
-    model = build_encoder(str(tiny_backbone), "mean")
+    assert FromRSE is CachedRSELoss
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean").double()
     with pytest.warns(DeprecationWarning, match="removed in sentlab 0.3.0"):
-        loss = CachedRSELoss(model, ["entailment"], temperature=0.1, mini_batch_size=4)
-    assert isinstance(loss, GradientCache) and isinstance(loss.loss, RSELoss) and loss.mini_batch_size == 4
-    assert loss.loss.temperature == 0.1
+        loss = CachedRSELoss(model, ["entailment", "duplicate"], temperature=0.1, mini_batch_size=2)
     assert "CachedRSELoss is deprecated" in capsys.readouterr().err
+    assert isinstance(loss, RSELoss) and isinstance(loss, CachedRSELoss) and issubclass(CachedRSELoss, RSELoss)
+    assert loss.temperature == 0.1 and loss.mini_batch_size == 2
+    assert "relation_vectors" in dict(loss.named_parameters()) and "relation_vectors" in loss.state_dict()
+    assert not any("_cache" in k for k in loss.state_dict())  # the cache holds the loss, not the reverse
+    reference = GradientCache(RSELoss(model, ["entailment", "duplicate"], temperature=0.1), 2)
+    with torch.no_grad():
+        reference.loss.relation_vectors.copy_(loss.relation_vectors)
+    heads, tails = ["a man plays", "a dog runs", "two cats", "the sun"], ["music", "a park", "sleep", "sky"]
+
+    def value_and_grads(fn, vectors):
+        model.zero_grad()
+        vectors.grad = None
+        features = [model.tokenize(heads), model.tokenize(tails)]
+        value = fn(features, torch.tensor([0, 1, 0, 1]))
+        value.backward()
+        return value.detach(), [p.grad.clone() for p in [vectors, *model.parameters()] if p.grad is not None]
+
+    got, got_grads = value_and_grads(loss, loss.relation_vectors)
+    want, want_grads = value_and_grads(reference, reference.loss.relation_vectors)
+    torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+    assert len(got_grads) == len(want_grads)
+    for g, w in zip(got_grads, want_grads):
+        torch.testing.assert_close(g, w, rtol=1e-9, atol=1e-12)
     assert "`sentlab.losses.CachedRSELoss`" in (ROOT / "CHANGELOG.md").read_text("utf-8")
 
 

@@ -93,15 +93,19 @@ def chunk_that_fits(
     """The Gradient Cache chunk for a batch of ``rows`` x ``columns`` sequences: None (the whole batch
     in one pass) when its activations (:func:`activation_bytes`) and the optimizer's state (AdamW:
     gradients and two moments, float32, 12 bytes a parameter) fit in 80 % of ``free_bytes``, else the
-    largest power of two of rows whose activations fit (at least 1); and why, in words."""
+    most rows whose activations fit: all of them (Gradient Cache embeds one column of a chunk at a time,
+    so a chunk of every row holds ``rows`` sequences, not ``rows x columns``), else the largest power
+    of two (at least 1); and why, in words."""
     budget = 0.8 * free_bytes - 12 * parameters
     whole = activation_bytes(config, rows * columns, length, half)
     gib = 2.0**30
     if whole <= budget:
         return None, f"the whole batch ({whole / gib:.1f} GiB of activations, {budget / gib:.1f} GiB usable)"
     chunk = 1
-    while chunk * 2 < rows and activation_bytes(config, chunk * 2, length, half) <= budget:
+    while chunk * 2 <= rows and activation_bytes(config, chunk * 2, length, half) <= budget:
         chunk *= 2
+    if chunk < rows and activation_bytes(config, rows, length, half) <= budget:
+        chunk = rows  # a batch that is not a power of two, one column of it at a time
     return chunk, (
         f"chunks of {chunk} rows (the whole batch needs {whole / gib:.1f} GiB of activations, "
         f"{max(budget, 0) / gib:.1f} GiB usable)"

@@ -111,7 +111,7 @@ def test_missing_extra_names_it(monkeypatch):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(importlib, "import_module", fake)
-    with pytest.raises(ModelLoadError, match=r"pip install 'sentlab\[onnx\]'"):
+    with pytest.raises(ModelLoadError, match=r"the onnx extra: pip install -e '\.\[onnx\]'"):
         require_extra("onnx")
 
 

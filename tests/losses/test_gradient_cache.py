@@ -261,6 +261,18 @@ def test_the_moved_rse_key_is_read_where_it_is_now_for_a_version(corpus_file, tm
     tree["train"]["mini_batch_size"] = 8
     with pytest.raises(ConfigError, match=r"rse\.mini_batch_size: it is train\.mini_batch_size since 0\.2\.0"):
         load_config(write_yaml(tmp_path / "config.yaml", tree))
+    # at its old default (null, as a 0.1.0 run folder's config lists it) the old key was not set: no notice,
+    # no clash with the new key, and the new key stays unset where nothing else sets it
+    monkeypatch.setattr(config, "_NOTICED", set())
+    capsys.readouterr()
+    tree["rse"]["mini_batch_size"] = None
+    assert load_config(write_yaml(tmp_path / "config.yaml", tree)).train.mini_batch_size == 8
+    del tree["train"]["mini_batch_size"]
+    cfg = load_config(write_yaml(tmp_path / "config.yaml", tree))
+    assert cfg.train.mini_batch_size is None and "mini_batch_size" not in cfg.train.model_fields_set
+    # --set of the old key at its default overrides the file's old key, and moves nothing
+    assert load_config(path, ["rse.mini_batch_size=null"]).train.mini_batch_size is None
+    assert "rse.mini_batch_size" not in capsys.readouterr().err
 
 
 def test_a_loss_without_embeddings_is_refused(tiny_backbone_no_dropout):

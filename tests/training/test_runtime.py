@@ -113,9 +113,22 @@ def test_activation_estimate_is_the_published_formula_by_hand():
     gib = 2**30
     whole, why = devices.chunk_that_fits(base, 512, 3, 32, True, free_bytes=78 * gib, parameters=110_000_000)
     assert whole is None and why.startswith("the whole batch (15.4 GiB")
-    # 16 GiB free: 0.8 x 16 - 12 x 110M bytes = 11.57 GiB; 256 rows need 2.57 GiB, 512 (not < 512) would be whole
+    # 16 GiB free: 0.8 x 16 - 12 x 110M bytes = 11.57 GiB; the whole batch (1536 sequences) needs 15.4 GiB,
+    # but a chunk of all 512 rows embeds one column at a time: 512 sequences, 5.13 GiB, which fits
     chunk, why = devices.chunk_that_fits(base, 512, 3, 32, True, free_bytes=16 * gib, parameters=110_000_000)
-    assert chunk == 256 and why.startswith("chunks of 256 rows")
+    assert chunk == 512 and why.startswith("chunks of 512 rows")
+    # whatever the memory, the chunk fits, and it is every row or twice it would not fit
+    for free in (2, 3, 4, 6, 8, 12):
+        for rows in (48, 100, 512):
+            chunk, _ = devices.chunk_that_fits(base, rows, 3, 32, True, free * gib, parameters=110_000_000)
+            budget = 0.8 * free * gib - 12 * 110_000_000
+            fits = lambda n: devices.activation_bytes(base, n, 32, True) <= budget  # noqa: E731
+            if chunk is None:  # the whole batch, every column at once
+                assert fits(rows * 3)
+                continue
+            assert 1 <= chunk <= rows
+            assert chunk == 1 or fits(chunk)
+            assert chunk == rows or not fits(min(2 * chunk, rows))
     tiny, _ = devices.chunk_that_fits(base, 512, 3, 32, True, free_bytes=1 * gib, parameters=110_000_000)
     assert tiny == 1  # nothing fits: one row at a time, never zero
 

@@ -221,3 +221,39 @@ def test_the_start_model_is_a_candidate_of_checkpoint_selection(
         np.testing.assert_array_equal(saved, start.encode(PROBE))  # the very weights of the start model
     else:
         assert selection["kept_step"] in (2, 4) and not np.allclose(saved, start.encode(PROBE))
+
+
+@pytest.mark.parametrize(
+    "loss, loss_args, keeps",
+    [
+        ("mnrl", {}, True),  # cosine: the start's Normalize changes no score
+        ("mnrl", {"similarity_fct": "dot_score"}, False),  # dot products: unit length would change them
+        ("TripletLoss", {}, False),  # Euclidean distances
+    ],
+)
+def test_a_supervised_loss_of_dot_products_or_distances_saves_its_embeddings_as_trained(
+    loss, loss_args, keeps, normalizing_start, corpus_file, tmp_path
+):
+    """The RSE fix for the supervised method: Normalize is appended at saving only for a loss of
+    directions (the record that also decides Matryoshka, so the two cannot disagree)."""
+    from sentlab.losses.catalog import capabilities, loss_class
+
+    lines = corpus_file.read_text().splitlines()
+    table = tmp_path / "triplets.tsv"
+    table.write_text("a\tp\tn\n" + "".join(f"{a}\t{b}\t{c}\n" for a, b, c in zip(lines, lines[1:], lines[2:])))
+    cfg = validate_config(
+        {
+            "method": "supervised",
+            "model": {"name": str(normalizing_start), "pooler": "mean", "max_seq_length": MAX_SEQ_LENGTH},
+            "data": {"train": str(table), "columns": ["a", "p", "n"]},
+            "supervised": {"loss": loss, "loss_args": loss_args},
+            "train": {"output_dir": str(tmp_path / "run"), "batch_size": 8, "max_steps": 1, "progress_bar": False},
+            "eval": {"dev_task": "none", "final_tasks": []},
+        }
+    )
+    can = capabilities(loss_class(loss), loss_args)
+    assert can.keeps_start_normalize == keeps == (can.no_matryoshka is None)
+    model = SentenceTransformer(str(engine.train(cfg, evaluate=False).model))
+    assert any(isinstance(m, Normalize) for m in model) == keeps
+    norms = np.linalg.norm(model.encode(PROBE), axis=1)
+    assert np.allclose(norms, 1.0, rtol=1e-5) == keeps, norms

@@ -31,33 +31,9 @@ from sentlab.losses.gradcache import GradientCache, innermost
 from sentlab.losses.mlm import MLMLoss
 from sentlab.losses.rankcse import RankCSELoss
 from sentlab.losses.rankencoder import RankEncoderLoss
-from sentlab.losses.rse import RSELoss
+from sentlab.losses.rse import CachedRSELoss, RSELoss  # noqa: F401 - CachedRSELoss: deprecated, for 0.2.x
 from sentlab.losses.simcse import SimCSELoss, info_nce
 from sentlab.losses.tsdae import TSDAELoss
-
-
-def CachedRSELoss(  # noqa: N802 - the removed class's name, kept callable for one version
-    model,
-    relations: Sequence[str],
-    temperature: float = 0.05,
-    gather_across_devices: bool = True,
-    init_std: float = 0.02,
-    learn_relations: bool = True,
-    mini_batch_size: int = 32,
-) -> GradientCache:
-    """Deprecated since 0.2.0, removed in 0.3.0: ``GradientCache(RSELoss(...), mini_batch_size)``, which
-    this returns (the same loss and gradients), with a one-line notice."""
-    import sys
-    import warnings
-
-    message = (
-        "sentlab.losses.CachedRSELoss is deprecated: use GradientCache(RSELoss(...), mini_batch_size); "
-        "it will be removed in sentlab 0.3.0"
-    )
-    warnings.warn(message, DeprecationWarning, stacklevel=2)
-    print(f"sentlab: {message}", file=sys.stderr)
-    loss = RSELoss(model, relations, temperature, gather_across_devices, init_std, learn_relations)
-    return GradientCache(loss, mini_batch_size)
 
 
 def indexed_sentences(sentences: Sequence[str]) -> Dataset:

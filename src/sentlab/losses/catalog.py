@@ -219,6 +219,33 @@ def _typed(cls: type, argument: str, value: object) -> object:
     raise ConfigError(f"supervised.loss_args.{argument}: {value!r} for {cls.__name__}: {why}") from None
 
 
+# arguments that count something: below 1 they pass the type check and crash inside the first step
+POSITIVE_ARGUMENTS = ("mini_batch_size", "num_labels", "projection_dim", "embedding_dimension")
+
+
+def _similarity_kind(function: object) -> str:
+    """ "matrix" for a similarity of every row with every row (``cos_sim``: n x m), "pairwise" for row i
+    with row i (``pairwise_cos_sim``: n), read off the function on a probe."""
+    import torch
+
+    probe = torch.arange(12, dtype=torch.float32).reshape(3, 4) / 12 + 0.1
+    return "matrix" if function(probe, probe.flip(0)).dim() == 2 else "pairwise"
+
+
+def _same_similarity_kind(cls: type, argument: str, value: object, default: object) -> None:
+    """A ``similarity_fct`` of the kind the loss's own default is: a pairwise function where a loss
+    scores every row against every row (MNRL) crashes at the first step, and the reverse too."""
+    if not callable(default):
+        return
+    wanted, given = _similarity_kind(default), _similarity_kind(value)
+    if wanted != given:
+        example = "cos_sim, dot_score" if wanted == "matrix" else "pairwise_cos_sim, pairwise_dot_score"
+        raise ConfigError(
+            f"supervised.loss_args.{argument}: {getattr(value, '__name__', value)} is a {given} similarity; "
+            f"{cls.__name__} needs a {wanted} one (sentence_transformers.util: {example})"
+        )
+
+
 def _static(holder: type, function: object) -> bool:
     return any(getattr(v, "__func__", None) is function for v in vars(holder).values())
 
@@ -234,6 +261,48 @@ def by_directions(name: str, arguments: dict[str, object]) -> bool:
         if argument in arguments:
             return arguments[argument] in COSINE_FUNCTIONS
     return LOSSES[name].directions
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Which of sentlab's training settings a loss (with its arguments) takes, as one record so the
+    answers cannot drift apart: each ``no_*`` is None where the setting applies, else the one line that
+    refuses it; ``keeps_start_normalize``: the saved model may end in the start model's ``Normalize``
+    (a loss of directions: its scores are unchanged), not where it scored dot products or distances,
+    which unit length would change."""
+
+    no_gradient_cache: str | None
+    no_matryoshka: str | None
+    keeps_start_normalize: bool
+
+
+def capabilities(cls: type[nn.Module], arguments: dict[str, object], name: str | None = None) -> Capabilities:
+    """The :class:`Capabilities` of sentence-transformers' loss ``cls`` with ``arguments`` (as a config
+    gives them), ``name`` being how the messages call it."""
+    spec, name = LOSSES[cls.__name__], name or cls.__name__
+    cache = None
+    if spec.chunks_itself:
+        cache = f"supervised.loss {name} splits the batch itself: set its supervised.loss_args.mini_batch_size"
+    elif not spec.compares_rows:
+        cache = (
+            f"supervised.loss {name} scores each row alone, so a smaller train.batch_size already needs "
+            "less memory for the same expected gradient; Gradient Cache is for losses that compare the rows of a batch"
+        )
+    elif not hasattr(cls, "compute_loss_from_embeddings"):
+        cache = (
+            f"supervised.loss {name} embeds with its own guide model inside the loss, which Gradient Cache "
+            f"cannot replay; use Cached{cls.__name__} with supervised.loss_args.mini_batch_size"
+        )
+    directions = by_directions(cls.__name__, arguments)
+    matryoshka = (
+        None
+        if directions
+        else (
+            f"supervised.loss {name} with these loss_args scores distances, dot products, classes or a "
+            "teacher's outputs, not the embeddings' directions alone, so a truncated embedding is not what it trained"
+        )
+    )
+    return Capabilities(no_gradient_cache=cache, no_matryoshka=matryoshka, keeps_start_normalize=directions)
 
 
 def check_arguments(cls: type[nn.Module], arguments: dict[str, object]) -> dict[str, object]:
@@ -256,10 +325,14 @@ def check_arguments(cls: type[nn.Module], arguments: dict[str, object]) -> dict[
         default = parameters[name].default
         if name in _NAMED:
             value = _named(name, value)
+            if name == "similarity_fct":
+                _same_similarity_kind(cls, name, value, default)
         elif name == "distance_metric" and isinstance(value, str):
             value = _distance(cls, name, default, value)
         elif name not in LOSSES[cls.__name__].model_arguments:
             value = _typed(cls, name, value)
+        if name in POSITIVE_ARGUMENTS and isinstance(value, int) and value < 1:
+            raise ConfigError(f"supervised.loss_args.{name}: {value} for {cls.__name__}: it counts, so at least 1")
         checked[name] = value
     spec_ = LOSSES[cls.__name__]
     missing = [

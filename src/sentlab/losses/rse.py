@@ -37,6 +37,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.base.losses.merged_forward import embed_columns
 from torch import Tensor, nn
 
+from sentlab.losses.gradcache import GradientCache
 from sentlab.losses.simcse import info_nce
 
 
@@ -116,3 +117,37 @@ class RSELoss(nn.Module):
     def compute_loss_from_embeddings(self, embeddings: list[Tensor], labels: Tensor) -> Tensor:
         """Eq. 2 on the embeddings of the batch's columns (the Gradient Cache's entry)."""
         return self.relational_nce(embeddings, labels)
+
+
+class CachedRSELoss(RSELoss):
+    """Deprecated since 0.2.0, removed in 0.3.0: :class:`RSELoss` under Gradient Cache, as 0.1.0 had it
+    (an ``RSELoss``, its relation vectors and state under their own names), computed by
+    ``GradientCache(self, mini_batch_size)``, the same loss and gradients; use
+    ``GradientCache(RSELoss(...), mini_batch_size)``. Building one prints a one-line notice."""
+
+    def __init__(
+        self,
+        model: SentenceTransformer,
+        relations: Sequence[str],
+        temperature: float = 0.05,
+        gather_across_devices: bool = True,
+        init_std: float = 0.02,
+        learn_relations: bool = True,
+        mini_batch_size: int = 32,
+    ):
+        import sys
+        import warnings
+
+        message = (
+            "sentlab.losses.CachedRSELoss is deprecated: use GradientCache(RSELoss(...), mini_batch_size); "
+            "it will be removed in sentlab 0.3.0"
+        )
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        print(f"sentlab: {message}", file=sys.stderr)
+        super().__init__(model, relations, temperature, gather_across_devices, init_std, learn_relations)
+        self.mini_batch_size = int(mini_batch_size)
+        # not a submodule (the cache holds this loss): no cycle in modules(), state_dict() or parameters()
+        object.__setattr__(self, "_cache", GradientCache(self, self.mini_batch_size))
+
+    def forward(self, sentence_features, labels: Tensor | None = None) -> Tensor:
+        return self._cache(sentence_features, labels)

@@ -57,7 +57,15 @@ from sentlab.data.readers import table_line
 from sentlab.data.sts import read_stsb
 from sentlab.data.tables import column_table
 from sentlab.errors import ConfigError, DataError
-from sentlab.losses.catalog import LOSSES, SHORT_NAMES, LossSpec, build_loss, by_directions, check_arguments, loss_class
+from sentlab.losses.catalog import (
+    LOSSES,
+    SHORT_NAMES,
+    LossSpec,
+    build_loss,
+    capabilities,
+    check_arguments,
+    loss_class,
+)
 from sentlab.methods.base import Method, column_roles, register
 from sentlab.progress import say
 from sentlab.training.config import TrainConfig, _Section
@@ -155,25 +163,11 @@ class SupervisedConfig(TrainConfig):
             idle["supervised.split"] = f"it is read with format snli only; with format {s.format}, {where}"
         if not _takes(cls, "scale"):
             idle["supervised.scale"] = f"supervised.loss {name} has no similarity scale"
-        if spec.chunks_itself:
-            idle["train.mini_batch_size"] = (
-                f"supervised.loss {name} splits the batch itself: set its supervised.loss_args.mini_batch_size"
-            )
-        elif not spec.compares_rows:
-            idle["train.mini_batch_size"] = (
-                f"supervised.loss {name} scores each row alone, so a smaller train.batch_size already needs "
-                "less memory for the same expected gradient; Gradient Cache is for losses that compare the rows of a batch"
-            )
-        elif not hasattr(cls, "compute_loss_from_embeddings"):
-            idle["train.mini_batch_size"] = (
-                f"supervised.loss {name} embeds with its own guide model inside the loss, which Gradient Cache "
-                f"cannot replay; use Cached{cls.__name__} with supervised.loss_args.mini_batch_size"
-            )
-        if not by_directions(cls.__name__, s.loss_args):
-            idle["train.matryoshka_dims"] = (
-                f"supervised.loss {name} with these loss_args scores distances, dot products, classes or a "
-                "teacher's outputs, not the embeddings' directions alone, so a truncated embedding is not what it trained"
-            )
+        can = capabilities(cls, s.loss_args, name)
+        if can.no_gradient_cache:
+            idle["train.mini_batch_size"] = can.no_gradient_cache
+        if can.no_matryoshka:
+            idle["train.matryoshka_dims"] = can.no_matryoshka
         if spec.kind != "scored":
             idle["supervised.score_range"] = f"supervised.loss {name} reads no scores"
         if spec.kind != "distill":
@@ -243,15 +237,23 @@ class Supervised(Method):
         return self.cfg.supervised.spec
 
     @property
+    def keeps_start_normalize(self) -> bool:
+        """A loss of directions keeps the start model's ``Normalize``; one of dot products or distances
+        (MarginMSE, triplet, MSE distillation, MNRL with ``dot_score``) saves its embeddings as it trained
+        them (:class:`~sentlab.losses.catalog.Capabilities`)."""
+        s = self.cfg.supervised
+        return capabilities(s.loss_class, s.loss_args).keeps_start_normalize
+
+    @property
     def in_batch_negatives(self) -> bool:
         return self.spec.kind == "texts" and self.spec.compares_rows
 
     @property
     def batch_columns(self) -> int:
         """Sequences a row embeds (train.mini_batch_size: auto's estimate): a table's text columns."""
-        columns, kind = self.cfg.data.columns, self.spec.kind
-        if self.cfg.supervised.format != "table" or not columns:
-            return 3
+        columns, kind, form = self.cfg.data.columns, self.spec.kind, self.cfg.supervised.format
+        if form != "table" or not columns:
+            return {"snli": 3, "stsb": 2}.get(form, 3)  # triplets; scored pairs (the score is no text)
         return len(columns) if kind in ("texts", "distill") else len(columns) - 1
 
     def training_arguments(self) -> dict[str, object]:
@@ -266,12 +268,16 @@ class Supervised(Method):
         s, data = self.cfg.supervised, self.cfg.data
         kind, name = self.spec.kind, s.loss
         if s.format == "snli":
-            if kind != "texts" or self.spec.max_negatives == 0:
+            # triplets: losses of texts that take a negative, and the distillations that read one (MarginMSE,
+            # DistillKLDiv: the teacher labels the triplet); MSE / EmbedDistill would pull the negative in
+            reads = self.spec.max_negatives != 0 if kind == "texts" else self.spec.teacher in ("margins", "scores")
+            if kind not in ("texts", "distill") or not reads:
                 raise ConfigError(f"supervised.format snli gives triplets; supervised.loss {name} does not read them")
             rows = read_snli_triplets(data.train, s.split)[: data.limit]
-            return Dataset.from_dict(
+            table = Dataset.from_dict(
                 {"anchor": [r[0] for r in rows], "positive": [r[1] for r in rows], "negative": [r[2] for r in rows]}
             )
+            return self.teacher_labels(table) if kind == "distill" else table
         if s.format == "stsb":
             if kind != "scored":
                 raise ConfigError(

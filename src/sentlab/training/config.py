@@ -312,7 +312,9 @@ class PresetInfo(_Section):
 
 
 # a key that moved -> (where it is now, the version that removes the old one); CHANGELOG.md lists each
-DEPRECATED_KEYS: dict[str, tuple[str, str]] = {"rse.mini_batch_size": ("train.mini_batch_size", "0.3.0")}
+# a moved key -> (where it is now, the version it goes in, its old default: at that value it was not set,
+# as in a 0.1.0 run folder's config, which lists every key)
+DEPRECATED_KEYS: dict[str, tuple[str, str, Any]] = {"rse.mini_batch_size": ("train.mini_batch_size", "0.3.0", None)}
 
 
 class TrainConfig(_Section):
@@ -362,14 +364,16 @@ class TrainConfig(_Section):
             return tree  # nothing moved: validated as given, without a copy
         tree = {k: dict(v) if isinstance(v, Mapping) else v for k, v in tree.items()}
         for old in used:
-            (old_section, old_key), (new, removed_in) = old.split("."), DEPRECATED_KEYS[old]
+            (old_section, old_key), (new, removed_in, old_default) = old.split("."), DEPRECATED_KEYS[old]
             new_section, new_key = new.split(".")
-            target = tree.setdefault(new_section, {})
-            if not isinstance(target, dict):
+            if not isinstance(tree.get(new_section, {}), dict):
                 continue  # not a mapping: the section's own validation says so
             value = tree[old_section].pop(old_key)
             if not tree[old_section]:
                 tree.pop(old_section)
+            if value == old_default:  # at its old default the key was not set: nothing moves, no notice
+                continue
+            target = tree.setdefault(new_section, {})
             if target.get(new_key) is not None and target[new_key] != value:
                 raise ValueError(f"{old}: it is {new} since 0.2.0, which is set too; set {new} only")
             target[new_key] = value
@@ -566,6 +570,12 @@ def parse_config(
         section, name = old.split(".")
         if isinstance(tree.get(section), dict):
             tree[section].pop(name, None)
+    # at its old default a moved key says nothing (it was not set): dropped, as in a file
+    pairs = [
+        (key, value)
+        for key, value in pairs
+        if key not in DEPRECATED_KEYS or (yaml.safe_load(value) if value != "" else None) != DEPRECATED_KEYS[key][2]
+    ]
     pairs = [(_current_key(key), value) for key, value in pairs]
     for key, value in pairs:
         _set_dotted(tree, key, value)
@@ -598,7 +608,7 @@ def _current_key(key: str) -> str:
     place, with the notice once."""
     if key not in DEPRECATED_KEYS:
         return key
-    new, removed_in = DEPRECATED_KEYS[key]
+    new, removed_in, _ = DEPRECATED_KEYS[key]
     _deprecation_notice(key, new, removed_in)
     return new
 

@@ -286,13 +286,18 @@ def test_int8_resumes_with_the_ranges_it_started_with(tiny_backbone_no_dropout, 
     """Killed after chunk 0 is written: the rerun calibrates nothing and quantizes the chunks left with
     the ranges the run started with (here replaced by sentinel ranges before the rerun, so a rerun
     that calibrated again would show it); the finished ranges lie beside the output."""
+    from sentlab import encoding
+    from sentlab.quantize import calibration_rows
+
+    # a sample of 50 of the 250 rows (of every row, the calibration's embeddings would be the matrix's)
+    monkeypatch.setattr(encoding, "calibration_rows", lambda rows: calibration_rows(rows, size=50))
     model = build_encoder(str(tiny_backbone_no_dropout), "mean")
     out, kept = tmp_path / "q.npy", tmp_path / "q.ranges.npy.partial"
     original, calls = model.encode, []
 
     def killed_after_chunk_0(sentences, **kwargs):
         calls.append(len(sentences))
-        if len(calls) > 1 and sum(calls[:-1]) >= 250 + 100:  # calibration (250 rows) and chunk 0 done
+        if len(calls) > 1 and sum(calls[:-1]) >= 50 + 100:  # calibration (50 rows) and chunk 0 done
             raise KeyboardInterrupt("killed")
         return original(sentences, **kwargs)
 
@@ -309,7 +314,7 @@ def test_int8_resumes_with_the_ranges_it_started_with(tiny_backbone_no_dropout, 
     record = encode_file(model, texts, out, chunk_rows=100, batch_size=128, precision="int8")
     assert sum(calls) == 150 and record["resumed_chunks"] == 1  # chunks 1 and 2 only: no calibration
     np.testing.assert_array_equal(np.load(tmp_path / "q.ranges.npy"), sentinel)
-    floats = encode_file(model, texts, tmp_path / "f.npy", chunk_rows=100)
+    floats = encode_file(model, texts, tmp_path / "f.npy", chunk_rows=100, normalize=True)  # int8 codes unit vectors
     assert floats["plan"]["precision"] == "float32"
     expected = np.clip(np.floor((np.load(tmp_path / "f.npy")[100:] + 0.5) / (1 / 255)), 0, 255) - 128
     got = np.load(out)[100:].astype(np.int32)
@@ -351,4 +356,91 @@ def test_one_sentence_cannot_calibrate_int8(tiny_backbone_no_dropout, tmp_path, 
     ]
     assert main([*argv, "--embedding-precision", "int8"]) != 0
     assert "need at least 2 sentences to calibrate" in the_error(capsys.readouterr().err)
-    assert not (tmp_path / "o.npy").exists()
+    assert not list(tmp_path.glob("o.npy*")) and not list(tmp_path.glob("o.ranges*"))  # no matrix, .partial, ranges
+
+
+def test_a_calibration_that_fails_under_several_processes_stops_the_pool_and_leaves_nothing(
+    tiny_backbone_no_dropout, tmp_path, monkeypatch
+):
+    """Five copies of one sentence: every dimension takes one value, no range to spread over 256 codes.
+    Refused in one line; the processes' pool stopped, no .partial left (a stand-in pool: the real one
+    spawns processes, tests/test_encoding.py's slow test runs it)."""
+    from sentlab.errors import DataError
+
+    same = tmp_path / "same.txt"
+    same.write_text("the very same sentence\n" * 5)
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    pool, original = {"started": 0, "stopped": 0}, model.encode
+    monkeypatch.setattr(model, "start_multi_process_pool", lambda devices: pool.update(started=1) or pool)
+    monkeypatch.setattr(model, "stop_multi_process_pool", lambda p: pool.update(stopped=1))
+    monkeypatch.setattr(model, "encode", lambda s, pool=None, **kw: original(s, **kw))
+    with pytest.raises(DataError, match="dimensions take one value over the 5 calibration sentences"):
+        encode_file(model, same, tmp_path / "o.npy", devices=["cpu", "cpu"], precision="int8")
+    assert pool == {"started": 1, "stopped": 1}
+    assert not list(tmp_path.glob("o*"))
+
+
+def test_int8_of_few_lines_encodes_each_line_once_and_times_it_all(
+    tiny_backbone_no_dropout, texts, tmp_path, monkeypatch
+):
+    """At most 10,000 lines: the calibration sample is every line, so its embeddings are the matrix's;
+    the record's time covers the calibration's encoding too."""
+    import time
+
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    original, rows = model.encode, []
+
+    def slow(sentences, **kwargs):
+        rows.append(len(sentences))
+        time.sleep(0.2)
+        return original(sentences, **kwargs)
+
+    monkeypatch.setattr(model, "encode", slow)
+    begin = time.perf_counter()
+    record = encode_file(model, texts, tmp_path / "q.npy", chunk_rows=100, precision="int8")
+    took = time.perf_counter() - begin
+    assert sum(rows) == 250 and record["encoded_now"] == 250
+    assert record["seconds"] >= 0.2 * len(rows) and record["seconds"] <= took + 0.01
+
+
+@pytest.mark.parametrize("precision", ["float32", "int8"])
+def test_a_kill_between_the_final_renames_is_finished_without_encoding_again(
+    precision, tiny_backbone_no_dropout, texts, tmp_path, monkeypatch
+):
+    from pathlib import Path
+
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    out = tmp_path / "q.npy"
+    real_replace, renames = Path.replace, []
+
+    def killed_after_the_first_rename(self, target):
+        real_replace(self, target)
+        renames.append(Path(target).name)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "replace", killed_after_the_first_rename)
+    with pytest.raises(KeyboardInterrupt):
+        encode_file(model, texts, out, chunk_rows=100, precision=precision)
+    monkeypatch.setattr(Path, "replace", real_replace)
+    assert renames == ["q.npy"]  # the matrix first, the ranges (int8) not yet beside it
+    killed = np.load(out)
+    record = encode_file(model, texts, out, chunk_rows=100, precision=precision)
+    assert record["encoded_now"] == 0 and record["resumed_chunks"] == 3
+    np.testing.assert_array_equal(np.load(out), killed)
+    assert (tmp_path / "q.ranges.npy").is_file() == (precision == "int8")
+    assert not list(tmp_path.glob("*.partial")) and not (tmp_path / "q.npy.progress.json").exists()
+    assert encode_file(model, texts, out, chunk_rows=100, precision=precision)["plan"] == record["plan"]  # done
+
+
+def test_a_folder_encode_cannot_write_is_one_line_before_the_model_loads(texts, tmp_path, monkeypatch, capsys):
+    import sentlab.cli.encode as encode_cli
+
+    def no_model(args):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(encode_cli, "load", no_model)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    argv = ["encode", "--model", "m", "--input", str(texts), "--output", str(blocked / "sub" / "o.npy")]
+    assert main(argv) != 0
+    assert "cannot write the output there" in the_error(capsys.readouterr().err)

@@ -26,6 +26,7 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from sentence_transformers import SentenceTransformer
@@ -41,6 +42,24 @@ from sentlab.progress import bars, say
 from sentlab.quantize import CALIBRATION_SEED, calibration_rows, quantize, ranges_of, stored_shape
 
 FORMAT = 2  # 2: dimensions and storage precision in the plan
+
+
+def writable_output(out: str | Path) -> Path:
+    """``out`` as encode writes it (a ``.npy`` in a folder it can write), or a one-line error, asked
+    before the model is loaded."""
+    import os
+    import tempfile
+
+    out = Path(out)
+    if out.suffix != ".npy":
+        raise DataError(f"{out}: output must end in .npy")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", suffix=".probe"):
+            pass
+    except OSError as err:
+        raise DataError(f"{out.parent}: cannot write the output there ({os.strerror(err.errno or 0)})") from None
+    return out
 
 
 def encode_file(
@@ -59,9 +78,7 @@ def encode_file(
     from numpy.lib.format import open_memmap
     from tqdm.auto import tqdm
 
-    source, out = Path(source), Path(out)
-    if out.suffix != ".npy":
-        raise DataError(f"{out}: output must end in .npy")
+    source, out = Path(source), writable_output(out)
     table = sentence_table(source)
     rows = len(table)
     if rows == 0:
@@ -69,6 +86,11 @@ def encode_file(
     width = model.get_embedding_dimension()
     if dims is not None and not 1 <= dims <= width:
         raise DataError(f"--dims {dims}: the model's embeddings have {width} dimensions")
+    calibrated = precision.endswith("int8")
+    if calibrated and rows < 2:
+        raise DataError(f"{source}: int8 / uint8 need at least 2 sentences to calibrate each dimension's range")
+    # int8 / uint8 codes are of unit-length vectors, as `sentlab eval --embedding-precision` scores them
+    normalize = normalize or dims is not None or calibrated
     shape, dtype = stored_shape(rows, dims or width, precision)
     plan = {
         "format": FORMAT,
@@ -77,12 +99,11 @@ def encode_file(
         "rows": rows,
         "dim": dims or width,
         "model_dim": width,
-        "normalize": normalize or dims is not None,
+        "normalize": normalize,
         "precision": precision,
         "stored": {"shape": list(shape), "dtype": dtype.name},
         "model": embedding_setting(model),
     }
-    calibrated = precision.endswith("int8")
     if calibrated:
         plan["calibration"] = {"rows": int(len(calibration_rows(rows))), "seed": CALIBRATION_SEED}
     record_path = out.with_name(out.name + ".json")
@@ -98,10 +119,19 @@ def encode_file(
     partial, progress = out.with_name(out.name + ".partial"), out.with_name(out.name + ".progress.json")
     partial_ranges = ranges_path.with_name(ranges_path.name + ".partial")  # the unfinished run's ranges
     run = {"plan": plan, "chunk_rows": chunk_rows}
+    chunks = math.ceil(rows / chunk_rows)
+    files = _Files(out, partial, progress, ranges_path, partial_ranges, record_path)
+    saved = json.loads(progress.read_text("utf-8")) if progress.is_file() else {}
+    same_run = bool(saved) and {k: saved.get(k) for k in run} == run
+    if same_run and not partial.is_file() and len(saved.get("done", [])) == chunks:
+        # killed between the final renames: every chunk is in OUT already; finish without encoding again
+        recovered = files.finished_by(saved, shape, dtype, calibrated)
+        if recovered is not False:
+            say(f"{out}: every chunk was encoded before the run stopped; finishing it")
+            return files.finish(plan, recovered, chunks, chunk_rows, 0, chunks, 0.0, devices or [str(model.device)])
     done: set[int] = set()
     if partial.is_file() and progress.is_file():
-        saved = json.loads(progress.read_text("utf-8"))
-        if {k: saved.get(k) for k in run} == run:
+        if same_run:
             done = set(saved["done"])
         else:
             say(f"{out}: an unfinished run with other settings is there; starting over")
@@ -116,7 +146,6 @@ def encode_file(
             matrix, done = None, set()
     if matrix is None:
         progress.unlink(missing_ok=True)  # before the new matrix: no record may describe its zeros
-        out.parent.mkdir(parents=True, exist_ok=True)
         matrix = open_memmap(partial, mode="w+", dtype=dtype, shape=shape)
     try:  # the whole matrix on disk before the first chunk: a full disk is one line, not a SIGBUS
         reserve_file(partial, partial.stat().st_size)
@@ -125,73 +154,123 @@ def encode_file(
         if not done:
             partial.unlink(missing_ok=True)
         raise
-    chunks = math.ceil(rows / chunk_rows)
     todo = [c for c in range(chunks) if c not in done]
     if done:
         say(f"{out}: resuming, {len(done)} of {chunks} chunks already encoded")
-    pool = model.start_multi_process_pool(devices) if devices else None  # devices: checked by the caller
-
-    def embed(texts: list[str]) -> np.ndarray:
-        if pool is None:  # batches of similar token length (sentlab.encoders.batching)
-            vectors = encode_by_length(model, texts, batch_size, normalize_embeddings=normalize)
-        else:
-            vectors = model.encode(
-                texts,
-                batch_size=batch_size,
-                normalize_embeddings=normalize,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-                pool=pool,
-            )
-        return truncate(vectors, dims) if dims is not None else vectors
-
-    ranges = None
-    if calibrated and done:
-        ranges = np.load(partial_ranges)
-    elif calibrated:  # the sample's embeddings set each dimension's range, kept for the rows to come
-        sample = calibration_rows(rows)
-        say(f"{out}: calibrating {precision} on {len(sample):,} sentences (seed {CALIBRATION_SEED})")
-        ranges = ranges_of(embed(table.select(sample)["sentence"]))
-        with atomic_path(partial_ranges) as temporary, open(temporary, "wb") as f:
-            np.save(f, ranges)
-    start, encoded = time.perf_counter(), 0
+    start, encoded, pool = time.perf_counter(), 0, None  # the time includes the calibration's encoding
     try:
+        pool = model.start_multi_process_pool(devices) if devices else None  # devices: checked by the caller
+
+        def embed(texts: list[str]) -> np.ndarray:
+            if pool is None:  # batches of similar token length (sentlab.encoders.batching)
+                vectors = encode_by_length(model, texts, batch_size, normalize_embeddings=normalize)
+            else:
+                vectors = model.encode(
+                    texts,
+                    batch_size=batch_size,
+                    normalize_embeddings=normalize,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                    pool=pool,
+                )
+            return truncate(vectors, dims) if dims is not None else vectors
+
+        ranges, every_row = None, None
+        if calibrated and done:
+            ranges = np.load(partial_ranges)
+        elif calibrated:  # the sample's embeddings set each dimension's range, kept for the rows to come
+            sample = calibration_rows(rows)
+            say(f"{out}: calibrating {precision} on {len(sample):,} sentences (seed {CALIBRATION_SEED})")
+            floats = embed(table.select(sample)["sentence"])
+            ranges = ranges_of(floats)
+            if len(sample) == rows:  # the sample is every row, in order: its embeddings are the matrix's
+                every_row = floats
+            with atomic_path(partial_ranges) as temporary, open(temporary, "wb") as f:
+                np.save(f, ranges)
+        # which ranges the chunks are quantized with: a finish after a kill checks the file against it
+        ranges_sha256 = file_sha256(partial_ranges) if calibrated else None
         left = rows - sum(min(chunk_rows, rows - c * chunk_rows) for c in done)
         with tqdm(total=left, unit="sentence", disable=not bars(), desc="encoding") as bar:
             for chunk in todo:
                 begin, end = chunk * chunk_rows, min((chunk + 1) * chunk_rows, rows)
-                vectors = embed(table[begin:end]["sentence"])
+                vectors = every_row[begin:end] if every_row is not None else embed(table[begin:end]["sentence"])
                 matrix[begin:end] = quantize(vectors, precision, ranges) if precision != "float32" else vectors
                 matrix.flush()
                 done.add(chunk)
-                write_text_atomic(progress, json.dumps({**run, "done": sorted(done)}) + "\n")
+                state = {**run, "done": sorted(done), "ranges_sha256": ranges_sha256}
+                write_text_atomic(progress, json.dumps(state) + "\n")
                 encoded += end - begin
                 bar.update(end - begin)
+    except BaseException:
+        if not done:  # nothing encoded: no half-made matrix or ranges are left to look like a run to resume
+            del matrix
+            partial.unlink(missing_ok=True)
+            partial_ranges.unlink(missing_ok=True)
+        raise
     finally:
         if pool is not None:
             model.stop_multi_process_pool(pool)
     seconds = time.perf_counter() - start
     del matrix
     record_path.unlink(missing_ok=True)  # an earlier matrix's record must not describe this one
-    if calibrated:  # the finished matrix's ranges beside it, with it (an earlier run's are replaced)
-        partial_ranges.replace(ranges_path)
-    else:
-        ranges_path.unlink(missing_ok=True)
-    partial.replace(out)
-    record = {
-        "plan": plan,
-        "bytes": out.stat().st_size,
-        "chunks": chunks,
-        "chunk_rows": chunk_rows,
-        "encoded_now": encoded,
-        "resumed_chunks": chunks - len(todo),
-        "processes": devices or [str(model.device)],
-        "seconds": round(seconds, 2),
-        "sentences_per_second": round(encoded / seconds, 1) if seconds > 0 else None,
-        "bytes_a_sentence": shape[1] * dtype.itemsize,
-    }
-    if calibrated:
-        record |= {"ranges": ranges_path.name, "ranges_sha256": file_sha256(ranges_path)}
-    write_text_atomic(record_path, json.dumps(record, indent=1) + "\n")
-    progress.unlink(missing_ok=True)
-    return record
+    partial.replace(out)  # the matrix first: a kill before the ranges follow is finished by the next run
+    return files.finish(
+        plan,
+        partial_ranges if calibrated else None,
+        chunks,
+        chunk_rows,
+        encoded,
+        chunks - len(todo),
+        seconds,
+        devices or [str(model.device)],
+    )
+
+
+class _Files:
+    """The files of one encode run (``OUT`` and what is written beside it) and its last steps."""
+
+    def __init__(self, out, partial, progress, ranges, partial_ranges, record):
+        self.out, self.partial, self.progress = out, partial, progress
+        self.ranges, self.partial_ranges, self.record = ranges, partial_ranges, record
+
+    def finished_by(self, saved: dict, shape, dtype, calibrated: bool) -> Path | None | Literal[False]:
+        """After a kill between the final renames: the ranges file of the run that ``saved`` (its
+        progress) describes (None for a run without ranges), or False when ``OUT`` is not its matrix."""
+        try:
+            matrix = np.load(self.out, mmap_mode="r")
+        except (OSError, ValueError):
+            return False
+        if matrix.shape != shape or matrix.dtype != dtype:
+            return False
+        if not calibrated:
+            return None
+        for candidate in (self.partial_ranges, self.ranges):
+            if candidate.is_file() and file_sha256(candidate) == saved.get("ranges_sha256"):
+                return candidate
+        return False
+
+    def finish(self, plan, ranges, chunks, chunk_rows, encoded, resumed, seconds, processes) -> dict:
+        """Put the ranges beside ``OUT`` (``ranges``: where they are now; None: the run has none), write
+        ``OUT.json`` and drop the progress file; returns the record."""
+        if ranges is not None and ranges != self.ranges:
+            ranges.replace(self.ranges)
+        elif ranges is None:
+            self.ranges.unlink(missing_ok=True)
+        shape, dtype = plan["stored"]["shape"], np.dtype(plan["stored"]["dtype"])
+        record = {
+            "plan": plan,
+            "bytes": self.out.stat().st_size,
+            "chunks": chunks,
+            "chunk_rows": chunk_rows,
+            "encoded_now": encoded,
+            "resumed_chunks": resumed,
+            "processes": processes,
+            "seconds": round(seconds, 2),
+            "sentences_per_second": round(encoded / seconds, 1) if seconds > 0 and encoded else None,
+            "bytes_a_sentence": shape[1] * dtype.itemsize,
+        }
+        if ranges is not None:
+            record |= {"ranges": self.ranges.name, "ranges_sha256": file_sha256(self.ranges)}
+        write_text_atomic(self.record, json.dumps(record, indent=1) + "\n")
+        self.progress.unlink(missing_ok=True)
+        return record

@@ -50,7 +50,8 @@ def calibration_rows(rows: int, size: int = CALIBRATION_ROWS, seed: int = CALIBR
 
 def ranges_of(calibration: np.ndarray) -> np.ndarray:
     """Each dimension's [min, max] over the calibration embeddings: shape (2, dims), float32; fewer than
-    two rows give no range (every code would be the same) and are refused."""
+    two rows, or a dimension with one value over them, give no range (every code would be the same) and
+    are refused."""
     import numpy as np
 
     from sentlab.errors import DataError
@@ -59,8 +60,14 @@ def ranges_of(calibration: np.ndarray) -> np.ndarray:
         raise DataError(
             f"int8 / uint8 need at least 2 sentences to calibrate each dimension's range, got {len(calibration)}"
         )
-
-    return np.vstack([calibration.min(axis=0), calibration.max(axis=0)]).astype(np.float32)
+    low, high = calibration.min(axis=0), calibration.max(axis=0)
+    flat = np.flatnonzero(high <= low)
+    if flat.size:  # one value over the sample: no range to spread over 256 codes (every code the same)
+        raise DataError(
+            f"int8 / uint8: {flat.size} of {low.size} dimensions take one value over the {len(calibration)} "
+            f"calibration sentences (the first: {flat[0]}); calibrate on more varied sentences"
+        )
+    return np.vstack([low, high]).astype(np.float32)
 
 
 def quantize(embeddings: np.ndarray, precision: str, ranges: np.ndarray | None = None) -> np.ndarray:

@@ -78,7 +78,10 @@ def test_a_target_module_the_encoder_lacks_is_one_line(tiny_backbone_no_dropout,
 
 def test_without_peft_an_adapter_is_one_line(tiny_backbone_no_dropout, corpus_file, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "peft", None)  # import peft raises ImportError
-    with pytest.raises(ConfigError, match=r"^model\.adapter needs peft \(the peft extra: pip install -e '\.\[peft\]' in sentlab's checkout\)$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^model\.adapter needs peft \(the peft extra: pip install -e '\.\[peft\]' in sentlab's checkout\)$",
+    ):
         lora_run(tiny_backbone_no_dropout, corpus_file, tmp_path / "run")
 
 

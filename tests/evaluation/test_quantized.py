@@ -52,13 +52,33 @@ def test_binary_scores_are_one_minus_twice_the_hamming_distance(precision):
 
 def test_int8_compares_the_codes_of_the_calibrated_ranges():
     view = QuantizedEmbeddings(CACHE, dims=None, precision="int8", calibration=NAMES[:20])
-    low, high = ROWS[:20].min(0), ROWS[:20].max(0)
-    codes = np.clip(np.floor((ROWS - low) / ((high - low) / 255)), 0, 255) - 128
+    unit = ROWS / np.linalg.norm(ROWS, axis=1, keepdims=True)  # unit length first, as encode stores them
+    low, high = unit[:20].min(0), unit[:20].max(0)
+    codes = np.clip(np.floor((unit - low) / ((high - low) / 255)), 0, 255) - 128
     got = view.encode(NAMES)
     # a value on a step's edge may floor either way between two float32 paths: at most one step
     assert np.abs(got - codes).max() <= 1 and (got == codes).mean() > 0.99
     assert view.stored_form()["calibration"]["sentences"] == 20
     np.testing.assert_array_equal(QuantizedEmbeddings(CACHE, None, "uint8", NAMES[:20]).encode(NAMES), got)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_eval_scores_the_codes_encode_writes(normalize, tiny_backbone_no_dropout, tmp_path):
+    """`sentlab eval --embedding-precision int8 --calibration F` and `sentlab encode` of F store the
+    same codes (both quantize unit-length vectors, with or without encode's --normalize)."""
+    from sentlab.encoding import encode_file
+    from sentlab.evaluation.quantized import calibration_sample
+    from sentlab.evaluation.scoring import EmbeddingCache
+
+    lines = [f"the dog {' '.join(['runs'] * (i % 7))} in park {i}" for i in range(120)]
+    text = tmp_path / "t.txt"
+    text.write_text("\n".join(lines) + "\n")
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    encode_file(model, text, tmp_path / "q.npy", normalize=normalize, precision="int8")
+    written = np.load(tmp_path / "q.npy").astype(np.float32)
+    scored = QuantizedEmbeddings(EmbeddingCache(model), None, "int8", calibration_sample(text)).encode(lines)
+    # the same float32 vectors from batches of other sizes: a value on a step's edge may floor either way
+    assert np.abs(scored - written).max() <= 1 and (scored == written).mean() > 0.99
 
 
 def test_dims_alone_keep_the_first_dimensions_renormalised():

@@ -13,7 +13,7 @@ from sentence_transformers import util
 from sentence_transformers.sentence_transformer import losses
 
 from sentlab.encoders.loading import load_encoder
-from sentlab.errors import ConfigError, DataError
+from sentlab.errors import ConfigError, DataError, ModelLoadError
 from sentlab.losses.catalog import ELSEWHERE, LOSSES, loss_class
 from sentlab.methods import validate_config
 from sentlab.methods.supervised import Supervised
@@ -294,9 +294,9 @@ def test_the_guides_gistembed_config_builds_its_loss_on_its_data(tmp_path, monke
     assert rows.column_names == ["anchor", "positive"] and rows["anchor"][0] == f"what is {WORDS[0]}?"
     assert isinstance(loss, losses.GISTEmbedLoss) and loss.temperature == tree["supervised"]["loss_args"]["temperature"]
     assert not any(p.requires_grad for p in loss.guide.parameters())
-    with pytest.raises((ConfigError, ValueError)):
+    with pytest.raises(ModelLoadError, match="no/such-guide-model"):
         built({**tree, "supervised": {**tree["supervised"], "loss_args": {"guide": "no/such-guide-model"}}})
-    with pytest.raises(ConfigError):
+    with pytest.raises(DataError, match="missing column"):
         built({**tree, "data": {**tree["data"], "columns": {"anchor": "questoin", "positive": "answer"}}})
 
 

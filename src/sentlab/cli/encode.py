@@ -10,7 +10,7 @@ from sentlab.quantize import PRECISIONS
 
 
 def cmd_encode(args: argparse.Namespace) -> int:
-    from sentlab.encoding import encode_file
+    from sentlab.encoding import encode_file, writable_output
     from sentlab.errors import ConfigError
 
     devices = [d.strip() for d in args.devices.split(",") if d.strip()] if args.devices else None
@@ -18,6 +18,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
         # the pool's processes are spawned: an exported model does not travel to them, and torch's
         # process-wide switches (TF32, fp32 pinning) are not theirs
         raise ConfigError(f"--devices runs torch in fp32, fp16 or bf16 only, not {args.backend} {args.precision}")
+    writable_output(args.output)  # before the model loads: a folder it cannot write is one line, not a traceback
     model = load(args)
     if args.dims is not None:
         from sentlab.encoders.loading import resolve_model_path

@@ -52,8 +52,10 @@ class QuantizedEmbeddings:
             self.calibration = {"sentences": len(calibration), "sha256": digest}
 
     def _floats(self, sentences: list[str], **kwargs) -> np.ndarray:
+        """The first ``dims`` dimensions, unit length: what ``sentlab encode`` stores at this precision
+        (it normalises before quantizing too), so the codes scored are the codes it writes."""
         embeddings = self.cache.encode(sentences, **kwargs)
-        return truncate(embeddings, self.dims) if self.dims is not None else embeddings
+        return truncate(embeddings, self.dims or embeddings.shape[1]) if len(embeddings) else embeddings
 
     def encode(self, sentences: Sequence[str], **kwargs) -> np.ndarray:
         """The vectors a search over the stored codes compares (module doc), float32."""
@@ -68,4 +70,9 @@ class QuantizedEmbeddings:
 
     def stored_form(self) -> dict:
         """What the report records: the dimensions, the precision and int8's calibration sample."""
-        return {"dims": self.dims, "embedding_precision": self.precision, "calibration": self.calibration}
+        return {
+            "dims": self.dims,
+            "embedding_precision": self.precision,
+            "normalize": True,
+            "calibration": self.calibration,
+        }

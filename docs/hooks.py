@@ -575,7 +575,7 @@ def rse_table(records: Path = RECORDS) -> str:
         return f"**{text}**" if value == max(v for v in columns[column] if v is not None) else text
 
     out = [
-        f"| scoring | STS avg | link prediction MRR (all) | CQADupStack, {forums} forums | TwitterPara | EvalRank MRR (corrected) |",
+        f"| scoring | STS avg | link prediction MRR (all) | CQADupStack, {forums} forums | TwitterPara | EvalRank MRR (corrected protocol, [Benchmarks](../results.md#evaluation-suite-on-all-minilm-l6-v2)) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for i, (label, *_rest) in enumerate(rows):

@@ -423,7 +423,7 @@ def losses_table() -> str:
     """The supervised method's sentence-transformers losses (``sentlab.losses.catalog``), by kind."""
     from sentence_transformers.sentence_transformer import losses
 
-    from sentlab.losses.catalog import ELSEWHERE, KINDS, LOSSES, SHORT_NAMES, capabilities
+    from sentlab.losses.catalog import ELSEWHERE, KINDS, LOSSES, SHORT_NAMES, cached_class_name, capabilities
 
     columns = {
         "texts": "`anchor`, `positive`, then `negative` or `negative_1` ... `negative_n`",
@@ -453,10 +453,13 @@ def losses_table() -> str:
                 else:
                     negatives = f"{spec.min_negatives} to {most}"
             can = capabilities(getattr(losses, name), {})  # the record the config refuses keys by
-            if spec.chunks_itself:
-                chunks = "its own `loss_args.mini_batch_size`"
+            cached = cached_class_name(name)
+            if cached and cached != name:
+                chunks = f"yes, as `{cached}`"
+            elif cached or can.no_gradient_cache is None:
+                chunks = "yes"
             else:
-                chunks = "yes" if can.no_gradient_cache is None else "refused"
+                chunks = "its own `loss_args.mini_batch_size`" if spec.chunks_itself else "refused"
             matryoshka = "yes" if can.no_matryoshka is None else "refused"
             rows.append(f"| {label} | {columns[kind]} | {negatives} | {chunks} | {matryoshka} |")
     rows.append("")

@@ -217,8 +217,7 @@ def write_yaml(path, tree):
         ("bert-flow", {}, "frozen embedding"),
         ("supervised", {"supervised": {"loss": "cosine-mse", "format": "stsb"}}, "scores each row alone"),
         ("supervised", {"supervised": {"loss": "TripletLoss"}}, "scores each row alone"),
-        ("supervised", {"supervised": {"loss": "CachedMultipleNegativesRankingLoss"}}, "loss_args.mini_batch_size"),
-        ("supervised", {"supervised": {"loss": "GISTEmbedLoss", "loss_args": {"guide": "g"}}}, "CachedGISTEmbedLoss"),
+        ("supervised", {"supervised": {"loss": "MegaBatchMarginLoss"}}, "loss_args.mini_batch_size"),
     ],
 )
 def test_methods_whose_loss_takes_each_row_alone_refuse_chunks(method, section, reason, corpus_file, tmp_path):
@@ -233,6 +232,46 @@ def test_methods_whose_loss_takes_each_row_alone_refuse_chunks(method, section, 
         load_config(write_yaml(tmp_path / "config.yaml", tree))
     message = str(refused.value)
     assert "train.mini_batch_size" in message and reason in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "loss, arguments, built",
+    [
+        ("mnrl", {}, "CachedMultipleNegativesRankingLoss"),
+        ("GISTEmbedLoss", {"guide": None}, "CachedGISTEmbedLoss"),
+        ("CachedMultipleNegativesRankingLoss", {}, "CachedMultipleNegativesRankingLoss"),
+        ("CoSENTLoss", {}, "GradientCache"),  # no Cached class in sentence-transformers: sentlab's wrapper
+    ],
+)
+def test_train_mini_batch_size_is_the_one_gradient_cache_setting(
+    loss, arguments, built, tiny_backbone_no_dropout, tmp_path
+):
+    """train.mini_batch_size chunks every loss that compares the batch's rows: sentence-transformers'
+    Cached class where it has one (with the loss's own arguments), sentlab's GradientCache elsewhere; the
+    Cached class's own loss_args.mini_batch_size beside it is refused as the same setting set twice."""
+    from sentlab.methods.supervised import Supervised
+    from sentlab.training import engine
+    from tests.methods.test_supervised import supervised as supervised_config
+
+    train = tmp_path / "rows.tsv"
+    train.write_text("a\tp\n" + "".join(f"text {i}\tother {i}\n" for i in range(8)))
+    arguments = {k: (str(tiny_backbone_no_dropout) if v is None else v) for k, v in arguments.items()}
+    columns = ["a", "p"]
+    if loss == "CoSENTLoss":
+        train.write_text("a\tp\ts\n" + "".join(f"text {i}\tother {i}\t{i % 5}\n" for i in range(8)))
+        columns = {"text1": "a", "text2": "p", "score": "s"}
+    section = {"loss": loss, "loss_args": arguments} | ({"score_range": [0, 4]} if loss == "CoSENTLoss" else {})
+    cfg = supervised_config(tmp_path, tiny_backbone_no_dropout, train, columns, **section)
+    cfg.train.mini_batch_size = 3
+    method = Supervised(cfg, engine.RunPaths(tmp_path / "run"))
+    chunked = method.training_loss(method.build_model())
+    assert type(chunked).__name__ == built and chunked.mini_batch_size == 3
+    assert chunked.chunking == {"mini_batch_size": 3, "source": "set", "by": built}
+    if loss.startswith("Cached"):  # its own argument beside the one setting
+        tree = cfg.to_tree()
+        tree["supervised"]["loss_args"] = {**arguments, "mini_batch_size": 4}
+        with pytest.raises(ValueError, match="set train.mini_batch_size only"):
+            type(cfg).model_validate(tree)
 
 
 def test_the_moved_rse_key_is_read_where_it_is_now_for_a_version(corpus_file, tmp_path, capsys, monkeypatch):

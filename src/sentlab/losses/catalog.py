@@ -94,6 +94,24 @@ LOSSES: dict[str, LossSpec] = {
     "DistillKLDivLoss": LossSpec(kind="distill", min_negatives=1, teacher="scores"),
 }
 
+# the losses sentence-transformers chunks itself (Gradient Cache inside): train.mini_batch_size builds
+# the Cached class of a loss that has one (its arguments a superset), and sets a Cached class's own
+# mini_batch_size, so one setting chunks every loss that can be chunked
+CACHED_SIBLINGS = {
+    "MultipleNegativesRankingLoss": "CachedMultipleNegativesRankingLoss",
+    "MultipleNegativesSymmetricRankingLoss": "CachedMultipleNegativesSymmetricRankingLoss",
+    "GISTEmbedLoss": "CachedGISTEmbedLoss",
+}
+
+
+def cached_class_name(name: str) -> str | None:
+    """The sentence-transformers class that chunks the loss ``name`` itself: its Cached sibling, the class
+    itself when it is one, else None (sentlab's :class:`~sentlab.losses.gradcache.GradientCache` wraps it)."""
+    if name in CACHED_SIBLINGS.values():
+        return name
+    return CACHED_SIBLINGS.get(name)
+
+
 # sentlab's short names (the method's first four losses)
 SHORT_NAMES = {
     "mnrl": "MultipleNegativesRankingLoss",
@@ -281,7 +299,9 @@ def capabilities(cls: type[nn.Module], arguments: dict[str, object], name: str |
     gives them), ``name`` being how the messages call it."""
     spec, name = LOSSES[cls.__name__], name or cls.__name__
     cache = None
-    if spec.chunks_itself:
+    if cached_class_name(cls.__name__):  # train.mini_batch_size is the Cached class's mini_batch_size
+        pass
+    elif spec.chunks_itself:
         cache = f"supervised.loss {name} splits the batch itself: set its supervised.loss_args.mini_batch_size"
     elif not spec.compares_rows:
         cache = (
@@ -290,8 +310,7 @@ def capabilities(cls: type[nn.Module], arguments: dict[str, object], name: str |
         )
     elif not hasattr(cls, "compute_loss_from_embeddings"):
         cache = (
-            f"supervised.loss {name} embeds with its own guide model inside the loss, which Gradient Cache "
-            f"cannot replay; use Cached{cls.__name__} with supervised.loss_args.mini_batch_size"
+            f"supervised.loss {name} does not compute its value from the batch's embeddings, which Gradient Cache needs"
         )
     directions = by_directions(cls.__name__, arguments)
     matryoshka = (

@@ -201,9 +201,9 @@ class Method:
         (:class:`~sentlab.losses.gradcache.GradientCache`) and ``train.matryoshka_dims`` in
         sentence-transformers' ``MatryoshkaLoss``; the chunking chosen, and whether ``auto`` chose it, is
         on the loss as ``chunking`` (read back into ``RUN/runtime.json``)."""
-        loss = self.loss(model)
         size, source = self.cfg.train.mini_batch_size, "set"
         if size is None:  # a loss that chunks by itself (sentence-transformers' cached losses) says so on it
+            loss = self.loss(model)
             chunking = getattr(loss, "chunking", None)
             loss = self.matryoshka(model, loss)
             if chunking is not None:
@@ -213,12 +213,16 @@ class Method:
             size, why = self.auto_mini_batch(model)
             source = "auto"
             say(f"train.mini_batch_size: auto -> {why}")
-        if size is not None:
-            loss = GradientCache(loss, size)
-        chunking = {"mini_batch_size": size, "source": source}
+        loss = self.loss(model) if size is None else self.chunked_loss(model, size)
+        chunking = {"mini_batch_size": size, "source": source, "by": type(loss).__name__ if size else None}
         loss = self.matryoshka(model, loss)
         loss.chunking = chunking  # read back by the engine
         return loss
+
+    def chunked_loss(self, model: SentenceTransformer, mini_batch_size: int) -> nn.Module:
+        """:meth:`loss` computed ``mini_batch_size`` rows at a time (``train.mini_batch_size``): sentlab's
+        Gradient Cache around it; a method whose loss chunks itself builds that instead."""
+        return GradientCache(self.loss(model), mini_batch_size)
 
     def matryoshka(self, model: SentenceTransformer, loss: nn.Module) -> nn.Module:
         """``loss`` in sentence-transformers' ``MatryoshkaLoss`` with ``train.matryoshka_dims``, or as it is."""

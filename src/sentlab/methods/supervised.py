@@ -62,6 +62,7 @@ from sentlab.losses.catalog import (
     SHORT_NAMES,
     LossSpec,
     build_loss,
+    cached_class_name,
     capabilities,
     check_arguments,
     loss_class,
@@ -188,6 +189,15 @@ class SupervisedConfig(TrainConfig):
         if "scale" in s.loss_args and s.scale is not None:
             raise ValueError("supervised.scale: set once, as supervised.scale or supervised.loss_args.scale")
         spec = LOSSES[cls.__name__]
+        if (
+            "mini_batch_size" in s.loss_args
+            and self.train.mini_batch_size is not None
+            and cached_class_name(cls.__name__)
+        ):
+            raise ValueError(
+                "supervised.loss_args.mini_batch_size: train.mini_batch_size is set too, and it is the same setting "
+                f"for {cls.__name__}; set train.mini_batch_size only"
+            )
         if spec.chunks_itself and s.loss_args.get("use_mini_batched_version") is False:
             if "mini_batch_size" in s.loss_args:
                 raise ValueError(
@@ -465,14 +475,33 @@ class Supervised(Method):
         return [(value - low) / (high - low) for value in scores]
 
     # -- the loss --------------------------------------------------------------------------------
-    def loss(self, model: SentenceTransformer) -> nn.Module:
-        """The class ``supervised.loss`` names, built with ``supervised.loss_args`` (a model argument
-        loaded, on the model's device) and ``supervised.scale``."""
+    def chunked_loss(self, model: SentenceTransformer, mini_batch_size: int) -> nn.Module:
+        """``train.mini_batch_size`` for a loss sentence-transformers chunks itself: its Cached class (MNRL's,
+        GISTEmbed's ...) built with the same arguments and that ``mini_batch_size``; sentlab's Gradient
+        Cache around any other loss that compares the batch's rows."""
+        name = self.cfg.supervised.loss_class.__name__
+        cached = cached_class_name(name)
+        if cached is None:
+            return super().chunked_loss(model, mini_batch_size)
+        from sentence_transformers.sentence_transformer import losses
+
+        if cached != name:
+            say(f"train.mini_batch_size: {name} is chunked as sentence-transformers' {cached}")
+        return self.loss(model, cls=getattr(losses, cached), mini_batch_size=mini_batch_size)
+
+    def loss(
+        self, model: SentenceTransformer, cls: type | None = None, mini_batch_size: int | None = None
+    ) -> nn.Module:
+        """The class ``supervised.loss`` names (or ``cls``, its Cached sibling, with ``mini_batch_size``),
+        built with ``supervised.loss_args`` (a model argument loaded, on the model's device) and
+        ``supervised.scale``."""
         from sentlab.encoders.loading import load_encoder
 
         s, spec = self.cfg.supervised, self.spec
-        cls = s.loss_class
-        arguments = check_arguments(cls, s.loss_args)
+        cls = cls or s.loss_class
+        arguments = check_arguments(s.loss_class, s.loss_args)
+        if mini_batch_size is not None:
+            arguments["mini_batch_size"] = mini_batch_size
         for argument in spec.model_arguments:
             if argument in arguments:
                 guide = load_encoder(str(arguments[argument]), device=str(model.device))
@@ -496,7 +525,11 @@ class Supervised(Method):
                 f"supervised.loss_args.embedding_dimension: {given}, but the model's embeddings have {width}"
             )
         loss = build_loss(cls, model, arguments)
-        if spec.chunks_itself and getattr(loss, "use_mini_batched_version", True):
+        if (
+            mini_batch_size is None
+            and LOSSES[cls.__name__].chunks_itself
+            and getattr(loss, "use_mini_batched_version", True)
+        ):
             loss.chunking = {"mini_batch_size": loss.mini_batch_size, "source": f"{cls.__name__} (loss_args)"}
         for argument in spec.model_arguments:  # read only: left out of the checkpoints' loss state
             loss.read_only_modules = (*getattr(loss, "read_only_modules", ()), argument)

@@ -126,7 +126,7 @@ def test_a_diverged_arm_is_reported_and_the_others_ranked(tiny_backbone, corpus_
 
     monkeypatch.setattr(engine, "train", simcse_diverges)
     out = tmp_path / "adapt"
-    args = adapt_args(tiny_backbone, corpus_file, user_task, out, "--seeds", "42", "43")
+    args = adapt_args(tiny_backbone, corpus_file, user_task, out, "--seeds", "42,43")
     assert cli.main(args) == 0  # one arm's NaN does not stop the others
     assert calls == [("tsdae", 42, 3e-5), ("tsdae", 43, 3e-5), ("simcse-unsup", 42, 5e-5)]  # no seed 43 after it
     report = json.loads((out / "report.json").read_text())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from sentlab.cli import main
@@ -30,7 +31,7 @@ def test_configs_are_compared_with_the_last_over_seeds_on_the_same_items(tiny_ba
     card = write_scored_pairs_card(tmp_path, corpus_file, "my-task")
     data = write_sts(tmp_path / "data")
     first, second, baseline = configs(tiny_backbone, corpus_file, tmp_path)
-    argv = ["compare", first, second, baseline, "--seeds", "1", "2", "3", "--task-card", str(card), "--sts"]
+    argv = ["compare", first, second, baseline, "--seeds", "1,2,3", "--task-card", str(card), "--sts"]
     argv += ["--data-dir", str(data), "--output", str(tmp_path / "cmp")]
     assert main([*argv, "--quiet"]) == 0
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
@@ -73,7 +74,7 @@ def test_configs_are_compared_with_the_last_over_seeds_on_the_same_items(tiny_ba
     open(first, "w").write(yaml.safe_dump(edited))  # the same file name, another config: not the runs kept
     assert main(argv) != 0
     assert "asked otherwise" in the_error(capsys.readouterr().err)
-    argv[argv.index("3")] = "4"  # other seeds into the same folder: refused
+    argv[argv.index("1,2,3")] = "1,2,4"  # other seeds into the same folder: refused
     assert main(argv) != 0
     assert "asked otherwise" in the_error(capsys.readouterr().err)
 
@@ -82,9 +83,24 @@ def test_repeated_or_single_seeds_and_a_single_config_are_refused(tiny_backbone,
     first, second, _ = configs(tiny_backbone, corpus_file, tmp_path)
     assert main(["compare", first, "--output", str(tmp_path / "cmp")]) != 0
     assert "two or more configs" in the_error(capsys.readouterr().err)
-    for seeds in (["1", "1", "2"], ["1"], ["1", "2"]):  # two seeds: their spread understated by half
-        assert main(["compare", first, second, "--seeds", *seeds, "--output", str(tmp_path / "cmp")]) != 0
+    for seeds in ("1,1,2", "1", "1,2"):  # two seeds: their spread understated by half
+        assert main(["compare", first, second, "--seeds", seeds, "--output", str(tmp_path / "cmp")]) != 0
         assert "give three or more different seeds" in the_error(capsys.readouterr().err)
+    with pytest.raises(SystemExit) as stop:  # argparse's one line, exit 2
+        main(["compare", first, second, "--seeds", "1,x", "--output", str(tmp_path / "cmp")])
+    assert stop.value.code != 0 and "not a comma-separated list of int" in the_error(capsys.readouterr().err)
+
+
+def test_seeds_are_comma_separated_and_the_space_form_of_0_2_0_still_parses_with_a_notice(capsys):
+    from sentlab.cli import build_parser
+
+    parser = build_parser()
+    base = ["compare", "a.yaml", "b.yaml", "--output", "o"]
+    assert parser.parse_args([*base, "--seeds", "4,5,6"]).seeds == [4, 5, 6]
+    assert "deprecated" not in capsys.readouterr().err
+    assert parser.parse_args([*base, "--seeds", "4", "5", "6"]).seeds == [4, 5, 6]
+    notice = capsys.readouterr().err
+    assert "space-separated seeds are deprecated; write --seeds 4,5,6" in notice and "0.3.0" in notice
 
 
 def test_a_card_whose_data_is_missing_is_refused_before_any_training(tiny_backbone, corpus_file, tmp_path, capsys):
@@ -96,9 +112,7 @@ def test_a_card_whose_data_is_missing_is_refused_before_any_training(tiny_backbo
         first,
         baseline,
         "--seeds",
-        "1",
-        "2",
-        "3",
+        "1,2,3",
         "--task-card",
         str(card),
         "--output",

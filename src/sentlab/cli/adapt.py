@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sentlab.cli.common import data_dir_arg, positive_int, quiet_arg
+from sentlab.cli.common import data_dir_arg, positive_int, quiet_arg, seeds_arg
 from sentlab.errors import DataError
 
 
@@ -97,13 +97,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="truncate training and evaluation inputs to N tokens (default: the start model's own maximum)",
     )
-    p.add_argument(
-        "--seeds",
-        type=int,
-        nargs="+",
-        default=[42, 43, 44],
-        help="training seeds of every arm (default 42 43 44; with one, training randomness is not measured "
-        "and no margin is called beyond the noise)",
+    seeds_arg(
+        p,
+        [42, 43, 44],
+        "comma-separated training seeds of every arm (default 42,43,44; with one, training randomness is not "
+        "measured and no margin is called beyond the noise)",
     )
     p.add_argument(
         "--general",

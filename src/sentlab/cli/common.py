@@ -7,6 +7,7 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from sentlab.errors import SentlabError
@@ -73,6 +74,44 @@ def backend_args(parser: argparse.ArgumentParser, cache: bool = True) -> None:
             action="store_true",
             help="do not read or write the embedding cache ($SENTLAB_CACHE, see `sentlab cache info`)",
         )
+
+
+def comma_list(kind: Callable[[str], object] = str) -> Callable[[str], list]:
+    """The one form a list of values takes on sentlab's command line: comma-separated (``--seeds
+    42,43,44``, ``--devices cuda:0,cuda:1``); a flag that names files is repeated instead (``--task-card
+    A --task-card B``), since a path may hold a comma. Each item is converted by ``kind``."""
+
+    def parse(value: str) -> list:
+        items = [item.strip() for item in value.split(",")]
+        if not all(items):
+            raise argparse.ArgumentTypeError(f"{value!r}: an empty item; give comma-separated values, e.g. 1,2,3")
+        try:
+            return [kind(item) for item in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r}: not a comma-separated list of {kind.__name__}") from None
+
+    parse.__name__ = f"comma-separated {kind.__name__}"
+    return parse
+
+
+def seeds_arg(parser: argparse.ArgumentParser, default: list[int], help: str) -> None:
+    """``--seeds 42,43,44`` (:func:`comma_list`); the space-separated form of 0.2.0 (``--seeds 42 43
+    44``) still parses, with a one-line notice, until 0.3.0."""
+
+    class Seeds(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            if len(values) > 1:
+                print(
+                    f"sentlab: {option_string} {' '.join(','.join(map(str, v)) for v in values)}: space-separated "
+                    f"seeds are deprecated; write {option_string} {','.join(str(s) for v in values for s in v)} "
+                    "(removed in sentlab 0.3.0)",
+                    file=sys.stderr,
+                )
+            setattr(namespace, self.dest, [seed for value in values for seed in value])
+
+    parser.add_argument(
+        "--seeds", type=comma_list(int), nargs="+", action=Seeds, default=default, metavar="SEEDS", help=help
+    )
 
 
 def deprecated_flag(parser: argparse.ArgumentParser, flag: str, removed_in: str, why: str) -> None:

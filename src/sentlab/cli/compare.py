@@ -12,7 +12,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from sentlab.cli.common import data_dir_arg, quiet_arg, set_arg
+from sentlab.cli.common import data_dir_arg, quiet_arg, seeds_arg, set_arg
 from sentlab.paths import write_text_atomic
 
 
@@ -47,7 +47,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if len(set(args.seeds)) != len(args.seeds) or len(args.seeds) < 3:
         # resampling k seeds puts the spread over seeds at (k - 1) / k of its size: half of it with two
         raise ConfigError(
-            f"--seeds {' '.join(map(str, args.seeds))}: give three or more different seeds (the interval "
+            f"--seeds {','.join(map(str, args.seeds))}: give three or more different seeds (the interval "
             "resamples the seeds, and two understate their spread by half)"
         )
     out = Path(args.output)
@@ -156,7 +156,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "configs", nargs="+", metavar="CONFIG", help="two or more presets or YAML configs: each minus the last"
     )
-    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="training seeds (default 1 2 3)")
+    seeds_arg(p, [1, 2, 3], "comma-separated training seeds (default 1,2,3)")
     p.add_argument("--task-card", action="append", default=[], help="score on this card (repeatable; default: STS)")
     p.add_argument("--sts", action="store_true", help="score on STS as well as on the task cards")
     p.add_argument("--output", required=True, help="folder of the runs, their scores and compare.json")

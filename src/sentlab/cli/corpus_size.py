@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sentlab.cli.common import data_dir_arg, positive_int, quiet_arg, set_arg, train_overrides
+from sentlab.cli.common import comma_list, data_dir_arg, positive_int, quiet_arg, set_arg, train_overrides
 
 
 def cmd_corpus_size(args: argparse.Namespace) -> int:
@@ -36,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("config", metavar="CONFIG")
     p.add_argument(
         "--sizes",
-        type=lambda v: [int(x) for x in v.split(",")],
+        type=comma_list(int),
         default=None,
         help="comma-separated corpus sizes (default: the paper's 128, 256, ..., 65536)",
     )

@@ -17,8 +17,9 @@ principal components of the same 10,000 Wikipedia sentences, re-normalised.
 
 ``search``: milliseconds per query of an exact top-10 search (faiss, one thread) of 1,000 queries over
 ``--corpus`` Wikipedia sentences of the first model, at each K: float32 inner product
-(``IndexFlatIP``), sentlab's int8 codes, the ones the quality columns score (``IndexScalarQuantizer``
-storing them directly, inner product over the codes), and binary Hamming (``IndexBinaryFlat``);
+(``IndexFlatIP``), sentlab's int8 codes, the codes the quality columns score (``IndexScalarQuantizer``
+storing them directly; searched by inner product over the codes, where the quality columns take their
+cosine: the time of what is stored, not the same ranking), and binary Hamming (``IndexBinaryFlat``);
 :func:`search_index`. Prints one JSON object.
 
 ``--train-seeds``: before scoring, the CPU preset ``simcse-unsup-minilm-cpu`` is trained once a seed

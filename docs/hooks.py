@@ -360,9 +360,11 @@ def storage_table(records: Path = RECORDS) -> str:
     (record ``storage-search-minilm``)."""
     result = record("storage-minilm", records)["result"]
     model = result["models"]["minilm"]
-    search = record("storage-search-minilm", records)["result"]["models"]["minilm"]["search"]
+    timed = record("storage-search-minilm", records)
+    search = timed["result"]["models"]["minilm"]["search"]
+    searched = timed["machine"]["cpu"]["model"].split(" (")[0]  # another machine than the scores' may time it
     rows = [
-        f"| dimensions | precision | bytes a sentence | STS avg | EvalRank MRR | search, ms a query ({search.get('corpus', 0):,} sentences) |",
+        f"| dimensions | precision | bytes a sentence | STS avg | EvalRank MRR | search, ms a query ({search.get('corpus', 0):,} sentences; {searched}) |",
         "|---:|---|---:|---:|---:|---:|",
     ]
     for name, row in model["settings"].items():

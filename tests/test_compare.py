@@ -93,12 +93,18 @@ def test_repeated_or_single_seeds_and_a_single_config_are_refused(tiny_backbone,
 
 def test_seeds_are_comma_separated_and_the_space_form_of_0_2_0_still_parses_with_a_notice(capsys):
     from sentlab.cli import build_parser
+    from sentlab.cli.common import joined_seeds
 
     parser = build_parser()
     base = ["compare", "a.yaml", "b.yaml", "--output", "o"]
     assert parser.parse_args([*base, "--seeds", "4,5,6"]).seeds == [4, 5, 6]
+    # one value: the configs may come after it
+    assert parser.parse_args(["compare", "--seeds", "4,5,6", "a.yaml", "b.yaml", "--output", "o"]).configs == [
+        "a.yaml",
+        "b.yaml",
+    ]
     assert "deprecated" not in capsys.readouterr().err
-    assert parser.parse_args([*base, "--seeds", "4", "5", "6"]).seeds == [4, 5, 6]
+    assert parser.parse_args(joined_seeds([*base, "--seeds", "4", "5", "6"])).seeds == [4, 5, 6]
     notice = capsys.readouterr().err
     assert "space-separated seeds are deprecated; write --seeds 4,5,6" in notice and "0.3.0" in notice
 

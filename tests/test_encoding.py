@@ -429,7 +429,8 @@ def test_a_kill_between_the_final_renames_is_finished_without_encoding_again(
     np.testing.assert_array_equal(np.load(out), killed)
     assert (tmp_path / "q.ranges.npy").is_file() == (precision == "int8")
     assert not list(tmp_path.glob("*.partial")) and not (tmp_path / "q.npy.progress.json").exists()
-    assert encode_file(model, texts, out, chunk_rows=100, precision=precision)["plan"] == record["plan"]  # done
+    monkeypatch.setattr(model, "encode", lambda *a, **k: pytest.fail("a finished run encoded again"))
+    assert encode_file(model, texts, out, chunk_rows=100, precision=precision) == record  # done: nothing encoded
 
 
 def test_a_folder_encode_cannot_write_is_one_line_before_the_model_loads(texts, tmp_path, monkeypatch, capsys):

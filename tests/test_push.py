@@ -174,6 +174,9 @@ def test_train_pushes_an_adapter_over_a_local_start_as_merged_weights_and_says_s
     merged = tmp_path / "run" / "merged"
     assert uploaded["model.safetensors"] == (merged / "model.safetensors").read_bytes()
     assert "sentlab_config.yaml" in uploaded  # the card's "Reproduce" names it
+    card = uploaded["README.md"].decode()
+    assert "A LoRA adapter, not full weights" not in card and "- lora" not in card  # full weights now
+    assert "**Full weights**: a LoRA adapter (model) merged into its base" in card
     assert f"pushed {merged}" in done.stdout
 
 

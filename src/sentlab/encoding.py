@@ -45,17 +45,21 @@ FORMAT = 2  # 2: dimensions and storage precision in the plan
 
 
 def writable_output(out: str | Path) -> Path:
-    """``out`` as encode writes it (a ``.npy`` in a folder it can write), or a one-line error, asked
-    before the model is loaded."""
+    """``out`` as encode writes it (a ``.npy`` in a folder it can write or make), or a one-line error,
+    asked before the model is loaded; nothing is made yet (its nearest existing folder is probed)."""
     import os
     import tempfile
 
     out = Path(out)
     if out.suffix != ".npy":
         raise DataError(f"{out}: output must end in .npy")
+    existing = out.parent.absolute()
+    while not existing.exists():
+        existing = existing.parent
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.", suffix=".probe"):
+        if not existing.is_dir():
+            raise NotADirectoryError(20, os.strerror(20))
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=f".{out.name}.", suffix=".probe"):
             pass
     except OSError as err:
         raise DataError(f"{out.parent}: cannot write the output there ({os.strerror(err.errno or 0)})") from None
@@ -146,6 +150,7 @@ def encode_file(
             matrix, done = None, set()
     if matrix is None:
         progress.unlink(missing_ok=True)  # before the new matrix: no record may describe its zeros
+        out.parent.mkdir(parents=True, exist_ok=True)
         matrix = open_memmap(partial, mode="w+", dtype=dtype, shape=shape)
     try:  # the whole matrix on disk before the first chunk: a full disk is one line, not a SIGBUS
         reserve_file(partial, partial.stat().st_size)

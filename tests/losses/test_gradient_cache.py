@@ -267,6 +267,12 @@ def test_train_mini_batch_size_is_the_one_gradient_cache_setting(
     chunked = method.training_loss(method.build_model())
     assert type(chunked).__name__ == built and chunked.mini_batch_size == 3
     assert chunked.chunking == {"mini_batch_size": 3, "source": "set", "by": built}
+    if loss.startswith("Cached"):  # auto's "the whole batch" is one chunk of every row, not the class default
+        cfg.train.mini_batch_size = "auto"
+        method.auto_mini_batch = lambda model: (None, "the whole batch (a stand-in estimate)")
+        whole = method.training_loss(method.build_model())
+        assert whole.mini_batch_size == cfg.train.batch_size
+        assert whole.chunking == {"mini_batch_size": cfg.train.batch_size, "source": "auto", "by": built}
     if loss.startswith("Cached"):  # its own argument beside the one setting
         tree = cfg.to_tree()
         tree["supervised"]["loss_args"] = {**arguments, "mini_batch_size": 4}
@@ -309,9 +315,12 @@ def test_the_moved_rse_key_is_read_where_it_is_now_for_a_version(corpus_file, tm
     del tree["train"]["mini_batch_size"]
     cfg = load_config(write_yaml(tmp_path / "config.yaml", tree))
     assert cfg.train.mini_batch_size is None and "mini_batch_size" not in cfg.train.model_fields_set
-    # --set of the old key at its default overrides the file's old key, and moves nothing
-    assert load_config(path, ["rse.mini_batch_size=null"]).train.mini_batch_size is None
     assert "rse.mini_batch_size" not in capsys.readouterr().err
+    # an explicit --set is a setting, whatever its value: read where the key is now, with the notice
+    tree["train"]["mini_batch_size"] = "auto"
+    path = write_yaml(tmp_path / "config.yaml", tree)
+    assert load_config(path, ["rse.mini_batch_size=null"]).train.mini_batch_size is None
+    assert "rse.mini_batch_size" in capsys.readouterr().err
 
 
 def test_a_loss_without_embeddings_is_refused(tiny_backbone_no_dropout):

@@ -246,7 +246,11 @@ def test_gistembed_trains_with_its_guide_frozen_and_a_cached_loss_records_its_ch
         torch.testing.assert_close(guide.state_dict(), load_encoder(str(tiny_backbone)).state_dict(), rtol=0, atol=0)
         runtime = json.loads(paths.runtime.read_text())
         if name.startswith("Cached"):
-            assert runtime["chunking"] == {"mini_batch_size": 2, "source": "CachedGISTEmbedLoss (loss_args)"}
+            assert runtime["chunking"] == {
+                "mini_batch_size": 2,
+                "source": "CachedGISTEmbedLoss (loss_args)",
+                "by": "CachedGISTEmbedLoss",
+            }
         assert not list(paths.root.glob("**/loss_state.safetensors"))  # nothing of the guide's
 
 

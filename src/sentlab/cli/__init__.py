@@ -34,7 +34,7 @@ from sentlab.cli import (
     train,
 )
 from sentlab.cli import eval as eval_command
-from sentlab.cli.common import Parser, quiet_libraries
+from sentlab.cli.common import Parser, joined_seeds, quiet_libraries
 from sentlab.errors import SentlabError
 from sentlab.progress import say, set_quiet
 
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(joined_seeds(list(sys.argv[1:] if argv is None else argv)))
     set_quiet(getattr(args, "quiet", False))
     if getattr(args, "quiet", False):  # read by tqdm when first imported: also the libraries' own bars
         os.environ.setdefault("TQDM_DISABLE", "1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sentlab.cli.common import data_dir_arg, positive_int, quiet_arg, seeds_arg
+from sentlab.cli.common import comma_list, data_dir_arg, positive_int, quiet_arg, seeds_arg
 from sentlab.errors import DataError
 
 
@@ -44,7 +44,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     plan = AdaptPlan(
         settings,
         [str(Path(c).resolve()) for c in args.task_card],
-        args.methods.split(","),
+        args.methods,
         args.seeds,
         Path(args.output),
         progress_bar=not args.quiet,
@@ -82,6 +82,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pooler", default="mean", help="pooling of every arm (default mean; 'none': as saved)")
     p.add_argument(
         "--methods",
+        type=comma_list(),
         default="tsdae,ct,mlm,simcse,bert-flow",
         help="comma-separated arms (default: all of tsdae, ct, mlm, simcse, bert-flow); ARM@LR is that "
         "arm at another learning rate, its own row (e.g. bert-flow@1e-5)",

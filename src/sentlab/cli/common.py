@@ -95,23 +95,33 @@ def comma_list(kind: Callable[[str], object] = str) -> Callable[[str], list]:
 
 
 def seeds_arg(parser: argparse.ArgumentParser, default: list[int], help: str) -> None:
-    """``--seeds 42,43,44`` (:func:`comma_list`); the space-separated form of 0.2.0 (``--seeds 42 43
-    44``) still parses, with a one-line notice, until 0.3.0."""
+    """``--seeds 42,43,44`` (:func:`comma_list`): one value, so a positional after it stays one
+    (:func:`joined_seeds` reads 0.2.0's space-separated form)."""
+    parser.add_argument("--seeds", type=comma_list(int), default=default, metavar="SEEDS", help=help)
 
-    class Seeds(argparse.Action):
-        def __call__(self, parser, namespace, values, option_string=None):
-            if len(values) > 1:
+
+def joined_seeds(argv: list[str]) -> list[str]:
+    """0.2.0's ``--seeds 42 43 44`` as ``--seeds 42,43,44``, with a one-line notice, until 0.3.0: the
+    integers right after ``--seeds`` are joined (a positional is never a bare integer)."""
+    out, k = [], 0
+    while k < len(argv):
+        out.append(argv[k])
+        if argv[k] == "--seeds":
+            end = k + 1
+            while end < len(argv) and argv[end].isdigit():
+                end += 1
+            if end - k > 2:
+                joined = ",".join(argv[k + 1 : end])
                 print(
-                    f"sentlab: {option_string} {' '.join(','.join(map(str, v)) for v in values)}: space-separated "
-                    f"seeds are deprecated; write {option_string} {','.join(str(s) for v in values for s in v)} "
-                    "(removed in sentlab 0.3.0)",
+                    f"sentlab: --seeds {' '.join(argv[k + 1 : end])}: space-separated seeds are deprecated; write "
+                    f"--seeds {joined} (removed in sentlab 0.3.0)",
                     file=sys.stderr,
                 )
-            setattr(namespace, self.dest, [seed for value in values for seed in value])
-
-    parser.add_argument(
-        "--seeds", type=comma_list(int), nargs="+", action=Seeds, default=default, metavar="SEEDS", help=help
-    )
+                out.append(joined)
+                k = end
+                continue
+        k += 1
+    return out
 
 
 def deprecated_flag(parser: argparse.ArgumentParser, flag: str, removed_in: str, why: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from sentlab.cli.common import backend_args, deprecated_flag, load, model_args, positive_int
+from sentlab.cli.common import backend_args, comma_list, deprecated_flag, load, model_args, positive_int
 from sentlab.quantize import PRECISIONS
 
 
@@ -13,7 +13,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
     from sentlab.encoding import encode_file, writable_output
     from sentlab.errors import ConfigError
 
-    devices = [d.strip() for d in args.devices.split(",") if d.strip()] if args.devices else None
+    devices = args.devices
     if devices and (args.backend != "torch" or args.precision == "tf32"):
         # the pool's processes are spawned: an exported model does not travel to them, and torch's
         # process-wide switches (TF32, fp32 pinning) are not theirs
@@ -90,6 +90,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--devices",
+        type=comma_list(),
         default=None,
         help="encode with sentence-transformers' multi-process pool, one process a device: cpu,cpu or "
         "cuda:0,cuda:1 (default: one process)",

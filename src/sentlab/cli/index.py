@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sentlab.cli.common import (
     backend_args,
+    comma_list,
     embedding_cache,
     index_of,
     load,
@@ -18,10 +19,6 @@ from sentlab.errors import DataError, SentlabError
 from sentlab.progress import bars, say
 
 
-def _devices(value: str | None) -> list[str] | None:
-    return [d.strip() for d in value.split(",") if d.strip()] if value else None
-
-
 def cmd_index_build(args: argparse.Namespace) -> int:
     from sentlab.data.tables import sentence_table, text_record
     from sentlab.rank.index import CorpusIndex
@@ -31,7 +28,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         raise DataError(f"{output}: already exists and is not empty; pass --overwrite to replace it")
     sha256 = text_record(args.corpus, limit=args.limit)["sha256"]
     sentences = sentence_table(args.corpus, limit=args.limit)["sentence"]  # lazy: read a chunk at a time
-    devices = _devices(args.devices)
+    devices = args.devices
     if devices and len(devices) > 1 and args.backend != "torch":
         raise SentlabError("--devices shards torch models only; drop --devices or use --backend torch")
     model = load(args)
@@ -75,7 +72,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--corpus", required=True, help="text file, one sentence a line")
     i.add_argument("--limit", type=positive_int, default=None, help="use the first N lines")
     i.add_argument("--output", required=True, help="index folder to write")
-    i.add_argument("--devices", default=None, help="shard encoding over these devices, e.g. cuda:0,cuda:1")
+    i.add_argument(
+        "--devices", type=comma_list(), default=None, help="shard encoding over these devices, e.g. cuda:0,cuda:1"
+    )
     i.add_argument("--overwrite", action="store_true", help="replace an existing index folder")
     i.set_defaults(func=cmd_index_build)
     i = index_sub.add_parser("pack", help="save an encoder + its index + lambda_inf as one RankEncoder folder")

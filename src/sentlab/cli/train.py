@@ -53,12 +53,16 @@ def push_merges(cfg) -> bool:
     """Whether ``--push-to-hub`` must push merged weights, said before training: an adapter over a start
     the hub resolves (a hub name, an alias) is pushed as an adapter naming it; over a local folder, which
     nobody loading from the hub has, the adapter is merged into full weights after training."""
+    from pathlib import Path
+
+    from sentlab.cli.push import hub_base
+    from sentlab.encoders.loading import resolve_model_path
     from sentlab.progress import say
-    from sentlab.training.model_card import hub_id
 
     if cfg.model.adapter is None:
         return False
-    base = hub_id(cfg.model.name)
+    start = resolve_model_path(cfg.model.name)  # what add_lora names as the base: a folder by its absolute path
+    base = hub_base(str(Path(start).resolve()) if Path(start).exists() else start)
     if base is not None:
         say(f"--push-to-hub: the LoRA adapter is pushed, naming its base model {base} (loading it needs peft)")
         return False
@@ -70,15 +74,14 @@ def push_merges(cfg) -> bool:
 
 
 def merged_copy(model, folder):
-    """``model``'s adapter merged into full weights in ``folder`` (made once: a complete earlier merge is
-    reused, a half-written one made again)."""
+    """``model``'s adapter merged into full weights in ``folder``, made again each time (a merge is
+    seconds; an earlier one may be of other weights: a resumed run, a folder merged by hand)."""
     import shutil
 
     from sentlab.encoders.adapters import merge_folder
 
-    if not (folder / "modules.json").is_file():
-        shutil.rmtree(folder, ignore_errors=True)
-        merge_folder(model, folder)
+    shutil.rmtree(folder, ignore_errors=True)
+    merge_folder(model, folder)
     return folder
 
 

@@ -104,6 +104,20 @@ def merge_adapter(model: SentenceTransformer) -> SentenceTransformer:
     return model
 
 
+ADAPTER_NOTE = "**A LoRA adapter, not full weights**"  # the card paragraph of an adapter folder (model_card.py)
+
+
+def merged_card(text: str, source: str) -> str:
+    """An adapter folder's card as the merged model's: the adapter paragraph and the ``lora`` / ``peft``
+    tags removed, and a line saying the weights are the adapter merged into its base."""
+    import re
+
+    text = re.sub(rf"\n{re.escape(ADAPTER_NOTE)}.*?\n(?=\n|$)", "", text, flags=re.S)
+    text = re.sub(r"^- (lora|peft)\n", "", text, flags=re.M)
+    merged = f"**Full weights**: a LoRA adapter ({Path(source).name}) merged into its base by `sentlab merge-adapter`."
+    return text.replace("## Trained with sentlab\n", f"## Trained with sentlab\n\n{merged}\n", 1)
+
+
 def merge_folder(source: str | Path, output: str | Path) -> None:
     """Load a saved model with an adapter, merge it, and save full weights to ``output``."""
     from sentlab.encoders.loading import load_encoder
@@ -119,10 +133,17 @@ def merge_folder(source: str | Path, output: str | Path) -> None:
     # written beside and renamed when whole: a merge cut short never looks like a model
     partial = Path(output).with_name(Path(output).name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
-    merge_adapter(model).save(str(partial))
-    config = Path(source, "sentlab_config.yaml")  # the run's config, which the card's "Reproduce" names
-    if config.is_file():
-        shutil.copy2(config, partial / config.name)
+    try:
+        merge_adapter(model).save(str(partial))
+        config = Path(source, "sentlab_config.yaml")  # the run's config, which the card's "Reproduce" names
+        if config.is_file():
+            shutil.copy2(config, partial / config.name)
+        card = partial / "README.md"
+        if card.is_file():  # the adapter's card, saved again: it says full weights now
+            card.write_text(merged_card(card.read_text("utf-8"), str(source)), encoding="utf-8")
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     if Path(output).exists():
         Path(output).rmdir()  # empty (checked above)
     partial.rename(output)

@@ -213,11 +213,19 @@ class Method:
             size, why = self.auto_mini_batch(model)
             source = "auto"
             say(f"train.mini_batch_size: auto -> {why}")
+            if size is None and self.chunks_itself:  # a Cached class: the whole batch is one chunk of every row
+                size = self.cfg.train.batch_size
         loss = self.loss(model) if size is None else self.chunked_loss(model, size)
         chunking = {"mini_batch_size": size, "source": source, "by": type(loss).__name__ if size else None}
         loss = self.matryoshka(model, loss)
         loss.chunking = chunking  # read back by the engine
         return loss
+
+    @property
+    def chunks_itself(self) -> bool:
+        """Whether :meth:`loss` chunks the batch itself (a sentence-transformers ``Cached*`` class), so
+        ``auto``'s "the whole batch" is a chunk of every row, not the loss as it is."""
+        return False
 
     def chunked_loss(self, model: SentenceTransformer, mini_batch_size: int) -> nn.Module:
         """:meth:`loss` computed ``mini_batch_size`` rows at a time (``train.mini_batch_size``): sentlab's

@@ -143,7 +143,7 @@ class SupervisedConfig(TrainConfig):
     not_read = {"loss": "its loss is supervised.loss, with its arguments in supervised.loss_args"}
     idle_when = {
         **TrainConfig.idle_when,
-        "train.mini_batch_size": "with a loss of one row at a time, or one that chunks by itself (Cached*)",
+        "train.mini_batch_size": "with a loss of one row at a time, or MegaBatchMarginLoss, which chunks by itself",
         "train.matryoshka_dims": "with a loss not scored by cosines alone",
         "supervised.split": "outside format snli (stsb takes its split from the file's name)",
         "supervised.scale": "with a loss without a similarity scale",
@@ -475,6 +475,11 @@ class Supervised(Method):
         return [(value - low) / (high - low) for value in scores]
 
     # -- the loss --------------------------------------------------------------------------------
+    @property
+    def chunks_itself(self) -> bool:
+        name = self.cfg.supervised.loss_class.__name__
+        return cached_class_name(name) == name
+
     def chunked_loss(self, model: SentenceTransformer, mini_batch_size: int) -> nn.Module:
         """``train.mini_batch_size`` for a loss sentence-transformers chunks itself: its Cached class (MNRL's,
         GISTEmbed's ...) built with the same arguments and that ``mini_batch_size``; sentlab's Gradient
@@ -530,7 +535,12 @@ class Supervised(Method):
             and LOSSES[cls.__name__].chunks_itself
             and getattr(loss, "use_mini_batched_version", True)
         ):
-            loss.chunking = {"mini_batch_size": loss.mini_batch_size, "source": f"{cls.__name__} (loss_args)"}
+            given = "loss_args" if "mini_batch_size" in s.loss_args else "its default"
+            loss.chunking = {
+                "mini_batch_size": loss.mini_batch_size,
+                "source": f"{cls.__name__} ({given})",
+                "by": cls.__name__,
+            }
         for argument in spec.model_arguments:  # read only: left out of the checkpoints' loss state
             loss.read_only_modules = (*getattr(loss, "read_only_modules", ()), argument)
         return loss

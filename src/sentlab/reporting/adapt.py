@@ -30,7 +30,7 @@ from sentlab.evaluation.uncertainty import (
 )
 
 SPLIT_SEED = 0
-MORE_SEEDS = "--seeds 42 43 44"
+MORE_SEEDS = "--seeds 42,43,44"
 
 
 def _result(report: EvalReport, task: str) -> MetricsResult | None:

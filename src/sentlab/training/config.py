@@ -570,12 +570,6 @@ def parse_config(
         section, name = old.split(".")
         if isinstance(tree.get(section), dict):
             tree[section].pop(name, None)
-    # at its old default a moved key says nothing (it was not set): dropped, as in a file
-    pairs = [
-        (key, value)
-        for key, value in pairs
-        if key not in DEPRECATED_KEYS or (yaml.safe_load(value) if value != "" else None) != DEPRECATED_KEYS[key][2]
-    ]
     pairs = [(_current_key(key), value) for key, value in pairs]
     for key, value in pairs:
         _set_dotted(tree, key, value)

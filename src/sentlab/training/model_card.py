@@ -30,6 +30,7 @@ from typing import Any
 
 from sentence_transformers import SentenceTransformer
 
+from sentlab.encoders.adapters import ADAPTER_NOTE
 from sentlab.training.config import TrainConfig, tree_strings
 
 CONFIG_FILE = "sentlab_config.yaml"  # the run's config, copied into the model folder
@@ -259,7 +260,7 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: 
         a, base = cfg.model.adapter, hub_id(cfg.model.name)
         lines += [
             "",
-            f"**A LoRA adapter, not full weights**: rank {a.rank} over "
+            f"{ADAPTER_NOTE}: rank {a.rank} over "
             + (f"`{base}` (from the hub)" if base else f"the local folder `{_local_name(cfg.model.name)}`")
             + "; `SentenceTransformer(path)` loads it with peft installed"
             + ("" if base else ", where `adapter_config.json` names that folder by its path on the training machine")

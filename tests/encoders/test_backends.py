@@ -74,6 +74,39 @@ def test_int8_is_close_but_never_passes_for_fp32(tiny_backbone_no_dropout, tmp_p
     assert model.sentlab_inference["fp32_fingerprint"] == encoder_fingerprint(reference)
 
 
+def test_openvino_int8_static_is_calibrated_close_and_named_by_its_calibration(
+    tiny_backbone_no_dropout, tmp_path, monkeypatch
+):
+    """Weights and activations quantized ahead (NNCF): close to fp32, never passed off as it, and the
+    calibration sentences are part of the setting (another calibration: another export, another
+    fingerprint); without them and without the data folder's Wikipedia sentences, one line."""
+    pytest.importorskip("openvino")
+    pytest.importorskip("nncf")
+    calibration = [f"{a} and {b}" for a in SENTENCES for b in SENTENCES]
+    reference = build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu").eval()
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
+    accelerate(model, "openvino", "int8-static", root=tmp_path, calibration=calibration)
+    got, expected = model.encode(SENTENCES), reference.encode(SENTENCES)
+    assert not np.array_equal(got, expected)  # it did quantise
+    assert cosines(got, expected).min() > 0.9  # ... the same model
+    assert inference_setting(model) == {"backend": "openvino", "precision": "int8-static"}
+    other = build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu")
+    accelerate(other, "openvino", "int8-static", root=tmp_path, calibration=calibration[: len(calibration) // 2])
+    assert encoder_fingerprint(other) != encoder_fingerprint(model) != encoder_fingerprint(reference)
+    exports = sorted(p.name for p in tmp_path.rglob("openvino-int8-static-*") if p.is_dir())
+    assert len(exports) == 2
+    import json
+
+    meta = json.loads(next(tmp_path.rglob("openvino-int8-static-*/export.json")).read_text())
+    assert meta["quantization"].startswith("nncf quantize")
+    assert meta["calibration"]["sentences"] in (len(calibration), len(calibration) // 2)
+    monkeypatch.setenv("SENTLAB_DATA", str(tmp_path / "no-data"))
+    with pytest.raises(ModelLoadError, match="int8-static calibrates on .*wiki_sentences.txt"):
+        accelerate(build_encoder(str(tiny_backbone_no_dropout), "mean", device="cpu"), "openvino", "int8-static")
+    with pytest.raises(ModelLoadError, match="has no precision 'int8-static'"):
+        check_backend("onnx", "int8-static")
+
+
 def test_export_happens_once_and_a_damaged_one_is_rebuilt(tiny_backbone_no_dropout, tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime")
     reference, model = pair(tiny_backbone_no_dropout, "mean", "onnx", "fp32", tmp_path)

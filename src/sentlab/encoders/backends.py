@@ -15,7 +15,10 @@ uses them directly and keeps one pinned set of dependencies (the ``onnx`` and ``
   ``benchmarks/inference_backends.py``);
 * ``openvino`` compiles the same ONNX graph for the CPU; ``int8`` compresses the weights to int8 with
   NNCF (``compress_weights``, INT8_ASYM), OpenVINO's dynamic-quantisation route: activations stay in
-  float and, where the CPU supports it, are quantised per group at run time.
+  float and, where the CPU supports it, are quantised per group at run time; ``int8-static`` quantizes
+  weights and activations ahead with NNCF's post-training ``quantize`` (transformer mode: SmoothQuant
+  and bias correction), its ranges calibrated on :data:`CALIBRATION_SENTENCES` seeded Wikipedia
+  sentences of the data folder (:func:`calibration_sentences`; their sha256 names the export).
 
 Everything after the transformer (pooling, Dense, Normalize, the prompt pooler) still runs in torch,
 so every pooler sentlab has works on every backend. ``torch`` additionally offers fp16 / bf16 (GPUs)
@@ -60,10 +63,12 @@ from sentlab.errors import ModelLoadError, extra_hint
 BACKENDS: dict[str, tuple[str, ...]] = {
     "torch": ("fp32", "tf32", "fp16", "bf16"),
     "onnx": ("fp32", "int8"),
-    "openvino": ("fp32", "bf16", "int8"),
+    "openvino": ("fp32", "bf16", "int8", "int8-static"),
 }
-# the precision OpenVINO's CPU plugin must compute in for each setting (int8: int8 weights, float32 activations)
-OPENVINO_PRECISION_HINT = {"fp32": "f32", "bf16": "bf16", "int8": "f32"}
+# the precision OpenVINO's CPU plugin must compute in for each setting (int8: int8 weights, float32
+# activations; int8-static: the quantized graph's own int8 operations, the rest float32)
+OPENVINO_PRECISION_HINT = {"fp32": "f32", "bf16": "bf16", "int8": "f32", "int8-static": "f32"}
+CALIBRATION_SENTENCES = 300  # int8-static: sentences whose activations set the quantization ranges
 EXTRAS = {"onnx": ("onnxruntime", "onnx"), "openvino": ("openvino", "nncf", "onnx")}
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 EXPORT_META = "export.json"
@@ -263,13 +268,54 @@ def _export_onnx(model: SentenceTransformer, folder: Path) -> dict:
     return _build_atomically(folder, write)
 
 
+def calibration_sentences() -> list[str]:
+    """int8-static's calibration: :data:`CALIBRATION_SENTENCES` lines of the data folder's Wikipedia
+    sentences (``$SENTLAB_DATA/wikipedia/wiki_sentences.txt``), drawn with seed 0; a one-line error
+    without that file."""
+    from sentlab.data.tables import sentence_table
+    from sentlab.paths import data_dir
+    from sentlab.quantize import calibration_rows
+
+    path = data_dir() / "wikipedia" / "wiki_sentences.txt"
+    if not path.is_file():
+        raise ModelLoadError(
+            f"--precision int8-static calibrates on {path}, which is not there (sentlab data download wikipedia)"
+        )
+    table = sentence_table(path)
+    return table.select(calibration_rows(len(table), size=CALIBRATION_SENTENCES))["sentence"]
+
+
+def _static_int8(model: SentenceTransformer, ov_model, names: list[str], sentences: list[str]):
+    """``ov_model`` with weights and activations quantized to int8 by NNCF, calibrated on ``sentences``."""
+    import nncf
+    from nncf.common.logging import nncf_logger
+
+    feeds = []
+    for begin in range(0, len(sentences), 16):
+        features = _features(model, sentences[begin : begin + 16])
+        feeds.append({n: features[n].cpu().numpy() for n in names})
+    nncf_logger.setLevel(logging.WARNING)
+    with contextlib.redirect_stdout(sys.stderr):  # its progress bars: never on stdout (JSON there)
+        return nncf.quantize(
+            ov_model, nncf.Dataset(feeds), model_type=nncf.ModelType.TRANSFORMER, subset_size=len(feeds)
+        )
+
+
 def export(
-    model: SentenceTransformer, backend: str, precision: str, fingerprint: str, root: Path | None = None
+    model: SentenceTransformer,
+    backend: str,
+    precision: str,
+    fingerprint: str,
+    root: Path | None = None,
+    calibration: list[str] | None = None,
 ) -> Path:
-    """The folder of ``model``'s export for ``backend`` / ``precision``; built once, then reused."""
+    """The folder of ``model``'s export for ``backend`` / ``precision``; built once, then reused.
+    ``int8-static`` needs ``calibration`` (the sentences that set its ranges; their sha256 names the folder)."""
     from sentlab.cache import exports_dir
 
     require_extra(backend)
+    if precision == "int8-static" and not calibration:
+        raise ValueError("int8-static needs the calibration sentences")
     base = exports_dir(root) / fingerprint[:32]
     onnx_folder = base / "onnx-fp32"
     if not (hold_in_use(onnx_folder) and _complete(onnx_folder) is not None):
@@ -278,6 +324,10 @@ def export(
     if (backend, precision) == ("onnx", "fp32"):
         return onnx_folder
     folder = base / f"{backend}-{precision}"
+    calibrated = None
+    if precision == "int8-static":
+        calibrated = hashlib.sha256("\n".join(calibration).encode("utf-8")).hexdigest()
+        folder = base / f"{backend}-{precision}-{calibrated[:16]}"  # other sentences: another export
     if _complete(folder) is not None and hold_in_use(folder) and _complete(folder) is not None:
         mark_used(folder, EXPORT_META)  # reused: the least recently used export goes first
         return folder
@@ -311,6 +361,8 @@ def export(
             import openvino as ov
 
             ov_model = ov.Core().read_model(str(onnx_folder / "model.onnx"))
+            if precision == "int8-static":
+                ov_model = _static_int8(model, ov_model, source["inputs"], list(calibration))
             if precision == "int8":
                 import nncf
                 from nncf.common.logging import nncf_logger
@@ -325,6 +377,14 @@ def export(
                 "precision": precision,
                 "openvino": ov.__version__,
                 **({"quantization": "nncf compress_weights INT8_ASYM"} if precision == "int8" else {}),
+                **(
+                    {
+                        "quantization": "nncf quantize, transformer mode",
+                        "calibration": {"sentences": len(calibration), "sha256": calibrated},
+                    }
+                    if precision == "int8-static"
+                    else {}
+                ),
             }
 
     _build_atomically(folder, write)
@@ -389,6 +449,7 @@ def accelerate(
     fingerprint: str | None = None,
     root: Path | None = None,
     threads: int | None = None,
+    calibration: list[str] | None = None,
 ) -> SentenceTransformer:
     """``model`` running on ``backend`` in ``precision`` (in place), for inference only.
 
@@ -400,13 +461,17 @@ def accelerate(
 
     check_backend(backend, precision, str(model.device))
     base = fingerprint or encoder_fingerprint(model)
-    setting = base if precision == "fp32" else hashlib.sha256(f"{base}:{precision}".encode()).hexdigest()
+    if precision == "int8-static" and calibration is None:
+        calibration = calibration_sentences()
+    # int8-static: its ranges are part of the setting (other calibration sentences, other vectors)
+    calibrated = ":" + hashlib.sha256("\n".join(calibration).encode("utf-8")).hexdigest() if calibration else ""
+    setting = base if precision == "fp32" else hashlib.sha256(f"{base}:{precision}{calibrated}".encode()).hexdigest()
     if backend == "torch":
         pin_float32_math(allow_tf32=precision == "tf32")
         if precision in ("fp16", "bf16"):
             model.to(torch.float16 if precision == "fp16" else torch.bfloat16)
     else:
-        folder = export(model, backend, precision, base, root)
+        folder = export(model, backend, precision, base, root, calibration)
         meta = json.loads((folder / EXPORT_META).read_text("utf-8"))
         transformer = _transformer(model)
         transformer.model = ExportedTransformer(

@@ -90,12 +90,12 @@ def main() -> None:
 
     calibration_feeds = [feeds(calibration[i : i + 16]) for i in range(0, len(calibration), 16)]
     onnx_static = static_onnx(fp32_ov.parent / "onnx-fp32" / "model.onnx", calibration_feeds, work / "onnx-static")
-    runners = {
-        "torch fp32": ("torch", "fp32"),
-        "onnx dynamic int8 (--backend onnx --precision int8)": ("onnx", "int8"),
-        "openvino dynamic int8 (--backend openvino --precision int8)": ("openvino", "int8"),
-        "openvino static int8 (--backend openvino --precision int8-static)": ("openvino", "int8-static"),
-        "onnx static int8 (not a sentlab setting)": None,
+    runners = {  # the name: sentlab's --backend-precision; onnx-static-qdq is not a sentlab setting
+        "torch-fp32": ("torch", "fp32"),
+        "onnx-int8": ("onnx", "int8"),
+        "openvino-int8": ("openvino", "int8"),
+        "openvino-int8-static": ("openvino", "int8-static"),
+        "onnx-static-qdq": None,
     }
     models = {}
     for name, setting in runners.items():
@@ -115,14 +115,14 @@ def main() -> None:
             start = time.perf_counter()
             vectors[name] = encode_by_length(model, timed, 128)
             rates[name].append(len(timed) / (time.perf_counter() - start))
-    base = vectors["torch fp32"]
+    base = vectors["torch-fp32"]
     result = {"model": args.model, "sentences": args.sentences, "calibration": args.calibration, "settings": {}}
     for name, model in models.items():
         v = vectors[name]
         cosine = np.sum(v * base, 1) / np.linalg.norm(v, axis=1) / np.linalg.norm(base, axis=1)
         row = {
             "rate": round(statistics.median(rates[name]), 1),
-            "x_torch_fp32": round(statistics.median(rates[name]) / statistics.median(rates["torch fp32"]), 2),
+            "x_torch_fp32": round(statistics.median(rates[name]) / statistics.median(rates["torch-fp32"]), 2),
             "cosine_to_fp32_mean": round(float(cosine.mean()), 5),
             "cosine_to_fp32_min": round(float(cosine.min()), 5),
         }

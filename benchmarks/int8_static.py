@@ -1,6 +1,7 @@
 """Static int8 (activations calibrated ahead) against torch fp32 and sentlab's dynamic int8, for encoding.
 
-Feeds: records int8-static-minilm; pages docs/results.md.
+Feeds: records int8-static-minilm; pages docs/changelog.md, docs/guides/inference.md,
+docs/results.md.
 
 Each setting runs the model's transformer on one runtime, the pooling in torch, through sentlab's own
 encoding path (:func:`sentlab.encoders.batching.encode_by_length`, batches of similar token length),

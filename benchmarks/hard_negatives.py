@@ -241,8 +241,8 @@ def main() -> None:
         configs["mined"] = config(mined, ["anchor", "positive", "negative"], folder / "mined.yaml")
         compared = [str(configs[k]) for k in ("mined", "own-negatives", "in-batch") if k in configs]
         cards = ["--task-card", str(card), "--sts"]
-        seeds = [str(s) for s in args.seeds]
-        sentlab(["compare", *compared, "--seeds", *seeds, *cards, "--output", str(folder / "runs"), "--quiet"])
+        seeds = ",".join(str(s) for s in args.seeds)
+        sentlab(["compare", *compared, "--seeds", seeds, *cards, "--output", str(folder / "runs"), "--quiet"])
         summary["datasets"][name] = {
             "read": read,
             "pairs": len(kept),

@@ -9,7 +9,8 @@ in one process: torch fp32; onnxruntime's and OpenVINO's dynamic int8 (sentlab's
 int8``); OpenVINO static int8 as sentlab ships it (``--backend openvino --precision int8-static``: NNCF
 ``quantize``, transformer mode, calibrated on 300 seeded Wikipedia sentences); and, as the alternative
 tried, onnxruntime static int8 (``quantize_static``, QDQ, int8 weights per channel and symmetric int8
-activations, calibrated on the last ``--calibration`` Wikipedia lines). A setting's rate is
+activations, calibrated on the last ``--calibration`` Wikipedia lines: this argument feeds that
+setting only). A setting's rate is
 the median over ``--rounds`` alternating rounds of encoding ``--sentences`` Wikipedia sentences; its
 quality is the cosine of each embedding with torch fp32's (mean) and STS-B test's Spearman x 100.
 Prints one JSON object.
@@ -87,7 +88,7 @@ def main() -> None:
 
     def feeds(batch: list[str]) -> dict:
         features = reference.tokenize(batch)
-        return {n: features[n].numpy() for n in names}
+        return {n: features[n].cpu().numpy() for n in names}
 
     calibration_feeds = [feeds(calibration[i : i + 16]) for i in range(0, len(calibration), 16)]
     onnx_static = static_onnx(fp32_ov.parent / "onnx-fp32" / "model.onnx", calibration_feeds, work / "onnx-static")

@@ -356,7 +356,7 @@ def adapt_claim(mini: Miniature, forum: str, others: list[str], steps: int) -> d
         "--max-seq-length",
         "64",
         "--seeds",
-        *map(str, mini.seeds),
+        ",".join(map(str, mini.seeds)),
         "--output",
         str(output),
         "--quiet",

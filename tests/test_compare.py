@@ -103,10 +103,26 @@ def test_seeds_are_comma_separated_and_the_space_form_of_0_2_0_still_parses_with
         "a.yaml",
         "b.yaml",
     ]
-    assert "deprecated" not in capsys.readouterr().err
+    assert joined_seeds([*base, "--seeds", "4,5,6"]) == [*base, "--seeds", "4,5,6"]
+    assert "deprecated" not in capsys.readouterr().err  # the comma form passes through untouched
     assert parser.parse_args(joined_seeds([*base, "--seeds", "4", "5", "6"])).seeds == [4, 5, 6]
     notice = capsys.readouterr().err
     assert "space-separated seeds are deprecated; write --seeds 4,5,6" in notice and "0.3.0" in notice
+    assert joined_seeds([*base, "--seeds", "4,5", "6"])[-1] == "4,5,6"  # a mixed 0.2.0 form too
+    capsys.readouterr()
+    other = ["train", "x.yaml", "--set", "a=1", "--seeds", "1", "2"]  # a command without --seeds: untouched
+    assert joined_seeds(other) == other and joined_seeds([*base, "--", "--seeds", "1", "2"])[-2:] == ["1", "2"]
+
+
+def test_main_reads_the_space_form_through_the_notice(monkeypatch, capsys):
+    """The wiring: `sentlab compare ... --seeds 1 2 3` reaches the command as [1, 2, 3]."""
+    from sentlab.cli import compare, main
+
+    seen = {}
+    # main builds the parser, which binds the module's handler then: patched before
+    monkeypatch.setattr(compare, "cmd_compare", lambda args: seen.update(seeds=args.seeds) or 0)
+    assert main(["compare", "a.yaml", "b.yaml", "--seeds", "1", "2", "3", "--output", "o"]) == 0
+    assert seen == {"seeds": [1, 2, 3]} and "write --seeds 1,2,3" in capsys.readouterr().err
 
 
 def test_a_card_whose_data_is_missing_is_refused_before_any_training(tiny_backbone, corpus_file, tmp_path, capsys):

@@ -54,9 +54,9 @@ def writable_output(out: str | Path) -> Path:
     if out.suffix != ".npy":
         raise DataError(f"{out}: output must end in .npy")
     existing = out.parent.absolute()
-    while not existing.exists():
-        existing = existing.parent
     try:
+        while not existing.exists():  # exists() itself may be refused (a folder it cannot enter)
+            existing = existing.parent
         if not existing.is_dir():
             raise NotADirectoryError(20, os.strerror(20))
         with tempfile.NamedTemporaryFile(dir=existing, prefix=f".{out.name}.", suffix=".probe"):

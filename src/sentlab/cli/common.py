@@ -101,15 +101,23 @@ def seeds_arg(parser: argparse.ArgumentParser, default: list[int], help: str) ->
     parser.add_argument("--seeds", type=comma_list(int), default=default, metavar="SEEDS", help=help)
 
 
+SEEDED_COMMANDS = ("adapt", "compare")  # the commands with --seeds (seeds_arg)
+
+
 def joined_seeds(argv: list[str]) -> list[str]:
-    """0.2.0's ``--seeds 42 43 44`` as ``--seeds 42,43,44``, with a one-line notice, until 0.3.0: the
-    integers right after ``--seeds`` are joined (a positional is never a bare integer)."""
+    """0.2.0's ``--seeds 42 43 44`` as ``--seeds 42,43,44``, with a one-line notice, until 0.3.0: in a
+    command that has ``--seeds``, the integers (or comma lists of them) right after it are joined; no
+    positional of those commands is a bare integer. Nothing after ``--`` is touched."""
+    if not argv or argv[0] not in SEEDED_COMMANDS:
+        return argv
     out, k = [], 0
     while k < len(argv):
         out.append(argv[k])
+        if argv[k] == "--":
+            return out + argv[k + 1 :]
         if argv[k] == "--seeds":
             end = k + 1
-            while end < len(argv) and argv[end].isdigit():
+            while end < len(argv) and argv[end].replace(",", "").isdigit():
                 end += 1
             if end - k > 2:
                 joined = ",".join(argv[k + 1 : end])
@@ -289,7 +297,12 @@ def load(args: argparse.Namespace):
     model = load_encoder(args.model, pooler=args.pooler, max_seq_length=args.max_seq_length, device=device)
     if (backend, precision) != ("torch", "fp32"):
         say(f"running the model with {backend} {precision}")
-        accelerate(model, backend, precision)
+        calibration = None
+        if precision == "int8-static":  # the command's data folder (--data-dir), not only $SENTLAB_DATA
+            from sentlab.encoders.backends import calibration_sentences
+
+            calibration = calibration_sentences(getattr(args, "data_dir", None))
+        accelerate(model, backend, precision, calibration=calibration)
     else:
         pin_float32_math()  # fp32 means IEEE fp32: no TF32 on GPUs, no bf16 on CPUs with AMX / AVX-512 BF16
     return model

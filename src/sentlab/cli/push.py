@@ -16,27 +16,12 @@ WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.b
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 
 
-def hub_base(base: str) -> str | None:
-    """The id under which the hub resolves an adapter's base model: a hub name as it is, the packaged
-    all-MiniLM-L6-v2 (an alias's folder) as its hub id; None for any other local folder."""
-    from sentlab.encoders.loading import resolve_model_path
-    from sentlab.errors import ModelLoadError
-    from sentlab.training.model_card import HUB_IDS, hub_id
-
-    for alias, hub in HUB_IDS.items():
-        try:
-            if Path(base).expanduser().resolve() == Path(resolve_model_path(alias)).resolve():
-                return hub
-        except ModelLoadError:  # the alias's package is not installed: not its folder
-            continue
-    return hub_id(base)
-
-
 def check_folder(folder: Path) -> None:
     """A sentence-transformers folder with weights (or a LoRA adapter whose base the hub resolves), or a
     one-line error."""
     from sentlab.encoders.adapters import adapter_base
     from sentlab.errors import DataError
+    from sentlab.training.model_card import hub_base
 
     if not folder.is_dir():
         raise DataError(f"{folder}: no such folder")
@@ -85,6 +70,7 @@ def push_folder(folder: Path, repo_id: str, private: bool = False, message: str 
     from huggingface_hub.utils import filter_repo_objects
 
     from sentlab.progress import say
+    from sentlab.training.model_card import hub_base
 
     check_folder(folder)
     check_destination(repo_id)

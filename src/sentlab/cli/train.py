@@ -53,16 +53,12 @@ def push_merges(cfg) -> bool:
     """Whether ``--push-to-hub`` must push merged weights, said before training: an adapter over a start
     the hub resolves (a hub name, an alias) is pushed as an adapter naming it; over a local folder, which
     nobody loading from the hub has, the adapter is merged into full weights after training."""
-    from pathlib import Path
-
-    from sentlab.cli.push import hub_base
-    from sentlab.encoders.loading import resolve_model_path
     from sentlab.progress import say
+    from sentlab.training.model_card import start_hub_base
 
     if cfg.model.adapter is None:
         return False
-    start = resolve_model_path(cfg.model.name)  # what add_lora names as the base: a folder by its absolute path
-    base = hub_base(str(Path(start).resolve()) if Path(start).exists() else start)
+    base = start_hub_base(cfg.model.name)
     if base is not None:
         say(f"--push-to-hub: the LoRA adapter is pushed, naming its base model {base} (loading it needs peft)")
         return False

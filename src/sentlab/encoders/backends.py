@@ -69,6 +69,8 @@ BACKENDS: dict[str, tuple[str, ...]] = {
 # activations; int8-static: the quantized graph's own int8 operations, the rest float32)
 OPENVINO_PRECISION_HINT = {"fp32": "f32", "bf16": "bf16", "int8": "f32", "int8-static": "f32"}
 CALIBRATION_SENTENCES = 300  # int8-static: sentences whose activations set the quantization ranges
+# int8-static's recipe (:func:`_static_int8`), hashed with the sentences: a changed recipe is another export
+STATIC_RECIPE = "nncf.quantize transformer, batches of 16, subset every batch"
 EXTRAS = {"onnx": ("onnxruntime", "onnx"), "openvino": ("openvino", "nncf", "onnx")}
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 EXPORT_META = "export.json"
@@ -268,21 +270,30 @@ def _export_onnx(model: SentenceTransformer, folder: Path) -> dict:
     return _build_atomically(folder, write)
 
 
-def calibration_sentences() -> list[str]:
+def calibration_sentences(root: str | Path | None = None) -> list[str]:
     """int8-static's calibration: :data:`CALIBRATION_SENTENCES` lines of the data folder's Wikipedia
-    sentences (``$SENTLAB_DATA/wikipedia/wiki_sentences.txt``), drawn with seed 0; a one-line error
-    without that file."""
+    sentences (``root``, else ``$SENTLAB_DATA``: ``wikipedia/wiki_sentences.txt``), drawn with seed 0;
+    a one-line error without that file."""
     from sentlab.data.tables import sentence_table
     from sentlab.paths import data_dir
     from sentlab.quantize import calibration_rows
 
-    path = data_dir() / "wikipedia" / "wiki_sentences.txt"
+    path = data_dir(root) / "wikipedia" / "wiki_sentences.txt"
     if not path.is_file():
         raise ModelLoadError(
             f"--precision int8-static calibrates on {path}, which is not there (sentlab data download wikipedia)"
         )
     table = sentence_table(path)
     return table.select(calibration_rows(len(table), size=CALIBRATION_SENTENCES))["sentence"]
+
+
+def calibration_digest(sentences: list[str]) -> str:
+    """sha256 of int8-static's recipe and calibration sentences: what names its export and fingerprint."""
+    import nncf
+
+    return hashlib.sha256(
+        "\n".join([STATIC_RECIPE, f"nncf {nncf.__version__}", *sentences]).encode("utf-8")
+    ).hexdigest()
 
 
 def _static_int8(model: SentenceTransformer, ov_model, names: list[str], sentences: list[str]):
@@ -326,8 +337,8 @@ def export(
     folder = base / f"{backend}-{precision}"
     calibrated = None
     if precision == "int8-static":
-        calibrated = hashlib.sha256("\n".join(calibration).encode("utf-8")).hexdigest()
-        folder = base / f"{backend}-{precision}-{calibrated[:16]}"  # other sentences: another export
+        calibrated = calibration_digest(calibration)
+        folder = base / f"{backend}-{precision}-{calibrated[:16]}"  # other sentences or recipe: another export
     if _complete(folder) is not None and hold_in_use(folder) and _complete(folder) is not None:
         mark_used(folder, EXPORT_META)  # reused: the least recently used export goes first
         return folder
@@ -461,10 +472,12 @@ def accelerate(
 
     check_backend(backend, precision, str(model.device))
     base = fingerprint or encoder_fingerprint(model)
+    if calibration is not None and precision != "int8-static":
+        raise ValueError(f"calibration sentences are read by int8-static only, not {backend} {precision}")
     if precision == "int8-static" and calibration is None:
         calibration = calibration_sentences()
     # int8-static: its ranges are part of the setting (other calibration sentences, other vectors)
-    calibrated = ":" + hashlib.sha256("\n".join(calibration).encode("utf-8")).hexdigest() if calibration else ""
+    calibrated = ":" + calibration_digest(calibration) if calibration else ""
     setting = base if precision == "fp32" else hashlib.sha256(f"{base}:{precision}{calibrated}".encode()).hexdigest()
     if backend == "torch":
         pin_float32_math(allow_tf32=precision == "tf32")
@@ -483,6 +496,7 @@ def accelerate(
         "precision": precision,
         "fp32_fingerprint": base,
         "fingerprint": setting,
+        **({"calibration_sha256": calibrated[1:]} if calibrated else {}),
     }
     return model
 

@@ -82,6 +82,30 @@ def hub_id(name: str) -> str | None:
     return name if HUB_NAME.match(name) else None
 
 
+def hub_base(base: str) -> str | None:
+    """The id under which the hub resolves an adapter's base model: a hub name as it is, the packaged
+    all-MiniLM-L6-v2 (an alias's folder) as its hub id; None for any other local folder."""
+    from sentlab.encoders.loading import resolve_model_path
+    from sentlab.errors import ModelLoadError
+
+    for alias, hub in HUB_IDS.items():
+        try:
+            if Path(base).expanduser().resolve() == Path(resolve_model_path(alias)).resolve():
+                return hub
+        except ModelLoadError:  # the alias's package is not installed: not its folder
+            continue
+    return hub_id(base)
+
+
+def start_hub_base(name: str) -> str | None:
+    """:func:`hub_base` of the start model ``name`` as an adapter records it (a folder by its absolute
+    path, :func:`sentlab.encoders.adapters.add_lora`): the one rule for pushing and for the card."""
+    from sentlab.encoders.loading import resolve_model_path
+
+    start = resolve_model_path(name)
+    return hub_base(str(Path(start).resolve()) if Path(start).exists() else start)
+
+
 def describe_run(model: SentenceTransformer, cfg: TrainConfig, rows: int) -> None:
     """Before training: tell sentence-transformers' model card data what a sentlab run knows (the
     trainer then adds the training rows' columns and statistics under the name given here)."""
@@ -257,7 +281,7 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: 
     if cfg.method in PLAIN_LOADING:
         lines += ["", f"**Loading it**: {PLAIN_LOADING[cfg.method]}."]
     if cfg.model.adapter is not None:
-        a, base = cfg.model.adapter, hub_id(cfg.model.name)
+        a, base = cfg.model.adapter, start_hub_base(cfg.model.name)
         lines += [
             "",
             f"{ADAPTER_NOTE}: rank {a.rank} over "

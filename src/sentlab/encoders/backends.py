@@ -471,6 +471,8 @@ def accelerate(
     from sentlab.rank.index import encoder_fingerprint
 
     check_backend(backend, precision, str(model.device))
+    if backend != "torch":
+        require_extra(backend)  # one line before anything imports the runtime (int8-static's digest: nncf)
     base = fingerprint or encoder_fingerprint(model)
     if calibration is not None and precision != "int8-static":
         raise ValueError(f"calibration sentences are read by int8-static only, not {backend} {precision}")

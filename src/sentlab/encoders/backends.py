@@ -471,11 +471,11 @@ def accelerate(
     from sentlab.rank.index import encoder_fingerprint
 
     check_backend(backend, precision, str(model.device))
+    if calibration is not None and precision != "int8-static":
+        raise ValueError(f"calibration sentences are read by int8-static only, not {backend} {precision}")
     if backend != "torch":
         require_extra(backend)  # one line before anything imports the runtime (int8-static's digest: nncf)
     base = fingerprint or encoder_fingerprint(model)
-    if calibration is not None and precision != "int8-static":
-        raise ValueError(f"calibration sentences are read by int8-static only, not {backend} {precision}")
     if precision == "int8-static" and calibration is None:
         calibration = calibration_sentences()
     # int8-static: its ranges are part of the setting (other calibration sentences, other vectors)

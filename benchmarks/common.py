@@ -1,30 +1,51 @@
-"""What the benchmark scripts share: one JSON object on stdout (:func:`emit`), reading a child's
-(:func:`last_json`, from ``record.py``), the mean and spread over seeds (:func:`spread`), and what
-each script feeds (:func:`fed`: the records whose command runs it, the pages that name it or quote a
-figure of those records), which every script states in its ``Feeds:`` line
-(tests/test_benchmark_records.py checks the lines against this).
-
-A script run as ``python benchmarks/NAME.py`` imports it as ``common``."""
+"""What the benchmark modules share: one JSON object on stdout (:func:`emit`), reading a child's
+(:func:`last_json`), the mean and spread over seeds (:func:`spread`), running sentlab (:func:`sentlab`),
+"train a preset, then score it" (:func:`train_preset`, :func:`scores`), and what each module feeds
+(:func:`fed`: the records of the benchmarks that run it, the pages that name it or quote a figure of
+those records), which every module states in its ``Feeds:`` line (tests/test_benchmark_records.py
+checks the lines against this; ``python -m benchmarks feeds`` rewrites them)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 import re
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks import record, registry
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import record  # noqa: E402
+__all__ = [
+    "ROOT",
+    "emit",
+    "fed",
+    "last_json",
+    "scores",
+    "scripts",
+    "sentlab",
+    "spread",
+    "train_preset",
+    "write_feeds",
+]
 
-__all__ = ["ROOT", "emit", "fed", "last_json", "scripts", "spread", "write_feeds"]
+# a child that runs sentlab and reports its own peak resident memory on its last stderr line
+_CHILD = (
+    "import resource, sys\n"
+    "from sentlab.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print('PEAK_RSS_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
 
 
 def emit(result: dict) -> None:
-    """The script's result: one JSON object on one line of stdout (what ``record.py`` keeps)."""
+    """The module's result: one JSON object on one line of stdout (what the runner keeps)."""
     print(json.dumps(result))
 
 
@@ -48,17 +69,69 @@ def spread(values: list[float], digits: int | None = None) -> dict:
     return {"mean": mean, "sd": sd}
 
 
+def sentlab(argv: list[str], *, child: bool = False, env: dict | None = None) -> dict:
+    """``sentlab ARGV`` with its stdout sent to stderr (stdout holds the module's one JSON object): in
+    this process, or in a fresh one (``child``: the run's own memory and threads, ``env`` added to the
+    environment). A failure exits with the command and its last line. Returns the child's peak resident
+    memory (``peak_rss_mib``; None in this process)."""
+    print("sentlab " + " ".join(argv), file=sys.stderr)
+    if not child:
+        from sentlab.cli import main
+
+        with contextlib.redirect_stdout(sys.stderr):
+            code = main(argv)
+        if code:
+            raise SystemExit(f"sentlab {' '.join(argv)} exited with {code}")
+        return {"peak_rss_mib": None}
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, *argv],
+        stdout=sys.stderr,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    said = [line for line in done.stderr.splitlines() if not line.startswith("PEAK_RSS_KB")]
+    sys.stderr.write("".join(line + "\n" for line in said))
+    if done.returncode:
+        raise SystemExit(f"sentlab {' '.join(argv)} exited with {done.returncode}: {(said or ['?'])[-1]}")
+    peak = re.search(r"PEAK_RSS_KB (\d+)", done.stderr)
+    return {"peak_rss_mib": round(int(peak.group(1)) / 1024, 1) if peak else None}
+
+
+def train_preset(
+    preset: str,
+    folder: Path,
+    sets: dict | None = None,
+    *,
+    options: list[str] | None = None,
+    child: bool = False,
+    env: dict | None = None,
+) -> dict:
+    """``sentlab train PRESET`` into ``folder`` with ``sets`` as ``--set KEY=VALUE`` (and ``options``,
+    such as ``--no-eval``); a finished run
+    there (its ``model/`` and ``results.json``) is reused, not trained again. Returns :func:`sentlab`'s
+    report (``peak_rss_mib``: None for a reused run) with ``folder``."""
+    folder = Path(folder)
+    if (folder / "model").is_dir() and (folder / "results.json").is_file():
+        return {"peak_rss_mib": None, "folder": folder}
+    argv = ["train", preset, "--quiet", *(options or []), "--set", f"train.output_dir={folder}"]
+    for key, value in (sets or {}).items():
+        argv += ["--set", f"{key}={value}"]
+    return {**sentlab(argv, child=child, env=env), "folder": folder}
+
+
+def scores(model: str | Path, tasks: str, output: Path, options: list[str] | None = None) -> dict:
+    """``sentlab eval`` of ``model`` on ``tasks`` into ``output`` (reused when it is there): the report."""
+    output = Path(output)
+    if not output.is_file():
+        sentlab(["eval", "--model", str(model), "--tasks", tasks, "--quiet", "--output", str(output), *(options or [])])
+    return json.loads(output.read_text("utf-8"))
+
+
 def scripts() -> list[Path]:
-    """Every benchmark script (not the shared modules)."""
-    found = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name not in ("record.py", "common.py"))
-    return found + [ROOT / "benchmarks" / "gpu" / "check.py"]
-
-
-@functools.cache
-def _records() -> tuple[tuple[str, str], ...]:
-    """(name, command) of every record, read once a process."""
-    found = (json.loads(p.read_text("utf-8")) for p in sorted((ROOT / "benchmarks" / "records").glob("*.json")))
-    return tuple((r["name"], r["command"]) for r in found)
+    """Every benchmark module (perf/ and studies/, not the shared ones) and the GPU check."""
+    found = sorted(p for kind in ("perf", "studies") for p in (ROOT / "benchmarks" / kind).glob("*.py"))
+    return [p for p in found if p.name != "__init__.py"] + [ROOT / "benchmarks" / "gpu" / "check.py"]
 
 
 @functools.cache
@@ -83,14 +156,22 @@ def _figure_records() -> dict[str, str | None]:
 
 
 def fed(script: Path) -> tuple[list[str], list[str]]:
-    """(the records whose command runs ``script``, the pages that name it or quote one of their figures)."""
-    name = str(script.relative_to(ROOT / "benchmarks"))
-    stem = name.removesuffix(".py")
-    records = sorted(
-        r for r, command in _records() if f"benchmarks/{name}" in command or f"benchmarks/{stem}." in command
-    )
+    """(the records of the benchmarks that run ``script`` (``registry.py``; for the GPU check, the
+    records of its parts), the pages that name it, as a path or a module, or quote one of their figures)."""
+    stem = str(script.relative_to(ROOT / "benchmarks")).removesuffix(".py")
+    module = "benchmarks." + stem.replace("/", ".")
+    kept = {path.stem for path in record.RECORDS.glob("*.json")}
+    if stem == "gpu/check":
+        records = sorted(r for r in kept if registry.gpu_part(r))
+    else:
+        records = sorted(b.name for b in registry.BENCHMARKS.values() if module in b.modules and b.name in kept)
     quoted = {n for n, r in _figure_records().items() if r in records}
-    pages = [path for path, text, marked in _pages() if f"benchmarks/{stem}" in text or marked & quoted]
+    runs = [b.name for b in registry.BENCHMARKS.values() if module in b.modules]
+    named = re.compile(
+        "|".join([re.escape(f"benchmarks/{stem}.py"), re.escape(module) + r"(?![\w.])"])
+        + "".join(rf"|benchmarks run {re.escape(name)}(?![\w-])" for name in runs)
+    )
+    pages = [path for path, text, marked in _pages() if named.search(text) or marked & quoted]
     return records, pages
 
 
@@ -101,13 +182,13 @@ def feeds_line(script: Path) -> str:
     return f"Feeds: {said}; pages {', '.join(pages)}." if pages else f"Feeds: {said}."
 
 
-# a script that feeds no page says which test it backs instead
+# a module that feeds no page says which test it backs instead
 BACKS_A_TEST = {"learning_spread.py": "Feeds: no record; the margin of tests/training/test_learning.py."}
 
 
 def write_feeds() -> list[str]:
-    """Rewrite every script's ``Feeds:`` line (after its docstring's first paragraph) from :func:`fed`;
-    the scripts changed."""
+    """Rewrite every module's ``Feeds:`` line (after its docstring's first paragraph) from :func:`fed`;
+    the modules changed."""
     import textwrap
 
     changed = []
@@ -127,7 +208,3 @@ def write_feeds() -> list[str]:
             script.write_text(text[:start] + new + text[end:], "utf-8")
             changed.append(script.name)
     return changed
-
-
-if __name__ == "__main__":  # python benchmarks/common.py: the Feeds lines, as records and pages are now
-    print("\n".join(write_feeds()) or "every Feeds line is current")

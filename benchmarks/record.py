@@ -1,29 +1,23 @@
-"""Keep a benchmark's run as a record: ``benchmarks/records/NAME.json``.
+"""Records: ``benchmarks/records/NAME.json``, what a page needs to quote a figure.
 
-A record is what a page needs to quote a figure: the command line, the date, the commit (and whether
-the working tree differed from it), the machine (CPU model and the flags that decide its speed, cores,
-memory, GPU, Python, torch and sentlab), the seconds and the command's JSON result. A figure a page
-quotes through a marker is read from its record when the docs are built (``docs/figures.yaml`` names
-each figure's record and key; ``docs/hooks.py`` writes it in), so a marker cannot quote a figure no
-record holds.
+A record holds the command line, the date, the commit (and whether the working tree differed from
+it), the machine (CPU model and the flags that decide its speed, cores, memory, GPU, Python, torch and
+sentlab), the seconds and the command's JSON result. A figure a page quotes through a marker is read
+from its record when the docs are built (``docs/figures.yaml`` names each figure's record and key;
+``docs/hooks.py`` writes it in), so a marker cannot quote a figure no record holds.
 
-    python benchmarks/record.py NAME -- python benchmarks/rankencoder_sts.py --model minilm
-    python benchmarks/record.py NAME --result runs/x/results.json -- sentlab eval --model minilm --tasks sts --output runs/x/results.json
-    python benchmarks/record.py NAME --from OUT/speed.json     # a JSON written on another machine (the GPU check's parts)
-    python benchmarks/record.py --list                         # every record: name, date, machine, command
-
-The result is the last JSON object the command printed at the start of a line, or ``--result FILE``
-(a file the command writes; an earlier file there is moved aside first). The commit and machine are
-read before the run. A command that fails or prints no JSON leaves the record as it was and exits
-non-zero; so does a ``--from`` file of a failed or ``--tiny`` part. Like
-asv, records are files in the repository, one per named run; unlike asv (runs of milliseconds, many
+This module is the records' one reader and writer; the runner (``python -m benchmarks run NAME``,
+``benchmarks/__main__.py``) is the only caller that writes. The result is the last JSON object the
+command printed at the start of a line, or the file the benchmark declares (an earlier file there is
+moved aside first). The commit and machine are read before the run. A command that fails or prints
+no JSON leaves the record as it was; so does a GPU part file of a failed or ``--tiny`` part. Like asv,
+records are files in the repository, one per named run; unlike asv (runs of milliseconds, many
 repeats a commit), a run here takes minutes, so a record is one run, replaced by the next run of the
 same name; ``git log -p benchmarks/records/NAME.json`` is its history over commits.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import hashlib
 import json
@@ -173,44 +167,55 @@ def write(name: str, record: dict, folder: Path = RECORDS) -> Path:
 def read(name: str, folder: Path = RECORDS) -> dict:
     path = folder / f"{name}.json"
     if not path.is_file():
-        raise FileNotFoundError(f"no record {name!r} in {folder} (python benchmarks/record.py {name} -- COMMAND)")
+        raise FileNotFoundError(f"no record {name!r} in {folder} (python -m benchmarks run {name})")
     return json.loads(path.read_text("utf-8"))
 
 
-def run(name: str, command: list[str], result_file: Path | None, folder: Path = RECORDS) -> int:
-    """Run ``command`` (its output passes through), then keep its JSON as the record ``name``."""
+def run(
+    name: str, command: list[str], result_file: Path | None, folder: Path = RECORDS, *, declared: str | None = None
+) -> int:
+    """Run ``command`` (its output passes through; no hub at run time), then keep its JSON as the record
+    ``name`` with ``declared`` (the command as the registry declares it; ``command`` joined otherwise)."""
     if result_file is not None and result_file.exists():  # an earlier run's file must not pass for this one's
         aside = result_file.with_name(result_file.name + ".before-record")
         result_file.replace(aside)
-        print(f"record.py: moved the earlier {result_file} to {aside}", file=sys.stderr)
+        print(f"benchmarks: moved the earlier {result_file} to {aside}", file=sys.stderr)
     known, date, start = provenance(), now(), time.perf_counter()
     lines = []
     try:
-        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as child:
             for line in child.stdout:
                 sys.stdout.write(line)
                 lines.append(line)
         code = child.returncode
     except OSError as err:
-        print(f"record.py: cannot run {command[0]}: {err.strerror}", file=sys.stderr)
+        print(f"benchmarks: cannot run {command[0]}: {err.strerror}", file=sys.stderr)
         return 127
     seconds = round(time.perf_counter() - start, 1)
     if code:
-        print(f"record.py: the command exited with {code}; record {name!r} left as it was", file=sys.stderr)
+        print(f"benchmarks: the command exited with {code}; record {name!r} left as it was", file=sys.stderr)
         return code
     if result_file is not None:
         try:
             result = json.loads(result_file.read_text("utf-8"))
         except (OSError, ValueError) as err:
-            print(f"record.py: {result_file}: no JSON result ({err}); record {name!r} left as it was", file=sys.stderr)
+            print(f"benchmarks: {result_file}: no JSON result ({err}); record {name!r} left as it was", file=sys.stderr)
             return 1
     else:
         result = last_json("".join(lines))
         if result is None:
-            print(f"record.py: the command printed no JSON; record {name!r} left as it was", file=sys.stderr)
+            print(f"benchmarks: the command printed no JSON; record {name!r} left as it was", file=sys.stderr)
             return 1
-    record = {"name": name, "command": shlex.join(command), "date": date, "seconds": seconds, **known, "result": result}
-    print(f"record.py: wrote {write(name, record, folder)}", file=sys.stderr)
+    record = {
+        "name": name,
+        "command": declared or shlex.join(command),
+        "date": date,
+        "seconds": seconds,
+        **known,
+        "result": result,
+    }
+    print(f"benchmarks: wrote {write(name, record, folder)}", file=sys.stderr)
     return 0
 
 
@@ -220,21 +225,24 @@ def imported(name: str, source: Path, folder: Path = RECORDS) -> int:
     try:
         data = json.loads(source.read_text("utf-8"))
     except (OSError, ValueError) as err:
-        print(f"record.py: {source}: not a JSON file ({err})", file=sys.stderr)
+        print(f"benchmarks: {source}: not a JSON file ({err})", file=sys.stderr)
         return 1
     missing = [key for key in ("command", "date", "machine") if key not in data]
     if missing:
-        print(f"record.py: {source}: has no {', '.join(missing)}; run the command through record.py", file=sys.stderr)
+        print(
+            f"benchmarks: {source}: has no {', '.join(missing)}; run the command through python -m benchmarks run",
+            file=sys.stderr,
+        )
         return 1
     if data.get("status", "ok") != "ok" or data.get("tiny"):
         why = (
             "a --tiny run" if data.get("tiny") else f"a part whose status is {data['status']!r} {data.get('error', '')}"
         )
-        print(f"record.py: {source}: {why} is not kept as a record", file=sys.stderr)
+        print(f"benchmarks: {source}: {why} is not kept as a record", file=sys.stderr)
         return 1
     record = {"name": name, "command": data["command"], "date": data["date"], "seconds": data.get("seconds")}
     record |= {"commit": data.get("commit"), "machine": data["machine"], "imported_from": source.name, "result": data}
-    print(f"record.py: wrote {write(name, record, folder)}", file=sys.stderr)
+    print(f"benchmarks: wrote {write(name, record, folder)}", file=sys.stderr)
     return 0
 
 
@@ -249,33 +257,3 @@ def listing(folder: Path = RECORDS) -> list[str]:
         where = ", ".join(r["machine"].get("gpus") or []) or r["machine"].get("cpu", {}).get("model", "?")
         rows.append(f"{r['name']}\t{r['date'][:10]}\t{where}\t{r['command']}")
     return rows
-
-
-def main(argv: list[str]) -> int:
-    command: list[str] = []
-    if "--" in argv:
-        argv, command = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        usage="%(prog)s NAME [--result FILE] -- COMMAND ... | %(prog)s NAME --from FILE | %(prog)s --list",
-    )
-    parser.add_argument("name", nargs="?", help="the record's name: benchmarks/records/NAME.json")
-    parser.add_argument("--result", type=Path, help="read the result from this file the command writes")
-    parser.add_argument("--from", dest="source", type=Path, help="keep this JSON file (with its machine) instead")
-    parser.add_argument("--list", action="store_true", help="list the records")
-    parser.add_argument("--records", type=Path, default=RECORDS, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.list:
-        print("\n".join(listing(args.records)))
-        return 0
-    if not args.name or not args.name.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        parser.error("give the record a name of letters, digits, '-', '_' and '.'")
-    if args.source is not None:
-        return imported(args.name, args.source, args.records)
-    if not command:
-        parser.error("give the command after --")
-    return run(args.name, command, args.result, args.records)
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -8,7 +8,7 @@ text: ``cli`` the command-line reference, read from each command module's parser
 comparison, read from its record.
 
 A measured figure is read from the run that measured it: ``docs/figures.yaml`` names, for each figure,
-its record in ``benchmarks/records/`` (``benchmarks/record.py`` keeps a run there with its command,
+its record in ``benchmarks/records/`` (``python -m benchmarks run NAME`` keeps a run there with its command,
 date, commit and machine), the key of the value in it and the format. A page quotes the figure as
 ``<!--fig:NAME-->VALUE<!--/fig-->`` (the comment is invisible on the site and in a repository
 browser), and the value between the markers is regenerated from the record like any region, so no
@@ -183,12 +183,17 @@ FIGURE = re.compile(r"<!--fig:(?P<name>[\w.-]+)-->(?P<value>.*?)<!--/fig-->")
 
 def _records_module():
     """``benchmarks/record.py``, the one reader of records."""
-    folder = str(DOCS.parent / "benchmarks")
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
-    import record as records_module
+    return _benchmarks("record")
 
-    return records_module
+
+def _benchmarks(name: str):
+    """A module of the checkout's ``benchmarks`` package (``record``, ``registry``)."""
+    import importlib
+
+    root = str(DOCS.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    return importlib.import_module(f"benchmarks.{name}")
 
 
 def record(name: str, records: Path = RECORDS) -> dict:
@@ -306,9 +311,11 @@ def derived(expression: str, raw: dict[str, float]) -> float:
 
 
 def records_table(records: Path = RECORDS) -> str:
-    """The records the figures are read from: name, date, machine, command."""
+    """The records the figures are read from: name, kind, date, machine, and the command
+    ``python -m benchmarks run NAME`` runs (the registry's; a GPU part's own)."""
     records_module = _records_module()
-    rows = ["| record | date | machine | command |", "|---|---|---|---|"]
+    declared = _benchmarks("registry").BENCHMARKS
+    rows = ["| record | kind | date | machine | command |", "|---|---|---|---|---|"]
     for r in records_module.all_records(records):
         m = r["machine"]
         cpu = m.get("cpu") or {}
@@ -316,9 +323,11 @@ def records_table(records: Path = RECORDS) -> str:
             f"{cpu.get('model', '?')}, {cpu.get('cores', '?')} cores ({', '.join(cpu.get('flags', [])) or 'no flags read'})"
         )
         if "transcribed" in r:
-            where += "; transcribed, not kept by record.py"
-        command = r["command"].replace("|", "\\|")
-        rows.append(f"| `{r['name']}` | {r['date'][:10]} | {where} | `{command}` |")
+            where += "; transcribed, not kept by the runner"
+        b = declared.get(r["name"])
+        command = (b.command if b else r["command"]).replace("|", "\\|")
+        kind = b.kind if b else "gpu"
+        rows.append(f"| `{r['name']}` | {kind} | {r['date'][:10]} | {where} | `{command}` |")
     return "\n".join(rows)
 
 
@@ -646,7 +655,7 @@ TRANSCRIBED = "† from a run whose code was not recorded"  # the line a page wi
 
 
 def _figure(match: re.Match, known: dict[str, dict]) -> str:
-    """A figure's marker with its value; a figure of a transcribed record (one record.py did not keep)
+    """A figure's marker with its value; a figure of a transcribed record (one the runner did not keep)
     is marked with † (its page says what that means: ``TRANSCRIBED``)."""
     name = match.group("name")
     if name not in known:

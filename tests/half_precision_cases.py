@@ -6,7 +6,7 @@ Half precision runs the way the engine runs it (:func:`sentlab.precision.network
 the networks under autocast, the loss's arithmetic in float32) and, for sentlab's own losses, also
 the way a user's script may (the whole loss inside ``torch.autocast``: the losses' float32 regions
 must hold there too). fp16 steps go through ``torch.amp.GradScaler``, as the trainer's fp16 does.
-Used by ``tests/losses/test_half_precision.py`` and ``benchmarks/half_precision_losses.py``.
+Used by ``tests/losses/test_half_precision.py`` and ``benchmarks/studies/half_precision_losses.py``.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ kept at all."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -15,16 +15,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_benchmark_module(name: str, as_name: str):
-    spec = importlib.util.spec_from_file_location(as_name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@pytest.fixture(scope="module")
+def record():
+    from benchmarks import record
+
+    return record
 
 
 @pytest.fixture(scope="module")
-def record():
-    return load_benchmark_module("record", "bench_record")
+def common():
+    from benchmarks import common
+
+    return common
 
 
 def python(code: str) -> list[str]:
@@ -33,7 +35,7 @@ def python(code: str) -> list[str]:
 
 def test_a_run_is_kept_with_its_provenance_and_its_last_json(record, tmp_path, capsys):
     code = "import json; print('warming up'); print(json.dumps({'a': 1})); print(json.dumps({'b': 2}, indent=1))"
-    assert record.main(["one", "--records", str(tmp_path), "--", *python(code)]) == 0
+    assert record.run("one", python(code), None, tmp_path) == 0
     kept = json.loads((tmp_path / "one.json").read_text())
     assert kept["result"] == {"b": 2}  # the last object, an indented block
     assert kept["name"] == "one" and shlex.split(kept["command"]) == python(code)  # quoted as a shell reads it
@@ -55,23 +57,23 @@ def test_the_last_json_is_found_whatever_is_printed_after_it(record):
 
 def test_a_failed_run_or_one_without_json_leaves_the_record_as_it_was(record, tmp_path, capsys):
     (tmp_path / "kept.json").write_text('{"name": "kept"}')
-    assert record.main(["kept", "--records", str(tmp_path), "--", *python("import sys; print('{}'); sys.exit(3)")]) == 3
-    assert record.main(["kept", "--records", str(tmp_path), "--", *python("print('no json here')")]) == 1
+    assert record.run("kept", python("import sys; print('{}'); sys.exit(3)"), None, tmp_path) == 3
+    assert record.run("kept", python("print('no json here')"), None, tmp_path) == 1
     assert (tmp_path / "kept.json").read_text() == '{"name": "kept"}'
     err = capsys.readouterr().err
     assert "exited with 3" in err and "printed no JSON" in err
-    assert record.main(["kept", "--records", str(tmp_path), "--", "/no/such/program"]) == 127
+    assert record.run("kept", ["/no/such/program"], None, tmp_path) == 127
 
 
 def test_a_result_file_from_an_earlier_run_is_not_taken_for_this_one(record, tmp_path):
     result = tmp_path / "result.json"
     result.write_text('{"stale": true}')
     # the command writes nothing: the earlier file was moved aside first, so nothing is recorded
-    assert record.main(["r", "--records", str(tmp_path), "--result", str(result), "--", *python("pass")]) == 1
+    assert record.run("r", python("pass"), result, tmp_path) == 1
     assert not (tmp_path / "r.json").exists()
     assert (tmp_path / "result.json.before-record").read_text() == '{"stale": true}'  # kept, not deleted
     write = f"open({str(result)!r}, 'w').write('{{\"fresh\": 1}}')"
-    assert record.main(["r", "--records", str(tmp_path), "--result", str(result), "--", *python(write)]) == 0
+    assert record.run("r", python(write), result, tmp_path) == 0
     assert json.loads((tmp_path / "r.json").read_text())["result"] == {"fresh": 1}
 
 
@@ -79,36 +81,103 @@ def test_a_file_from_another_machine_is_kept_only_with_its_machine(record, tmp_p
     (tmp_path / "out").mkdir()
     part = tmp_path / "out" / "speed.json"  # what the node wrote under $OUT
     part.write_text(json.dumps({"part": "speed", "seconds": 3.0}))
-    assert record.main(["gpu", "--records", str(tmp_path), "--from", str(part)]) == 1
+    assert record.imported("gpu-speed-h100", part, tmp_path) == 1
     assert "has no command, date, machine" in capsys.readouterr().err
     machine = {"cpu": {"model": "x", "flags": [], "cores": 16}, "gpus": ["NVIDIA H100"]}
     for refused in ({"status": "failed", "error": "boom"}, {"status": "ok", "tiny": True}):
         run = {"part": "speed", "command": "check.py speed", "date": "2026-11-25", "machine": machine, **refused}
         part.write_text(json.dumps(run))
-        assert record.main(["gpu", "--records", str(tmp_path), "--from", str(part)]) == 1
+        assert record.imported("gpu-speed-h100", part, tmp_path) == 1
     assert "is not kept as a record" in capsys.readouterr().err
     part.write_text(
         json.dumps({"part": "speed", "command": "check.py speed", "date": "2026-11-25", "machine": machine})
     )
-    assert record.main(["gpu", "--records", str(tmp_path), "--from", str(part)]) == 0
-    kept = json.loads((tmp_path / "gpu.json").read_text())
+    assert record.imported("gpu-speed-h100", part, tmp_path) == 0
+    kept = json.loads((tmp_path / "gpu-speed-h100.json").read_text())
     assert kept["machine"]["gpus"] == ["NVIDIA H100"] and kept["result"]["part"] == "speed"
-    assert record.listing(tmp_path) == ["gpu\t2026-11-25\tNVIDIA H100\tcheck.py speed"]
+    assert record.listing(tmp_path) == ["gpu-speed-h100\t2026-11-25\tNVIDIA H100\tcheck.py speed"]
 
 
-def test_a_name_that_is_not_a_file_name_is_refused(record, tmp_path):
+# --- the registry and its runner
+
+
+def old_form(command: str) -> str:
+    """A declared command as the records made before the package was laid out wrote it
+    (``python benchmarks/NAME.py``)."""
+    return re.sub(r"python -m benchmarks\.(?:perf|studies)\.(\w+)", r"python benchmarks/\1.py", command)
+
+
+def test_every_record_is_a_declared_benchmark_run_at_its_declared_settings(record):
+    """A record is the run of a registered benchmark (or a GPU check part, kept with ``import``), and
+    the registry declares the settings it ran at: the one place a command's text is compared."""
+    from benchmarks import registry
+
+    wrong = []
+    for kept in record.all_records():
+        name = kept["name"]
+        if registry.gpu_part(name):
+            continue
+        if name not in registry.BENCHMARKS:
+            wrong.append(f"{name}: no benchmark of that name in benchmarks/registry.py")
+            continue
+        declared = registry.BENCHMARKS[name].command
+        ran = " ".join(shlex.split(kept["command"])) if kept["command"].startswith("bash -c") else kept["command"]
+        if ran.removeprefix("bash -c ") not in (declared, old_form(declared)):
+            wrong.append(f"{name}: ran {kept['command']!r}, declared {declared!r}")
+    assert not wrong, wrong
+
+
+def test_every_module_is_run_by_a_declared_benchmark_and_every_declared_module_exists(common):
+    from benchmarks import registry
+
+    declared = {m for b in registry.BENCHMARKS.values() for m in b.modules}
+    modules = {"benchmarks." + str(p.relative_to(ROOT / "benchmarks")).removesuffix(".py").replace("/", ".")
+               for p in common.scripts() if p.parent.name in ("perf", "studies")}  # fmt: skip
+    assert declared <= modules, declared - modules
+    assert modules - declared == set(), modules - declared
+    assert registry.BENCHMARKS["int8-static-minilm"].kind == "perf" and set(registry.KINDS) == {"perf", "study"}
+
+
+def test_the_runner_writes_the_record_at_the_declared_settings(record, tmp_path, monkeypatch, capsys):
+    from benchmarks import __main__ as runner
+    from benchmarks import registry
+
+    line = f'{shlex.quote(sys.executable)} -c \'import json, os; print(json.dumps({{"hub": os.environ["HF_HUB_OFFLINE"]}}))\''
+    fake = registry.Benchmark("fake-bench", "perf", line)
+    monkeypatch.setitem(registry.BENCHMARKS, "fake-bench", fake)
+    monkeypatch.setattr(record, "RECORDS", tmp_path)
+    assert runner.main(["run", "fake-bench", "--dry-run"]) == 0 and not (tmp_path / "fake-bench.json").exists()
+    assert capsys.readouterr().out.strip() == line
+    assert runner.main(["run", "fake-bench"]) == 0
+    kept = json.loads((tmp_path / "fake-bench.json").read_text())
+    assert kept["command"] == line and kept["result"] == {"hub": "1"}  # no hub at run time
+
+
+def test_the_runner_refuses_an_unknown_benchmark_or_a_name_that_is_not_a_gpu_part(tmp_path, capsys):
+    from benchmarks import __main__ as runner
+
+    with pytest.raises(SystemExit, match="no benchmark 'int8-static' \\(did you mean int8-static-minilm"):
+        runner.main(["run", "int8-static"])
     with pytest.raises(SystemExit) as refused:
-        record.main(["../elsewhere", "--records", str(tmp_path), "--", *python("print('{}')")])
-    assert refused.value.code == 2
+        runner.main(["import", "../elsewhere", "--from", str(tmp_path / "x.json")])
+    assert refused.value.code == 2 and "gpu-PART-CARD" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        runner.main(["run"])  # names or --kind
 
 
-@pytest.fixture(scope="module")
-def common():
-    return load_benchmark_module("common", "common")
+def test_a_preset_run_that_finished_is_reused_and_a_failing_one_is_one_line(common, tmp_path, monkeypatch):
+    finished = tmp_path / "run"
+    (finished / "model").mkdir(parents=True)
+    (finished / "results.json").write_text("{}")
+    monkeypatch.setattr(common, "sentlab", lambda *a, **k: pytest.fail("a finished run is trained again"))
+    assert common.train_preset("simcse-unsup-minilm-cpu", finished) == {"peak_rss_mib": None, "folder": finished}
+    monkeypatch.undo()
+    with pytest.raises(SystemExit, match="sentlab train no-such-preset .* exited with 2: .*no-such-preset"):
+        common.train_preset("no-such-preset", tmp_path / "other", child=True)
 
 
 def test_each_benchmark_says_in_its_first_lines_which_records_and_pages_it_feeds(common):
-    """A script's ``Feeds:`` line (after its first paragraph) names the records whose command runs it
+    """A script's ``Feeds:`` line (after its first paragraph) names the records of the benchmarks that run it
     and the pages that name it or quote their figures, as they are now; a script that feeds no page
     names the test it backs, and none feeds nothing."""
     import re
@@ -129,7 +198,7 @@ def test_each_benchmark_says_in_its_first_lines_which_records_and_pages_it_feeds
             test = re.search(r"tests/[\w/]+\.py", said)
             if records or not test or not (ROOT / test.group(0)).is_file():
                 wrong.append(f"{script.name}: feeds no page, and names no test it backs")
-    assert not wrong, f"{wrong} (python benchmarks/common.py rewrites the Feeds lines)"
+    assert not wrong, f"{wrong} (python -m benchmarks feeds rewrites the Feeds lines)"
 
 
 def test_the_shared_spread_over_seeds(common):
@@ -156,47 +225,42 @@ def test_the_extra_modules_are_those_of_the_extras():
 
 
 def test_the_gpu_checks_usage_line_names_its_parts():
-    check = load_benchmark_module("gpu/check", "bench_gpu_check")
+    from benchmarks import registry
+    from benchmarks.gpu import check
+
+    assert registry.GPU_PARTS == check.PARTS
     usage = (ROOT / "benchmarks" / "gpu" / "check.sh").read_text("utf-8").split("# PART: ")[1].split(" (")[0]
     assert usage == ", ".join(check.PARTS) + " or all"
 
 
 def test_every_module_a_benchmark_imports_exists(common):
-    """A script's imports (its siblings in benchmarks/ included) resolve, so retiring a script cannot
+    """A module's imports (the benchmarks package's own included) resolve, so retiring a module cannot
     leave another that imports it broken; an extra's module may be absent (:data:`EXTRA_MODULES`)."""
     import ast
     import importlib.util
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        missing = []
-        for script in [*common.scripts(), ROOT / "benchmarks" / "common.py"]:
-            for node in ast.walk(ast.parse(script.read_text("utf-8"))):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
-                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    names = [node.module]
-                for name in names:
-                    if name in OPTIONAL_TOOLS:
-                        continue
-                    top = name.split(".")[0]
-                    if importlib.util.find_spec(top) is None and top not in EXTRA_MODULES:
-                        missing.append(f"{script.name}: {name}")
-        assert not missing, missing
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    missing = []
+    for script in [*common.scripts(), ROOT / "benchmarks" / "common.py"]:
+        for node in ast.walk(ast.parse(script.read_text("utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            for name in names:
+                if name in OPTIONAL_TOOLS:
+                    continue
+                top = name.split(".")[0]
+                if top in EXTRA_MODULES:
+                    continue
+                if importlib.util.find_spec(name if top == "benchmarks" else top) is None:
+                    missing.append(f"{script.name}: {name}")
+    assert not missing, missing
 
 
 def test_the_storage_benchmark_times_a_search_over_the_codes_it_scores():
     """Each precision's timed index holds what sentlab stores at that precision (int8: sentlab's codes
     of the calibration's ranges, not faiss's own quantizer), and a precision without a search is refused
     rather than timed as a Hamming search."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # storage.py imports its neighbour common.py
-    try:
-        storage = load_benchmark_module("storage", "bench_storage")
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    from benchmarks.perf import storage
     from sentlab.quantize import quantize, ranges_of
 
     rng = np.random.default_rng(0)

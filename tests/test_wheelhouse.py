@@ -1,7 +1,7 @@
 """The offline install (docs/guides/operations.md): scripts/wheelhouse.py plans binary wheels for the
 target's Python and every platform it installs, with torch left to the cluster; every requirement of
 sentlab is pinned (so it is in the wheelhouse); sentlab's own wheel builds offline with its package data.
-The real download and install is ``benchmarks/offline_install.py`` (network), whose recorded run the
+The real download and install is ``scripts/offline_install.py`` (network), whose recorded run the
 guide gives."""
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """sentlab's check on a GPU node without network, one part at a time (``benchmarks/gpu/check.sh PART``).
 
-Feeds: records gpu-install-h100; pages docs/contributing.md, docs/guides/gpu.md, docs/results.md.
+Feeds: records gpu-install-h100; pages docs/guides/gpu.md, docs/results.md.
 
 Each part writes one JSON file, ``$OUT/<part>.json`` (``$OUT``, else ``--out``, else
 ``runs/gpu-check``): the part, its command line, the date, the machine and commits
-(``benchmarks/record.py``'s blocks; ``record.py --from`` keeps the file as a record), its seconds,
+(``benchmarks/record.py``'s blocks; ``python -m benchmarks import`` keeps the file as a record), its seconds,
 ``status`` (``ok`` or ``failed`` with the first line of the error) and what it measured. The file is
 written after each measurement and no command a part starts runs past its nine minutes, so a part that
 fails or is cut short keeps what it measured.
@@ -16,17 +16,17 @@ fails or is cut short keeps what it measured.
   whole suite did not finish in one part's nine minutes), data-dependent tests skipped (the bundle's
   data is for the other parts), with the counts, each failure's first line and the skips by reason.
 * ``speed``: the card's matmul rate in fp32, TF32 and bf16; SimCSE's step on a random-init BERT-base
-  five ways (``benchmarks/train_throughput.py``); the RSE GPU preset's step with
+  five ways (``benchmarks/perf/train_throughput.py``); the RSE GPU preset's step with
   ``train.mini_batch_size: auto`` against the whole batch and chunks of 64 (synthetic triples);
-  SimCSE's peak memory and step against the chunk at batch 64 and 512 (``benchmarks/gradient_cache.py``); the
-  raw LM's useful tokens a second, packed, bf16, compiled (``benchmarks/rawlm_throughput.py``).
+  SimCSE's peak memory and step against the chunk at batch 64 and 512 (``benchmarks/perf/gradient_cache.py``); the
+  raw LM's useful tokens a second, packed, bf16, compiled (``benchmarks/perf/rawlm_throughput.py``).
 * ``presets``: every GPU preset whose start is a BERT-base architecture and whose data the bundle
   carries (Wikipedia sentences), for a few dozen steps on random weights of that architecture in its
   own precision: seconds, the losses (finite, or the part fails), the precision and runtime read
   back; the others are listed with what they need.
 * ``claim-a``: sentlab's raw LM pre-trained for as long as the part allows (kept in the ignored
   ``runs/gpu-check-work`` for the next call); called again, SimCSE from it over three seeds, scored on
-  STS against the raw LM (``benchmarks/rawlm_simcse.py``).
+  STS against the raw LM (``benchmarks/studies/rawlm_simcse.py``).
 
 ``--tiny`` runs every part on whatever device there is with tiny sizes (CI runs it on a CPU), so the
 check cannot rot between GPUs; ``--bundle`` is the folder ``scripts/gpu_bundle.py`` built (``.gpu``).
@@ -53,11 +53,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT))  # run as a file (check.sh): the checkout's benchmarks package
 sys.path.insert(0, str(ROOT / "src"))
-import record  # noqa: E402 - the machine, the commit and a benchmark's printed JSON, read one way
-from record import last_json  # noqa: E402
-
+from benchmarks import record  # noqa: E402 - the machine, the commit and a benchmark's printed JSON, read one way
+from benchmarks.record import last_json  # noqa: E402
 from sentlab.cache import file_sha256  # noqa: E402
 from sentlab.paths import write_text_atomic  # noqa: E402 - the one atomic writer
 
@@ -361,7 +360,7 @@ def part_speed(args, record: dict) -> None:
     steps = ["--steps", "3", "--warmup", "1"] if args.tiny else ["--steps", "30", "--warmup", "10"]
     precision = ["--precision", "fp32" if args.tiny else "bf16"]
     record["simcse_step"] = run(
-        [sys.executable, "benchmarks/train_throughput.py", "--model", str(model), *steps, *precision],
+        [sys.executable, "-m", "benchmarks.perf.train_throughput", "--model", str(model), *steps, *precision],
         timeout=PART_SECONDS / 2,
         env=env,
     )
@@ -373,7 +372,7 @@ def part_speed(args, record: dict) -> None:
     else:
         rawlm += ["--layers", "2", "--hidden", "64", "--heads", "2", "--sentences", "2000"]
     record["rawlm_tokens"] = run(
-        [sys.executable, "benchmarks/rawlm_throughput.py", *rawlm], timeout=PART_SECONDS / 3, env=env
+        [sys.executable, "-m", "benchmarks.perf.rawlm_throughput", *rawlm], timeout=PART_SECONDS / 3, env=env
     )
     args.save()
     failed = [
@@ -386,7 +385,7 @@ def part_speed(args, record: dict) -> None:
     # SimCSE's peak memory and step against the Gradient Cache chunk, at batch 64 and 512
     sizes = ["--batches", "8", "--chunks", "whole", "4", "--steps", "1", "--warmup", "0"] if args.tiny else []
     record["gradient_cache"] = run(
-        [sys.executable, "benchmarks/gradient_cache.py", "--model", str(model), *sizes],
+        [sys.executable, "-m", "benchmarks.perf.gradient_cache", "--model", str(model), *sizes],
         timeout=PART_SECONDS / 5,
         env=env,
     )
@@ -589,9 +588,11 @@ def part_claim_a(args, record: dict) -> None:
             record["pretrain"]["heldout"] = [r for r in rows if "eval_heldout-mlm_accuracy" in r][-1:]
         if not args.tiny:
             record["next"] = "the raw LM is kept in the work folder: run claim-a again for SimCSE and the scoring"
-            record["status_when_done"] = "incomplete"  # measured nothing yet: never a record (record.py --from)
+            record["status_when_done"] = (
+                "incomplete"  # measured nothing yet: never a record (python -m benchmarks import)
+            )
             return
-    simcse = [sys.executable, "benchmarks/rawlm_simcse.py", "--output", str(args.work / "claim-a")]
+    simcse = [sys.executable, "-m", "benchmarks.studies.rawlm_simcse", "--output", str(args.work / "claim-a")]
     simcse += ["--raw-lm", str(rawlm / "model"), "--seeds", "1", "2", "3"]
     if args.tiny:
         simcse += ["--set", "train.max_steps=2", "--set", "train.batch_size=8", "--set", "model.max_seq_length=32"]
@@ -624,7 +625,7 @@ def main() -> int:
         if path.is_file():  # an earlier call's file (claim-a's first call, a part run again) is kept beside
             path.replace(path.with_name(f"{part}.previous.json"))
         # what the part has measured so far, written after each measurement: a killed part's file keeps
-        # it, with status "running" (record.py keeps only a part that ended ok)
+        # it, with status "running" (the runner keeps only a part that ended ok)
         args.save = lambda record=record, path=path: write_text_atomic(path, json.dumps(record, indent=1) + "\n")
         record |= {"status": "running", **provenance(args.bundle)}
         args.save()

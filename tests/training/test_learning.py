@@ -7,7 +7,7 @@ negative held-out pairs; the random encoder's mean pooling is already a strong l
 - paraphrase: sentences of 6-10 random words and their paraphrases with 30 % of the words deleted,
   against unrelated sentences (AP 0.951 before training). SimCSE's task: 30 steps (batch 32, lr 1e-3)
   on 1,024 other random sentences raise it by 0.0391 on average over seeds 0-9, sd 0.0015, the
-  smallest gain 0.0363 (`python benchmarks/learning_spread.py`). TSDAE *lowers* it (-0.05 over 3
+  smallest gain 0.0363 (`python -m benchmarks.studies.learning_spread`). TSDAE *lowers* it (-0.05 over 3
   seeds): random words carry nothing to reconstruct beyond the words the encoder sees, which mean
   pooling already keeps.
 - topic: 4 topics, each with its own quarter of the test vocabulary; a sentence is 4-6 words of one
@@ -15,7 +15,7 @@ negative held-out pairs; the random encoder's mean pooling is already a strong l
   before training). TSDAE's task: to rebuild the deleted 60 % of the words, the embedding must carry
   the topic. 60 steps (batch 32, lr 1e-3) on 1,024 other topic sentences raise the AP by 0.2075 on
   average over seeds 0-9, sd 0.032, the smallest gain 0.1268
-  (`python benchmarks/learning_spread.py --method tsdae --task topic --steps 60`); 30 steps gave
+  (`python -m benchmarks.studies.learning_spread --method tsdae --task topic --steps 60`); 30 steps gave
   0.105, sd 0.039, smallest 0.032, too close to the margin.
 With the encoder's gradient set to zero the gain is 0.0 on every seed of both. The margin, 0.02, is
 half of SimCSE's mean gain and 13 of its standard deviations below it, 5.8 of TSDAE's below its mean,

@@ -12,7 +12,7 @@ uses them directly and keeps one pinned set of dependencies (the ``onnx`` and ``
   (``quantize_dynamic``: int8 weights, activations quantised per batch at run time) with per-channel
   weight scales and ``reduce_range`` (7-bit weights), which onnxruntime recommends on x86 CPUs
   without VNNI, where 8-bit u8s8 products can saturate (the resulting drift is measured by
-  ``benchmarks/inference_backends.py``);
+  ``benchmarks/perf/inference_backends.py``);
 * ``openvino`` compiles the same ONNX graph for the CPU; ``int8`` compresses the weights to int8 with
   NNCF (``compress_weights``, INT8_ASYM), OpenVINO's dynamic-quantisation route: activations stay in
   float and, where the CPU supports it, are quantised per group at run time; ``int8-static`` quantizes

@@ -3,7 +3,7 @@
 sentence-transformers' ``encode`` sorts a list by character length before batching; token counts
 follow character counts only loosely, so batches sorted that way still carry much padding.
 Sorting by the tokenizer's own counts first and handing ``encode`` one batch at a time removes most
-of it on every backend (the gain is measured by ``benchmarks/inference_backends.py``); the vectors are those of plain ``encode`` (padding is
+of it on every backend (the gain is measured by ``benchmarks/perf/inference_backends.py``); the vectors are those of plain ``encode`` (padding is
 masked; only float rounding differs).
 """
 

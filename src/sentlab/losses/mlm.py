@@ -97,8 +97,8 @@ class MLMLoss(nn.Module):
           host would wait for the device every step, and the compiled head would see a new shape);
         * on the host (a CPU: nothing to wait for), the head at the chosen positions only, a sixth of
           its work (the head at every position made a CPU step 1.87 times as long for a MiniLM-sized
-          model, ``benchmarks/mlm_head_shape.py``, and 1.74 times for the packed raw LM,
-          ``benchmarks/rawlm_throughput.py``: docs/results.md).
+          model, ``benchmarks/perf/mlm_head_shape.py``, and 1.74 times for the packed raw LM,
+          ``benchmarks/perf/rawlm_throughput.py``: docs/results.md).
         """
         chosen = targets != -100
         if devices.runs_on_host(inputs.device):

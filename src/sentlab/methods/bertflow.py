@@ -12,7 +12,7 @@ every later batch is hundreds of nats less likely. Here they are initialised bef
 vectors of the first ``flow.init_sentences`` training sentences (0: normflows' first-batch
 initialisation). That alone does not make the BERT-flow code's lr 1e-3 safe: on unit-normalised
 all-MiniLM-L6-v2 vectors some flows still reached a non-finite loss at 1e-3 and none at 1e-4
-(``benchmarks/bertflow_stability.py``, record ``bertflow-stability-minilm``), so ``sentlab adapt``
+(``benchmarks/studies/bertflow_stability.py``, record ``bertflow-stability-minilm``), so ``sentlab adapt``
 and the CPU preset train the flow at 1e-4.
 """
 

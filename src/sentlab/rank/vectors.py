@@ -16,7 +16,7 @@ which is the normal case for float cosines (ties come from duplicate corpus sent
 
 Ranking is the cost of a rank vector (an n log n sort per input). On an accelerator the rows are
 sorted by torch on the device; on the CPU by numpy's SIMD argsort, one row per thread (several
-times faster than torch's CPU sort for 100k-long rows; ``benchmarks/rankencoder_scoring.py``).
+times faster than torch's CPU sort for 100k-long rows; ``benchmarks/perf/rankencoder_scoring.py``).
 """
 
 from __future__ import annotations

@@ -350,27 +350,58 @@ def test_the_task_index_lives_on_the_home_page_and_the_readme_stays_short():
 # a line that says where its numbers come from: a paper's table or equation, an estimate, arithmetic,
 # or a software version
 SOURCED = re.compile(r"\bpaper\b|paper's|Table \d|estimate|arithmetic|Python \d|torch \d|==", re.I)
+# a line whose numbers with units are settings, limits or inputs, not results: a threshold, a card's
+# size, an interval's level, a default, a benchmark's input sizes, a computed product
+SETTING = re.compile(
+    r"interval|\bCI\b|\bcard\b|target|default|at most|at least|limit|blocks of|papers'|free\b|up to|"
+    r"\bfrom \d|\bover \d|\breach|\brule\b|not (?:checked|measured|run)\b|computed|\d = \d",
+    re.I,
+)
 # a row of a method page's equation table (| Eq. 1, ... | code |) names the paper's equations and settings
 EQUATION_ROW = re.compile(r"^\| (Eq\.|Sec\.|App\.|Table|Fig\.)")
 DECIMAL = re.compile(r"(?<![\w.\-/])\d+\.\d+(?![\w.])")
+# a number with a unit of what is measured (time, memory, rate, ratio, share), or a decimal with a
+# magnitude (22.7M); a shape (4 × 256) is a setting
+WITH_UNIT = re.compile(
+    r"(?<![\w.\-/])(?:\d+\.\d+[kMB]|\d[\d,]*(?:\.\d+)?\s?(?:MB|MiB|GB|GiB|KiB|kB|ms|s|min|h|%|×(?! ?\d)|sentences/s|tokens/s))"
+    r"(?![\w/])"
+)
+# results.md and contributing.md may type a figure in a section that names where it comes from
+PROVENANCE = re.compile(r"\b20\d\d-\d\d-\d\d\b|\brecords? `[\w.-]+`")
 
 
 def unmarked_figures(text: str) -> int:
-    """Decimal numbers outside figure markers, code blocks and generated tables, on lines that do not
-    say they come from a paper, an equation or an estimate."""
+    """Decimal numbers and numbers with units outside figure markers, code blocks and generated tables,
+    on lines that do not say they come from a paper, an equation or an estimate (numbers with units:
+    nor that they are settings)."""
     text = FENCE.sub("", text)
     text = re.sub(r"<!-- sentlab:(\w+) begin.*?<!-- sentlab:\1 end -->", "", text, flags=re.S)
     count = 0
     for line in text.splitlines():
         line = re.sub(r"<!--fig:[\w-]+-->.*?<!--/fig-->", "", line)
         line = re.sub(r"`[^`]*`", "", line)  # a code span is a setting or a command, not a figure
-        if not SOURCED.search(line) and not EQUATION_ROW.match(line):
-            count += len(DECIMAL.findall(line))
+        if SOURCED.search(line) or EQUATION_ROW.match(line):
+            continue
+        figures = {m.start() for m in DECIMAL.finditer(line)}  # by where it starts: 3.2× is one figure
+        if not SETTING.search(line):
+            figures |= {m.start() for m in WITH_UNIT.finditer(line)}
+        count += len(figures)
     return count
 
 
+def unsourced_sections(text: str) -> dict[str, int]:
+    """The sections (by heading) of a page of measurements that type figures without naming where they
+    come from: a date of the run or a record."""
+    text = FENCE.sub("", text)
+    sections = re.split(r"\n(?=#{1,4} )", text)
+    return {s.splitlines()[0]: n for s in sections if not PROVENANCE.search(s) and (n := unmarked_figures(s))}
+
+
+MEASUREMENT_PAGES = ("results.md", "contributing.md")
+
+
 def test_a_user_page_quotes_no_figure_without_a_marker():
-    user_pages = [p for p in PAGES if "reference" not in p.parts and p.name not in ("results.md", "contributing.md")]
+    user_pages = [p for p in PAGES if "reference" not in p.parts and p.name not in MEASUREMENT_PAGES]
     found = {str(p.relative_to(ROOT)): unmarked_figures(p.read_text("utf-8")) for p in user_pages}
     typed = {page: n for page, n in found.items() if n}
     assert not typed, f"figures typed by hand (give each a marker from a record, or say its source): {typed}"
@@ -380,6 +411,18 @@ def test_a_user_page_quotes_no_figure_without_a_marker():
     )
     # a model's name or a page's title is no source; an equation table's row is
     assert unmarked_figures("all-MiniLM-L6-v2 scores 77.52\nPapers in miniature: 12.3\n| Eq. 1, τ = 0.05 | `x` |") == 2
+    # numbers with units count (22.7M, 137 MB, 3.2×, 8 %), settings and shapes do not
+    assert unmarked_figures("22.7M parameters, 137 MB more, 3.2× faster, 8 % read, 829 sentences/s") == 5
+    assert unmarked_figures("on a 16 GB card\na 95 % interval\n4 × 256 layers\n30 steps of 64") == 0
+
+
+def test_a_page_of_measurements_types_figures_only_in_a_section_that_names_their_run():
+    """results.md and contributing.md may type figures where a section names the run's date or record;
+    a section that types one without is found."""
+    found = {p.name: unsourced_sections(p.read_text("utf-8")) for p in PAGES if p.name in MEASUREMENT_PAGES}
+    assert len(found) == 2 and not any(found.values()), found
+    page = "## Speed\n\nSimCSE runs at 3.2× the loop.\n\n## Memory (2026-11-27, record `x`)\n\n137 MB more.\n"
+    assert unsourced_sections(page) == {"## Speed": 1}
 
 
 def test_every_guide_and_method_page_says_what_to_expect():

@@ -253,3 +253,41 @@ def test_supervised_reads_snli_triplets(data_dir, tiny_backbone, tmp_path):
     )
     dataset = Supervised(cfg, engine.RunPaths(tmp_path / "r")).train_dataset()
     assert dataset.column_names == ["anchor", "positive", "negative"] and len(dataset) > 2500
+
+
+def test_ct_in_batch_scales_by_the_one_temperature_and_the_moved_ct_scale_converts(
+    tiny_backbone, corpus_file, tmp_path, capsys, monkeypatch
+):
+    """CT in-batch starts its learnt scale at 1 / loss.temperature (unset: 20, the class's default); labelled-pair CT has no scale and refuses the key; ct.scale (0.2.0) is read as
+    loss.temperature = 1 / ct.scale, in a file or as --set, and at its old default (20) moves nothing."""
+    from sentlab.methods import load_config
+    from sentlab.methods.ct import CT
+    from sentlab.training import config
+
+    monkeypatch.setattr(config, "_NOTICED", set())
+    in_batch = {"ct": {"in_batch": True, "lr_segments": None}}
+    cfg = method_config("ct", tiny_backbone, corpus_file, tmp_path / "run", section=in_batch)
+    method = CT(cfg, engine.RunPaths(tmp_path / "run"))
+
+    def scale(loss):  # the class learns its scale, from log(scale): float32's log then exp, within 1e-6
+        return float(loss.logit_scale.detach().exp())
+
+    assert scale(method.loss(method.build_model())) == pytest.approx(20.0, rel=1e-6)
+    cfg.loss.temperature = 0.125
+    assert scale(method.loss(method.build_model())) == pytest.approx(8.0, rel=1e-6)
+    with pytest.raises(
+        ValueError, match="loss.temperature: method ct does not read it; CT with labelled pairs scores by a plain dot"
+    ):
+        method_config("ct", tiny_backbone, corpus_file, tmp_path / "run", section={"loss": {"temperature": 0.1}})
+    tree = method_config("ct", tiny_backbone, corpus_file, tmp_path / "run", section=in_batch).to_tree()
+    tree["ct"]["scale"] = 8.0
+    path = tmp_path / "ct.yaml"
+    path.write_text(json.dumps(tree))  # JSON is YAML
+    assert load_config(path).loss.temperature == 0.125
+    assert "ct.scale is deprecated: it is loss.temperature = 1 / ct.scale" in capsys.readouterr().err
+    del tree["ct"]["scale"]
+    path.write_text(json.dumps(tree))
+    assert load_config(path, ["ct.scale=4"]).loss.temperature == 0.25
+    tree["ct"]["scale"] = 20.0  # its old default, as a 0.2.0 run folder's config lists it: not a setting
+    path.write_text(json.dumps(tree))
+    assert load_config(path).loss.temperature is None

@@ -136,15 +136,15 @@ def test_each_loss_name_is_sentence_transformers_loss(tiny_backbone, tmp_path):
         "angle": losses.AnglELoss,
     }
     for name, cls in expected.items():
-        stated = {"score_range": [0, 5]} if name == "cosine-mse" else {"scale": 7.0}
+        stated = {"score_range": [0, 5]} if name == "cosine-mse" else {}
         cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer", "grade"], loss=name, **stated)
         method = Supervised(cfg, engine.RunPaths(tmp_path / "run"))
         loss = method.loss(method.build_model())
         assert type(loss) is cls, name
         if name != "cosine-mse":
-            assert loss.scale == 7.0
-            cfg.supervised.scale = None  # unset: sentence-transformers' default of these losses
-            assert method.loss(method.build_model()).scale == 20.0
+            assert loss.scale == 20.0  # loss.temperature unset: sentence-transformers' default of these losses
+            cfg.loss.temperature = 0.125  # the one key: a scale is 1 / temperature (both exact in binary)
+            assert method.loss(method.build_model()).scale == 8.0
 
 
 def test_triplets_train_end_to_end_with_no_text_twice_in_a_batch(tiny_backbone, tmp_path):
@@ -202,7 +202,6 @@ def test_settings_that_would_do_nothing_are_refused(tiny_backbone, tmp_path):
     scored = ["question", "answer", "grade"]
     for columns, section, message in [
         (["question", "answer"], {"loss": "mnrl", "score_range": [0, 5]}, "supervised.score_range: .* reads no scores"),
-        (scored, {"loss": "cosine-mse", "score_range": [0, 5], "scale": 30}, "supervised.scale: .* has no similarity"),
         (scored, {"loss": "cosent", "format": "stsb"}, "data.columns: .* supervised.format stsb has its own columns"),
         ([], {"loss": "cosent", "format": "stsb", "split": "dev"}, "supervised.split: .* sts-<split>.csv"),
     ]:

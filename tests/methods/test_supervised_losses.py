@@ -182,10 +182,9 @@ def test_a_negative_under_an_embedding_distillation_is_refused(loss, tiny_backbo
         ({"loss": "MSELoss"}, "supervised.teacher: MSELoss learns a teacher"),
         ({"loss": "mnrl", "loss_args": {"similarity_fct": "cos_simm"}}, "did you mean cos_sim"),
         ({"loss": "TripletLoss", "loss_args": {"distance_metric": "COSINES"}}, "TripletDistanceMetric .*COSINE"),
-        ({"loss": "mnrl", "scale": 5, "loss_args": {"scale": 5}}, "supervised.scale: set once"),
+        ({"loss": "mnrl", "loss_args": {"scale": 5}}, "loss_args.scale: the one key .* is loss.temperature"),
+        ({"loss": "GISTEmbedLoss", "loss_args": {"guide": "m", "temperature": 0.02}}, "is loss.temperature"),
         ({"loss": "TripletLoss", "teacher": "m"}, "supervised.teacher: .* not a distillation loss"),
-        ({"loss": "ContrastiveLoss", "scale": 5}, "supervised.scale: .* has no similarity scale"),
-        ({"loss": "CoSENTLoss", "loss_args": {"scale": "20"}}, "loss_args.scale: '20' for CoSENTLoss: .*valid number"),
         ({"loss": "mnrl", "loss_args": {"directions": ["query_to_dok"]}}, "loss_args.directions: .*'query_to_doc'"),
         ({"loss": "BatchHardTripletLoss"}, "train.batch_size: .* an even number of at least 4, not 5"),
         # kinds the loss cannot use, which used to pass the check and crash at the first step
@@ -296,7 +295,7 @@ def test_the_guides_gistembed_config_builds_its_loss_on_its_data(tmp_path, monke
 
     rows, loss = built(tree)
     assert rows.column_names == ["anchor", "positive"] and rows["anchor"][0] == f"what is {WORDS[0]}?"
-    assert isinstance(loss, losses.GISTEmbedLoss) and loss.temperature == tree["supervised"]["loss_args"]["temperature"]
+    assert isinstance(loss, losses.GISTEmbedLoss) and loss.temperature == tree["loss"]["temperature"]
     assert not any(p.requires_grad for p in loss.guide.parameters())
     with pytest.raises(ModelLoadError, match="no/such-guide-model"):
         built({**tree, "supervised": {**tree["supervised"], "loss_args": {"guide": "no/such-guide-model"}}})
@@ -354,3 +353,34 @@ def test_snli_triplets_feed_the_distillations_that_read_a_negative(loss, tiny_ba
     expected = (ap - an)[:, None] if loss == "MarginMSELoss" else torch.stack([ap, an], 1)
     # float32 encodings of the same model in batches of other sizes: 1e-4 of values ~1
     torch.testing.assert_close(torch.tensor(rows["label"]), expected.cpu().float(), rtol=1e-4, atol=1e-4)
+
+
+def test_the_temperature_is_one_key_for_every_loss_that_has_one(tiny_backbone, tmp_path, capsys, monkeypatch):
+    """``loss.temperature`` is a scale's reciprocal (MNRL, CoSENT) or a temperature (GISTEmbed); unset,
+    each class keeps its own default; a loss with neither refuses it; the moved ``supervised.scale``
+    converts its value (1 / scale) with a one-line notice."""
+    from sentlab.training import config
+
+    monkeypatch.setattr(config, "_NOTICED", set())  # the notice is once a process
+    train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS[1:] + WORDS[:1], "s": [1.0] * len(WORDS)})
+
+    def built(loss, temperature=None, **section):
+        tree = supervised(tmp_path, tiny_backbone, train, ["a", "p"], loss=loss, **section).to_tree()
+        if temperature is not None:
+            tree["loss"] = {"temperature": temperature}
+        cfg = validate_config(tree)
+        return Supervised(cfg, engine.RunPaths(tmp_path / "run")).loss(load_encoder(str(tiny_backbone)))
+
+    guide = {"guide": str(tiny_backbone)}
+    assert built("mnrl").scale == 20.0 and built("GISTEmbedLoss", loss_args=guide).temperature == 0.01  # defaults
+    assert built("mnrl", 0.125).scale == 8.0  # 1 / 0.125, exact in binary
+    assert built("GISTEmbedLoss", 0.125, loss_args=guide).temperature == 0.125
+    with pytest.raises(ValueError, match="loss.temperature: .*ContrastiveLoss has no similarity scale or temperature"):
+        built("ContrastiveLoss", 0.1)
+    tree = supervised(tmp_path, tiny_backbone, train, ["a", "p"], loss="mnrl").to_tree()
+    tree["supervised"]["scale"] = 8.0  # the moved key, as a 0.2.0 config writes it
+    assert validate_config(tree).loss.temperature == 0.125
+    assert "supervised.scale is deprecated: it is loss.temperature = 1 / supervised.scale" in capsys.readouterr().err
+    tree["loss"] = {"temperature": 0.05}
+    with pytest.raises(ValueError, match="supervised.scale: it is loss.temperature now, which is set too"):
+        validate_config(tree)

@@ -25,7 +25,12 @@ def write(tmp_path, text):
 def test_defaults_and_overrides(tmp_path):
     cfg = load_config(write(tmp_path, BASE), ["train.learning_rate=1e-5", "model.pooler=mean", "data.limit=10"])
     assert cfg.train.learning_rate == 1e-5 and cfg.model.pooler == "mean" and cfg.data.limit == 10
-    assert cfg.loss.temperature == 0.05 and cfg.train.batch_size == 64 and cfg.model.max_seq_length == 32
+    assert (
+        cfg.loss.temperature is None
+        and cfg.loss.tau == 0.05
+        and cfg.train.batch_size == 64
+        and cfg.model.max_seq_length == 32
+    )
 
 
 @pytest.mark.parametrize(
@@ -118,8 +123,11 @@ def test_every_key_a_method_does_not_read_is_refused_naming_what_it_reads(tmp_pa
             checked.add((method, dotted))
     no_mlp = {"bert-flow", "ct", "mlm", "supervised", "tsdae"}  # no SimCSE MLP on [CLS]
     assert checked == {
-        *((m, "loss") for m in ("bert-flow", "ct", "mlm", "supervised", "tsdae")),
-        *((m, "loss.hard_negative_weight") for m in ("simcse-unsup", "rankcse", "rankencoder", "rse")),
+        *((m, "loss") for m in ("bert-flow", "mlm", "tsdae")),
+        *(
+            (m, "loss.hard_negative_weight")
+            for m in ("simcse-unsup", "rankcse", "rankencoder", "rse", "ct", "supervised")
+        ),
         ("rse", "data.train"),
         ("rse", "data.columns"),
         *((m, "model.mlp_only_train") for m in no_mlp),
@@ -153,7 +161,7 @@ def test_the_keys_a_config_idles_under_some_settings_are_the_ones_the_reference_
     assert seen == {
         "supervised": {
             "supervised.split",
-            "supervised.scale",
+            "loss.temperature",
             "supervised.score_range",
             "supervised.teacher",
             "data.columns",
@@ -177,10 +185,10 @@ def test_a_whole_dump_and_a_changed_setting_load_again_but_a_changed_idle_key_do
         "train": {"output_dir": "r"},
         "supervised": {"loss": "cosent"},
     }
-    dumped = validate_config(tree).model_dump()  # loss.temperature 0.05, score_range None, ...
+    dumped = validate_config(tree).model_dump()  # loss.hard_negative_weight 0.0, score_range None, ...
     assert validate_config(dumped).supervised.loss == "cosent"
     dumped["supervised"]["loss"] = "mnrl"  # score_range (None) is idle now: its default passes
     assert validate_config(dumped).supervised.loss == "mnrl"
-    dumped["loss"]["temperature"] = 0.1  # a value the method would ignore
-    with pytest.raises(ValueError, match="loss.temperature: method supervised does not read it"):
+    dumped["loss"]["hard_negative_weight"] = 0.1  # a value the method would ignore
+    with pytest.raises(ValueError, match="loss.hard_negative_weight: method supervised does not read it"):
         validate_config(dumped)

@@ -48,7 +48,6 @@ class CTSection(_Section):
 
     k: int = Field(7, gt=0, description="different pairs per identical pair")
     in_batch: bool = Field(False, description="CT with in-batch negatives instead of labelled pairs")
-    scale: float = Field(20.0, gt=0, description="in-batch variant: cosine scale")
     optimizer: Literal["rmsprop", "adamw"] = "rmsprop"
     lr_segments: list[list[float | None]] | None = Field(
         default_factory=lambda: [list(s) for s in PAPER_SEGMENTS],
@@ -72,7 +71,16 @@ class CTSection(_Section):
 class CTConfig(TrainConfig):
     method: Literal["ct"]
     ct: CTSection = Field(default_factory=CTSection)
-    not_read = {"loss": "its objective is set in the ct section"}
+    not_read = {"loss.hard_negative_weight": "its negatives are the other pairs (ct.k) or the batch (ct.in_batch)"}
+    idle_when = {**TrainConfig.idle_when, "loss.temperature": "without ct.in_batch"}
+
+    def unread(self) -> dict[str, str]:
+        idle = super().unread()
+        if not self.ct.in_batch:
+            idle["loss.temperature"] = (
+                "CT with labelled pairs scores by a plain dot product (ct.in_batch: true has one)"
+            )
+        return idle
 
     section = "ct"
     section_required = False
@@ -136,7 +144,7 @@ class CT(Method):
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         if self.cfg.ct.in_batch:
-            return ContrastiveTensionLossInBatchNegatives(model, scale=self.cfg.ct.scale)
+            return ContrastiveTensionLossInBatchNegatives(model, scale=1.0 / self.cfg.loss.tau)
         return ContrastiveTensionLoss(model)
 
     def training_arguments(self) -> dict[str, object]:

@@ -97,12 +97,6 @@ class SupervisedSection(_Section):
     )
     format: Literal["table", "snli", "stsb"] = "table"
     split: str = Field("train", description="format snli: the split of the SNLI folder")
-    scale: float | None = Field(
-        None,
-        gt=0,
-        description="a loss with a similarity scale (mnrl, cosent, angle ...): the scale (unset: the class's "
-        "default, 20)",
-    )
     score_range: tuple[FiniteFloat, FiniteFloat] | None = Field(
         None,
         description="the scores' scale [low, high]: a score outside it is refused (stsb: [0, 5]; needed by "
@@ -117,17 +111,16 @@ class SupervisedSection(_Section):
     def spec(self) -> LossSpec:
         return LOSSES[self.loss_class.__name__]
 
-    @property
-    def similarity_scale(self) -> float:
-        """``scale``, or sentence-transformers' default of 20 when unset."""
-        return 20.0 if self.scale is None else self.scale
-
     @field_validator("score_range")
     @classmethod
     def _ordered(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
         if value is not None and not value[0] < value[1]:
             raise ValueError(f"needs low < high, got {list(value)}")
         return value
+
+
+# a loss's contrastive temperature, or its reciprocal, the scale: set as loss.temperature only
+TEMPERATURE_ARGUMENTS = {"scale", "temperature"}
 
 
 def _takes(cls: type, argument: str) -> bool:
@@ -140,13 +133,16 @@ class SupervisedConfig(TrainConfig):
 
     section = "supervised"
     section_required = False
-    not_read = {"loss": "its loss is supervised.loss, with its arguments in supervised.loss_args"}
+    not_read = {
+        "loss.hard_negative_weight": "its loss is supervised.loss, with its arguments in supervised.loss_args; "
+        "negatives are the data's columns"
+    }
     idle_when = {
         **TrainConfig.idle_when,
         "train.mini_batch_size": "with a loss of one row at a time, or MegaBatchMarginLoss, which chunks by itself",
         "train.matryoshka_dims": "with a loss not scored by cosines alone",
         "supervised.split": "outside format snli (stsb takes its split from the file's name)",
-        "supervised.scale": "with a loss without a similarity scale",
+        "loss.temperature": "with a loss without a similarity scale or a temperature",
         "supervised.score_range": "outside scored pairs",
         "supervised.teacher": "outside distillation losses",
         "data.columns": "outside format table",
@@ -162,8 +158,8 @@ class SupervisedConfig(TrainConfig):
         if s.format != "snli":
             where = "the split is data.train's file name, sts-<split>.csv" if s.format == "stsb" else "data.train"
             idle["supervised.split"] = f"it is read with format snli only; with format {s.format}, {where}"
-        if not _takes(cls, "scale"):
-            idle["supervised.scale"] = f"supervised.loss {name} has no similarity scale"
+        if not (_takes(cls, "scale") or _takes(cls, "temperature")):
+            idle["loss.temperature"] = f"supervised.loss {name} has no similarity scale or temperature"
         can = capabilities(cls, s.loss_args, name)
         if can.no_gradient_cache:
             idle["train.mini_batch_size"] = can.no_gradient_cache
@@ -186,8 +182,11 @@ class SupervisedConfig(TrainConfig):
             check_arguments(cls, s.loss_args)
         except ConfigError as error:
             raise ValueError(str(error)) from None
-        if "scale" in s.loss_args and s.scale is not None:
-            raise ValueError("supervised.scale: set once, as supervised.scale or supervised.loss_args.scale")
+        for argument in TEMPERATURE_ARGUMENTS & set(s.loss_args):
+            raise ValueError(
+                f"supervised.loss_args.{argument}: the one key of a loss's temperature is loss.temperature "
+                "(a scale is 1 / temperature: loss.temperature: 0.05 for a scale of 20); set that"
+            )
         spec = LOSSES[cls.__name__]
         if (
             "mini_batch_size" in s.loss_args
@@ -499,7 +498,8 @@ class Supervised(Method):
     ) -> nn.Module:
         """The class ``supervised.loss`` names (or ``cls``, its Cached sibling, with ``mini_batch_size``),
         built with ``supervised.loss_args`` (a model argument loaded, on the model's device) and
-        ``supervised.scale``."""
+        ``loss.temperature`` (as the class's ``scale``, 1 / temperature, or its ``temperature``; unset:
+        the class's own default)."""
         from sentlab.encoders.loading import load_encoder
 
         s, spec = self.cfg.supervised, self.spec
@@ -512,8 +512,11 @@ class Supervised(Method):
                 guide = load_encoder(str(arguments[argument]), device=str(model.device))
                 guide.requires_grad_(False)  # read, never trained (nor written into checkpoints)
                 arguments[argument] = guide
-        if s.scale is not None or (_takes(cls, "scale") and "scale" not in arguments):
-            arguments["scale"] = s.similarity_scale
+        temperature = self.cfg.loss.temperature
+        if temperature is not None and _takes(cls, "scale"):
+            arguments["scale"] = 1.0 / temperature
+        elif temperature is not None and _takes(cls, "temperature"):
+            arguments["temperature"] = temperature
         width = model.get_embedding_dimension()
         if spec.teacher == "embedding" and self.teacher_width is not None:
             projected = arguments.get("projection_dim")

@@ -8,9 +8,10 @@ typo never silently falls back to a default). The packaged presets (``sentlab pr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import yaml
 from pydantic import (
@@ -137,10 +138,24 @@ class DataSection(_Section):
     data_dir: str | None = Field(None, description="evaluation data folder (default: $SENTLAB_DATA or ../shared/data)")
 
 
+DEFAULT_TEMPERATURE = 0.05  # SimCSE's tau (Sec. 3), a similarity scale of 20
+
+
 class LossSection(_Section):
     name: Literal["simcse"] = "simcse"
-    temperature: float = Field(0.05, gt=0)
+    temperature: float | None = Field(
+        None,
+        gt=0,
+        description="the contrastive temperature tau, the one key of every method that has one (the scores are "
+        "similarity / tau; a loss's scale is 1 / tau): SimCSE, RankCSE, RankEncoder, RSE and CT in-batch (whose "
+        "learnt scale starts at 1 / tau) (unset: 0.05, scale 20); a supervised loss with a scale or a temperature (unset: the class's own default)",
+    )
     hard_negative_weight: float = 0.0
+
+    @property
+    def tau(self) -> float:
+        """``temperature``, or SimCSE's 0.05 when unset."""
+        return DEFAULT_TEMPERATURE if self.temperature is None else self.temperature
 
 
 class TrainSection(_Section):
@@ -311,10 +326,37 @@ class PresetInfo(_Section):
     run_on_gpu: bool = Field(False, description="whether this preset has been trained on a GPU")
 
 
-# a key that moved -> (where it is now, the version that removes the old one); CHANGELOG.md lists each
-# a moved key -> (where it is now, the version it goes in, its old default: at that value it was not set,
-# as in a 0.1.0 run folder's config, which lists every key)
-DEPRECATED_KEYS: dict[str, tuple[str, str, Any]] = {"rse.mini_batch_size": ("train.mini_batch_size", "0.3.0", None)}
+class Moved(NamedTuple):
+    """Where a deprecated key is now (CHANGELOG.md lists each): ``new``, the version that removes the
+    old key, its old default (at that value it was not set, as in a 0.1.0 run folder's config, which
+    lists every key), and how an old value converts (``convert``, said as ``how``)."""
+
+    new: str
+    removed_in: str
+    old_default: Any
+    convert: Callable[[Any], Any] | None = None
+    how: str = ""
+
+    def value(self, old: Any) -> Any:
+        return old if self.convert is None or old is None else self.convert(old)
+
+
+def _reciprocal(scale: Any) -> Any:
+    """A scale as a temperature (1 / scale); a value that is not a positive number passes unchanged,
+    for the new key's own check to refuse."""
+    try:
+        return 1.0 / float(scale) if float(scale) > 0 else scale
+    except (TypeError, ValueError):
+        return scale
+
+
+DEPRECATED_KEYS: dict[str, Moved] = {
+    "rse.mini_batch_size": Moved("train.mini_batch_size", "0.3.0", None),
+    "ct.scale": Moved("loss.temperature", "0.3.0", 20.0, _reciprocal, "loss.temperature = 1 / ct.scale"),
+    "supervised.scale": Moved(
+        "loss.temperature", "0.3.0", None, _reciprocal, "loss.temperature = 1 / supervised.scale"
+    ),
+}
 
 
 class TrainConfig(_Section):
@@ -364,7 +406,8 @@ class TrainConfig(_Section):
             return tree  # nothing moved: validated as given, without a copy
         tree = {k: dict(v) if isinstance(v, Mapping) else v for k, v in tree.items()}
         for old in used:
-            (old_section, old_key), (new, removed_in, old_default) = old.split("."), DEPRECATED_KEYS[old]
+            (old_section, old_key), moved = old.split("."), DEPRECATED_KEYS[old]
+            new, removed_in, old_default = moved.new, moved.removed_in, moved.old_default
             new_section, new_key = new.split(".")
             if not isinstance(tree.get(new_section, {}), dict):
                 continue  # not a mapping: the section's own validation says so
@@ -373,11 +416,12 @@ class TrainConfig(_Section):
                 tree.pop(old_section)
             if value == old_default:  # at its old default the key was not set: nothing moves, no notice
                 continue
+            value = moved.value(value)
             target = tree.setdefault(new_section, {})
             if target.get(new_key) is not None and target[new_key] != value:
-                raise ValueError(f"{old}: it is {new} since 0.2.0, which is set too; set {new} only")
+                raise ValueError(f"{old}: it is {new} now, which is set too; set {new} only")
             target[new_key] = value
-            _deprecation_notice(old, new, removed_in)
+            _deprecation_notice(old, moved.how or new, removed_in)
         return tree
 
     def unread(self) -> dict[str, str]:
@@ -570,7 +614,7 @@ def parse_config(
         section, name = old.split(".")
         if isinstance(tree.get(section), dict):
             tree[section].pop(name, None)
-    pairs = [(_current_key(key), value) for key, value in pairs]
+    pairs = [_current_key(key, value) for key, value in pairs]
     for key, value in pairs:
         _set_dotted(tree, key, value)
     if updates:
@@ -597,14 +641,16 @@ def parse_config(
         raise ConfigError(f"{option or path}: {message}") from None
 
 
-def _current_key(key: str) -> str:
-    """A ``--set`` key as it is now: a deprecated key (:data:`DEPRECATED_KEYS`) overrides its new
-    place, with the notice once."""
+def _current_key(key: str, value: str) -> tuple[str, str]:
+    """A ``--set`` key and value as they are now: a deprecated key (:data:`DEPRECATED_KEYS`) overrides
+    its new place (its value converted), with the notice once."""
     if key not in DEPRECATED_KEYS:
-        return key
-    new, removed_in, _ = DEPRECATED_KEYS[key]
-    _deprecation_notice(key, new, removed_in)
-    return new
+        return key, value
+    moved = DEPRECATED_KEYS[key]
+    _deprecation_notice(key, moved.how or moved.new, moved.removed_in)
+    if moved.convert is None or value == "":
+        return moved.new, value
+    return moved.new, json.dumps(moved.value(yaml.safe_load(value)))
 
 
 _NOTICED: set[str] = set()

@@ -33,7 +33,7 @@ def _listing(kind: str | None) -> list[str]:
         else:
             kept = "no record\t"
         rows.append(f"{b.name}\t{b.kind}\t{kept}\t{b.command}")
-    for r in record.all_records():
+    for r in record.all_records() if kind is None else []:
         if r["name"] not in registry.BENCHMARKS:  # the GPU check's parts, kept with `import`
             where = ", ".join(r["machine"].get("gpus") or []) or "?"
             rows.append(f"{r['name']}\tgpu\t{r['date'][:10]}\t{where}\t{r['command']}")
@@ -41,6 +41,8 @@ def _listing(kind: str | None) -> list[str]:
 
 
 def _run(names: list[str], dry_run: bool) -> int:
+    """Each benchmark in turn; one that fails is named at the end and the others still run."""
+    failed = []
     for name in names:
         b = registry.get(name)
         if dry_run:
@@ -50,10 +52,11 @@ def _run(names: list[str], dry_run: bool) -> int:
         result = Path(b.result) if b.result else None
         if result is not None:
             result.parent.mkdir(parents=True, exist_ok=True)
-        code = record.run(name, b.argv, result, record.RECORDS, declared=b.command)
-        if code:
-            return code
-    return 0
+        if record.run(name, b.argv, result, record.RECORDS, declared=b.command):
+            failed.append(name)
+    if failed:
+        print(f"benchmarks: failed, records left as they were: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         part = registry.gpu_part(args.name)
         if part is None:
             parser.error(f"name a GPU part's record gpu-PART-CARD, PART one of {', '.join(registry.GPU_PARTS)}")
-        return record.imported(args.name, args.source)
+        return record.imported(args.name, args.source, part=part)
     from benchmarks import common
 
     print("\n".join(common.write_feeds()) or "every Feeds line is current")

@@ -107,16 +107,29 @@ def train_preset(
     child: bool = False,
     env: dict | None = None,
 ) -> dict:
-    """``sentlab train PRESET`` into ``folder`` with ``sets`` as ``--set KEY=VALUE`` (and ``options``,
-    such as ``--no-eval``); a finished run
-    there (its ``model/`` and ``results.json``) is reused, not trained again. Returns :func:`sentlab`'s
-    report (``peak_rss_mib``: None for a reused run) with ``folder``."""
+    """``sentlab train PRESET`` (a preset or a config file) into ``folder`` with ``sets`` as
+    ``--set KEY=VALUE`` (and ``options``, such as ``--no-eval``). A finished run there is reused when
+    sentlab's run fingerprint says it learnt from these settings and data
+    (:func:`~sentlab.training.run_folder.run_fingerprint`); a finished run of other settings stops the
+    benchmark in one line. Returns :func:`sentlab`'s report (``peak_rss_mib``: None for a reused run)
+    with ``folder``."""
+    from sentlab.methods import load_config
+    from sentlab.training.run_folder import RunPaths, run_fingerprint
+
     folder = Path(folder)
-    if (folder / "model").is_dir() and (folder / "results.json").is_file():
+    overrides = [f"train.output_dir={folder}", *(f"{key}={value}" for key, value in (sets or {}).items())]
+    paths = RunPaths(folder)
+    if (paths.model / "modules.json").is_file():
+        try:
+            recorded = json.loads(paths.fingerprint.read_text("utf-8"))
+        except (OSError, ValueError):
+            recorded = None
+        if recorded != run_fingerprint(load_config(preset, overrides)):
+            raise SystemExit(f"{folder}: a finished run of other settings or data; remove it or choose another folder")
         return {"peak_rss_mib": None, "folder": folder}
-    argv = ["train", preset, "--quiet", *(options or []), "--set", f"train.output_dir={folder}"]
-    for key, value in (sets or {}).items():
-        argv += ["--set", f"{key}={value}"]
+    argv = ["train", preset, "--quiet", *(options or [])]
+    for override in overrides:
+        argv += ["--set", override]
     return {**sentlab(argv, child=child, env=env), "folder": folder}
 
 

@@ -183,7 +183,9 @@ def run(
     known, date, start = provenance(), now(), time.perf_counter()
     lines = []
     try:
-        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        # no hub at run time; `python` is this interpreter, whose machine block the record holds
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "PATH": path}
         with subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) as child:
             for line in child.stdout:
                 sys.stdout.write(line)
@@ -219,7 +221,7 @@ def run(
     return 0
 
 
-def imported(name: str, source: Path, folder: Path = RECORDS) -> int:
+def imported(name: str, source: Path, folder: Path = RECORDS, part: str | None = None) -> int:
     """A JSON written on another machine that carries its own command, date and machine (the GPU
     check's part files), kept as the record ``name``."""
     try:
@@ -233,6 +235,9 @@ def imported(name: str, source: Path, folder: Path = RECORDS) -> int:
             f"benchmarks: {source}: has no {', '.join(missing)}; run the command through python -m benchmarks run",
             file=sys.stderr,
         )
+        return 1
+    if part is not None and data.get("part") != part:
+        print(f"benchmarks: {source}: a {data.get('part')!r} part, not {part!r} as {name!r} says", file=sys.stderr)
         return 1
     if data.get("status", "ok") != "ok" or data.get("tiny"):
         why = (

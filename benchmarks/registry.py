@@ -98,7 +98,6 @@ BENCHMARKS = _declare(
     B("rawlm-throughput-sentences", "perf", P + "rawlm_throughput --vocab 8192 --steps 15"),
     B("read-memory-minilm", "perf", P + "read_memory --sizes-mb 50 500 5000 --work /tmp/text-scale"),
     B("rse-step-cost-minilm", "perf", P + "rse_step_cost --batch 64 --steps 5 --memory-batch 512 --mini-batch 64"),
-    B("storage-minilm", "perf", P + "storage --models minilm --dims 384 256 128 64 --train-seeds 1 2 3 --corpus 50000"),
     B(
         "storage-search-minilm",
         "perf",
@@ -118,7 +117,7 @@ BENCHMARKS = _declare(
         S + "cqadupstack_cards --output runs/adapt-cards"
         " --forums mathematica,webmasters,android && sentlab adapt --text runs/adapt-cards/mathematica/titles.txt"
         " --task-card runs/adapt-cards/mathematica/forum.yaml --task-card runs/adapt-cards/webmasters/forum.yaml"
-        " --task-card runs/adapt-cards/android/forum.yaml --steps 500 --seeds 42 43 44"
+        " --task-card runs/adapt-cards/android/forum.yaml --steps 500 --seeds 42,43,44"
         " --output runs/adapt-mathematica-3seeds --quiet",
     ),
     B("adapters-minilm", "study", S + "adapters --seeds 1 2 3"),
@@ -216,6 +215,11 @@ BENCHMARKS = _declare(
         "supervised-losses-minilm",
         "study",
         S + "supervised_losses --seeds 1 2 3 --output runs/records/supervised-losses",
+    ),
+    B(
+        "storage-minilm",
+        "study",
+        P + "storage --models minilm --dims 384 256 128 64 --train-seeds 1 2 3 --corpus 50000",
     ),
     B("task-cards-builtin", "study", S + "task_cards_builtin --output runs/cards --forum mathematica"),
     B(

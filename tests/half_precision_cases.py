@@ -91,7 +91,7 @@ def _simcse(columns: int, cfg: TrainConfig, backbone: Path) -> Built:
     from sentlab.losses.simcse import SimCSELoss
 
     model = tiny_encoder(backbone)
-    return SimCSELoss(model, temperature=cfg.loss.tau), columns_of(model, columns), None
+    return SimCSELoss(model, temperature=cfg.loss.temperature), columns_of(model, columns), None
 
 
 def _rankencoder(cfg: TrainConfig, backbone: Path) -> Built:
@@ -100,7 +100,7 @@ def _rankencoder(cfg: TrainConfig, backbone: Path) -> Built:
 
     model, r, rng = tiny_encoder(backbone), cfg.rank, np.random.default_rng(0)
     loss = RankEncoderLoss(
-        SimCSELoss(model, temperature=cfg.loss.tau),
+        SimCSELoss(model, temperature=cfg.loss.temperature),
         _unit_rows(rng, BATCH),
         _unit_rows(rng, 64),
         lambda_train=r.lambda_train,
@@ -118,7 +118,7 @@ def _rankcse(cfg: TrainConfig, backbone: Path) -> Built:
     model, r, rng = tiny_encoder(backbone), cfg.rankcse, np.random.default_rng(0)
     teachers = [rng.normal(size=(BATCH, 16)).astype(np.float32) for _ in r.teachers]
     loss = RankCSELoss(
-        SimCSELoss(model, temperature=cfg.loss.tau),
+        SimCSELoss(model, temperature=cfg.loss.temperature),
         teachers,
         r.teacher_weights,
         beta=r.beta,
@@ -172,7 +172,7 @@ def _rse(cached: bool, cfg: TrainConfig, backbone: Path) -> Built:
     from sentlab.losses.rse import RSELoss
 
     model, relations = tiny_encoder(backbone), ["entailment", "duplicate_question"]
-    loss = RSELoss(model, relations, temperature=cfg.loss.tau)
+    loss = RSELoss(model, relations, temperature=cfg.loss.temperature)
     loss = GradientCache(loss, mini_batch_size=4) if cached else loss
     return loss, columns_of(model, 3), torch.tensor([i % 2 for i in range(BATCH)], device=DEVICE)
 
@@ -183,12 +183,14 @@ def _supervised(kind: str, cfg: TrainConfig, backbone: Path) -> Built:
     model = tiny_encoder(backbone)
     if kind == "mnrl":
         return (
-            losses.MultipleNegativesRankingLoss(model, scale=1.0 / cfg.loss.tau),
+            losses.MultipleNegativesRankingLoss(model, scale=1.0 / cfg.loss.temperature),
             columns_of(model, 3),
             None,
         )
     loss = (
-        losses.CoSENTLoss(model, scale=1.0 / cfg.loss.tau) if kind == "cosent" else losses.CosineSimilarityLoss(model)
+        losses.CoSENTLoss(model, scale=1.0 / cfg.loss.temperature)
+        if kind == "cosent"
+        else losses.CosineSimilarityLoss(model)
     )
     return loss, columns_of(model, 2), torch.linspace(0, 1, BATCH, device=DEVICE)
 

@@ -92,7 +92,9 @@ def test_a_file_from_another_machine_is_kept_only_with_its_machine(record, tmp_p
     part.write_text(
         json.dumps({"part": "speed", "command": "check.py speed", "date": "2026-11-25", "machine": machine})
     )
-    assert record.imported("gpu-speed-h100", part, tmp_path) == 0
+    assert record.imported("gpu-install-h100", part, tmp_path, part="install") == 1  # a speed part, named install
+    assert "a 'speed' part, not 'install'" in capsys.readouterr().err
+    assert record.imported("gpu-speed-h100", part, tmp_path, part="speed") == 0
     kept = json.loads((tmp_path / "gpu-speed-h100.json").read_text())
     assert kept["machine"]["gpus"] == ["NVIDIA H100"] and kept["result"]["part"] == "speed"
     assert record.listing(tmp_path) == ["gpu-speed-h100\t2026-11-25\tNVIDIA H100\tcheck.py speed"]
@@ -103,7 +105,8 @@ def test_a_file_from_another_machine_is_kept_only_with_its_machine(record, tmp_p
 
 def old_form(command: str) -> str:
     """A declared command as the records made before the package was laid out wrote it
-    (``python benchmarks/NAME.py``)."""
+    (``python benchmarks/NAME.py``; sentlab's seeds space-separated, as 0.2.0 took them)."""
+    command = re.sub(r"--seeds (\d+(?:,\d+)+)", lambda m: "--seeds " + m.group(1).replace(",", " "), command)
     return re.sub(r"python -m benchmarks\.(?:perf|studies)\.(\w+)", r"python benchmarks/\1.py", command)
 
 
@@ -142,7 +145,9 @@ def test_the_runner_writes_the_record_at_the_declared_settings(record, tmp_path,
     from benchmarks import __main__ as runner
     from benchmarks import registry
 
-    line = f'{shlex.quote(sys.executable)} -c \'import json, os; print(json.dumps({{"hub": os.environ["HF_HUB_OFFLINE"]}}))\''
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # set for the tests (conftest): the runner must set it
+    code = 'import json, os, sys; print(json.dumps({"hub": os.environ["HF_HUB_OFFLINE"], "python": sys.executable}))'
+    line = f"python -c {shlex.quote(code)}"  # `python`: the interpreter that runs the runner
     fake = registry.Benchmark("fake-bench", "perf", line)
     monkeypatch.setitem(registry.BENCHMARKS, "fake-bench", fake)
     monkeypatch.setattr(record, "RECORDS", tmp_path)
@@ -150,7 +155,8 @@ def test_the_runner_writes_the_record_at_the_declared_settings(record, tmp_path,
     assert capsys.readouterr().out.strip() == line
     assert runner.main(["run", "fake-bench"]) == 0
     kept = json.loads((tmp_path / "fake-bench.json").read_text())
-    assert kept["command"] == line and kept["result"] == {"hub": "1"}  # no hub at run time
+    assert kept["command"] == line and kept["result"]["hub"] == "1"  # no hub at run time
+    assert Path(kept["result"]["python"]).resolve() == Path(sys.executable).resolve()
 
 
 def test_the_runner_refuses_an_unknown_benchmark_or_a_name_that_is_not_a_gpu_part(tmp_path, capsys):
@@ -165,12 +171,29 @@ def test_the_runner_refuses_an_unknown_benchmark_or_a_name_that_is_not_a_gpu_par
         runner.main(["run"])  # names or --kind
 
 
-def test_a_preset_run_that_finished_is_reused_and_a_failing_one_is_one_line(common, tmp_path, monkeypatch):
-    finished = tmp_path / "run"
-    (finished / "model").mkdir(parents=True)
-    (finished / "results.json").write_text("{}")
+def test_a_finished_run_is_reused_only_at_its_own_settings_and_a_failing_one_is_one_line(common, tmp_path, monkeypatch):
+    """train_preset reuses a finished run whose fingerprint is the one these settings would give, stops
+    in one line on a finished run of other settings, and a run that fails is one line with its cause."""
+    import json as json_module
+
+    from sentlab.methods import load_config
+    from sentlab.training.run_folder import RunPaths, run_fingerprint
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a cat sat\nthe dog ran\n")
+    config = tmp_path / "tiny.yaml"
+    config.write_text(
+        f"method: simcse-unsup\nmodel: {{name: minilm}}\ndata: {{train: {corpus}}}\ntrain: {{output_dir: x}}\n"
+    )
+    finished = RunPaths(tmp_path / "run")
+    (finished.model).mkdir(parents=True)
+    (finished.model / "modules.json").write_text("[]")
+    done = run_fingerprint(load_config(config, [f"train.output_dir={finished.root}", "train.seed=3"]))
+    finished.fingerprint.write_text(json_module.dumps(done))
     monkeypatch.setattr(common, "sentlab", lambda *a, **k: pytest.fail("a finished run is trained again"))
-    assert common.train_preset("simcse-unsup-minilm-cpu", finished) == {"peak_rss_mib": None, "folder": finished}
+    assert common.train_preset(str(config), finished.root, {"train.seed": 3})["folder"] == finished.root
+    with pytest.raises(SystemExit, match="a finished run of other settings or data"):
+        common.train_preset(str(config), finished.root, {"train.seed": 4})
     monkeypatch.undo()
     with pytest.raises(SystemExit, match="sentlab train no-such-preset .* exited with 2: .*no-such-preset"):
         common.train_preset("no-such-preset", tmp_path / "other", child=True)

@@ -353,7 +353,7 @@ SOURCED = re.compile(r"\bpaper\b|paper's|Table \d|estimate|arithmetic|Python \d|
 # a line whose numbers with units are settings, limits or inputs, not results: a threshold, a card's
 # size, an interval's level, a default, a benchmark's input sizes, a computed product
 SETTING = re.compile(
-    r"interval|\bCI\b|\bcard\b|target|default|at most|at least|limit|blocks of|papers'|free\b|up to|"
+    r"interval|\bCI\b|(?:GB|GiB) card|target|default|at most|at least|limit|blocks of|papers'|(?:GB|GiB) free\b|up to|"
     r"\bfrom \d|\bover \d|\breach|\brule\b|not (?:checked|measured|run)\b|computed|\d = \d",
     re.I,
 )
@@ -414,6 +414,7 @@ def test_a_user_page_quotes_no_figure_without_a_marker():
     # numbers with units count (22.7M, 137 MB, 3.2×, 8 %), settings and shapes do not
     assert unmarked_figures("22.7M parameters, 137 MB more, 3.2× faster, 8 % read, 829 sentences/s") == 5
     assert unmarked_figures("on a 16 GB card\na 95 % interval\n4 × 256 layers\n30 steps of 64") == 0
+    assert unmarked_figures("the card ran 12 min, 3.2× free of charge") == 2  # a word alone is no setting
 
 
 def test_a_page_of_measurements_types_figures_only_in_a_section_that_names_their_run():

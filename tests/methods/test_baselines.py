@@ -260,9 +260,12 @@ def test_ct_in_batch_scales_by_the_one_temperature_and_the_moved_ct_scale_conver
 ):
     """CT in-batch starts its learnt scale at 1 / loss.temperature (unset: 20, the class's default); labelled-pair CT has no scale and refuses the key; ct.scale (0.2.0) is read as
     loss.temperature = 1 / ct.scale, in a file or as --set, and at its old default (20) moves nothing."""
+    import hashlib
+
     from sentlab.methods import load_config
     from sentlab.methods.ct import CT
     from sentlab.training import config
+    from sentlab.training.run_folder import learned_settings, run_fingerprint
 
     monkeypatch.setattr(config, "_NOTICED", set())
     in_batch = {"ct": {"in_batch": True, "lr_segments": None}}
@@ -290,4 +293,13 @@ def test_ct_in_batch_scales_by_the_one_temperature_and_the_moved_ct_scale_conver
     assert load_config(path, ["ct.scale=4"]).loss.temperature == 0.25
     tree["ct"]["scale"] = 20.0  # its old default, as a 0.2.0 run folder's config lists it: not a setting
     path.write_text(json.dumps(tree))
-    assert load_config(path).loss.temperature is None
+    capsys.readouterr()
+    assert load_config(path).loss.temperature == 0.05 and "ct.scale" not in capsys.readouterr().err
+    # the fingerprint hashes the tree 0.2.0 wrote (ct.scale 8, loss.temperature 0.05): its run is found again
+    tree["ct"]["scale"] = 8.0
+    path.write_text(json.dumps(tree))
+    moved = load_config(path)
+    written = learned_settings(moved.model_dump())
+    written["ct"]["scale"], written["loss"]["temperature"] = 8.0, 0.05
+    digest = hashlib.sha256(json.dumps(written, sort_keys=True, default=str).encode()).hexdigest()
+    assert run_fingerprint(moved)["config_sha256"] == digest

@@ -142,7 +142,7 @@ def test_each_loss_name_is_sentence_transformers_loss(tiny_backbone, tmp_path):
         loss = method.loss(method.build_model())
         assert type(loss) is cls, name
         if name != "cosine-mse":
-            assert loss.scale == 20.0  # loss.temperature unset: sentence-transformers' default of these losses
+            assert loss.scale == 20.0  # loss.temperature at its default, 0.05: every scale's default
             cfg.loss.temperature = 0.125  # the one key: a scale is 1 / temperature (both exact in binary)
             assert method.loss(method.build_model()).scale == 8.0
 

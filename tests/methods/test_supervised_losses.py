@@ -182,8 +182,6 @@ def test_a_negative_under_an_embedding_distillation_is_refused(loss, tiny_backbo
         ({"loss": "MSELoss"}, "supervised.teacher: MSELoss learns a teacher"),
         ({"loss": "mnrl", "loss_args": {"similarity_fct": "cos_simm"}}, "did you mean cos_sim"),
         ({"loss": "TripletLoss", "loss_args": {"distance_metric": "COSINES"}}, "TripletDistanceMetric .*COSINE"),
-        ({"loss": "mnrl", "loss_args": {"scale": 5}}, "loss_args.scale: the one key .* is loss.temperature"),
-        ({"loss": "GISTEmbedLoss", "loss_args": {"guide": "m", "temperature": 0.02}}, "is loss.temperature"),
         ({"loss": "TripletLoss", "teacher": "m"}, "supervised.teacher: .* not a distillation loss"),
         ({"loss": "mnrl", "loss_args": {"directions": ["query_to_dok"]}}, "loss_args.directions: .*'query_to_doc'"),
         ({"loss": "BatchHardTripletLoss"}, "train.batch_size: .* an even number of at least 4, not 5"),
@@ -356,31 +354,49 @@ def test_snli_triplets_feed_the_distillations_that_read_a_negative(loss, tiny_ba
 
 
 def test_the_temperature_is_one_key_for_every_loss_that_has_one(tiny_backbone, tmp_path, capsys, monkeypatch):
-    """``loss.temperature`` is a scale's reciprocal (MNRL, CoSENT) or a temperature (GISTEmbed); unset,
-    each class keeps its own default; a loss with neither refuses it; the moved ``supervised.scale``
-    converts its value (1 / scale) with a one-line notice."""
+    """``loss.temperature`` is a scale's reciprocal (MNRL, CoSENT: 20 at the default 0.05) or GISTEmbed's
+    contrastive temperature where it is set (unset: GISTEmbed's own 0.01, also after a dump and a
+    reload); DistillKLDivLoss's distillation temperature is not it; a loss with neither refuses it; the
+    0.2.0 keys (``supervised.scale``, ``loss_args.scale``, GISTEmbed's ``loss_args.temperature``) are
+    read as it with a one-line notice, and refused beside a different ``loss.temperature``."""
     from sentlab.training import config
 
     monkeypatch.setattr(config, "_NOTICED", set())  # the notice is once a process
-    train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS[1:] + WORDS[:1], "s": [1.0] * len(WORDS)})
+    train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS[1:] + WORDS[:1]})
 
-    def built(loss, temperature=None, **section):
+    def tree_of(loss, temperature=None, **section):
         tree = supervised(tmp_path, tiny_backbone, train, ["a", "p"], loss=loss, **section).to_tree()
         if temperature is not None:
             tree["loss"] = {"temperature": temperature}
+        return tree
+
+    def built(tree):
         cfg = validate_config(tree)
         return Supervised(cfg, engine.RunPaths(tmp_path / "run")).loss(load_encoder(str(tiny_backbone)))
 
     guide = {"guide": str(tiny_backbone)}
-    assert built("mnrl").scale == 20.0 and built("GISTEmbedLoss", loss_args=guide).temperature == 0.01  # defaults
-    assert built("mnrl", 0.125).scale == 8.0  # 1 / 0.125, exact in binary
-    assert built("GISTEmbedLoss", 0.125, loss_args=guide).temperature == 0.125
-    with pytest.raises(ValueError, match="loss.temperature: .*ContrastiveLoss has no similarity scale or temperature"):
-        built("ContrastiveLoss", 0.1)
-    tree = supervised(tmp_path, tiny_backbone, train, ["a", "p"], loss="mnrl").to_tree()
-    tree["supervised"]["scale"] = 8.0  # the moved key, as a 0.2.0 config writes it
-    assert validate_config(tree).loss.temperature == 0.125
-    assert "supervised.scale is deprecated: it is loss.temperature = 1 / supervised.scale" in capsys.readouterr().err
-    tree["loss"] = {"temperature": 0.05}
-    with pytest.raises(ValueError, match="supervised.scale: it is loss.temperature now, which is set too"):
-        validate_config(tree)
+    assert built(tree_of("mnrl")).scale == 20.0 and built(tree_of("GISTEmbedLoss", loss_args=guide)).temperature == 0.01
+    assert built(tree_of("mnrl", 0.125)).scale == 8.0  # 1 / 0.125, exact in binary
+    assert built(tree_of("GISTEmbedLoss", 0.125, loss_args=guide)).temperature == 0.125
+    dumped = validate_config(tree_of("GISTEmbedLoss", loss_args=guide)).to_tree()  # as a run folder keeps it
+    assert built(dumped).temperature == 0.01
+    with pytest.raises(ValueError, match="loss.temperature: .*ContrastiveLoss has no similarity scale or contrastive"):
+        validate_config(tree_of("ContrastiveLoss", 0.1))
+    assert "loss.temperature" in validate_config(tree_of("DistillKLDivLoss", teacher="m")).unread()
+    capsys.readouterr()
+    for loss, old, value, temperature in [
+        ("mnrl", "scale", 8.0, 0.125),
+        ("mnrl", "loss_args.scale", 8.0, 0.125),
+        ("GISTEmbedLoss", "loss_args.temperature", 0.02, 0.02),
+    ]:
+        key = f"supervised.{old}"
+        tree = tree_of(loss, loss_args=guide) if loss == "GISTEmbedLoss" else tree_of(loss)
+        place = tree["supervised"].setdefault("loss_args", {}) if "." in old else tree["supervised"]
+        place[old.split(".")[-1]] = value  # the 0.2.0 key, as its config wrote it
+        assert validate_config(tree).loss.temperature == temperature, key
+        assert f"{key} is deprecated: it is loss.temperature" in capsys.readouterr().err
+        tree["loss"] = {"temperature": 0.05}  # the default, as a config dumped whole lists it: no setting
+        assert validate_config(tree).loss.temperature == temperature, key
+        tree["loss"] = {"temperature": 0.1}
+        with pytest.raises(ValueError, match=f"{key}: it is loss.temperature now, which is set too"):
+            validate_config(tree)

@@ -25,12 +25,7 @@ def write(tmp_path, text):
 def test_defaults_and_overrides(tmp_path):
     cfg = load_config(write(tmp_path, BASE), ["train.learning_rate=1e-5", "model.pooler=mean", "data.limit=10"])
     assert cfg.train.learning_rate == 1e-5 and cfg.model.pooler == "mean" and cfg.data.limit == 10
-    assert (
-        cfg.loss.temperature is None
-        and cfg.loss.tau == 0.05
-        and cfg.train.batch_size == 64
-        and cfg.model.max_seq_length == 32
-    )
+    assert cfg.loss.temperature == 0.05 and cfg.train.batch_size == 64 and cfg.model.max_seq_length == 32
 
 
 @pytest.mark.parametrize(

@@ -275,7 +275,9 @@ class Method:
 
     def simcse_loss(self, model: SentenceTransformer) -> SimCSELoss:
         """SimCSE's InfoNCE with the ``loss`` section's settings (the base objective of several methods)."""
-        return SimCSELoss(model, temperature=self.cfg.loss.tau, hard_negative_weight=self.cfg.loss.hard_negative_weight)
+        return SimCSELoss(
+            model, temperature=self.cfg.loss.temperature, hard_negative_weight=self.cfg.loss.hard_negative_weight
+        )
 
     def learning_rate_mapping(self) -> dict[str, float]:
         """Extra parameter groups: parameter-name regex -> learning rate (none by default)."""

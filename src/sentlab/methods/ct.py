@@ -144,7 +144,7 @@ class CT(Method):
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         if self.cfg.ct.in_batch:
-            return ContrastiveTensionLossInBatchNegatives(model, scale=1.0 / self.cfg.loss.tau)
+            return ContrastiveTensionLossInBatchNegatives(model, scale=1.0 / self.cfg.loss.temperature)
         return ContrastiveTensionLoss(model)
 
     def training_arguments(self) -> dict[str, object]:

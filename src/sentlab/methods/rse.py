@@ -263,7 +263,7 @@ class RSE(Method):
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         r = self.cfg.rse
-        options = dict(temperature=self.cfg.loss.tau, learn_relations=not r.merge_relations)
+        options = dict(temperature=self.cfg.loss.temperature, learn_relations=not r.merge_relations)
         self._loss = RSELoss(model, self.relations(), **options)
         return self._loss
 

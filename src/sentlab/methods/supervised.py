@@ -34,16 +34,19 @@ must be stated; ``cosent`` and ``angle`` read only the scores' order, and withou
 the data's lowest and highest score (said in one line).
 
 A column of numbers is never read as a text: scored pairs under a loss that reads texts are refused
-in one line. Keys the settings leave idle (``split`` outside ``snli``, ``scale`` for a loss without
-a similarity scale, ``score_range`` outside scored pairs, ``teacher`` outside distillation,
-``data.columns`` outside ``table``) and the ``loss`` section (this method's loss is
-``supervised.loss``) are refused when set (:meth:`SupervisedConfig.unread`).
+in one line. Keys the settings leave idle (``split`` outside ``snli``, ``loss.temperature`` for a loss
+without a scale or a contrastive temperature, ``score_range`` outside scored pairs, ``teacher``
+outside distillation, ``data.columns`` outside ``table``) and ``loss.hard_negative_weight`` (the
+negatives are the data's columns) are refused when set (:meth:`SupervisedConfig.unread`).
+``loss.temperature`` is a loss's ``scale`` as 1 / temperature (20 at its default, 0.05, every
+class's default) and GISTEmbed's ``temperature`` where it is set (unset: GISTEmbed's own 0.01).
 """
 
 from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -69,7 +72,7 @@ from sentlab.losses.catalog import (
 )
 from sentlab.methods.base import Method, column_roles, register
 from sentlab.progress import say
-from sentlab.training.config import TrainConfig, _Section
+from sentlab.training.config import DEFAULT_TEMPERATURE, TrainConfig, _Section, deprecation_notice, scale_as_temperature
 
 SCORED_LOSSES = tuple(short for short, name in SHORT_NAMES.items() if LOSSES[name].kind == "scored")
 # the columns each kind of loss reads, in order (texts and distill: then any negatives)
@@ -119,8 +122,17 @@ class SupervisedSection(_Section):
         return value
 
 
-# a loss's contrastive temperature, or its reciprocal, the scale: set as loss.temperature only
-TEMPERATURE_ARGUMENTS = {"scale", "temperature"}
+# the losses whose ``temperature`` argument is a contrastive one (loss.temperature sets it); another
+# class's temperature (DistillKLDivLoss's, which softens a distillation) stays in loss_args
+CONTRASTIVE_TEMPERATURE = {"GISTEmbedLoss", "CachedGISTEmbedLoss"}
+
+
+def _temperature_argument(cls: type) -> str | None:
+    """The argument of ``cls`` that ``loss.temperature`` sets: ``scale`` (as 1 / temperature), a
+    contrastive ``temperature``, or none."""
+    if _takes(cls, "scale"):
+        return "scale"
+    return "temperature" if cls.__name__ in CONTRASTIVE_TEMPERATURE else None
 
 
 def _takes(cls: type, argument: str) -> bool:
@@ -142,7 +154,7 @@ class SupervisedConfig(TrainConfig):
         "train.mini_batch_size": "with a loss of one row at a time, or MegaBatchMarginLoss, which chunks by itself",
         "train.matryoshka_dims": "with a loss not scored by cosines alone",
         "supervised.split": "outside format snli (stsb takes its split from the file's name)",
-        "loss.temperature": "with a loss without a similarity scale or a temperature",
+        "loss.temperature": "with a loss without a similarity scale or a contrastive temperature",
         "supervised.score_range": "outside scored pairs",
         "supervised.teacher": "outside distillation losses",
         "data.columns": "outside format table",
@@ -158,8 +170,8 @@ class SupervisedConfig(TrainConfig):
         if s.format != "snli":
             where = "the split is data.train's file name, sts-<split>.csv" if s.format == "stsb" else "data.train"
             idle["supervised.split"] = f"it is read with format snli only; with format {s.format}, {where}"
-        if not (_takes(cls, "scale") or _takes(cls, "temperature")):
-            idle["loss.temperature"] = f"supervised.loss {name} has no similarity scale or temperature"
+        if _temperature_argument(cls) is None:
+            idle["loss.temperature"] = f"supervised.loss {name} has no similarity scale or contrastive temperature"
         can = capabilities(cls, s.loss_args, name)
         if can.no_gradient_cache:
             idle["train.mini_batch_size"] = can.no_gradient_cache
@@ -173,6 +185,42 @@ class SupervisedConfig(TrainConfig):
             idle["data.columns"] = f"supervised.format {s.format} has its own columns"
         return idle
 
+    @model_validator(mode="before")
+    @classmethod
+    def _moved_arguments(cls, tree: Any) -> Any:
+        """``supervised.loss_args.scale`` / GISTEmbed's ``loss_args.temperature`` (0.2.0) are read as
+        ``loss.temperature`` (1 / scale) with a one-line notice until 0.3.0; beside a
+        ``loss.temperature`` set to another value than its default, the argument stays for
+        :meth:`_known_loss` to refuse."""
+        section = tree.get("supervised") if isinstance(tree, Mapping) else None
+        arguments = section.get("loss_args") if isinstance(section, Mapping) else None
+        if not isinstance(arguments, Mapping) or not ({"scale", "temperature"} & set(arguments)):
+            return tree
+        try:
+            argument = _temperature_argument(loss_class(section.get("loss", SupervisedSection().loss)))
+        except ConfigError:
+            return tree  # _known_loss says why, in one line
+        if argument not in arguments:
+            return tree
+        value = arguments[argument]
+        moved = scale_as_temperature(value) if argument == "scale" else value
+        loss = tree.get("loss") if isinstance(tree.get("loss"), Mapping) else {}
+        if loss.get("temperature", DEFAULT_TEMPERATURE) not in (moved, DEFAULT_TEMPERATURE):
+            return tree  # the default is no setting (a config dumped whole lists it)
+        tree = {**tree, "supervised": {**section, "loss_args": {k: v for k, v in arguments.items() if k != argument}}}
+        tree["loss"] = {**loss, "temperature": moved}
+        how = "loss.temperature = 1 / supervised.loss_args.scale" if argument == "scale" else "loss.temperature"
+        deprecation_notice(f"supervised.loss_args.{argument}", how, "0.3.0")
+        return tree
+
+    def to_tree(self) -> dict[str, Any]:
+        """As :meth:`TrainConfig.to_tree`, without ``loss.temperature`` where it was not set: GISTEmbed
+        reads it only where it is (its own default is 0.01), so a dumped config must not set it."""
+        tree = super().to_tree()
+        if "temperature" not in self.loss.model_fields_set and isinstance(tree.get("loss"), dict):
+            tree["loss"].pop("temperature", None)
+        return tree
+
     @model_validator(mode="after")
     def _known_loss(self) -> SupervisedConfig:
         """The loss's class, its arguments against its signature, and what it needs beside them."""
@@ -182,10 +230,11 @@ class SupervisedConfig(TrainConfig):
             check_arguments(cls, s.loss_args)
         except ConfigError as error:
             raise ValueError(str(error)) from None
-        for argument in TEMPERATURE_ARGUMENTS & set(s.loss_args):
+        argument = _temperature_argument(cls)
+        if argument in s.loss_args:  # only where a 0.2.0 key and loss.temperature both stand (_moved_arguments)
             raise ValueError(
-                f"supervised.loss_args.{argument}: the one key of a loss's temperature is loss.temperature "
-                "(a scale is 1 / temperature: loss.temperature: 0.05 for a scale of 20); set that"
+                f"supervised.loss_args.{argument}: it is loss.temperature now, which is set too; set loss.temperature "
+                "only (a scale is 1 / temperature: 0.05 for a scale of 20)"
             )
         spec = LOSSES[cls.__name__]
         if (
@@ -512,11 +561,11 @@ class Supervised(Method):
                 guide = load_encoder(str(arguments[argument]), device=str(model.device))
                 guide.requires_grad_(False)  # read, never trained (nor written into checkpoints)
                 arguments[argument] = guide
-        temperature = self.cfg.loss.temperature
-        if temperature is not None and _takes(cls, "scale"):
-            arguments["scale"] = 1.0 / temperature
-        elif temperature is not None and _takes(cls, "temperature"):
-            arguments["temperature"] = temperature
+        argument = _temperature_argument(cls)
+        if argument == "scale":  # 20 at the default 0.05, every scale's default in sentence-transformers
+            arguments["scale"] = 1.0 / self.cfg.loss.temperature
+        elif argument == "temperature" and "temperature" in self.cfg.loss.model_fields_set:
+            arguments["temperature"] = self.cfg.loss.temperature
         width = model.get_embedding_dimension()
         if spec.teacher == "embedding" and self.teacher_width is not None:
             projected = arguments.get("projection_dim")

@@ -143,19 +143,15 @@ DEFAULT_TEMPERATURE = 0.05  # SimCSE's tau (Sec. 3), a similarity scale of 20
 
 class LossSection(_Section):
     name: Literal["simcse"] = "simcse"
-    temperature: float | None = Field(
-        None,
+    temperature: float = Field(
+        DEFAULT_TEMPERATURE,
         gt=0,
-        description="the contrastive temperature tau, the one key of every method that has one (the scores are "
-        "similarity / tau; a loss's scale is 1 / tau): SimCSE, RankCSE, RankEncoder, RSE and CT in-batch (whose "
-        "learnt scale starts at 1 / tau) (unset: 0.05, scale 20); a supervised loss with a scale or a temperature (unset: the class's own default)",
+        description="the contrastive temperature tau, the one key of every method and loss that has one (the "
+        "scores are similarity / tau; a loss's scale is 1 / tau, 20 at 0.05): SimCSE, RankCSE, RankEncoder, RSE, "
+        "CT in-batch (whose learnt scale starts at 1 / tau), a supervised loss's scale (mnrl, cosent, angle ...) "
+        "and GISTEmbed's temperature (unset there: its own 0.01)",
     )
     hard_negative_weight: float = 0.0
-
-    @property
-    def tau(self) -> float:
-        """``temperature``, or SimCSE's 0.05 when unset."""
-        return DEFAULT_TEMPERATURE if self.temperature is None else self.temperature
 
 
 class TrainSection(_Section):
@@ -329,19 +325,22 @@ class PresetInfo(_Section):
 class Moved(NamedTuple):
     """Where a deprecated key is now (CHANGELOG.md lists each): ``new``, the version that removes the
     old key, its old default (at that value it was not set, as in a 0.1.0 run folder's config, which
-    lists every key), and how an old value converts (``convert``, said as ``how``)."""
+    lists every key), how an old value converts (``convert``, its own inverse, said as ``how``), and
+    whether a run's fingerprint still holds the old key (``fingerprinted``: a run of the version
+    before is found as the same run)."""
 
     new: str
     removed_in: str
     old_default: Any
     convert: Callable[[Any], Any] | None = None
     how: str = ""
+    fingerprinted: bool = False
 
     def value(self, old: Any) -> Any:
         return old if self.convert is None or old is None else self.convert(old)
 
 
-def _reciprocal(scale: Any) -> Any:
+def scale_as_temperature(scale: Any) -> Any:
     """A scale as a temperature (1 / scale); a value that is not a positive number passes unchanged,
     for the new key's own check to refuse."""
     try:
@@ -352,11 +351,36 @@ def _reciprocal(scale: Any) -> Any:
 
 DEPRECATED_KEYS: dict[str, Moved] = {
     "rse.mini_batch_size": Moved("train.mini_batch_size", "0.3.0", None),
-    "ct.scale": Moved("loss.temperature", "0.3.0", 20.0, _reciprocal, "loss.temperature = 1 / ct.scale"),
+    "ct.scale": Moved("loss.temperature", "0.3.0", 20.0, scale_as_temperature, "loss.temperature = 1 / ct.scale", True),
     "supervised.scale": Moved(
-        "loss.temperature", "0.3.0", None, _reciprocal, "loss.temperature = 1 / supervised.scale"
+        "loss.temperature", "0.3.0", None, scale_as_temperature, "loss.temperature = 1 / supervised.scale", True
     ),
 }
+
+
+def _default_of(dotted: str) -> Any:
+    """The default of a shared section's key (``loss.temperature``); None for a required one."""
+    section, key = dotted.split(".")
+    field = TrainConfig.model_fields[section].annotation.model_fields[key]
+    return None if field.is_required() else field.get_default(call_default_factory=True)
+
+
+def as_fingerprinted(tree: dict[str, Any]) -> dict[str, Any]:
+    """A resolved config tree with the keys moved since the version before as that version wrote them
+    (:attr:`Moved.fingerprinted`): the old key at its old default, or the new key's value converted back
+    where it is not at its default, and the new key at its default. A run's fingerprint hashes this, so
+    the run of an unchanged setting is the same run across the move."""
+    for old, moved in DEPRECATED_KEYS.items():
+        section, key = old.split(".")
+        new_section, new_key = moved.new.split(".")
+        if not moved.fingerprinted or not isinstance(tree.get(section), dict):
+            continue
+        default = _default_of(moved.new)
+        value = tree.get(new_section, {}).get(new_key, default)
+        tree[section][key] = moved.old_default if value == default else moved.value(value)
+        if isinstance(tree.get(new_section), dict):
+            tree[new_section][new_key] = default
+    return tree
 
 
 class TrainConfig(_Section):
@@ -418,10 +442,11 @@ class TrainConfig(_Section):
                 continue
             value = moved.value(value)
             target = tree.setdefault(new_section, {})
-            if target.get(new_key) is not None and target[new_key] != value:
+            at_default = target.get(new_key) == _default_of(new)  # a config dumped whole lists it: not a setting
+            if target.get(new_key) is not None and target[new_key] != value and not at_default:
                 raise ValueError(f"{old}: it is {new} now, which is set too; set {new} only")
             target[new_key] = value
-            _deprecation_notice(old, moved.how or new, removed_in)
+            deprecation_notice(old, moved.how or new, removed_in)
         return tree
 
     def unread(self) -> dict[str, str]:
@@ -610,9 +635,10 @@ def parse_config(
     if not isinstance(tree, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
     pairs = parse_overrides(overrides or [])
-    for old in {key for key, _ in pairs} & set(DEPRECATED_KEYS):  # the override wins over the file's old key
+    given = {key for key, _ in pairs}
+    for old, moved in DEPRECATED_KEYS.items():  # an override, of the old key or the new, wins over the file's old key
         section, name = old.split(".")
-        if isinstance(tree.get(section), dict):
+        if (old in given or moved.new in given) and isinstance(tree.get(section), dict):
             tree[section].pop(name, None)
     pairs = [_current_key(key, value) for key, value in pairs]
     for key, value in pairs:
@@ -647,7 +673,7 @@ def _current_key(key: str, value: str) -> tuple[str, str]:
     if key not in DEPRECATED_KEYS:
         return key, value
     moved = DEPRECATED_KEYS[key]
-    _deprecation_notice(key, moved.how or moved.new, moved.removed_in)
+    deprecation_notice(key, moved.how or moved.new, moved.removed_in)
     if moved.convert is None or value == "":
         return moved.new, value
     return moved.new, json.dumps(moved.value(yaml.safe_load(value)))
@@ -656,7 +682,7 @@ def _current_key(key: str, value: str) -> tuple[str, str]:
 _NOTICED: set[str] = set()
 
 
-def _deprecation_notice(old: str, new: str, removed_in: str) -> None:
+def deprecation_notice(old: str, new: str, removed_in: str) -> None:
     """One line on stderr, once a process, for a deprecated key that was used."""
     if old in _NOTICED:
         return

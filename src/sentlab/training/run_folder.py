@@ -98,10 +98,12 @@ def _differences(before: dict[str, Any], after: dict[str, Any], prefix: str) -> 
 
 def run_fingerprint(cfg) -> dict[str, str]:
     """What a run learns from: a sha256 of its resolved config (without the settings of
-    ``NOT_LEARNED``) and the sha256 of its training file."""
+    ``NOT_LEARNED``; a key moved since the version before as that version wrote it,
+    :func:`~sentlab.training.config.as_fingerprinted`) and the sha256 of its training file."""
     from sentlab.cache import file_sha256
+    from sentlab.training.config import as_fingerprinted
 
-    tree = learned_settings(cfg.model_dump())
+    tree = as_fingerprinted(learned_settings(cfg.model_dump()))
     train = Path(cfg.data.train) if cfg.data.train else None
     return {
         "config_sha256": hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest(),

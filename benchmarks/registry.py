@@ -119,6 +119,7 @@ BENCHMARKS = _declare(
         " --task-card runs/adapt-cards/mathematica/forum.yaml --task-card runs/adapt-cards/webmasters/forum.yaml"
         " --task-card runs/adapt-cards/android/forum.yaml --steps 500 --seeds 42,43,44"
         " --output runs/adapt-mathematica-3seeds --quiet",
+        result="runs/adapt-mathematica-3seeds/report.json",
     ),
     B("adapters-minilm", "study", S + "adapters --seeds 1 2 3"),
     B("backend-precision", "study", S + "backend_precision", what="fp32 per runtime; the backends' tolerance"),

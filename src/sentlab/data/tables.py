@@ -66,10 +66,22 @@ def column_table(
     *,
     limit: int | None = None,
     root: str | Path | None = None,
+    split: str | None = None,
+    subset: str | None = None,
 ) -> Dataset:
     """``columns`` of a JSONL / CSV / TSV file (at most ``limit`` rows) as a memory-mapped table whose
     columns are called ``names`` (default: ``columns``): converted once, a row at a time, with the
-    checks of :func:`~sentlab.data.readers.read_table`, and cached like a text file's table."""
+    checks of :func:`~sentlab.data.readers.read_table`, and cached like a text file's table. A
+    ``datasets`` source (a ``save_to_disk`` folder, an ``.arrow`` file, ``hf:ID``; its ``split`` and
+    ``subset``) is read as it is (:mod:`sentlab.data.datasets_source`)."""
+    from sentlab.data.datasets_source import is_datasets_source, open_source, source_columns
+
+    if is_datasets_source(path):
+        return source_columns(open_source(path, split, subset), columns, names, limit, str(path))
+    if split is not None or subset is not None:
+        raise DataError(
+            f"{path}: a {Path(path).suffix or 'text'} file has no splits or subsets (data.split, data.subset)"
+        )
     text_record(path, limit, root=root, columns=columns)
     table = Dataset.from_file(str(table_folder(Path(path), limit, root, tuple(columns)) / ARROW))
     return table.rename_columns(dict(zip(columns, names))) if names else table

@@ -40,6 +40,7 @@ from torch import nn
 
 from sentlab import devices
 from sentlab.cache_folder import cached_folder
+from sentlab.data.datasets_source import is_datasets_source, open_source, source_identity
 from sentlab.data.readers import TABLE_SUFFIXES
 from sentlab.data.tables import column_table, iter_column, sentence_table, text_record
 from sentlab.encoders.adapters import adapter_on_adapter, add_lora, has_adapter, merge_adapter
@@ -366,7 +367,7 @@ def train_table(cfg: TrainConfig, first: int | None = None) -> Dataset:
     ``data.limit``)."""
     path, limit, columns = _train_source(cfg, first)
     if columns:
-        return column_table(path, columns, ["sentence"], limit=limit)
+        return column_table(path, columns, ["sentence"], limit=limit, split=cfg.data.split, subset=cfg.data.subset)
     return sentence_table(path, limit=limit)
 
 
@@ -374,6 +375,8 @@ def train_sha256(cfg: TrainConfig) -> str:
     """:func:`~sentlab.rank.index.corpus_sha256` of :func:`train_table`'s sentences, as the table's
     conversion recorded it (nothing is hashed again)."""
     path, limit, columns = _train_source(cfg)
+    if is_datasets_source(cfg.data.train):  # the table's own fingerprint, with the rows it keeps
+        return source_identity(open_source(cfg.data.train, cfg.data.split, cfg.data.subset), limit)
     return text_record(path, limit, columns=columns)["sha256"]  # one column: its values, a line each
 
 
@@ -386,8 +389,9 @@ def _train_source(cfg: TrainConfig, first: int | None = None) -> tuple[Path, int
         raise ConfigError(
             f"data.columns: {cfg.method} reads one text column; give its name as a list ([name]), not a mapping"
         )
-    if not cfg.data.columns and path.suffix.lower() in TABLE_SUFFIXES:
-        raise ConfigError(f"{path}: a {path.suffix} file needs data.columns (the column that holds the sentences)")
+    if not cfg.data.columns and (path.suffix.lower() in TABLE_SUFFIXES or is_datasets_source(cfg.data.train)):
+        what = "a datasets source" if is_datasets_source(cfg.data.train) else f"a {path.suffix} file"
+        raise ConfigError(f"{cfg.data.train}: {what} needs data.columns (the column that holds the sentences)")
     return path, limit, cfg.data.columns[:1] or None
 
 

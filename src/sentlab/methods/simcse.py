@@ -74,7 +74,8 @@ class SimCSESup(Method):
         roles = ("anchor", "positive", "negative")
         columns = column_roles(self.cfg.data.columns or ["sent0", "sent1", "hard_neg"], roles, 2, "supervised SimCSE")
         names = list(roles[: len(columns)])
-        return column_table(self.cfg.data.train, columns, names, limit=self.cfg.data.limit)
+        data = self.cfg.data
+        return column_table(data.train, columns, names, limit=data.limit, split=data.split, subset=data.subset)
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         return self.simcse_loss(model)

@@ -385,7 +385,9 @@ class Supervised(Method):
         least = 1 if spec.teacher == "embedding" else 2 + spec.min_negatives
         most = None if spec.max_negatives is None else 2 + spec.max_negatives
         columns, roles = text_columns(data.columns, least, most, f"supervised.loss {name}")
-        table = self.checked(column_table(data.train, columns, roles, limit=data.limit))
+        table = self.checked(
+            column_table(data.train, columns, roles, limit=data.limit, split=data.split, subset=data.subset)
+        )
         for role, column in zip(roles, columns):
             if all(_number(value) is not None for value in table[role]):
                 raise DataError(
@@ -398,7 +400,16 @@ class Supervised(Method):
     def scored_table(self) -> Dataset:
         s, data = self.cfg.supervised, self.cfg.data
         columns = column_roles(data.columns, KIND_ROLES["scored"], 3, f"supervised.loss {s.loss} (scored pairs)")
-        table = self.checked(column_table(data.train, columns, ["sentence1", "sentence2", "score"], limit=data.limit))
+        table = self.checked(
+            column_table(
+                data.train,
+                columns,
+                ["sentence1", "sentence2", "score"],
+                limit=data.limit,
+                split=data.split,
+                subset=data.subset,
+            )
+        )
         raw = self.numbers(table["score"], columns[2])
         if s.score_range is None:  # cosent / angle: only the order counts (cosine-mse is refused unstated)
             low, high = min(raw), max(raw)
@@ -417,7 +428,9 @@ class Supervised(Method):
         s, data = self.cfg.supervised, self.cfg.data
         roles = KIND_ROLES[kind]
         columns = column_roles(data.columns, roles, len(roles), f"supervised.loss {s.loss}")
-        table = self.checked(column_table(data.train, columns, list(roles), limit=data.limit))
+        table = self.checked(
+            column_table(data.train, columns, list(roles), limit=data.limit, split=data.split, subset=data.subset)
+        )
         values = list(table["label"])
         numbers = [_number(v) for v in values]
         if all(n is not None and math.isfinite(n) and n == int(n) for n in numbers):

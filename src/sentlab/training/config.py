@@ -127,7 +127,11 @@ class ModelSection(_Section):
 
 
 class DataSection(_Section):
-    train: str = Field(description="training file (.txt: one sentence a line; .jsonl/.csv/.tsv: columns)")
+    train: str = Field(
+        description="training data: a file (.txt: one sentence a line; .jsonl/.csv/.tsv: columns), a folder "
+        "datasets' save_to_disk wrote, an .arrow file, or hf:OWNER/NAME (a hub dataset; offline from the cache "
+        "with HF_HUB_OFFLINE)"
+    )
     columns: list[str] | dict[str, str] = Field(
         default_factory=list,
         description="columns to read from a table file: their names in the method's order, or a mapping of "
@@ -135,7 +139,22 @@ class DataSection(_Section):
         "{text1, text2, score}, {text1, text2, label} or {text, label})",
     )
     limit: int | None = Field(None, gt=0, description="use only the first N rows (the rest of a text file is not read)")
+    split: str | None = Field(
+        None, description="the split of a datasets folder or hub dataset (unset: train); not read for a file"
+    )
+    subset: str | None = Field(None, description="the subset (config name) of an hf: dataset; not read otherwise")
     data_dir: str | None = Field(None, description="evaluation data folder (default: $SENTLAB_DATA or ../shared/data)")
+
+    @model_validator(mode="after")
+    def _split_of_a_source(self) -> DataSection:
+        """``split`` / ``subset`` name a part of a datasets source; on a file they would do nothing."""
+        from sentlab.data.datasets_source import HUB_PREFIX, is_datasets_source
+
+        if self.subset is not None and not self.train.startswith(HUB_PREFIX):
+            raise ValueError(f"data.subset: read for an hf: dataset only, not {self.train}")
+        if self.split is not None and not is_datasets_source(self.train):
+            raise ValueError(f"data.split: read for a datasets folder or an hf: dataset, not the file {self.train}")
+        return self
 
 
 DEFAULT_TEMPERATURE = 0.05  # SimCSE's tau (Sec. 3), a similarity scale of 20

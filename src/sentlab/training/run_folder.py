@@ -101,13 +101,18 @@ def run_fingerprint(cfg) -> dict[str, str]:
     ``NOT_LEARNED``; a key moved since the version before as that version wrote it,
     :func:`~sentlab.training.config.as_fingerprinted`) and the sha256 of its training file."""
     from sentlab.cache import file_sha256
+    from sentlab.data.datasets_source import is_datasets_source, open_source, source_identity
     from sentlab.training.config import as_fingerprinted
 
     tree = as_fingerprinted(learned_settings(cfg.model_dump()))
     train = Path(cfg.data.train) if cfg.data.train else None
+    if cfg.data.train and is_datasets_source(cfg.data.train):  # the table's own fingerprint
+        data = source_identity(open_source(cfg.data.train, cfg.data.split, cfg.data.subset))
+    else:
+        data = file_sha256(train) if train is not None and train.is_file() else ""
     return {
         "config_sha256": hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest(),
-        "train_sha256": file_sha256(train) if train is not None and train.is_file() else "",
+        "train_sha256": data,
     }
 
 

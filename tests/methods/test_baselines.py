@@ -303,3 +303,30 @@ def test_ct_in_batch_scales_by_the_one_temperature_and_the_moved_ct_scale_conver
     written["ct"]["scale"], written["loss"]["temperature"] = 8.0, 0.05
     digest = hashlib.sha256(json.dumps(written, sort_keys=True, default=str).encode()).hexdigest()
     assert run_fingerprint(moved)["config_sha256"] == digest
+
+
+def test_the_trainers_own_settings_pass_through_checked_and_are_read_back(tiny_backbone, corpus_file, tmp_path):
+    """train.trainer_args reaches SentenceTransformerTrainingArguments and runtime.json reads it back; an
+    unknown key is one line with the closest names, a key sentlab sets names sentlab's setting, and
+    gradient accumulation is refused where a batch's rows are each other's negatives."""
+    given = {"gradient_checkpointing": True, "max_grad_norm": 0.5, "lr_scheduler_type": "constant"}
+    cfg = method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "run", max_steps=2, trainer_args=given)
+    paths = engine.train(cfg, evaluate=False)
+    ran = json.loads(paths.runtime.read_text())["trainer_args"]
+    assert ran == {"gradient_checkpointing": True, "max_grad_norm": 0.5, "lr_scheduler_type": "constant"}
+    for trainer_args, message in [
+        (
+            {"gradient_checkpointin": True},
+            r"gradient_checkpointin: not an argument .*did you mean gradient_checkpointing",
+        ),
+        ({"per_device_train_batch_size": 8}, "per_device_train_batch_size: sentlab sets it from train.batch_size"),
+        ({"gradient_accumulation_steps": 0}, "gradient_accumulation_steps: a whole number of at least 1"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "run", trainer_args=trainer_args)
+    accumulated = {"gradient_accumulation_steps": 2}
+    cfg = method_config("simcse-unsup", tiny_backbone, corpus_file, tmp_path / "simcse", trainer_args=accumulated)
+    with pytest.raises(ConfigError, match="gradient_accumulation_steps: simcse-unsup scores each row against"):
+        engine.train(cfg, evaluate=False)
+    cfg = method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "acc", max_steps=2, trainer_args=accumulated)
+    assert json.loads(engine.train(cfg, evaluate=False).runtime.read_text())["trainer_args"] == accumulated

@@ -173,6 +173,45 @@ class LossSection(_Section):
     hard_negative_weight: float = 0.0
 
 
+# the trainer's arguments sentlab sets from its own settings -> that setting (train.trainer_args refuses them)
+TRAINER_KEYS_SENTLAB_SETS = {
+    "output_dir": "train.output_dir",
+    "per_device_train_batch_size": "train.batch_size",
+    "learning_rate": "train.learning_rate",
+    "learning_rate_mapping": "the method's parameter groups",
+    "num_train_epochs": "train.epochs",
+    "max_steps": "train.max_steps",
+    "warmup_steps": "train.warmup_ratio",
+    "warmup_ratio": "train.warmup_ratio",
+    "weight_decay": "train.weight_decay",
+    "eval_strategy": "eval.dev_task",
+    "eval_steps": "train.eval_steps",
+    "save_strategy": "train.save_steps",
+    "save_steps": "train.save_steps",
+    "save_total_limit": "its checkpoint rotation (a checkpoint is removed only once the next is complete)",
+    "load_best_model_at_end": "train.keep_best",
+    "metric_for_best_model": "eval.dev_task",
+    "greater_is_better": "eval.dev_task",
+    "logging_steps": "train.logging_steps",
+    "logging_nan_inf_filter": "its loss log (every step's loss, NaN included)",
+    "fp16": "train.mixed_precision",
+    "bf16": "train.mixed_precision",
+    "tf32": "train.tf32",
+    "seed": "train.seed",
+    "data_seed": "train.seed",
+    "dataloader_num_workers": "train.dataloader_workers",
+    "dataloader_pin_memory": "the device it trains on",
+    "disable_tqdm": "train.progress_bar",
+    "report_to": "train.report_to",
+    "use_cpu": "the device it trains on (sentlab.devices)",
+    "ddp_find_unused_parameters": "its DDP setting",
+    "batch_sampler": "train.no_duplicates (and the method's own batching)",
+    "optim": "train.fused_optimizer (and the method's optimizer)",
+    "torch_compile": "train.compile",
+    "per_device_eval_batch_size": "eval (sentlab's evaluators batch themselves)",
+}
+
+
 class TrainSection(_Section):
     output_dir: str
     batch_size: int = Field(64, gt=0, description="per device")
@@ -264,6 +303,35 @@ class TrainSection(_Section):
         "device's free memory holds it, else the largest power of two that fits (sentlab.devices.chunk_that_fits); "
         "refused by methods whose loss takes each row alone",
     )
+
+    trainer_args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="further arguments of sentence-transformers' SentenceTransformerTrainingArguments "
+        "(gradient_checkpointing, lr_scheduler_type, max_grad_norm, gradient_accumulation_steps ...), checked "
+        "against its fields; a key sentlab sets from a setting of its own is refused, naming that setting",
+    )
+
+    @field_validator("trainer_args")
+    @classmethod
+    def _trainer_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Each key a field of the trainer's arguments, and none that sentlab sets itself."""
+        import dataclasses
+        import difflib
+
+        from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
+
+        fields = {f.name for f in dataclasses.fields(SentenceTransformerTrainingArguments) if f.init}
+        for key in value:
+            if key in TRAINER_KEYS_SENTLAB_SETS:
+                raise ValueError(f"{key}: sentlab sets it from {TRAINER_KEYS_SENTLAB_SETS[key]}; set that instead")
+            if key not in fields:
+                close = difflib.get_close_matches(key, sorted(fields), n=3)
+                hint = f" (did you mean {', '.join(close)}?)" if close else ""
+                raise ValueError(f"{key}: not an argument of SentenceTransformerTrainingArguments{hint}")
+        steps = value.get("gradient_accumulation_steps", 1)
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+            raise ValueError(f"gradient_accumulation_steps: a whole number of at least 1, not {steps!r}")
+        return value
 
     @field_validator("mini_batch_size")
     @classmethod

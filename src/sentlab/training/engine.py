@@ -252,6 +252,7 @@ def training_arguments(
         use_cpu=device_type == "cpu",
         batch_sampler=ShuffledBatchSampler,  # a method may name its own (MLM's length grouping)
     )
+    arguments.update(t.trainer_args)  # checked against the trainer's fields; none of the keys above
     arguments.update(method_arguments or {})
     optimizer = str(arguments.get("optim", "adamw_torch"))
     fused = fused_optimizer(t.fused_optimizer, optimizer, device_type)  # refuses `true` where it cannot run
@@ -284,6 +285,7 @@ class SentlabTrainer(SentenceTransformerTrainer):
     runtime_file: Path | None = None
     runtime: dict | None = None  # what ran, read back at the first step
     compile_requested: bool = False
+    trainer_args_given: tuple[str, ...] = ()  # train.trainer_args' keys, read back into runtime.json
     compiled: list[str] | tuple[()] = ()  # the networks train.compile compiled
     graphs_before: int = 0  # torch.compile's graph count in this process when training began
 
@@ -327,6 +329,9 @@ class SentlabTrainer(SentenceTransformerTrainer):
             frozen=frozen_placements(self.loss),
             batch_sampler=getattr(self.args.batch_sampler, "__name__", str(self.args.batch_sampler)),
         )
+        # the trainer's own settings the config passed, as the trainer holds them
+        given = {key: getattr(self.args, key) for key in self.trainer_args_given}
+        self.runtime["trainer_args"] = json.loads(json.dumps(given, default=str))  # an enum as its value
         if self.is_world_process_zero():
             say(runtime_summary(self.runtime))
             if self.runtime_file is not None:
@@ -382,6 +387,14 @@ def build_trainer(
     say(f"{rows:,} training rows ({', '.join(train_dataset.column_names)})")
     evaluator = build_dev_evaluator(cfg)
     metric = dev_metric(evaluator) or method.own_dev_metric()
+    accumulated = cfg.train.trainer_args.get("gradient_accumulation_steps", 1)
+    if accumulated > 1 and method.in_batch_negatives:
+        raise ConfigError(
+            f"train.trainer_args.gradient_accumulation_steps: {cfg.method} scores each row against the rows of its "
+            f"batch, and {accumulated} accumulated batches of {cfg.train.batch_size} are not a batch of "
+            f"{accumulated * cfg.train.batch_size} (each sees its own negatives only); for a larger batch set "
+            "train.batch_size with train.mini_batch_size (Gradient Cache), which gives the whole batch's loss"
+        )
     args = training_arguments(
         cfg,
         paths,
@@ -446,6 +459,7 @@ def build_trainer(
     trainer.precision_file = paths.precision
     trainer.runtime_file = paths.runtime
     trainer.compile_requested = cfg.train.compile
+    trainer.trainer_args_given = tuple(cfg.train.trainer_args)
     return trainer
 
 

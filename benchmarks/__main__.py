@@ -22,7 +22,7 @@ from benchmarks import record, registry
 
 def _listing(kind: str | None) -> list[str]:
     rows = []
-    for b in registry.BENCHMARKS.values():
+    for b in registry.BENCHMARKS.values() if kind != "gpu" else []:
         if kind and b.kind != kind:
             continue
         path = record.RECORDS / f"{b.name}.json"
@@ -33,7 +33,7 @@ def _listing(kind: str | None) -> list[str]:
         else:
             kept = "no record\t"
         rows.append(f"{b.name}\t{b.kind}\t{kept}\t{b.command}")
-    for r in record.all_records() if kind is None else []:
+    for r in record.all_records() if kind in (None, "gpu") else []:
         if r["name"] not in registry.BENCHMARKS:  # the GPU check's parts, kept with `import`
             where = ", ".join(r["machine"].get("gpus") or []) or "?"
             rows.append(f"{r['name']}\tgpu\t{r['date'][:10]}\t{where}\t{r['command']}")
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="action", required=True)
     listed = sub.add_parser("list", help="every benchmark and its record")
-    listed.add_argument("--kind", choices=registry.KINDS)
+    listed.add_argument("--kind", choices=[*registry.KINDS, "gpu"], help="gpu: the GPU check's parts kept")
     shown = sub.add_parser("show", help="a benchmark's command at its declared settings")
     shown.add_argument("name")
     ran = sub.add_parser("run", help="run benchmarks and write their records")
@@ -80,7 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(_listing(args.kind)))
         return 0
     if args.action == "show":
-        print(registry.get(args.name).command)
+        if registry.gpu_part(args.name) and (record.RECORDS / f"{args.name}.json").is_file():
+            print(record.read(args.name)["command"])  # a GPU part: the command it ran on the node
+        else:
+            print(registry.get(args.name).command)
         return 0
     if args.action == "run":
         if bool(args.names) == bool(args.kind):

@@ -169,6 +169,10 @@ def test_the_runner_refuses_an_unknown_benchmark_or_a_name_that_is_not_a_gpu_par
     assert refused.value.code == 2 and "gpu-PART-CARD" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         runner.main(["run"])  # names or --kind
+    capsys.readouterr()
+    assert runner.main(["list", "--kind", "gpu"]) == 0  # the GPU check's parts kept, and nothing else
+    rows = capsys.readouterr().out.splitlines()
+    assert rows and all(row.split("\t")[1] == "gpu" and row.startswith("gpu-") for row in rows)
 
 
 def test_a_finished_run_is_reused_only_at_its_own_settings_and_a_failing_one_is_one_line(common, tmp_path, monkeypatch):

@@ -293,7 +293,7 @@ def test_the_guides_gistembed_config_builds_its_loss_on_its_data(tmp_path, monke
 
     rows, loss = built(tree)
     assert rows.column_names == ["anchor", "positive"] and rows["anchor"][0] == f"what is {WORDS[0]}?"
-    assert isinstance(loss, losses.GISTEmbedLoss) and loss.temperature == tree["loss"]["temperature"]
+    assert isinstance(loss, losses.GISTEmbedLoss) and loss.temperature == tree["supervised"]["loss_args"]["temperature"]
     assert not any(p.requires_grad for p in loss.guide.parameters())
     with pytest.raises(ModelLoadError, match="no/such-guide-model"):
         built({**tree, "supervised": {**tree["supervised"], "loss_args": {"guide": "no/such-guide-model"}}})
@@ -354,11 +354,11 @@ def test_snli_triplets_feed_the_distillations_that_read_a_negative(loss, tiny_ba
 
 
 def test_the_temperature_is_one_key_for_every_loss_that_has_one(tiny_backbone, tmp_path, capsys, monkeypatch):
-    """``loss.temperature`` is a scale's reciprocal (MNRL, CoSENT: 20 at the default 0.05) or GISTEmbed's
-    contrastive temperature where it is set (unset: GISTEmbed's own 0.01, also after a dump and a
-    reload); DistillKLDivLoss's distillation temperature is not it; a loss with neither refuses it; the
-    0.2.0 keys (``supervised.scale``, ``loss_args.scale``, GISTEmbed's ``loss_args.temperature``) are
-    read as it with a one-line notice, and refused beside a different ``loss.temperature``."""
+    """``loss.temperature`` is a loss's scale as its reciprocal (MNRL, CoSENT: 20 at the default 0.05);
+    a class's own temperature (GISTEmbed's 0.01, DistillKLDivLoss's) stays in ``loss_args`` and the key
+    is refused there, as for a loss with neither; the 0.2.0 keys (``supervised.scale``,
+    ``loss_args.scale``) are read as it with a one-line notice, beside the new key at its default too,
+    and refused beside it at another value."""
     from sentlab.training import config
 
     monkeypatch.setattr(config, "_NOTICED", set())  # the notice is once a process
@@ -375,28 +375,25 @@ def test_the_temperature_is_one_key_for_every_loss_that_has_one(tiny_backbone, t
         return Supervised(cfg, engine.RunPaths(tmp_path / "run")).loss(load_encoder(str(tiny_backbone)))
 
     guide = {"guide": str(tiny_backbone)}
-    assert built(tree_of("mnrl")).scale == 20.0 and built(tree_of("GISTEmbedLoss", loss_args=guide)).temperature == 0.01
-    assert built(tree_of("mnrl", 0.125)).scale == 8.0  # 1 / 0.125, exact in binary
-    assert built(tree_of("GISTEmbedLoss", 0.125, loss_args=guide)).temperature == 0.125
-    dumped = validate_config(tree_of("GISTEmbedLoss", loss_args=guide)).to_tree()  # as a run folder keeps it
-    assert built(dumped).temperature == 0.01
-    with pytest.raises(ValueError, match="loss.temperature: .*ContrastiveLoss has no similarity scale or contrastive"):
-        validate_config(tree_of("ContrastiveLoss", 0.1))
-    assert "loss.temperature" in validate_config(tree_of("DistillKLDivLoss", teacher="m")).unread()
-    capsys.readouterr()
-    for loss, old, value, temperature in [
-        ("mnrl", "scale", 8.0, 0.125),
-        ("mnrl", "loss_args.scale", 8.0, 0.125),
-        ("GISTEmbedLoss", "loss_args.temperature", 0.02, 0.02),
+    assert built(tree_of("mnrl")).scale == 20.0 and built(tree_of("mnrl", 0.125)).scale == 8.0  # 1 / 0.125, exact
+    assert built(tree_of("GISTEmbedLoss", loss_args=guide)).temperature == 0.01  # its own default
+    assert built(tree_of("GISTEmbedLoss", loss_args={**guide, "temperature": 0.02})).temperature == 0.02
+    for loss, section, own in [
+        ("GISTEmbedLoss", {"loss_args": guide}, "its own temperature is supervised.loss_args.temperature"),
+        ("ContrastiveLoss", {}, "ContrastiveLoss has no similarity scale"),
     ]:
+        with pytest.raises(ValueError, match=f"loss.temperature: method supervised does not read it; .*{own}"):
+            validate_config(tree_of(loss, 0.1, **section))
+    capsys.readouterr()
+    for old in ("scale", "loss_args.scale"):
         key = f"supervised.{old}"
-        tree = tree_of(loss, loss_args=guide) if loss == "GISTEmbedLoss" else tree_of(loss)
+        tree = tree_of("mnrl")
         place = tree["supervised"].setdefault("loss_args", {}) if "." in old else tree["supervised"]
-        place[old.split(".")[-1]] = value  # the 0.2.0 key, as its config wrote it
-        assert validate_config(tree).loss.temperature == temperature, key
-        assert f"{key} is deprecated: it is loss.temperature" in capsys.readouterr().err
+        place["scale"] = 8.0  # the 0.2.0 key, as its config wrote it
+        assert validate_config(tree).loss.temperature == 0.125, key
+        assert f"{key} is deprecated: it is loss.temperature = 1 / {key}" in capsys.readouterr().err
         tree["loss"] = {"temperature": 0.05}  # the default, as a config dumped whole lists it: no setting
-        assert validate_config(tree).loss.temperature == temperature, key
+        assert validate_config(tree).loss.temperature == 0.125, key
         tree["loss"] = {"temperature": 0.1}
         with pytest.raises(ValueError, match=f"{key}: it is loss.temperature now, which is set too"):
             validate_config(tree)

@@ -78,7 +78,8 @@ class CTConfig(TrainConfig):
         idle = super().unread()
         if not self.ct.in_batch:
             idle["loss.temperature"] = (
-                "CT with labelled pairs scores by a plain dot product (ct.in_batch: true has one)"
+                "CT with labelled pairs scores by a plain dot product, with no scale (ct.in_batch: true has one; "
+                "0.2.0's ct.scale is loss.temperature now)"
             )
         return idle
 

@@ -39,7 +39,7 @@ without a scale or a contrastive temperature, ``score_range`` outside scored pai
 outside distillation, ``data.columns`` outside ``table``) and ``loss.hard_negative_weight`` (the
 negatives are the data's columns) are refused when set (:meth:`SupervisedConfig.unread`).
 ``loss.temperature`` is a loss's ``scale`` as 1 / temperature (20 at its default, 0.05, every
-class's default) and GISTEmbed's ``temperature`` where it is set (unset: GISTEmbed's own 0.01).
+class's default); GISTEmbed's own ``temperature`` (default 0.01) stays in ``loss_args``.
 """
 
 from __future__ import annotations
@@ -122,17 +122,12 @@ class SupervisedSection(_Section):
         return value
 
 
-# the losses whose ``temperature`` argument is a contrastive one (loss.temperature sets it); another
-# class's temperature (DistillKLDivLoss's, which softens a distillation) stays in loss_args
-CONTRASTIVE_TEMPERATURE = {"GISTEmbedLoss", "CachedGISTEmbedLoss"}
-
-
 def _temperature_argument(cls: type) -> str | None:
-    """The argument of ``cls`` that ``loss.temperature`` sets: ``scale`` (as 1 / temperature), a
-    contrastive ``temperature``, or none."""
-    if _takes(cls, "scale"):
-        return "scale"
-    return "temperature" if cls.__name__ in CONTRASTIVE_TEMPERATURE else None
+    """The argument of ``cls`` that ``loss.temperature`` sets: its ``scale`` (as 1 / temperature; 20,
+    every such class's default, at the default 0.05), or none. A class's own ``temperature`` (GISTEmbed's,
+    default 0.01; DistillKLDivLoss's, which softens a distillation) has a default of its own and stays
+    in ``supervised.loss_args``."""
+    return "scale" if _takes(cls, "scale") else None
 
 
 def _takes(cls: type, argument: str) -> bool:
@@ -154,7 +149,7 @@ class SupervisedConfig(TrainConfig):
         "train.mini_batch_size": "with a loss of one row at a time, or MegaBatchMarginLoss, which chunks by itself",
         "train.matryoshka_dims": "with a loss not scored by cosines alone",
         "supervised.split": "outside format snli (stsb takes its split from the file's name)",
-        "loss.temperature": "with a loss without a similarity scale or a contrastive temperature",
+        "loss.temperature": "with a loss without a similarity scale",
         "supervised.score_range": "outside scored pairs",
         "supervised.teacher": "outside distillation losses",
         "data.columns": "outside format table",
@@ -171,7 +166,8 @@ class SupervisedConfig(TrainConfig):
             where = "the split is data.train's file name, sts-<split>.csv" if s.format == "stsb" else "data.train"
             idle["supervised.split"] = f"it is read with format snli only; with format {s.format}, {where}"
         if _temperature_argument(cls) is None:
-            idle["loss.temperature"] = f"supervised.loss {name} has no similarity scale or contrastive temperature"
+            own = " (its own temperature is supervised.loss_args.temperature)" if _takes(cls, "temperature") else ""
+            idle["loss.temperature"] = f"supervised.loss {name} has no similarity scale{own}"
         can = capabilities(cls, s.loss_args, name)
         if can.no_gradient_cache:
             idle["train.mini_batch_size"] = can.no_gradient_cache
@@ -188,13 +184,12 @@ class SupervisedConfig(TrainConfig):
     @model_validator(mode="before")
     @classmethod
     def _moved_arguments(cls, tree: Any) -> Any:
-        """``supervised.loss_args.scale`` / GISTEmbed's ``loss_args.temperature`` (0.2.0) are read as
-        ``loss.temperature`` (1 / scale) with a one-line notice until 0.3.0; beside a
-        ``loss.temperature`` set to another value than its default, the argument stays for
-        :meth:`_known_loss` to refuse."""
+        """``supervised.loss_args.scale`` (0.2.0) is read as ``loss.temperature`` (1 / scale) with a
+        one-line notice until 0.3.0; beside a ``loss.temperature`` set to another value than its
+        default, the argument stays for :meth:`_known_loss` to refuse."""
         section = tree.get("supervised") if isinstance(tree, Mapping) else None
         arguments = section.get("loss_args") if isinstance(section, Mapping) else None
-        if not isinstance(arguments, Mapping) or not ({"scale", "temperature"} & set(arguments)):
+        if not isinstance(arguments, Mapping) or "scale" not in arguments:
             return tree
         try:
             argument = _temperature_argument(loss_class(section.get("loss", SupervisedSection().loss)))
@@ -202,23 +197,13 @@ class SupervisedConfig(TrainConfig):
             return tree  # _known_loss says why, in one line
         if argument not in arguments:
             return tree
-        value = arguments[argument]
-        moved = scale_as_temperature(value) if argument == "scale" else value
+        moved = scale_as_temperature(arguments[argument])
         loss = tree.get("loss") if isinstance(tree.get("loss"), Mapping) else {}
         if loss.get("temperature", DEFAULT_TEMPERATURE) not in (moved, DEFAULT_TEMPERATURE):
             return tree  # the default is no setting (a config dumped whole lists it)
         tree = {**tree, "supervised": {**section, "loss_args": {k: v for k, v in arguments.items() if k != argument}}}
         tree["loss"] = {**loss, "temperature": moved}
-        how = "loss.temperature = 1 / supervised.loss_args.scale" if argument == "scale" else "loss.temperature"
-        deprecation_notice(f"supervised.loss_args.{argument}", how, "0.3.0")
-        return tree
-
-    def to_tree(self) -> dict[str, Any]:
-        """As :meth:`TrainConfig.to_tree`, without ``loss.temperature`` where it was not set: GISTEmbed
-        reads it only where it is (its own default is 0.01), so a dumped config must not set it."""
-        tree = super().to_tree()
-        if "temperature" not in self.loss.model_fields_set and isinstance(tree.get("loss"), dict):
-            tree["loss"].pop("temperature", None)
+        deprecation_notice("supervised.loss_args.scale", "loss.temperature = 1 / supervised.loss_args.scale", "0.3.0")
         return tree
 
     @model_validator(mode="after")
@@ -574,11 +559,10 @@ class Supervised(Method):
                 guide = load_encoder(str(arguments[argument]), device=str(model.device))
                 guide.requires_grad_(False)  # read, never trained (nor written into checkpoints)
                 arguments[argument] = guide
-        argument = _temperature_argument(cls)
-        if argument == "scale":  # 20 at the default 0.05, every scale's default in sentence-transformers
+        if (
+            _temperature_argument(cls) == "scale"
+        ):  # 20 at the default 0.05, every scale's default in sentence-transformers
             arguments["scale"] = 1.0 / self.cfg.loss.temperature
-        elif argument == "temperature" and "temperature" in self.cfg.loss.model_fields_set:
-            arguments["temperature"] = self.cfg.loss.temperature
         width = model.get_embedding_dimension()
         if spec.teacher == "embedding" and self.teacher_width is not None:
             projected = arguments.get("projection_dim")

@@ -182,7 +182,7 @@ def fed(script: Path) -> tuple[list[str], list[str]]:
     runs = [b.name for b in registry.BENCHMARKS.values() if module in b.modules]
     named = re.compile(
         "|".join([re.escape(f"benchmarks/{stem}.py"), re.escape(module) + r"(?![\w.])"])
-        + "".join(rf"|benchmarks run {re.escape(name)}(?![\w-])" for name in runs)
+        + "".join(rf"|benchmarks\s+run\s+{re.escape(name)}(?![\w-])" for name in runs)  # a line may break
     )
     pages = [path for path, text, marked in _pages() if named.search(text) or marked & quoted]
     return records, pages

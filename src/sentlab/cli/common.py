@@ -35,7 +35,7 @@ def model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pooler",
         default=None,
-        choices=("cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt"),
+        choices=("cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt", "lasttoken"),
         help="override the model's pooler",
     )
     parser.add_argument(

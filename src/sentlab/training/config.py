@@ -46,6 +46,13 @@ class AdapterSection(_Section):
     )
 
 
+# the from_pretrained arguments model.model_kwargs passes through, and their values
+MODEL_KWARGS = {
+    "dtype": ("float32", "bfloat16", "float16", "auto"),
+    "attn_implementation": ("eager", "sdpa", "flash_attention_2", "flex_attention"),
+}
+
+
 class ModelSection(_Section):
     name: str = Field(
         "",
@@ -57,7 +64,24 @@ class ModelSection(_Section):
         "architecture and vocabulary instead of model.name "
         "(sentlab.encoders.random_init)",
     )
-    pooler: Literal["cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt"] | None = None
+    pooler: Literal["cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt", "lasttoken"] | None = None
+    model_kwargs: dict[str, str] = Field(
+        default_factory=dict,
+        description="passed to the backbone's from_pretrained: dtype (float32, bfloat16, float16, auto) and "
+        "attn_implementation (eager, sdpa, flash_attention_2, flex_attention); another key is refused, since "
+        "transformers would keep an unknown one in the model's config and change nothing",
+    )
+
+    @field_validator("model_kwargs")
+    @classmethod
+    def _model_kwargs(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, given in value.items():
+            if key not in MODEL_KWARGS:
+                raise ValueError(f"{key}: not one of {', '.join(MODEL_KWARGS)} (the keys sentlab passes through)")
+            if given not in MODEL_KWARGS[key]:
+                raise ValueError(f"{key}: {given!r} is not one of {', '.join(MODEL_KWARGS[key])}")
+        return value
+
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE
     max_seq_length: int = Field(
         32, gt=0, description="the training length: longer texts are truncated to it in training"

@@ -1,0 +1,53 @@
+"""The start model's loading options: the ``lasttoken`` pooler (decoder encoders) and
+``model.model_kwargs`` passed to ``from_pretrained``, each checked against what the model then does."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+import torch
+
+from sentlab.encoders import POOLERS, build_encoder
+from sentlab.methods import get_method, validate_config
+from sentlab.training import engine
+from sentlab.training.config import ModelSection
+
+
+def test_the_lasttoken_pooler_takes_the_last_token_that_is_not_padding(tiny_backbone):
+    model = build_encoder(str(tiny_backbone), "lasttoken").eval()
+    texts = ["a cat sat on the mat today", "dogs"]  # different lengths: the short one is padded
+    features = model.tokenize(texts)
+    with torch.no_grad():
+        tokens = model[0](dict(features))["token_embeddings"]
+        pooled = model.encode(texts, convert_to_tensor=True)
+    last = features["attention_mask"].sum(dim=1) - 1
+    expected = tokens[torch.arange(len(texts)), last]
+    torch.testing.assert_close(pooled, expected, rtol=0, atol=1e-6)  # one path, the same float32 ops
+    assert not torch.allclose(pooled[1], tokens[1, -1])  # not the padding at the end
+
+
+def test_every_pooler_is_one_the_config_and_the_command_line_take():
+    assert set(typing.get_args(typing.get_args(ModelSection.model_fields["pooler"].annotation)[0])) == set(POOLERS)
+
+
+def test_model_kwargs_reach_from_pretrained_and_an_unknown_one_is_refused(tiny_backbone, corpus_file, tmp_path):
+    def cfg(**model):
+        return validate_config(
+            {
+                "method": "simcse-unsup",
+                "model": {"name": str(tiny_backbone), "pooler": "mean", **model},
+                "data": {"train": str(corpus_file)},
+                "train": {"output_dir": str(tmp_path / "run")},
+                "eval": {"dev_task": "none", "final_tasks": []},
+            }
+        )
+
+    for implementation in ("eager", "sdpa"):
+        config = cfg(model_kwargs={"attn_implementation": implementation})
+        method = get_method("simcse-unsup")(config, engine.RunPaths(tmp_path / "run"))
+        assert method.start_encoder()[0].auto_model.config._attn_implementation == implementation
+    with pytest.raises(ValueError, match="output_attentions: not one of dtype, attn_implementation"):
+        cfg(model_kwargs={"output_attentions": "true"})
+    with pytest.raises(ValueError, match="dtype: 'fp8' is not one of"):
+        cfg(model_kwargs={"dtype": "fp8"})

@@ -59,7 +59,7 @@ def main() -> None:
                 )
                 (folder / f"{split}.yaml").write_text(
                     f"name: {name}-{split}\nkind: retrieval\ncorpus: corpus.jsonl\nqueries: queries.jsonl\n"
-                    f"qrels: qrels-{split}.tsv\nk: 100\nmap: useb\n",
+                    f"qrels: qrels-{split}.tsv\nk: 100\nmap: useb\nmain_metric: map@100\n",
                     encoding="utf-8",
                 )
                 summary[name][f"{split}_card"], summary[name][f"{split}_queries"] = (

@@ -33,7 +33,7 @@ def write_forum_card(forum, name: str, out: Path) -> Path:
     )
     (out / "forum.yaml").write_text(
         f"name: {name}\nkind: retrieval\ncorpus: corpus.jsonl\n"
-        "queries: queries.jsonl\nqrels: qrels.tsv\nk: 100\nmap: useb\n"
+        "queries: queries.jsonl\nqrels: qrels.tsv\nk: 100\nmap: useb\nmain_metric: map@100\n"
     )
     return out / "forum.yaml"
 

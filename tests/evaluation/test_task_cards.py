@@ -56,13 +56,24 @@ def test_retrieval_by_hand_in_the_beir_layout(tmp_path):
     result = score_task_card(scorer, card(tmp_path, text))
     # q1 ranks d1, d2, d3: hits at 2 and 3; q2 has no judgement and is left out
     assert result.n == 1 and result.extra["queries_without_judgements"] == 1
-    assert result.scores["map@2"] == pytest.approx(100 * (1 / 2) / 2)  # trec: over min(2 relevant, k=2)
+    assert result.scores["map@2"] == pytest.approx(100 * (1 / 2) / 2)  # trec: over the 2 relevant ones
+    assert result.main_metric == "ndcg@10"  # the headline, unless the card names another
     assert result.scores["recall@2"] == pytest.approx(50.0) and result.scores["mrr@10"] == pytest.approx(50.0)
     ideal = 1 + 1 / np.log2(3)
     assert result.scores["ndcg@10"] == pytest.approx(100 * (1 / np.log2(3) + 1 / np.log2(4)) / ideal)
     useb = score_task_card(scorer, card(tmp_path, text + "map: useb\n"))
     assert useb.scores["map@2"] == pytest.approx(50.0)  # one hit in the top 2, at rank 2
     assert ranking_metrics([False, False], 1, 2)["map@2"] == 0.0
+    # graded: d3 judged 3, d2 judged 1; nDCG's gains are the grades, its ideal ranks d3 first
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\nq1\td3\t3\nq1\td1\t0\n")
+    graded = score_task_card(scorer, card(tmp_path, text + "main_metric: map@2\n"))
+    ideal = 3 + 1 / np.log2(3)
+    assert graded.scores["ndcg@10"] == pytest.approx(100 * (1 / np.log2(3) + 3 / np.log2(4)) / ideal)
+    assert graded.main_metric == "map@2" and graded.main == graded.scores["map@2"]  # a grade of 0: not relevant
+    with pytest.raises(DataError, match="main_metric: 'map@100' is not one of ndcg@10, map@2, recall@2, mrr@10"):
+        card(tmp_path, text + "main_metric: map@100\n")
+    with pytest.raises(DataError, match="main_metric: read for kind retrieval only"):
+        card(tmp_path, "name: p\nkind: scored-pairs\nfile: qrels.tsv\nmain_metric: ndcg@10\n")
 
 
 def test_scored_pairs_card_equals_the_builtin_stsb(tiny_backbone, data_dir, tmp_path):

@@ -40,6 +40,7 @@ Example card::
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,7 +48,7 @@ from typing import Literal
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
 from sentlab.data.readers import read_table, read_text, table_line
@@ -82,8 +83,13 @@ class TaskCard(BaseModel):
     k: int = Field(100, gt=0, description="retrieval: cut-off of MAP@k and Recall@k")
     map: Literal["trec", "useb"] = Field(
         "trec",
-        description="retrieval AP@k divided by min(the query's relevant documents, k) (trec: BEIR / MTEB's "
-        "where a query has at most k relevant ones) or by its hits in the top k (useb, as USEB's CQADupStack)",
+        description="retrieval AP@k divided by the query's relevant documents (trec: trec_eval's map_cut, as BEIR "
+        "and MTEB compute it) or by its hits in the top k (useb, as USEB's CQADupStack)",
+    )
+    main_metric: str | None = Field(
+        None,
+        description="retrieval: the headline, which a dev card selects by: ndcg@10 (unset), map@k, recall@k or "
+        "mrr@10 (k the card's k)",
     )
     unknown_ids: Literal["error", "skip"] = Field(
         "error",
@@ -92,6 +98,26 @@ class TaskCard(BaseModel):
         "(error), or are left out and counted in the result (skip)",
     )
     folder: Path = Field(Path("."), exclude=True)
+
+    @property
+    def headline(self) -> str:
+        """The card's headline metric (retrieval: ``main_metric``, nDCG@10 unset)."""
+        if self.kind == "retrieval":
+            return self.main_metric or "ndcg@10"
+        return {"scored-pairs": "spearman", "labelled-pairs": "ap", "reranking": "map", "classification": "accuracy"}[
+            self.kind
+        ]
+
+    @model_validator(mode="after")
+    def _known_headline(self) -> TaskCard:
+        if self.main_metric is None:
+            return self
+        if self.kind != "retrieval":
+            raise ValueError(f"main_metric: read for kind retrieval only, not {self.kind}")
+        known = ("ndcg@10", f"map@{self.k}", f"recall@{self.k}", "mrr@10")
+        if self.main_metric not in known:
+            raise ValueError(f"main_metric: {self.main_metric!r} is not one of {', '.join(known)} (k: {self.k})")
+        return self
 
     def files(self) -> list[Path]:
         """The data files the card names (``file``, ``test``, ``corpus``, ``queries``, ``qrels``)."""
@@ -218,21 +244,26 @@ def _jsonl_texts(path: Path, with_title: bool) -> dict[str, str]:
     return texts
 
 
-def read_qrels(path: Path) -> dict[str, set[str]]:
+def read_qrels(path: Path) -> dict[str, dict[str, float]]:
+    """query id -> {document id: its graded relevance} for the judgements above 0 (trec_eval's
+    relevant ones); the grades are kept for nDCG."""
     rows = read_table(path, ["query-id", "corpus-id", "score"], fmt="tsv")
-    relevant: dict[str, set[str]] = defaultdict(set)
+    relevant: dict[str, dict[str, float]] = defaultdict(dict)
     for index, (query, doc, score) in enumerate(rows):
         try:
-            if float(score) > 0:
-                relevant[query].add(doc)
+            grade = float(score)
         except ValueError:
             raise DataError(f"{path}:{table_line(path, index, 'tsv')}: score {score!r} is not a number") from None
+        if not math.isfinite(grade):
+            raise DataError(f"{path}:{table_line(path, index, 'tsv')}: score {score!r} is not a finite number")
+        if grade > 0:
+            relevant[query][doc] = grade
     return dict(relevant)
 
 
 def known_judgements(
-    relevant: dict[str, set[str]], queries: dict[str, str], corpus: dict[str, str], card: TaskCard
-) -> tuple[dict[str, set[str]], int]:
+    relevant: dict[str, dict[str, float]], queries: dict[str, str], corpus: dict[str, str], card: TaskCard
+) -> tuple[dict[str, dict[str, float]], int]:
     """The relevance judgements whose query and document exist, and how many were left out; with
     ``unknown_ids: error`` (the default) any unknown id is an error naming it: a judgement that can
     never be met would score 0 silently."""
@@ -251,21 +282,31 @@ def known_judgements(
             f"{card.path('qrels')}: {what} ({count} unknown id(s); fix the ids, or set "
             "'unknown_ids: skip' in the card to leave them out and count them)"
         )
-    kept = {q: {d for d in docs if d in corpus} for q, docs in relevant.items() if q in queries}
+    kept = {q: {d: g for d, g in docs.items() if d in corpus} for q, docs in relevant.items() if q in queries}
     left_out = sum(len(docs) for docs in relevant.values()) - sum(len(docs) for docs in kept.values())
     return kept, left_out
 
 
-def ranking_metrics(hits: Sequence[bool], n_relevant: int, k: int, map_kind: str = "trec") -> dict[str, float]:
-    """MAP@k, nDCG@10, MRR@10 and Recall@k of one ranked list (binary relevance); AP@k divided by
-    min(relevant, k) (``trec``) or by the hits inside the top k (``useb``; 0 without a hit)."""
-    hits = np.asarray(hits, dtype=bool)
+def ranking_metrics(
+    ranked: Sequence[float], relevant: int | Sequence[float], k: int, map_kind: str = "trec"
+) -> dict[str, float]:
+    """MAP@k, nDCG@10, MRR@10 and Recall@k of one ranked list, as trec_eval defines them (map_cut,
+    ndcg_cut, recip_rank cut at 10, recall): ``ranked`` the graded relevance of each ranked document
+    (0: not relevant; booleans are grades 0 / 1), ``relevant`` the grades of every relevant document of
+    the query (or their count, each of grade 1). nDCG's gain is the grade itself (trec_eval's); the
+    others read relevance as a grade above 0. AP@k is divided by the relevant documents (``trec``) or
+    by the hits inside the top k (``useb``; 0 without a hit)."""
+    grades = np.asarray(ranked, dtype=np.float64)
+    judged = np.ones(relevant) if isinstance(relevant, int | np.integer) else np.asarray(relevant, dtype=np.float64)
+    n_relevant = int((judged > 0).sum())
+    hits = grades > 0
     top = hits[:k]
     precision = np.cumsum(top) / np.arange(1, len(top) + 1)
-    denominator = min(n_relevant, k) if map_kind == "trec" else top.sum()
+    denominator = n_relevant if map_kind == "trec" else top.sum()
     ap = float(precision[top].sum() / denominator) if denominator else 0.0
-    gains = hits[:10] / np.log2(np.arange(2, min(10, len(hits)) + 2))
-    ideal = (1 / np.log2(np.arange(2, min(10, n_relevant) + 2))).sum()
+    gains = grades[:10] / np.log2(np.arange(2, min(10, len(grades)) + 2))
+    best = np.sort(judged[judged > 0])[::-1][:10]
+    ideal = (best / np.log2(np.arange(2, len(best) + 2))).sum()
     first = np.flatnonzero(hits[:10])
     return {
         f"map@{k}": ap,
@@ -289,20 +330,22 @@ def score_retrieval(scorer, card: TaskCard, device="cpu") -> MetricsResult:
     rows = query_matrix(scorer.encode, [queries[q] for q in asked], getattr(scorer, "query_rows", None))
     _, index = top_k(rows, docs, max(card.k, 10), device=device)
     per_query = [
-        ranking_metrics([doc_ids[j] in relevant[q] for j in index[i]], len(relevant[q]), card.k, card.map)
+        ranking_metrics(
+            [relevant[q].get(doc_ids[j], 0.0) for j in index[i]], list(relevant[q].values()), card.k, card.map
+        )
         for i, q in enumerate(asked)
     ]
     scores = {name: 100 * float(np.mean([m[name] for m in per_query])) for name in per_query[0]}
-    key = items_key([q, sorted(relevant[q])] for q in asked)
+    key = items_key([q, sorted(relevant[q].items())] for q in asked)
     return MetricsResult(
-        f"map@{card.k}",
+        card.headline,
         scores,
         n=len(asked),
         extra={
             "corpus": len(doc_ids),
             "queries_without_judgements": len(queries) - len(asked),
             "judgements_with_unknown_ids": left_out,
-            "items": mean_items((m[f"map@{card.k}"] for m in per_query), key),
+            "items": mean_items((m[card.headline] for m in per_query), key),
         },
     )
 
@@ -460,13 +503,7 @@ class TaskCardEvaluator(SentenceEvaluator):
 
     @property
     def main_metric(self) -> str:
-        return {
-            "scored-pairs": "spearman",
-            "labelled-pairs": "ap",
-            "retrieval": f"map@{self.card.k}",
-            "reranking": "map",
-            "classification": "accuracy",
-        }[self.card.kind]
+        return self.card.headline
 
     def __call__(self, model, output_path=None, epoch: int = -1, steps: int = -1) -> dict[str, float]:
         result = score_task_card(self.scorer_factory(model), self.card, device=model.device, interval=False)

@@ -216,3 +216,42 @@ def test_settings_that_would_do_nothing_are_refused(tiny_backbone, tmp_path):
     drawn = SimpleNamespace(in_batch_negatives=True, rows_drawn_on_read=True, training_arguments=dict)
     with pytest.raises(ConfigError, match="draws a row's negative as the row is read"):
         engine.no_duplicates(cfg, drawn)
+
+
+def test_a_supervised_run_defaults_to_the_start_models_length_and_the_users_dev_task(tiny_backbone, tmp_path):
+    """Unset, model.max_seq_length is the start model's own (not the shared 32) and eval.dev_task is
+    none (the data is the user's, not STS-B's); each set is kept."""
+    from sentlab.encoders.loading import inference_max_seq_length
+    from sentlab.methods import validate_config
+
+    train = scored_jsonl(tmp_path / "pairs.jsonl", [1, 2])
+    tree = {
+        "method": "supervised",
+        "model": {"name": str(tiny_backbone), "pooler": "mean"},
+        "data": {"train": str(train), "columns": ["question", "answer"]},
+        "train": {"output_dir": str(tmp_path / "run")},
+        "supervised": {"loss": "mnrl"},
+    }
+    cfg = validate_config(tree)
+    assert cfg.model.max_seq_length == inference_max_seq_length(tiny_backbone) != 32
+    assert cfg.eval.dev_task == "none"
+    tree["model"]["max_seq_length"], tree["eval"] = 32, {"dev_task": "STS-B"}
+    cfg = validate_config(tree)
+    assert cfg.model.max_seq_length == 32 and cfg.eval.dev_task == "STS-B"
+
+
+def test_the_fingerprint_leaves_out_the_keys_added_since_the_release_at_their_defaults(tiny_backbone, tmp_path):
+    from sentlab.training.run_folder import run_fingerprint
+
+    train = scored_jsonl(tmp_path / "pairs.jsonl", [1, 2])
+    cfg = supervised(tmp_path, tiny_backbone, train, ["question", "answer"], loss="mnrl")
+    tree = cfg.model_dump()
+    plain = run_fingerprint(cfg)
+    cfg.train.trainer_args = {"max_grad_norm": 0.5}
+    assert run_fingerprint(cfg) != plain  # set, it is a setting
+    cfg.train.trainer_args = {}
+    assert run_fingerprint(cfg) == plain
+    from sentlab.training.config import ADDED_SINCE_RELEASE, as_fingerprinted
+
+    written = as_fingerprinted(tree)
+    assert all(key.split(".")[1] not in written[key.split(".")[0]] for key in ADDED_SINCE_RELEASE)

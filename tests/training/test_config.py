@@ -156,6 +156,7 @@ def test_the_keys_a_config_idles_under_some_settings_are_the_ones_the_reference_
     assert seen == {
         "supervised": {
             "supervised.split",
+            "eval.dev_limit",  # a supervised run selects on no dev task unless it names one
             "loss.temperature",
             "supervised.score_range",
             "supervised.teacher",

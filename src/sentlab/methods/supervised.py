@@ -59,7 +59,7 @@ from sentlab.data.nli import read_snli_triplets
 from sentlab.data.readers import table_line
 from sentlab.data.sts import read_stsb
 from sentlab.data.tables import column_table
-from sentlab.errors import ConfigError, DataError
+from sentlab.errors import ConfigError, DataError, SentlabError
 from sentlab.losses.catalog import (
     LOSSES,
     SHORT_NAMES,
@@ -180,6 +180,30 @@ class SupervisedConfig(TrainConfig):
         if s.format != "table":
             idle["data.columns"] = f"supervised.format {s.format} has its own columns"
         return idle
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_of_the_start_and_the_data(cls, tree: Any) -> Any:
+        """What a supervised run does when the config does not say: it trains at the start model's own
+        length (``model.max_seq_length``: 256 for all-MiniLM-L6-v2, not the shared default of 32), and
+        selects on no dev task unless one is named (``eval.dev_task``: the user's card, ``STS-B`` when
+        asked; the data is the user's, not STS-B's)."""
+        if not isinstance(tree, Mapping):
+            return tree
+        model = tree.get("model") if isinstance(tree.get("model"), Mapping) else None
+        evaluation = tree.get("eval", {}) if isinstance(tree.get("eval", {}), Mapping) else None
+        tree = dict(tree)
+        if evaluation is not None and "dev_task" not in evaluation:
+            tree["eval"] = {**evaluation, "dev_task": "none"}
+        name = model.get("name") if model is not None else None
+        if model is not None and "max_seq_length" not in model and name and not model.get("random_init"):
+            from sentlab.encoders.loading import inference_max_seq_length
+
+            try:
+                tree["model"] = {**model, "max_seq_length": inference_max_seq_length(name)}
+            except SentlabError as err:  # a start that does not load: said where it is loaded, in one line
+                say(f"model.max_seq_length: the start model's own length is unknown ({err}); 32")
+        return tree
 
     @model_validator(mode="before")
     @classmethod

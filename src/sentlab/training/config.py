@@ -476,11 +476,26 @@ def _default_of(dotted: str) -> Any:
     return None if field.is_required() else field.get_default(call_default_factory=True)
 
 
+# keys added since 0.2.0 -> their default, at which a run's fingerprint leaves them out: a run of
+# 0.2.0 at the same settings is the same run (a new key with a default is never a change of setting)
+ADDED_SINCE_RELEASE = {
+    "data.split": None,
+    "data.subset": None,
+    "model.model_kwargs": {},
+    "train.trainer_args": {},
+}
+
+
 def as_fingerprinted(tree: dict[str, Any]) -> dict[str, Any]:
-    """A resolved config tree with the keys moved since the version before as that version wrote them
-    (:attr:`Moved.fingerprinted`): the old key at its old default, or the new key's value converted back
-    where it is not at its default, and the new key at its default. A run's fingerprint hashes this, so
-    the run of an unchanged setting is the same run across the move."""
+    """A resolved config tree as the version before wrote it: the keys added since left out at their
+    defaults (:data:`ADDED_SINCE_RELEASE`), and the keys moved since (:attr:`Moved.fingerprinted`) back
+    where they were: the old key at its old default, or the new key's value converted back where it is
+    not at its default, and the new key at its default. A run's fingerprint hashes this, so the run of
+    an unchanged setting is the same run across versions."""
+    for dotted, default in ADDED_SINCE_RELEASE.items():
+        section, key = dotted.split(".")
+        if isinstance(tree.get(section), dict) and tree[section].get(key, default) == default:
+            tree[section].pop(key, None)
     for old, moved in DEPRECATED_KEYS.items():
         section, key = old.split(".")
         new_section, new_key = moved.new.split(".")

@@ -101,7 +101,7 @@ def qqp_card(data: Path, folder: Path, queries: int, seed: int) -> tuple[Path, d
     (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(qrels) + "\n", encoding="utf-8")
     card = folder / "qqp-duplicates.yaml"
     card.write_text(
-        "name: qqp-duplicates\nkind: retrieval\ncorpus: corpus.jsonl\nqueries: queries.jsonl\nqrels: qrels.tsv\n",
+        "name: qqp-duplicates\nkind: retrieval\ncorpus: corpus.jsonl\nqueries: queries.jsonl\nqrels: qrels.tsv\nmain_metric: map@100\n",
         encoding="utf-8",
     )
     return card, {"queries": len(query_rows), "corpus": len(texts), "relevant": len(qrels), "skipped_lines": skipped}

@@ -43,10 +43,14 @@ def test_model_kwargs_reach_from_pretrained_and_an_unknown_one_is_refused(tiny_b
             }
         )
 
-    for implementation in ("eager", "sdpa"):
+    for implementation in ("eager", "sdpa"):  # sdpa is transformers' default: eager shows the key is passed
         config = cfg(model_kwargs={"attn_implementation": implementation})
         method = get_method("simcse-unsup")(config, engine.RunPaths(tmp_path / "run"))
         assert method.start_encoder()[0].auto_model.config._attn_implementation == implementation
+    method = get_method("simcse-unsup")(cfg(model_kwargs={"dtype": "bfloat16"}), engine.RunPaths(tmp_path / "run"))
+    assert method.start_encoder()[0].auto_model.dtype == torch.bfloat16  # float32 unset
+    with pytest.raises(ValueError, match="model_kwargs: the prompt pooler builds its backbone without them"):
+        cfg(model_kwargs={"dtype": "bfloat16"}, pooler="prompt")
     with pytest.raises(ValueError, match="output_attentions: not one of dtype, attn_implementation"):
         cfg(model_kwargs={"output_attentions": "true"})
     with pytest.raises(ValueError, match="dtype: 'fp8' is not one of"):

@@ -250,6 +250,9 @@ def build_encoder(
                 modules = [transformer, layer_pooling, Pooling(dim, pooling_mode="mean")]
             else:
                 mode = pooler if pooler in ("mean", "max", "lasttoken") else "cls"
+                tokenizer = transformer.tokenizer
+                if mode == "lasttoken" and tokenizer.pad_token is None and tokenizer.eos_token is not None:
+                    tokenizer.pad_token = tokenizer.eos_token  # a decoder's batches pad with its eos token
                 modules = [transformer, Pooling(dim, pooling_mode=mode)]
     except (OSError, ValueError) as err:
         raise ModelLoadError(f"{backbone}: cannot load backbone ({_first_line(err)})") from None

@@ -245,8 +245,8 @@ def _jsonl_texts(path: Path, with_title: bool) -> dict[str, str]:
 
 
 def read_qrels(path: Path) -> dict[str, dict[str, float]]:
-    """query id -> {document id: its graded relevance} for the judgements above 0 (trec_eval's
-    relevant ones); the grades are kept for nDCG."""
+    """query id -> {document id: its graded relevance} for the judgements above 0 (relevant; trec_eval
+    reads integer grades, where that is 1 and above); the grades are kept as nDCG's gains."""
     rows = read_table(path, ["query-id", "corpus-id", "score"], fmt="tsv")
     relevant: dict[str, dict[str, float]] = defaultdict(dict)
     for index, (query, doc, score) in enumerate(rows):

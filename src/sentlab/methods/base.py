@@ -375,7 +375,8 @@ def train_sha256(cfg: TrainConfig) -> str:
     conversion recorded it (nothing is hashed again)."""
     path, limit, columns = _train_source(cfg)
     if is_datasets_source(cfg.data.train):  # the table's own fingerprint, with the rows it keeps
-        return source_identity(open_source(cfg.data.train, cfg.data.split, cfg.data.subset), limit)
+        table = open_source(cfg.data.train, cfg.data.split, cfg.data.subset)
+        return f"{source_identity(table, limit)}:{','.join(columns or [])}"  # the column read, as a file's record
     return text_record(path, limit, columns=columns)["sha256"]  # one column: its values, a line each
 
 

@@ -47,10 +47,7 @@ class AdapterSection(_Section):
 
 
 # the from_pretrained arguments model.model_kwargs passes through, and their values
-MODEL_KWARGS = {
-    "dtype": ("float32", "bfloat16", "float16", "auto"),
-    "attn_implementation": ("eager", "sdpa", "flash_attention_2", "flex_attention"),
-}
+MODEL_KWARGS = {"dtype": ("float32", "bfloat16", "float16", "auto"), "attn_implementation": None}
 
 
 class ModelSection(_Section):
@@ -68,8 +65,9 @@ class ModelSection(_Section):
     model_kwargs: dict[str, str] = Field(
         default_factory=dict,
         description="passed to the backbone's from_pretrained: dtype (float32, bfloat16, float16, auto) and "
-        "attn_implementation (eager, sdpa, flash_attention_2, flex_attention); another key is refused, since "
-        "transformers would keep an unknown one in the model's config and change nothing",
+        "attn_implementation (eager, sdpa, flash_attention_2 ..., which transformers checks); another key is "
+        "refused, since transformers would keep an unknown one in the model's config and change nothing; not with "
+        "the prompt pooler",
     )
 
     @field_validator("model_kwargs")
@@ -78,13 +76,22 @@ class ModelSection(_Section):
         for key, given in value.items():
             if key not in MODEL_KWARGS:
                 raise ValueError(f"{key}: not one of {', '.join(MODEL_KWARGS)} (the keys sentlab passes through)")
-            if given not in MODEL_KWARGS[key]:
+            if MODEL_KWARGS[key] is not None and given not in MODEL_KWARGS[key]:
                 raise ValueError(f"{key}: {given!r} is not one of {', '.join(MODEL_KWARGS[key])}")
         return value
 
+    @model_validator(mode="after")
+    def _kwargs_reach_the_backbone(self) -> ModelSection:
+        if self.model_kwargs and self.pooler == "prompt":
+            raise ValueError("model_kwargs: the prompt pooler builds its backbone without them; remove them")
+        return self
+
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE
     max_seq_length: int = Field(
-        32, gt=0, description="the training length: longer texts are truncated to it in training"
+        32,
+        gt=0,
+        description="the training length: longer texts are truncated to it in training (supervised, unset: the "
+        "start model's own)",
     )
     inference_max_seq_length: int | None = Field(
         None,
@@ -400,7 +407,7 @@ class EvalSection(_Section):
     dev_task: str = Field(
         "STS-B",
         description="checkpoint selection: STS-B (its dev split), none, or a task "
-        "card (.yaml / .yml: your own dev set, sentlab.evaluation.task_cards)",
+        "card (.yaml / .yml: your own dev set, sentlab.evaluation.task_cards); supervised, unset: none",
     )
     dev_limit: int | None = Field(
         None, gt=0, description="use only the first N dev pairs (quick runs; STS-B dev's first 500 are all captions)"

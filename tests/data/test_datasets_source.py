@@ -86,6 +86,15 @@ def test_the_fingerprint_follows_the_data_and_its_split(saved, tiny_backbone, tm
         str(other)
     )
     assert run_fingerprint(config(other, tiny_backbone, tmp_path / "run"))["train_sha256"] != train["train_sha256"]
+    # an edit of the data in place, of the same size, leaves the folder's state.json as it was: the
+    # fingerprint still changes, since it hashes the Arrow files
+    arrow = next((saved / "train").glob("*.arrow"))
+    data = bytearray(arrow.read_bytes())
+    at = data.index(b"thing 5 is a word")
+    data[at : at + 7] = b"THING 5"
+    arrow.write_bytes(bytes(data))
+    edited = run_fingerprint(config(saved, tiny_backbone, tmp_path / "run"))
+    assert edited["train_sha256"] != train["train_sha256"] and edited["config_sha256"] == train["config_sha256"]
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ its transforms by), with the rows ``data.limit`` keeps.
 from __future__ import annotations
 
 import difflib
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -116,6 +117,11 @@ def source_columns(
 
 
 def source_identity(table: Dataset, limit: int | None = None) -> str:
-    """What a run's fingerprint holds for a ``datasets`` source: the table's own fingerprint (datasets
-    derives it from the files and every transform), with the rows ``limit`` keeps."""
-    return f"datasets:{table._fingerprint}:{limit}"
+    """What a run's fingerprint holds for a ``datasets`` source: the table's own fingerprint, the
+    sha256 of the Arrow files it reads (a saved folder keeps its fingerprint in ``state.json``, which
+    an edit of the data in place leaves as it was), and the rows ``limit`` keeps."""
+    from sentlab.cache import file_sha256
+
+    files = sorted(entry["filename"] for entry in table.cache_files)
+    digest = hashlib.sha256("".join(file_sha256(Path(name)) for name in files).encode()).hexdigest()
+    return f"datasets:{table._fingerprint}:{digest}:{limit}"

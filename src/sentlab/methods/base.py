@@ -366,8 +366,16 @@ def train_table(cfg: TrainConfig, first: int | None = None) -> Dataset:
     ``data.limit``)."""
     path, limit, columns = _train_source(cfg, first)
     if columns:
-        return column_table(path, columns, ["sentence"], limit=limit, split=cfg.data.split, subset=cfg.data.subset)
+        return data_columns(cfg, columns, ["sentence"], limit=limit)
     return sentence_table(path, limit=limit)
+
+
+def data_columns(cfg: TrainConfig, columns: list[str], names: list[str], limit: int | None = None) -> Dataset:
+    """``columns`` of ``data.train`` (a table file or a datasets source, with its split and subset) as
+    ``names``, to ``limit`` rows (default ``data.limit``): the one reader of a method's training columns."""
+    data = cfg.data
+    limit = data.limit if limit is None else limit
+    return column_table(data.train, columns, names, limit=limit, split=data.split, subset=data.subset)
 
 
 def train_sha256(cfg: TrainConfig) -> str:

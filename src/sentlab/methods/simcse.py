@@ -17,8 +17,7 @@ from datasets import Dataset
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
-from sentlab.data.tables import column_table
-from sentlab.methods.base import Method, column_roles, register
+from sentlab.methods.base import Method, column_roles, data_columns, register
 from sentlab.training.config import TrainConfig
 
 
@@ -74,8 +73,7 @@ class SimCSESup(Method):
         roles = ("anchor", "positive", "negative")
         columns = column_roles(self.cfg.data.columns or ["sent0", "sent1", "hard_neg"], roles, 2, "supervised SimCSE")
         names = list(roles[: len(columns)])
-        data = self.cfg.data
-        return column_table(data.train, columns, names, limit=data.limit, split=data.split, subset=data.subset)
+        return data_columns(self.cfg, columns, names)
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         return self.simcse_loss(model)

@@ -35,7 +35,7 @@ the data's lowest and highest score (said in one line).
 
 A column of numbers is never read as a text: scored pairs under a loss that reads texts are refused
 in one line. Keys the settings leave idle (``split`` outside ``snli``, ``loss.temperature`` for a loss
-without a scale or a contrastive temperature, ``score_range`` outside scored pairs, ``teacher``
+without a similarity scale, ``score_range`` outside scored pairs, ``teacher``
 outside distillation, ``data.columns`` outside ``table``) and ``loss.hard_negative_weight`` (the
 negatives are the data's columns) are refused when set (:meth:`SupervisedConfig.unread`).
 ``loss.temperature`` is a loss's ``scale`` as 1 / temperature (20 at its default, 0.05, every
@@ -58,7 +58,6 @@ from torch import nn
 from sentlab.data.nli import read_snli_triplets
 from sentlab.data.readers import table_line
 from sentlab.data.sts import read_stsb
-from sentlab.data.tables import column_table
 from sentlab.errors import ConfigError, DataError, SentlabError
 from sentlab.losses.catalog import (
     LOSSES,
@@ -70,7 +69,7 @@ from sentlab.losses.catalog import (
     check_arguments,
     loss_class,
 )
-from sentlab.methods.base import Method, column_roles, register
+from sentlab.methods.base import Method, column_roles, data_columns, register
 from sentlab.progress import say
 from sentlab.training.config import DEFAULT_TEMPERATURE, TrainConfig, _Section, deprecation_notice, scale_as_temperature
 
@@ -122,14 +121,6 @@ class SupervisedSection(_Section):
         return value
 
 
-def _temperature_argument(cls: type) -> str | None:
-    """The argument of ``cls`` that ``loss.temperature`` sets: its ``scale`` (as 1 / temperature; 20,
-    every such class's default, at the default 0.05), or none. A class's own ``temperature`` (GISTEmbed's,
-    default 0.01; DistillKLDivLoss's, which softens a distillation) has a default of its own and stays
-    in ``supervised.loss_args``."""
-    return "scale" if _takes(cls, "scale") else None
-
-
 def _takes(cls: type, argument: str) -> bool:
     return argument in inspect.signature(cls.__init__).parameters
 
@@ -165,7 +156,7 @@ class SupervisedConfig(TrainConfig):
         if s.format != "snli":
             where = "the split is data.train's file name, sts-<split>.csv" if s.format == "stsb" else "data.train"
             idle["supervised.split"] = f"it is read with format snli only; with format {s.format}, {where}"
-        if _temperature_argument(cls) is None:
+        if not _takes(cls, "scale"):
             own = " (its own temperature is supervised.loss_args.temperature)" if _takes(cls, "temperature") else ""
             idle["loss.temperature"] = f"supervised.loss {name} has no similarity scale{own}"
         can = capabilities(cls, s.loss_args, name)
@@ -216,16 +207,15 @@ class SupervisedConfig(TrainConfig):
         if not isinstance(arguments, Mapping) or "scale" not in arguments:
             return tree
         try:
-            argument = _temperature_argument(loss_class(section.get("loss", SupervisedSection().loss)))
+            if not _takes(loss_class(section.get("loss", SupervisedSection().loss)), "scale"):
+                return tree  # a scale the class does not take: check_arguments says so
         except ConfigError:
             return tree  # _known_loss says why, in one line
-        if argument not in arguments:
-            return tree
-        moved = scale_as_temperature(arguments[argument])
+        moved = scale_as_temperature(arguments["scale"])
         loss = tree.get("loss") if isinstance(tree.get("loss"), Mapping) else {}
         if loss.get("temperature", DEFAULT_TEMPERATURE) not in (moved, DEFAULT_TEMPERATURE):
             return tree  # the default is no setting (a config dumped whole lists it)
-        tree = {**tree, "supervised": {**section, "loss_args": {k: v for k, v in arguments.items() if k != argument}}}
+        tree = {**tree, "supervised": {**section, "loss_args": {k: v for k, v in arguments.items() if k != "scale"}}}
         tree["loss"] = {**loss, "temperature": moved}
         deprecation_notice("supervised.loss_args.scale", "loss.temperature = 1 / supervised.loss_args.scale", "0.3.0")
         return tree
@@ -239,10 +229,9 @@ class SupervisedConfig(TrainConfig):
             check_arguments(cls, s.loss_args)
         except ConfigError as error:
             raise ValueError(str(error)) from None
-        argument = _temperature_argument(cls)
-        if argument in s.loss_args:  # only where a 0.2.0 key and loss.temperature both stand (_moved_arguments)
+        if _takes(cls, "scale") and "scale" in s.loss_args:  # a 0.2.0 key beside loss.temperature (_moved_arguments)
             raise ValueError(
-                f"supervised.loss_args.{argument}: it is loss.temperature now, which is set too; set loss.temperature "
+                "supervised.loss_args.scale: it is loss.temperature now, which is set too; set loss.temperature "
                 "only (a scale is 1 / temperature: 0.05 for a scale of 20)"
             )
         spec = LOSSES[cls.__name__]
@@ -394,9 +383,7 @@ class Supervised(Method):
         least = 1 if spec.teacher == "embedding" else 2 + spec.min_negatives
         most = None if spec.max_negatives is None else 2 + spec.max_negatives
         columns, roles = text_columns(data.columns, least, most, f"supervised.loss {name}")
-        table = self.checked(
-            column_table(data.train, columns, roles, limit=data.limit, split=data.split, subset=data.subset)
-        )
+        table = self.checked(data_columns(self.cfg, columns, roles))
         for role, column in zip(roles, columns):
             if all(_number(value) is not None for value in table[role]):
                 raise DataError(
@@ -409,16 +396,7 @@ class Supervised(Method):
     def scored_table(self) -> Dataset:
         s, data = self.cfg.supervised, self.cfg.data
         columns = column_roles(data.columns, KIND_ROLES["scored"], 3, f"supervised.loss {s.loss} (scored pairs)")
-        table = self.checked(
-            column_table(
-                data.train,
-                columns,
-                ["sentence1", "sentence2", "score"],
-                limit=data.limit,
-                split=data.split,
-                subset=data.subset,
-            )
-        )
+        table = self.checked(data_columns(self.cfg, columns, ["sentence1", "sentence2", "score"]))
         raw = self.numbers(table["score"], columns[2])
         if s.score_range is None:  # cosent / angle: only the order counts (cosine-mse is refused unstated)
             low, high = min(raw), max(raw)
@@ -437,9 +415,7 @@ class Supervised(Method):
         s, data = self.cfg.supervised, self.cfg.data
         roles = KIND_ROLES[kind]
         columns = column_roles(data.columns, roles, len(roles), f"supervised.loss {s.loss}")
-        table = self.checked(
-            column_table(data.train, columns, list(roles), limit=data.limit, split=data.split, subset=data.subset)
-        )
+        table = self.checked(data_columns(self.cfg, columns, list(roles)))
         values = list(table["label"])
         numbers = [_number(v) for v in values]
         if all(n is not None and math.isfinite(n) and n == int(n) for n in numbers):
@@ -583,9 +559,7 @@ class Supervised(Method):
                 guide = load_encoder(str(arguments[argument]), device=str(model.device))
                 guide.requires_grad_(False)  # read, never trained (nor written into checkpoints)
                 arguments[argument] = guide
-        if (
-            _temperature_argument(cls) == "scale"
-        ):  # 20 at the default 0.05, every scale's default in sentence-transformers
+        if _takes(cls, "scale"):  # 20 at the default 0.05, every scale's default in sentence-transformers
             arguments["scale"] = 1.0 / self.cfg.loss.temperature
         width = model.get_embedding_dimension()
         if spec.teacher == "embedding" and self.teacher_width is not None:

@@ -55,3 +55,62 @@ def test_model_kwargs_reach_from_pretrained_and_an_unknown_one_is_refused(tiny_b
         cfg(model_kwargs={"output_attentions": "true"})
     with pytest.raises(ValueError, match="dtype: 'fp8' is not one of"):
         cfg(model_kwargs={"dtype": "fp8"})
+
+
+MARKED_CODE = """from transformers import BertConfig, BertModel
+
+
+class MarkedConfig(BertConfig):
+    model_type = "marked-bert"
+
+
+class MarkedModel(BertModel):
+    config_class = MarkedConfig
+"""
+
+
+def remote_code_backbone(tiny_backbone, folder):
+    """The tiny BERT whose config names its own modelling code (``auto_map``), as a hub model with
+    custom code does: a class that only runs when that code is allowed to."""
+    import json
+    import shutil
+
+    shutil.copytree(tiny_backbone, folder)
+    (folder / "modeling_marked.py").write_text(MARKED_CODE, encoding="utf-8")
+    config = json.loads((folder / "config.json").read_text("utf-8"))
+    config["model_type"] = "marked-bert"
+    config["auto_map"] = {"AutoConfig": "modeling_marked.MarkedConfig", "AutoModel": "modeling_marked.MarkedModel"}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+def test_remote_code_runs_only_when_trusted_and_the_card_says_it_ran(tiny_backbone, corpus_file, tmp_path):
+    from sentlab.encoders import load_encoder
+    from sentlab.errors import ModelLoadError
+
+    backbone = remote_code_backbone(tiny_backbone, tmp_path / "marked")
+    for load in (lambda: build_encoder(str(backbone), "mean"), lambda: load_encoder(backbone)):
+        with pytest.raises(ModelLoadError, match="set model.trust_remote_code: true"):
+            load()
+
+    def cfg(**model):
+        return validate_config(
+            {
+                "method": "simcse-unsup",
+                "model": {"name": str(backbone), "pooler": "mean", "max_seq_length": 16, **model},
+                "data": {"train": str(corpus_file)},
+                "train": {"output_dir": str(tmp_path / "run"), "batch_size": 4, "max_steps": 2, "progress_bar": False},
+                "eval": {"dev_task": "none", "final_tasks": []},
+            }
+        )
+
+    with pytest.raises(ModelLoadError, match="trust_remote_code"):
+        engine.train(cfg(), evaluate=False)
+    paths = engine.train(cfg(trust_remote_code=True), evaluate=False)
+    assert "**Remote code**" in (paths.model / "README.md").read_text("utf-8")
+    with pytest.raises(ModelLoadError, match="--trust-remote-code"):  # the saved model names its code too
+        load_encoder(paths.model)
+    trained = load_encoder(paths.model, trust_remote_code=True)
+    assert type(trained[0].auto_model).__name__ == "MarkedModel"  # the model's own class, not BertModel
+    with pytest.raises(ValueError, match="trust_remote_code: the prompt pooler"):
+        cfg(trust_remote_code=True, pooler="prompt")

@@ -48,6 +48,11 @@ def model_args(parser: argparse.ArgumentParser) -> None:
         "--batch-size", type=positive_int, default=128, help="sentences encoded at a time (default: 128)"
     )
     parser.add_argument("--device", type=device, default=None, help="cpu, cuda, cuda:1, mps (default: best available)")
+    parser.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="run the Python code the model's config names (auto_map); off, such a model is refused",
+    )
     quiet_arg(parser)
 
 
@@ -294,7 +299,13 @@ def load(args: argparse.Namespace):
     check_backend(backend, precision, device)
     require_extra(backend)
     say(f"loading {args.model}")
-    model = load_encoder(args.model, pooler=args.pooler, max_seq_length=args.max_seq_length, device=device)
+    model = load_encoder(
+        args.model,
+        pooler=args.pooler,
+        max_seq_length=args.max_seq_length,
+        device=device,
+        trust_remote_code=getattr(args, "trust_remote_code", False),
+    )
     if (backend, precision) != ("torch", "fp32"):
         say(f"running the model with {backend} {precision}")
         calibration = None

@@ -136,7 +136,7 @@ def _saved_max_seq_length(path: str) -> int | None:
     return min(limits) if limits else None
 
 
-def inference_max_seq_length(name: str | Path) -> int:
+def inference_max_seq_length(name: str | Path, trust_remote_code: bool = False) -> int:
     """The length ``name`` encodes at when used as it is: a sentence-transformers model's own
     ``max_seq_length`` (256 for all-MiniLM-L6-v2, whatever its tokenizer allows); a plain transformers
     backbone's limit as sentence-transformers sets it for one, the smaller of the tokenizer's
@@ -150,8 +150,8 @@ def inference_max_seq_length(name: str | Path) -> int:
 
     folder = _backbone_folder(path)
     try:
-        config = AutoConfig.from_pretrained(folder)
-        tokenizer = AutoTokenizer.from_pretrained(folder)
+        config = AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
     except (OSError, ValueError) as err:
         raise ModelLoadError(f"{name}: cannot read its config and tokenizer ({_first_line(err)})") from None
     limits = [
@@ -202,6 +202,17 @@ def _backbone_has_remote_code(path: str) -> bool:
     return config.is_file() and "auto_map" in json.loads(config.read_text("utf-8"))
 
 
+def refuse_remote_code(name: str | Path, path: str, trust_remote_code: bool) -> None:
+    """A model whose backbone's config names its own Python code (``auto_map``) is loaded only when
+    ``trust_remote_code`` allows that code to run; otherwise one line says how to allow it."""
+    folders = (path, str(Path(path, "0_Transformer")))
+    if not trust_remote_code and Path(path).is_dir() and any(_backbone_has_remote_code(f) for f in folders):
+        raise ModelLoadError(
+            f"{name}: its config names its own Python code (auto_map), which sentlab does not run unless asked: "
+            "set model.trust_remote_code: true (or pass --trust-remote-code) to run it"
+        )
+
+
 def build_encoder(
     backbone: str,
     pooler: str = "cls",
@@ -210,17 +221,27 @@ def build_encoder(
     device: str | None = None,
     config_kwargs: dict | None = None,
     model_kwargs: dict | None = None,
+    trust_remote_code: bool = False,
 ) -> SentenceTransformer:
     """A sentence encoder from a transformers backbone (folder or hub name) and a pooler name
     (``lasttoken``: the last token that is not padding, for decoder encoders); ``model_kwargs`` go to
-    the backbone's ``from_pretrained`` (``dtype``, ``attn_implementation``)."""
+    the backbone's ``from_pretrained`` (``dtype``, ``attn_implementation``); ``trust_remote_code`` lets
+    a backbone's own modelling code run (:func:`refuse_remote_code`)."""
     if pooler not in POOLERS:
         raise ModelLoadError(f"unknown pooler {pooler!r} (choose from {', '.join(POOLERS)})")
     path = _backbone_folder(resolve_model_path(backbone))
     check_weight_files(path)
+    refuse_remote_code(backbone, path, trust_remote_code)
     config_kwargs = dict(config_kwargs or {})
     if pooler == "first_last_avg":
         config_kwargs["output_hidden_states"] = True
+    processor_kwargs = None
+    if trust_remote_code:  # config, tokenizer and model each load through their own from_pretrained
+        model_kwargs, config_kwargs = (
+            {**(model_kwargs or {}), "trust_remote_code": True},
+            {**config_kwargs, "trust_remote_code": True},
+        )
+        processor_kwargs = {"trust_remote_code": True}
     try:
         if pooler == "prompt":
             from sentlab.encoders.prompt import MaskTokenPooling, PromptTransformer
@@ -234,7 +255,11 @@ def build_encoder(
             ]
         else:
             transformer = Transformer(
-                path, max_seq_length=max_seq_length, config_kwargs=config_kwargs, model_kwargs=model_kwargs or None
+                path,
+                max_seq_length=max_seq_length,
+                config_kwargs=config_kwargs,
+                model_kwargs=model_kwargs or None,
+                processor_kwargs=processor_kwargs,
             )
             dim = transformer.get_embedding_dimension()
             if pooler == "first_last_avg":
@@ -259,7 +284,7 @@ def build_encoder(
     return SentenceTransformer(modules=modules, device=device)
 
 
-def dropout_config_kwargs(name: str | Path, dropout: float) -> dict[str, float]:
+def dropout_config_kwargs(name: str | Path, dropout: float, trust_remote_code: bool = False) -> dict[str, float]:
     """``config_kwargs`` that set a backbone's hidden and attention dropout to ``dropout``.
 
     BERT-family configs (BERT, RoBERTa, MPNet, MiniLM) name them ``hidden_dropout_prob`` and
@@ -269,7 +294,9 @@ def dropout_config_kwargs(name: str | Path, dropout: float) -> dict[str, float]:
     from transformers import AutoConfig
 
     try:
-        config = AutoConfig.from_pretrained(_backbone_folder(resolve_model_path(name)))
+        config = AutoConfig.from_pretrained(
+            _backbone_folder(resolve_model_path(name)), trust_remote_code=trust_remote_code
+        )
     except (OSError, ValueError) as err:
         raise ModelLoadError(f"{name}: cannot read its config ({_first_line(err)})") from None
     for keys in (("hidden_dropout_prob", "attention_probs_dropout_prob"), ("dropout", "attention_dropout")):
@@ -307,14 +334,18 @@ def load_encoder(
     check_weight_files(path)
     if pooler is not None or (local and not _is_sentence_transformer(path)):
         return build_encoder(
-            path, pooler or "cls", max_seq_length, prompt_template, device, config_kwargs, model_kwargs
+            path,
+            pooler or "cls",
+            max_seq_length,
+            prompt_template,
+            device,
+            config_kwargs,
+            model_kwargs,
+            trust_remote_code,
         )
     trust = trust_remote_code
-    if local:
-        if _backbone_has_remote_code(str(Path(path, "0_Transformer"))) or _backbone_has_remote_code(path):
-            if not trust_remote_code:
-                raise ModelLoadError(f"{path}: the backbone needs remote code; pass trust_remote_code to allow it")
-        # sentlab's own module classes are installed code, not remote code
+    refuse_remote_code(name, path, trust_remote_code)
+    if local:  # sentlab's own module classes are installed code, not remote code
         trust = trust or _needs_sentlab_modules(path)
     try:
         model = SentenceTransformer(

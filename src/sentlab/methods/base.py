@@ -147,8 +147,9 @@ class Method:
         training head: what training starts from, and what the run's results are compared with."""
         m = self.cfg.model
         start = str(self.random_init_folder()) if m.random_init is not None else m.name
-        config_kwargs = None if m.dropout is None else dropout_config_kwargs(start, m.dropout)
-        kwargs = {"config_kwargs": config_kwargs, "model_kwargs": m.model_kwargs}
+        trust = m.trust_remote_code
+        config_kwargs = None if m.dropout is None else dropout_config_kwargs(start, m.dropout, trust)
+        kwargs = {"config_kwargs": config_kwargs, "model_kwargs": m.model_kwargs, "trust_remote_code": trust}
         if m.random_init is not None:
             model = build_encoder(start, m.pooler or "mean", prompt_template=m.prompt_template, **kwargs)
         elif m.pooler is None:
@@ -175,7 +176,7 @@ class Method:
             return m.inference_max_seq_length
         # a random start was built before training (random_init_folder): its folder, without reading the text again
         start = self.paths.root / RANDOM_INIT_FOLDER if m.random_init is not None else m.name
-        return inference_max_seq_length(start)
+        return inference_max_seq_length(start, m.trust_remote_code)
 
     def random_init_folder(self) -> Path | None:
         """With ``model.random_init``: the run's randomly initialised masked LM (``RUN/random_init``),

@@ -75,7 +75,7 @@ class RankCSEMethod(Method):
         self.teacher_vectors = []
         sha256 = train_sha256(self.cfg)
         for k, name in enumerate(self.cfg.rankcse.teachers):
-            teacher = load_encoder(name)
+            teacher = load_encoder(name, trust_remote_code=self.cfg.model.trust_remote_code)
             self.teacher_vectors.append(
                 frozen_vectors(
                     teacher,

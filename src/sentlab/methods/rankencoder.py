@@ -85,7 +85,7 @@ class RankEncoderMethod(Method):
     def prepare(self, dataset: Dataset) -> None:
         """E1's corpus index and E1's vectors of the training sentences (cached, reused by --resume)."""
         r, progress = self.cfg.rank, self.cfg.train.progress_bar
-        e1 = load_encoder(r.base_encoder)
+        e1 = load_encoder(r.base_encoder, trust_remote_code=self.cfg.model.trust_remote_code)
         fingerprint = encoder_fingerprint(e1)
         if r.index is not None:
             index = CorpusIndex.load(r.index)

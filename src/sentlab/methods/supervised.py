@@ -191,7 +191,10 @@ class SupervisedConfig(TrainConfig):
             from sentlab.encoders.loading import inference_max_seq_length
 
             try:
-                tree["model"] = {**model, "max_seq_length": inference_max_seq_length(name)}
+                tree["model"] = {
+                    **model,
+                    "max_seq_length": inference_max_seq_length(name, model.get("trust_remote_code") is True),
+                }
             except SentlabError as err:  # a start that does not load: said where it is loaded, in one line
                 say(f"model.max_seq_length: the start model's own length is unknown ({err}); 32")
         return tree
@@ -471,7 +474,7 @@ class Supervised(Method):
         from sentlab.encoders.loading import load_encoder
 
         s = self.cfg.supervised
-        teacher = load_encoder(s.teacher)
+        teacher = load_encoder(s.teacher, trust_remote_code=self.cfg.model.trust_remote_code)
         self.teacher_width = teacher.get_embedding_dimension()
         similarity = check_arguments(s.loss_class, s.loss_args).get("similarity_fct")
         if similarity is None and self.spec.teacher != "embedding":
@@ -556,7 +559,11 @@ class Supervised(Method):
             arguments["mini_batch_size"] = mini_batch_size
         for argument in spec.model_arguments:
             if argument in arguments:
-                guide = load_encoder(str(arguments[argument]), device=str(model.device))
+                guide = load_encoder(
+                    str(arguments[argument]),
+                    device=str(model.device),
+                    trust_remote_code=self.cfg.model.trust_remote_code,
+                )
                 guide.requires_grad_(False)  # read, never trained (nor written into checkpoints)
                 arguments[argument] = guide
         if _takes(cls, "scale"):  # 20 at the default 0.05, every scale's default in sentence-transformers

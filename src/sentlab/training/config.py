@@ -69,6 +69,12 @@ class ModelSection(_Section):
         "refused, since transformers would keep an unknown one in the model's config and change nothing; not with "
         "the prompt pooler",
     )
+    trust_remote_code: bool = Field(
+        False,
+        description="run the Python code a model's config names (config.json auto_map: its own modelling code) for "
+        "every model the run loads (start, teacher, guide); off, such a model is refused in one line; recorded on "
+        "the card",
+    )
 
     @field_validator("model_kwargs")
     @classmethod
@@ -84,6 +90,8 @@ class ModelSection(_Section):
     def _kwargs_reach_the_backbone(self) -> ModelSection:
         if self.model_kwargs and self.pooler == "prompt":
             raise ValueError("model_kwargs: the prompt pooler builds its backbone without them; remove them")
+        if self.trust_remote_code and self.pooler == "prompt":
+            raise ValueError("trust_remote_code: the prompt pooler builds a BERT-style backbone of its own; remove it")
         return self
 
     prompt_template: str = DEFAULT_PROMPT_TEMPLATE
@@ -489,6 +497,7 @@ ADDED_SINCE_RELEASE = {
     "data.split": None,
     "data.subset": None,
     "model.model_kwargs": {},
+    "model.trust_remote_code": False,
     "train.trainer_args": {},
 }
 

@@ -255,6 +255,14 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: 
     lines += [
         f"- **Method**: `{cfg.method}`" + (f", {paper}" if paper else "") + f" (sentlab {record['version']})",
         f"- **Start model**: `{_local_name(cfg.model.name) or cfg.model.label}`",
+    ]
+    if cfg.model.trust_remote_code:
+        lines.append(
+            "- **Remote code**: the run ran the Python code its models' configs name (`model.trust_remote_code: "
+            "true`); `SentenceTransformer(path, trust_remote_code=True)` loads this model, "
+            "`--trust-remote-code` in sentlab"
+        )
+    lines += [
         f"- **Training data**: `{tree['data'].get('train') or 'the method sources in the config'}`, "
         f"{record['rows']:,} rows" + (f", sha256 `{record['sha256']}`" if record.get("sha256") else ""),
         f"- **Settings**: batch {t.batch_size}, "

@@ -131,6 +131,30 @@ def tiny_backbone(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_cross_encoder(tiny_backbone, tmp_path_factory) -> Path:
+    """The tiny BERT with a one-label classifier, saved as sentence-transformers' ``CrossEncoder``
+    (a sigmoid over its logit): a teacher that scores a pair of texts together. Its random logits are
+    standardised on pairs of the vocabulary's words, so scores spread over (0, 1) instead of differing
+    in the fifth decimal (a random BERT's [CLS] states are alike)."""
+    import itertools
+
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    torch.manual_seed(0)
+    model = CrossEncoder(str(tiny_backbone), num_labels=1)
+    pairs = list(itertools.product(WORDS[:20], WORDS[20:40]))
+    logits = torch.as_tensor(model.predict(pairs, activation_fn=torch.nn.Identity(), show_progress_bar=False))
+    with torch.no_grad():
+        head = model.model.classifier
+        head.weight.div_(float(logits.std()))
+        head.bias.copy_((head.bias - float(logits.mean())) / float(logits.std()))
+    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
+    model.save(str(folder))
+    return folder
+
+
+@pytest.fixture(scope="session")
 def tiny_backbone_no_dropout(tmp_path_factory) -> Path:
     return make_tiny_backbone(tmp_path_factory.mktemp("tiny-bert-nodrop"), dropout=0.0)
 

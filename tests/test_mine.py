@@ -242,3 +242,49 @@ def test_bad_pairs_are_one_line_and_a_non_zero_exit(tiny_backbone, tmp_path, cap
     argv = ["mine", "--model", str(tiny_backbone), "--input", str(source), "--columns", columns]
     assert main([*argv, "--output", str(tmp_path / "t.jsonl")]) != 0
     assert message in the_error(capsys.readouterr().err)
+
+
+def test_a_cross_encoder_rescores_the_candidates_and_its_cap_holds(tiny_backbone, tiny_cross_encoder, tmp_path, capsys):
+    """With every candidate in range, the negatives are the cross-encoder's hardest below the score cap
+    (its own scores, worked out pair by pair here), never the positive; the report names it. A
+    bi-encoder given as one, or a cross-encoder no margin or cap reads, is one line."""
+    from sentlab.encoders.cross_encoder import load_cross_encoder
+
+    pairs = Dataset.from_dict({"anchor": [a for a, _ in PAIRS], "positive": [p for _, p in PAIRS]})
+    corpus = [p for _, p in PAIRS] + DISTRACTORS
+    reranker = load_cross_encoder(tiny_cross_encoder)
+    score = {(a, c): float(reranker.predict([(a, c)])[0]) for a, _ in PAIRS for c in corpus}
+    ranked = sorted(score.values())
+    middle = range(len(ranked) // 3, 2 * len(ranked) // 3)  # the cap: in the widest gap of the middle third
+    gap, at = max((ranked[i + 1] - ranked[i], i) for i in middle)
+    assert gap > 1e-3  # far wider than a batch's rounding (below): no score lies near the cap
+    cap = (ranked[at] + ranked[at + 1]) / 2
+    triplets, report = mine(
+        pairs,
+        build_encoder(str(tiny_backbone), "mean"),
+        corpus=corpus,
+        num_negatives=2,
+        range_max=len(corpus),
+        relative_margin=None,
+        max_score=cap,
+        cross_encoder=reranker,
+        cross_encoder_name="tiny",
+    )
+    assert len(triplets) > 0 and report.settings["cross_encoder"] == "tiny"
+    for anchor, positive in PAIRS:
+        below = [c for c in corpus if c != positive and score[anchor, c] <= cap]
+        hardest = sorted(below, key=lambda c: -score[anchor, c])[:2]
+        chosen = [n for a, n in zip(triplets["anchor"], triplets["negative"]) if a == anchor]
+        assert len(chosen) == len(hardest)
+        for n, h in zip(chosen, hardest):  # 5e-4: a pair alone against a padded batch (the fixture's note)
+            assert abs(score[anchor, n] - score[anchor, h]) < 5e-4
+    source = tmp_path / "pairs.tsv"
+    source.write_text("anchor\tpositive\nthe dog\ta dog\nthe cat\ta cat\n", encoding="utf-8")
+    argv = ["mine", "--model", str(tiny_backbone), "--input", str(source), "--output", str(tmp_path / "t.jsonl")]
+    assert main([*argv, "--cross-encoder", str(tiny_backbone)]) != 0
+    assert "is not a cross-encoder" in the_error(capsys.readouterr().err)
+    assert main([*argv, "--cross-encoder", str(tiny_cross_encoder), "--relative-margin", "none"]) != 0
+    assert "it would change nothing" in the_error(capsys.readouterr().err)
+    assert main([*argv, "--cross-encoder", str(tiny_cross_encoder), "--quiet"]) == 0
+    report = json.loads((tmp_path / "t.report.json").read_text())
+    assert report["settings"]["cross_encoder"] == str(tiny_cross_encoder)

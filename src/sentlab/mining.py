@@ -1,7 +1,8 @@
 """Hard negatives for (anchor, positive) pairs: sentence-transformers' ``mine_hard_negatives`` (its
 rank range, score cap, absolute margin, the relative margin of NV-Retriever's positive-aware mining
 (Moreira et al. 2024: a negative must score below ``(1 - margin)`` times its positive), top or
-seeded random sampling, faiss where asked, the model's query / document prompts), with sentlab's
+seeded random sampling, faiss where asked, the model's query / document prompts, a cross-encoder's
+rescoring of the candidates), with sentlab's
 guard against false negatives the scores miss: a candidate whose text is its anchor's or one of the
 anchor's positives (compared by :func:`same_text_key`) is passed over before the negatives are
 chosen, so the next candidate takes its place. sentence-transformers is asked for spare candidates
@@ -72,8 +73,14 @@ def check_settings(
     max_score: float | None,
     absolute_margin: float | None,
     relative_margin: float | None,
+    cross_encoder: bool = False,
 ) -> None:
     """Settings sentence-transformers would refuse with a traceback, or take to mean nothing: one line."""
+    if cross_encoder and max_score is None and absolute_margin is None and relative_margin is None:
+        raise ConfigError(
+            "--cross-encoder: its scores are read by a margin or a score cap, and none is set (--relative-margin "
+            "none, no --absolute-margin, no --max-score): it would change nothing; set one"
+        )
     import math
 
     if num_negatives < 1:
@@ -128,6 +135,8 @@ def mine(
     corpus_prompt_name: str | None = None,
     cache_folder: str | None = None,
     output_format: str = "triplet",
+    cross_encoder=None,
+    cross_encoder_name: str | None = None,
 ) -> tuple[Dataset, Mining]:
     """Triplets (anchor, positive, negative) for ``pairs`` (columns ``anchor``, ``positive``), one a
     negative, or with ``output_format="n-tuple"`` one row a pair, (anchor, positive, negative_1 ...
@@ -135,12 +144,18 @@ def mine(
     left out, and counted: an n-tuple's columns are the same for every row); the
     corpus negatives come from is ``corpus``, else the pairs' positives. ``seed`` seeds the random
     sampling (recorded in the report's settings); ``cache_folder`` keeps sentence-transformers' embeddings
-    of the anchors and candidates for a second mining of the same pairs."""
+    of the anchors and candidates for a second mining of the same pairs. ``cross_encoder`` (a
+    sentence-transformers ``CrossEncoder``, :mod:`sentlab.encoders.cross_encoder`) rescores the
+    candidates the model found and the positives: the margins and ``max_score`` then hold against its
+    scores (the false-negative filter of a reranker), and the hardest are taken in its order;
+    ``cross_encoder_name`` is how the report names it."""
     from sentence_transformers.util import mine_hard_negatives
 
     if len(pairs) == 0:
         raise DataError("no pairs to mine negatives for")
-    check_settings(num_negatives, range_min, range_max, max_score, absolute_margin, relative_margin)
+    check_settings(
+        num_negatives, range_min, range_max, max_score, absolute_margin, relative_margin, cross_encoder is not None
+    )
     if output_format not in ("triplet", "n-tuple"):
         raise ConfigError(f"--format {output_format}: choose triplet or n-tuple")
     for option, name in (("--query-prompt-name", query_prompt_name), ("--corpus-prompt-name", corpus_prompt_name)):
@@ -179,6 +194,7 @@ def mine(
             batch_size=batch_size,
             verbose=False,
             cache_folder=cache_folder,
+            cross_encoder=cross_encoder,
             **{**settings, "num_negatives": num_negatives + spare, "range_max": window},
         )
     finally:
@@ -222,6 +238,7 @@ def mine(
             "range_max": window,
             "seed": seed if sampling == "random" else None,
             "corpus": "given" if corpus is not None else "the positives",
+            "cross_encoder": cross_encoder_name if cross_encoder is not None else None,
         },
         output_format=output_format,
         rows=len(rows),

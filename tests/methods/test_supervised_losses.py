@@ -397,3 +397,42 @@ def test_the_temperature_is_one_key_for_every_loss_that_has_one(tiny_backbone, t
         tree["loss"] = {"temperature": 0.1}
         with pytest.raises(ValueError, match=f"{key}: it is loss.temperature now, which is set too"):
             validate_config(tree)
+
+
+def test_a_cross_encoder_teacher_labels_each_pair_once(tiny_backbone, tiny_cross_encoder, tmp_path, monkeypatch):
+    """MarginMSE: score(a, p) - score(a, n_i), DistillKLDiv: [score(a, p), score(a, n_i)], the scores the
+    cross-encoder gives each pair read alone; rows repeated are scored once; a loss that learns
+    embeddings refuses it; a bi-encoder is not taken for one; it trains end to end."""
+    from sentence_transformers import CrossEncoder
+
+    data = rows_of("distill", LOSSES["MarginMSELoss"])
+    data = {column: values * 2 for column, values in data.items()}  # each row twice
+    train = table(tmp_path / "rows.jsonl", data)
+    reranker = CrossEncoder(str(tiny_cross_encoder))
+    columns = list(data)
+    scores = torch.tensor([[float(reranker.predict([(a, t)])[0]) for t in row] for a, *row in zip(*data.values())])
+    asked = []
+    predict = CrossEncoder.predict
+    monkeypatch.setattr(
+        CrossEncoder, "predict", lambda self, pairs, **kw: asked.extend(pairs) or predict(self, pairs, **kw)
+    )
+    for name, expected in [
+        ("MarginMSELoss", scores[:, :1] - scores[:, 1:]),
+        ("DistillKLDivLoss", scores),
+    ]:
+        asked.clear()
+        cfg = supervised(tmp_path, tiny_backbone, train, columns, loss=name, teacher=str(tiny_cross_encoder))
+        labels = torch.tensor(Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()["label"])
+        # a pair alone against a padded batch: float32 rounding of the encoder, which the fixture's head
+        # (scaled by 1 / the spread of random logits) multiplies up to ~1e-4; the labels spread by 0.1 or more
+        assert float(expected.std()) > 0.1
+        torch.testing.assert_close(labels, expected, rtol=0, atol=5e-4)
+        assert len(asked) == len(set(asked)) == 8 * (len(columns) - 1)  # 16 rows, 8 distinct, 3 pairs a row
+    cfg = supervised(tmp_path, tiny_backbone, train, columns[:1], loss="MSELoss", teacher=str(tiny_cross_encoder))
+    with pytest.raises(ConfigError, match="is a cross-encoder, which scores pairs and gives no embedding"):
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+    with pytest.raises(ModelLoadError, match="a cross-encoder, which scores a pair of texts together"):
+        load_encoder(tiny_cross_encoder)
+    cfg = supervised(tmp_path, tiny_backbone, train, columns, loss="MarginMSELoss", teacher=str(tiny_cross_encoder))
+    paths = engine.train(cfg, evaluate=False)
+    assert (paths.model / "modules.json").is_file()

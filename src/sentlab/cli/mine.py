@@ -46,7 +46,13 @@ def cmd_mine(args: argparse.Namespace) -> int:
         raise DataError(f"{out}: the rows are written as .jsonl")
     out.with_suffix(".report.json").unlink(missing_ok=True)  # an earlier run's report never vouches for this one
     check_settings(
-        args.num_negatives, args.range_min, args.range_max, args.max_score, args.absolute_margin, args.relative_margin
+        args.num_negatives,
+        args.range_min,
+        args.range_max,
+        args.max_score,
+        args.absolute_margin,
+        args.relative_margin,
+        args.cross_encoder is not None,
     )  # before the data and the model are read
     if args.seed is not None and args.sampling != "random":
         from sentlab.errors import ConfigError
@@ -58,6 +64,14 @@ def cmd_mine(args: argparse.Namespace) -> int:
         raise DataError(f"{args.input}: no rows")
     corpus = read_sentences(args.corpus) if args.corpus else None
     model = load(args)
+    reranker = None
+    if args.cross_encoder:
+        from sentlab.encoders.cross_encoder import load_cross_encoder
+
+        say(f"loading the cross-encoder {args.cross_encoder}")
+        reranker = load_cross_encoder(
+            args.cross_encoder, str(model.device), args.trust_remote_code, what="--cross-encoder"
+        )
     say(f"mining negatives for {len(pairs):,} pairs from {'the corpus' if corpus else 'their positives'}")
     triplets, report = mine(
         pairs,
@@ -76,6 +90,8 @@ def cmd_mine(args: argparse.Namespace) -> int:
         query_prompt_name=args.query_prompt_name,
         corpus_prompt_name=args.corpus_prompt_name,
         output_format=args.format,
+        cross_encoder=reranker,
+        cross_encoder_name=args.cross_encoder,
     )
     with atomic_path(out) as partial, partial.open("w", encoding="utf-8") as f:
         for row in triplets:
@@ -153,5 +169,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--query-prompt-name", default=None, help="the model's prompt for the anchors (its prompts)")
     p.add_argument("--corpus-prompt-name", default=None, help="the model's prompt for the candidates")
+    p.add_argument(
+        "--cross-encoder",
+        default=None,
+        metavar="MODEL",
+        help="rescore the candidates and positives with this cross-encoder: the margins and --max-score hold "
+        "against its scores, and the hardest are taken in its order",
+    )
     p.add_argument("--faiss", action="store_true", help="search with faiss (large corpora)")
     p.set_defaults(func=cmd_mine)

@@ -202,6 +202,28 @@ def _backbone_has_remote_code(path: str) -> bool:
     return config.is_file() and "auto_map" in json.loads(config.read_text("utf-8"))
 
 
+def is_cross_encoder(name: str | Path) -> bool:
+    """True for a folder sentence-transformers saved as a ``CrossEncoder`` (its
+    ``config_sentence_transformers.json`` says so), or a plain transformers folder of a sequence
+    classifier with one label (a cross-encoder saved before sentence-transformers 4)."""
+    path = Path(resolve_model_path(name))
+    marker = path / "config_sentence_transformers.json"
+    if marker.is_file():
+        try:
+            return json.loads(marker.read_text("utf-8")).get("model_type") == "CrossEncoder"
+        except (OSError, ValueError, AttributeError):
+            return False
+    config = path / "config.json"
+    if (path / "modules.json").is_file() or not config.is_file():
+        return False
+    try:
+        settings = json.loads(config.read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    classifier = any(a.endswith("ForSequenceClassification") for a in settings.get("architectures") or [])
+    return classifier and len(settings.get("id2label") or {0: "LABEL_0"}) == 1
+
+
 def refuse_remote_code(name: str | Path, path: str, trust_remote_code: bool) -> None:
     """A model whose backbone's config names its own Python code (``auto_map``) is loaded only when
     ``trust_remote_code`` allows that code to run; otherwise one line says how to allow it."""
@@ -332,6 +354,11 @@ def load_encoder(
     if local and not _is_sentence_transformer(path) and not Path(path, "config.json").is_file():
         raise ModelLoadError(f"{path}: not a model folder (no modules.json or config.json)")
     check_weight_files(path)
+    if local and is_cross_encoder(path):
+        raise ModelLoadError(
+            f"{name}: a cross-encoder, which scores a pair of texts together and gives no embedding; it is a "
+            "teacher (sentlab mine --cross-encoder, supervised.teacher), not a model to encode with"
+        )
     if pooler is not None or (local and not _is_sentence_transformer(path)):
         return build_encoder(
             path,

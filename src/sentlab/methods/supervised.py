@@ -95,7 +95,9 @@ class SupervisedSection(_Section):
         "GISTEmbed's guide: a model name or folder; similarity_fct / loss_fct / distance_metric: a name)",
     )
     teacher: str | None = Field(
-        None, description="distillation losses (MSELoss, MarginMSELoss ...): the model whose outputs are the labels"
+        None,
+        description="distillation losses (MSELoss, MarginMSELoss ...): the model whose outputs are the labels; a "
+        "cross-encoder gives MarginMSELoss / DistillKLDivLoss their labels from its scores of each pair",
     )
     format: Literal["table", "snli", "stsb"] = "table"
     split: str = Field("train", description="format snli: the split of the SNLI folder")
@@ -471,9 +473,11 @@ class Supervised(Method):
         time; the labels are held in memory (rows × width floats)."""
         import torch
 
-        from sentlab.encoders.loading import load_encoder
+        from sentlab.encoders.loading import is_cross_encoder, load_encoder
 
         s = self.cfg.supervised
+        if is_cross_encoder(s.teacher):
+            return self.cross_encoder_labels(table)
         teacher = load_encoder(s.teacher, trust_remote_code=self.cfg.model.trust_remote_code)
         self.teacher_width = teacher.get_embedding_dimension()
         similarity = check_arguments(s.loss_class, s.loss_args).get("similarity_fct")
@@ -494,6 +498,35 @@ class Supervised(Method):
                 return {"label": scores.cpu().tolist()}
 
         return table.map(label, batched=True, batch_size=max(batch, 256), keep_in_memory=True)
+
+    def cross_encoder_labels(self, table: Dataset) -> Dataset:
+        """Distillation from a cross-encoder (``supervised.teacher`` one): its scores of (anchor, positive)
+        and (anchor, negative_i), each distinct pair scored once, as MarginMSE's margins
+        score(a, p) - score(a, n_i) or DistillKLDiv's scores [score(a, p), score(a, n_i) ...]. A loss
+        that learns the teacher's embeddings (MSE, EmbedDistill) cannot take one: one line."""
+        from sentlab.encoders.cross_encoder import load_cross_encoder, score_pairs
+
+        s = self.cfg.supervised
+        if self.spec.teacher == "embedding":
+            raise ConfigError(
+                f"supervised.teacher: {s.teacher} is a cross-encoder, which scores pairs and gives no embedding; "
+                f"{s.loss} learns a teacher's embeddings: take MarginMSELoss or DistillKLDivLoss, or a "
+                "sentence-transformers teacher"
+            )
+        teacher = load_cross_encoder(s.teacher, trust_remote_code=self.cfg.model.trust_remote_code)
+        texts = table.column_names
+        anchors = table[texts[0]]
+        pairs = [(a, t) for column in texts[1:] for a, t in zip(anchors, table[column])]
+        say(
+            f"supervised.teacher: labelling {len(table):,} rows with the cross-encoder {s.teacher} "
+            f"({len(set(pairs)):,} distinct pairs, {self.spec.teacher})"
+        )
+        flat = score_pairs(teacher, pairs, max(self.cfg.train.batch_size, 32))
+        rows = len(table)
+        scores = [[flat[c * rows + r] for c in range(len(texts) - 1)] for r in range(rows)]
+        if self.spec.teacher == "margins":
+            scores = [[row[0] - other for other in row[1:]] for row in scores]
+        return table.add_column("label", scores)
 
     def numbers(self, values: list, column: str) -> list[float]:
         data = self.cfg.data

@@ -35,6 +35,7 @@ from sentlab.cache import file_sha256
 from sentlab.data.tables import sentence_table, text_record
 from sentlab.encoders.batching import encode_by_length
 from sentlab.encoders.matryoshka import truncate
+from sentlab.encoders.prompts import check_prompts_apply, prompted
 from sentlab.errors import DataError
 from sentlab.evaluation.scoring import embedding_setting
 from sentlab.paths import atomic_path, reserve_file, write_text_atomic
@@ -76,9 +77,10 @@ def encode_file(
     devices: list[str] | None = None,
     dims: int | None = None,
     precision: str = "float32",
+    prompt: str = "",
 ) -> dict:
     """Encode every line of ``source`` into ``out`` (one row a line; ``dims`` and ``precision``: see the
-    module); returns ``OUT.json``'s record."""
+    module), each after ``prompt`` (:mod:`sentlab.encoders.prompts`); returns ``OUT.json``'s record."""
     from numpy.lib.format import open_memmap
     from tqdm.auto import tqdm
 
@@ -108,6 +110,9 @@ def encode_file(
         "stored": {"shape": list(shape), "dtype": dtype.name},
         "model": embedding_setting(model),
     }
+    if prompt:  # only when set: a matrix encoded without one before prompts existed is still this plan's
+        check_prompts_apply(model, [prompt], "--prompt")
+        plan["prompt"] = prompt
     if calibrated:
         plan["calibration"] = {"rows": int(len(calibration_rows(rows))), "seed": CALIBRATION_SEED}
     record_path = out.with_name(out.name + ".json")
@@ -167,6 +172,7 @@ def encode_file(
         pool = model.start_multi_process_pool(devices) if devices else None  # devices: checked by the caller
 
         def embed(texts: list[str]) -> np.ndarray:
+            texts = prompted(texts, prompt)
             if pool is None:  # batches of similar token length (sentlab.encoders.batching)
                 vectors = encode_by_length(model, texts, batch_size, normalize_embeddings=normalize)
             else:

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from datasets import Dataset
 from sentence_transformers import SentenceTransformer
 
+from sentlab.encoders.prompts import role_prompt
 from sentlab.errors import ConfigError, DataError
 
 # marks a text may carry or leave out without changing its words: Hebrew points and cantillation,
@@ -133,6 +134,8 @@ def mine(
     batch_size: int = 32,
     query_prompt_name: str | None = None,
     corpus_prompt_name: str | None = None,
+    query_prompt: str | None = None,
+    corpus_prompt: str | None = None,
     cache_folder: str | None = None,
     output_format: str = "triplet",
     cross_encoder=None,
@@ -158,10 +161,16 @@ def mine(
     )
     if output_format not in ("triplet", "n-tuple"):
         raise ConfigError(f"--format {output_format}: choose triplet or n-tuple")
-    for option, name in (("--query-prompt-name", query_prompt_name), ("--corpus-prompt-name", corpus_prompt_name)):
+    for side, name, text in (("query", query_prompt_name, query_prompt), ("corpus", corpus_prompt_name, corpus_prompt)):
+        if name is not None and text is not None:
+            raise ConfigError(f"--{side}-prompt-name and --{side}-prompt: give one of the two")
         if name is not None and name not in model.prompts:
             known = ", ".join(model.prompts) or "none"
-            raise ConfigError(f"{option} {name}: the model has no such prompt (its prompts: {known})")
+            raise ConfigError(f"--{side}-prompt-name {name}: the model has no such prompt (its prompts: {known})")
+    if query_prompt_name is None and query_prompt is None:
+        query_prompt = role_prompt(model, "query")  # what encode_query takes, said in the report
+    if corpus_prompt_name is None and corpus_prompt is None:
+        corpus_prompt = role_prompt(model, "document")  # an e5 model's passage prompt too (role_prompt)
     positives = defaultdict(set)
     for anchor, positive in zip(pairs["anchor"], pairs["positive"]):
         positives[same_text_key(anchor)].add(same_text_key(positive))
@@ -180,6 +189,8 @@ def mine(
         use_faiss=use_faiss,
         query_prompt_name=query_prompt_name,
         corpus_prompt_name=corpus_prompt_name,
+        query_prompt=query_prompt,
+        corpus_prompt=corpus_prompt,
     )
     state = random.getstate()
     random.seed(seed)  # sentence-transformers samples with the global generator

@@ -262,3 +262,66 @@ def test_unknown_ids_can_be_left_out_and_are_counted(tmp_path):
     result = score_task_card(AngleScorer({"q": 0, "x": 10, "y": 20}), card(tmp_path, RETRIEVAL + "unknown_ids: skip\n"))
     assert result.extra["judgements_with_unknown_ids"] == 2
     assert result.main == pytest.approx(100.0)  # d1, its one known relevant document, ranks first
+
+
+def test_a_card_puts_its_query_and_document_prompts_before_the_texts(tmp_path):
+    """The card's prompts: q1 is nearest d1 unprompted, but "query: q1" nearest "passage: d2"; a
+    reranking card's query and candidates are prompted alike; a prompt on a pair card is one line."""
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": d, "text": d}) + "\n" for d in ("d1", "d2")), encoding="utf-8"
+    )
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "q1"}) + "\n", encoding="utf-8")
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\n", encoding="utf-8")
+    angles = {"q1": 0, "d1": 10, "d2": 60, "query: q1": 100, "passage: d1": 170, "passage: d2": 110}
+    text = "name: r\nkind: retrieval\ncorpus: corpus.jsonl\nqrels: qrels.tsv\nqueries: queries.jsonl\nk: 2\n"
+    plain = score_task_card(AngleScorer(angles), card(tmp_path, text))
+    assert plain.scores["mrr@10"] == pytest.approx(50.0) and plain.extra["prompts"] == {"query": "", "document": ""}
+    prompts = "query_prompt: 'query: '\ndocument_prompt: 'passage: '\n"
+    result = score_task_card(AngleScorer(angles), card(tmp_path, text + prompts))
+    assert result.scores["mrr@10"] == pytest.approx(100.0)
+    assert result.extra["prompts"] == {"query": "query: ", "document": "passage: "}
+    (tmp_path / "rerank.jsonl").write_text(json.dumps({"query": "q1", "positive": ["d2"], "negative": ["d1"]}) + "\n")
+    reranked = score_task_card(
+        AngleScorer(angles), card(tmp_path, "name: rr\nkind: reranking\nfile: rerank.jsonl\n" + prompts)
+    )
+    assert reranked.scores["mrr@10"] == pytest.approx(100.0)  # unprompted, d1 would rank first: 50
+    with pytest.raises(DataError, match="query_prompt: read for kinds retrieval and reranking only"):
+        card(tmp_path, "name: p\nkind: scored-pairs\nfile: qrels.tsv\nquery_prompt: 'q: '\n")
+
+
+def test_the_models_own_prompts_are_used_unless_the_card_says_otherwise(tiny_backbone, tmp_path):
+    """A model with e5's prompts (query, passage) encodes a card's queries and documents with them; a
+    card's '' turns them off; a default prompt or pooling without the prompt's tokens is one line."""
+    from sentlab.encoders import build_encoder
+    from sentlab.errors import ConfigError
+    from sentlab.evaluation.scoring import CosineScorer
+
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": d, "text": t}) + "\n" for d, t in (("d1", "the dog"), ("d2", "a cat"))),
+        encoding="utf-8",
+    )
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "the cat"}) + "\n", encoding="utf-8")
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\n", encoding="utf-8")
+    text = "name: r\nkind: retrieval\ncorpus: corpus.jsonl\nqrels: qrels.tsv\nqueries: queries.jsonl\n"
+    model = build_encoder(str(tiny_backbone), "mean")
+    model.prompts = {"query": "query: ", "passage": "passage: "}
+    seen = []
+
+    class Spy(CosineScorer):
+        def encode(self, sentences):
+            seen.extend(sentences)
+            return super().encode(sentences)
+
+    result = score_task_card(Spy(model), card(tmp_path, text))
+    assert sorted(seen) == ["passage: a cat", "passage: the dog", "query: the cat"]
+    assert result.extra["prompts"] == {"query": "query: ", "document": "passage: "}
+    seen.clear()
+    score_task_card(Spy(model), card(tmp_path, text + "query_prompt: ''\n"))
+    assert sorted(seen) == ["passage: a cat", "passage: the dog", "the cat"]
+    model.default_prompt_name = "query"
+    with pytest.raises(ConfigError, match="task card r: the model puts its default prompt 'query' before every text"):
+        score_task_card(Spy(model), card(tmp_path, text))
+    model.default_prompt_name = None
+    model[1].include_prompt = False
+    with pytest.raises(ConfigError, match="leaves the prompt's tokens out"):
+        score_task_card(Spy(model), card(tmp_path, text))

@@ -19,7 +19,20 @@ def cmd_encode(args: argparse.Namespace) -> int:
         # process-wide switches (TF32, fp32 pinning) are not theirs
         raise ConfigError(f"--devices runs torch in fp32, fp16 or bf16 only, not {args.backend} {args.precision}")
     writable_output(args.output)  # before the model loads: a folder it cannot write is one line, not a traceback
+    if args.prompt is not None and args.prompt_name is not None:
+        raise ConfigError("--prompt and --prompt-name: give one of the two")
     model = load(args)
+    prompt = args.prompt or ""
+    if args.prompt_name is not None:
+        from sentlab.encoders.prompts import role_prompt
+
+        roles = {"query": role_prompt(model, "query"), "document": role_prompt(model, "document")}
+        known = {**{k: v for k, v in model.prompts.items() if v}, **{k: v for k, v in roles.items() if v}}
+        if args.prompt_name not in known:
+            raise ConfigError(
+                f"--prompt-name {args.prompt_name}: the model has no such prompt (its prompts: {', '.join(known) or 'none'})"
+            )
+        prompt = known[args.prompt_name]
     if args.dims is not None:
         from sentlab.encoders.loading import resolve_model_path
         from sentlab.encoders.matryoshka import trained_dims
@@ -42,6 +55,7 @@ def cmd_encode(args: argparse.Namespace) -> int:
         devices=devices,
         dims=args.dims,
         precision=args.embedding_precision,
+        prompt=prompt,
     )
     plan = record["plan"]
     rate = f", {record['sentences_per_second']:,.0f} sentences/s" if record.get("sentences_per_second") else ""
@@ -67,6 +81,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         required=True,
         help="the .npy file to write (one row a sentence; float32 unless --embedding-precision)",
     )
+    p.add_argument(
+        "--prompt-name",
+        default=None,
+        help="encode after the model's prompt of this name: query, document (its document, passage or corpus "
+        "prompt) or another it has (default: none, or the model's default prompt)",
+    )
+    p.add_argument("--prompt", default=None, help="a text put before each sentence")
     p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings")
     p.add_argument(
         "--dims",

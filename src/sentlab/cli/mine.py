@@ -89,6 +89,8 @@ def cmd_mine(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         query_prompt_name=args.query_prompt_name,
         corpus_prompt_name=args.corpus_prompt_name,
+        query_prompt=args.query_prompt,
+        corpus_prompt=args.corpus_prompt,
         output_format=args.format,
         cross_encoder=reranker,
         cross_encoder_name=args.cross_encoder,
@@ -167,8 +169,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--seed", type=int, default=None, help="with --sampling random: its seed (default 0, recorded in the report)"
     )
-    p.add_argument("--query-prompt-name", default=None, help="the model's prompt for the anchors (its prompts)")
-    p.add_argument("--corpus-prompt-name", default=None, help="the model's prompt for the candidates")
+    p.add_argument(
+        "--query-prompt-name",
+        default=None,
+        help="the model's prompt for the anchors, by name (default: its query prompt)",
+    )
+    p.add_argument(
+        "--corpus-prompt-name",
+        default=None,
+        help="the model's prompt for the candidates, by name (default: its document / passage / corpus prompt)",
+    )
+    p.add_argument("--query-prompt", default=None, help="a text put before each anchor ('' for none)")
+    p.add_argument("--corpus-prompt", default=None, help="a text put before each candidate ('' for none)")
     p.add_argument(
         "--cross-encoder",
         default=None,

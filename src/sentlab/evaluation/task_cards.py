@@ -10,10 +10,10 @@ Kinds (scored through any pair scorer, so RankEncoder's Eq. 7 and RSE's relation
   the model's similarities (as SentEval's MRPC reports F1), x 100;
 * ``retrieval`` - the BEIR / MTEB layout: ``corpus`` (jsonl: ``_id``, ``text``[, ``title``]),
   ``queries`` (jsonl: ``_id``, ``text``) and ``qrels`` (tsv with a header: ``query-id``,
-  ``corpus-id``, ``score``; score > 0 is relevant): exact search of every query against the corpus,
-  MAP@k (main, ``k`` default 100: precision at each relevant hit in the top k, over min(the query's
-  relevant documents, k), which is trec_eval's / BEIR's where a query has at most k relevant ones;
-  ``map: useb`` divides by the hits in the top k instead, as USEB's CQADupStack), nDCG@10, MRR@10 and Recall@k, x 100;
+  ``corpus-id``, ``score``: a graded gain, 0 judged not relevant): exact search of every query against
+  the corpus, nDCG@10 (main unless ``main_metric`` names another), MAP@k (``k`` default 100:
+  trec_eval's ``map_cut``; ``map: useb`` divides by the hits in the top k instead, as USEB's
+  CQADupStack), MRR@10 and Recall@k, x 100;
 * ``reranking`` - ``file`` (jsonl, one row per query: ``query``, ``positive`` and ``negative`` lists of
   candidate texts, the MTEB re-ranking layout; ``columns`` renames the three fields): each query's
   candidates ranked by the scorer, MAP (main: AP over the query's candidates, as USEB's AskUbuntu and
@@ -22,6 +22,10 @@ Kinds (scored through any pair scorer, so RankEncoder's Eq. 7 and RSE's relation
   logistic regression on the frozen embeddings as SentEval's TREC (C chosen by stratified k-fold CV
   on ``file``, refit, ``test`` scored once; :func:`sentlab.evaluation.transfer.kfold_selected_accuracy`),
   accuracy (main) and macro F1, x 100; without ``test``, SentEval's nested CV on ``file`` (as MR / CR).
+
+Retrieval and reranking cards encode queries and documents with the model's own query and document
+prompts, or the card's ``query_prompt`` / ``document_prompt`` (:mod:`sentlab.encoders.prompts`); the
+result records which (``extra["prompts"]``).
 
 Every result carries its items and a 95% percentile bootstrap interval of the headline over them
 (``extra["items"]``, ``extra["ci95"]``; :mod:`sentlab.evaluation.uncertainty`), so that two models
@@ -52,6 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
 from sentlab.data.readers import read_table, read_text, table_line
+from sentlab.encoders.prompts import prompted
 from sentlab.errors import DataError
 from sentlab.evaluation.results import MetricsResult
 from sentlab.evaluation.uncertainty import (
@@ -97,6 +102,16 @@ class TaskCard(BaseModel):
         "document id absent from queries / corpus stop with an error "
         "(error), or are left out and counted in the result (skip)",
     )
+    query_prompt: str | None = Field(
+        None,
+        description="retrieval, reranking: the text put before each query (unset: the model's own query prompt; "
+        "'': none)",
+    )
+    document_prompt: str | None = Field(
+        None,
+        description="retrieval, reranking: the text put before each document or candidate (unset: the model's own "
+        "document / passage / corpus prompt; '': none)",
+    )
     folder: Path = Field(Path("."), exclude=True)
 
     @property
@@ -107,6 +122,21 @@ class TaskCard(BaseModel):
         return {"scored-pairs": "spearman", "labelled-pairs": "ap", "reranking": "map", "classification": "accuracy"}[
             self.kind
         ]
+
+    @model_validator(mode="after")
+    def _prompts_of_queries(self) -> TaskCard:
+        for key in ("query_prompt", "document_prompt"):
+            if getattr(self, key) is not None and self.kind not in ("retrieval", "reranking"):
+                raise ValueError(f"{key}: read for kinds retrieval and reranking only, not {self.kind}")
+        return self
+
+    def prompts(self, scorer, where: str = "") -> dict[str, str]:
+        """The query and document prompts this card encodes with for ``scorer``'s model
+        (:func:`sentlab.encoders.prompts.resolve_prompts`)."""
+        from sentlab.encoders.prompts import model_of, resolve_prompts
+
+        where = where or f"task card {self.name}"
+        return resolve_prompts(model_of(scorer), self.query_prompt, self.document_prompt, where)
 
     @model_validator(mode="after")
     def _known_headline(self) -> TaskCard:
@@ -325,9 +355,12 @@ def score_retrieval(scorer, card: TaskCard, device="cpu") -> MetricsResult:
     asked = [q for q in queries if relevant.get(q)]
     if not asked:
         raise DataError(f"{card.path('qrels')}: no query of {card.path('queries')} has a relevant document")
+    prompts = card.prompts(scorer)
     doc_ids = list(corpus)
-    docs = unit_rows(scorer.encode([corpus[d] for d in doc_ids]))
-    rows = query_matrix(scorer.encode, [queries[q] for q in asked], getattr(scorer, "query_rows", None))
+    docs = unit_rows(scorer.encode(prompted([corpus[d] for d in doc_ids], prompts["document"])))
+    rows = query_matrix(
+        scorer.encode, prompted([queries[q] for q in asked], prompts["query"]), getattr(scorer, "query_rows", None)
+    )
     _, index = top_k(rows, docs, max(card.k, 10), device=device)
     per_query = [
         ranking_metrics(
@@ -345,6 +378,7 @@ def score_retrieval(scorer, card: TaskCard, device="cpu") -> MetricsResult:
             "corpus": len(doc_ids),
             "queries_without_judgements": len(queries) - len(asked),
             "judgements_with_unknown_ids": left_out,
+            "prompts": prompts,
             "items": mean_items((m[card.headline] for m in per_query), key),
         },
     )
@@ -385,8 +419,9 @@ def score_reranking(scorer, card: TaskCard) -> MetricsResult:
         samples.append((query, positives, negatives))
     if not samples:
         raise DataError(f"{path}: no query has both a positive and a negative candidate")
-    queries = [q for q, pos, neg in samples for _ in range(len(pos) + len(neg))]
-    candidates = [c for _, pos, neg in samples for c in (*pos, *neg)]
+    prompts = card.prompts(scorer)
+    queries = prompted([q for q, pos, neg in samples for _ in range(len(pos) + len(neg))], prompts["query"])
+    candidates = prompted([c for _, pos, neg in samples for c in (*pos, *neg)], prompts["document"])
     scores = np.asarray(scorer.score(queries, candidates), dtype=np.float64)  # one call: each text encoded once
     ap, reciprocal_rank, start = [], [], 0
     for _, pos, neg in samples:
@@ -401,7 +436,7 @@ def score_reranking(scorer, card: TaskCard) -> MetricsResult:
         "map",
         {"map": 100 * float(np.mean(ap)), "mrr@10": 100 * float(np.mean(reciprocal_rank))},
         n=len(samples),
-        extra={"queries_without_both_labels": skipped, "items": mean_items(ap, key)},
+        extra={"queries_without_both_labels": skipped, "prompts": prompts, "items": mean_items(ap, key)},
     )
 
 

@@ -324,6 +324,46 @@ class Supervised(Method):
             return {"batch_sampler": GroupByLabelBatchSampler}
         return {}
 
+    def training_prompts(self, dataset: Dataset, model: SentenceTransformer) -> dict[str, str]:
+        """``data.prompts`` by the table's columns: one text for every text column, or a mapping whose
+        keys are the table's columns (anchor, positive ...) or the file's (``data.columns``); a key that
+        names no text column is one line. Unset, the start model's own prompts
+        (:func:`~sentlab.encoders.prompts.role_prompt`) for a loss of queries and documents (texts,
+        distillation): its query prompt before the anchor, its document prompt before the others."""
+        from sentlab.encoders.prompts import check_prompts_apply, role_prompt
+
+        given, kind = self.cfg.data.prompts, self.spec.kind
+        texts = [c for c in dataset.column_names if c not in ("label", "score")]
+        if given is None:
+            if kind not in ("texts", "distill"):
+                return {}
+            chosen = {c: role_prompt(model, "query" if i == 0 else "document") for i, c in enumerate(texts)}
+            chosen = {c: p for c, p in chosen.items() if p}
+            if chosen:
+                say(
+                    "data.prompts: the start model's own prompts: " + ", ".join(f"{c} {p!r}" for c, p in chosen.items())
+                )
+        elif isinstance(given, str):
+            chosen = dict.fromkeys(texts, given)
+        else:
+            columns = self.cfg.data.columns
+            by_file = dict(zip(columns.values(), columns.keys())) if isinstance(columns, dict) else {}
+            if isinstance(columns, list) and self.cfg.supervised.format == "table":
+                by_file = dict(zip(columns, texts))
+            chosen = {}
+            for key, prompt in given.items():
+                column = key if key in texts else by_file.get(key)
+                if column not in texts:
+                    raise ConfigError(
+                        f"data.prompts: {key!r} is not a text column of the training table ({', '.join(texts)}"
+                        + (f"; in the file: {', '.join(by_file)}" if by_file else "")
+                        + ")"
+                    )
+                chosen[column] = prompt
+            chosen = {c: p for c, p in chosen.items() if p}
+        check_prompts_apply(model, list(chosen.values()), "data.prompts")
+        return chosen
+
     # -- data ------------------------------------------------------------------------------------
     def train_dataset(self) -> Dataset:
         s, data = self.cfg.supervised, self.cfg.data

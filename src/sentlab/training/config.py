@@ -182,6 +182,13 @@ class DataSection(_Section):
         None, description="the split of a datasets folder or hub dataset (unset: train); not read for a file"
     )
     subset: str | None = Field(None, description="the subset (config name) of an hf: dataset; not read otherwise")
+    prompts: str | dict[str, str] | None = Field(
+        None,
+        description="supervised: the text put before a column's texts in training (sentence-transformers' "
+        "training prompts): one text for every column, or a mapping of column (its role, e.g. anchor, or its "
+        "name in the file) to text; unset: the start model's own query prompt before the anchor and its document "
+        "prompt before the other text columns, where it has them; {} for none",
+    )
     data_dir: str | None = Field(None, description="evaluation data folder (default: $SENTLAB_DATA or ../shared/data)")
 
     @model_validator(mode="after")
@@ -248,6 +255,7 @@ TRAINER_KEYS_SENTLAB_SETS = {
     "optim": "train.fused_optimizer (and the method's optimizer)",
     "torch_compile": "train.compile",
     "per_device_eval_batch_size": "eval (sentlab's evaluators batch themselves)",
+    "prompts": "data.prompts",
 }
 
 
@@ -496,6 +504,7 @@ def _default_of(dotted: str) -> Any:
 ADDED_SINCE_RELEASE = {
     "data.split": None,
     "data.subset": None,
+    "data.prompts": None,
     "model.model_kwargs": {},
     "model.trust_remote_code": False,
     "train.trainer_args": {},
@@ -604,6 +613,10 @@ class TrainConfig(_Section):
             idle.setdefault("model.mlp_only_train", "SimCSE's MLP goes on the cls pooler only (model.pooler: cls)")
         if self.eval.dev_task == "none":
             idle["eval.dev_limit"] = "there is no dev task (eval.dev_task: none)"
+        if self.method != "supervised":
+            idle["data.prompts"] = (
+                "training prompts are read by the supervised method, whose columns are queries and documents"
+            )
         return idle
 
     @model_validator(mode="after")

@@ -58,6 +58,7 @@ from sentlab.encoders.loading import (
     load_encoder,  # noqa: F401  (engine.load_encoder: reload a saved run)
 )
 from sentlab.encoders.matryoshka import save_dims
+from sentlab.encoders.prompts import keep_training_prompts
 from sentlab.errors import ConfigError, DataError, TrainingDivergedError, extra_hint
 from sentlab.losses.gradcache import innermost
 from sentlab.methods import Method, get_method, validate_config
@@ -332,6 +333,7 @@ class SentlabTrainer(SentenceTransformerTrainer):
         # the trainer's own settings the config passed, as the trainer holds them
         given = {key: getattr(self.args, key) for key in self.trainer_args_given}
         self.runtime["trainer_args"] = json.loads(json.dumps(given, default=str))  # an enum as its value
+        self.runtime["prompts"] = dict(getattr(self.data_collator, "prompts", None) or {})  # as the batches get them
         if self.is_world_process_zero():
             say(runtime_summary(self.runtime))
             if self.runtime_file is not None:
@@ -417,9 +419,16 @@ def build_trainer(
         train_dataset, collator = method.batching(train_dataset, model)
     # text columns only: packed blocks are cut from the stream, never truncated
     report_truncation(model, train_dataset, cfg.model.max_seq_length)
+    prompts = method.training_prompts(train_dataset, model)
+    keep_training_prompts(model, prompts)  # the dev card encodes queries and documents as training does
+    args.prompts = prompts or None  # the trainer's own setting: its model card and multi-dataset batches read it
     if collator is None:
-        collator = SentenceTransformerDataCollator(preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length)
+        collator = SentenceTransformerDataCollator(
+            preprocess_fn=model.preprocess, max_length=cfg.model.max_seq_length, prompts=prompts or None
+        )
     else:  # the method regrouped the rows (MLM's packed blocks): a batch of them must still exist
+        if prompts:
+            raise ConfigError(f"data.prompts: {cfg.method} batches its rows its own way, without prompts")
         check_enough_rows(cfg, method, len(train_dataset))
     loss = method.training_loss(model)
     evaluator = method.dev_evaluator(evaluator, innermost(loss))  # RSE's scorer reads its relation vectors
@@ -572,6 +581,9 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         length = final.max_seq_length  # read back from the model that is saved and evaluated
         say(f"saved model's max_seq_length: {length} ({own}; training truncated at {cfg.model.max_seq_length})")
         keep_card_data(final, trainer.model)
+        kept_prompts = keep_training_prompts(final, getattr(trainer.data_collator, "prompts", None))
+        if kept_prompts:
+            say("the saved model's prompts: " + ", ".join(f"{name} {text!r}" for name, text in kept_prompts.items()))
         describe_kept(final, kept, trainer.state.log_history)  # the card describes the weights saved
         method.save(final)
         trained = trainer.loss  # what ran, read back: MatryoshkaLoss holds its dimensions and weights

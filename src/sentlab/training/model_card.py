@@ -270,6 +270,13 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: 
         + f", learning rate {t.learning_rate:g}, training length {cfg.model.max_seq_length} tokens, "
         f"precision {record.get('precision') or t.mixed_precision}, seed {t.seed}",
     ]
+    runtime = json.loads((run / "runtime.json").read_text("utf-8")) if _fresh(run / "runtime.json", since) else {}
+    if runtime.get("prompts"):
+        lines.append(
+            "- **Prompts** in training: "
+            + ", ".join(f"{column} `{prompt}`" for column, prompt in runtime["prompts"].items())
+            + " (encode queries and documents with the same prompts)"
+        )
     if selection.get("metric"):
         start_dev, best = selection.get("start"), selection.get("best_checkpoint")
         lines.append(

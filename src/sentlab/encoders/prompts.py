@@ -1,0 +1,95 @@
+"""Query and document prompts: the text a model expects before a query or a passage ("query: " /
+"passage: " for e5, an instruction for bge's queries), as sentence-transformers keeps them in a model's
+``config_sentence_transformers.json`` (``prompts``) and applies them in ``encode_query`` /
+``encode_document``: the prompt named ``query`` for queries, the first of ``document``, ``passage``,
+``corpus`` that is set for documents (:func:`role_prompt`).
+
+sentlab puts a prompt before its texts (:func:`prompted`), so an embedding cache keyed by the texts
+keeps prompted and plain texts apart, and every scorer and backend encodes them alike. That equals
+sentence-transformers' ``encode(prompt=...)`` for a model whose pooling reads the prompt's tokens
+(``include_prompt``, every pooling's default); a model whose pooling leaves them out (INSTRUCTOR's
+recipe), or that puts a default prompt before every text (``default_prompt_name``), would be encoded
+otherwise than sentence-transformers encodes it, so a prompt for it is refused in one line
+(:func:`check_prompts_apply`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sentence_transformers import SentenceTransformer
+
+from sentlab.errors import ConfigError
+
+DOCUMENT_PROMPT_NAMES = ("document", "passage", "corpus")  # encode_document's order
+
+
+def role_prompt(model: SentenceTransformer | None, role: str) -> str:
+    """The model's own prompt for ``role`` (``query`` or ``document``), "" when it has none: for a
+    document the first of ``document``, ``passage``, ``corpus`` that is not empty. (sentence-transformers
+    6 gives every model an empty ``document`` prompt, which its ``encode_document`` takes first, so an
+    e5 model's ``passage`` prompt would be passed over there; sentlab reads it.)"""
+    prompts = getattr(model, "prompts", None) or {}
+    names = ("query",) if role == "query" else DOCUMENT_PROMPT_NAMES
+    return next((prompts[name] for name in names if prompts.get(name)), "")
+
+
+def model_of(encoder: object) -> SentenceTransformer | None:
+    """The sentence-transformers model behind a scorer, an embedding cache or a model itself."""
+    for _ in range(4):
+        if isinstance(encoder, SentenceTransformer):
+            return encoder
+        encoder = getattr(encoder, "model", None) or getattr(encoder, "encoder", None)
+        if encoder is None:
+            return None
+    return None
+
+
+def check_prompts_apply(model: SentenceTransformer | None, prompts: Sequence[str], where: str) -> None:
+    """A prompt put before the texts equals sentence-transformers' prompt for ``model`` (module doc);
+    otherwise one line."""
+    if model is None or not any(prompts):
+        return
+    if model.default_prompt_name is not None:
+        raise ConfigError(
+            f"{where}: the model puts its default prompt {model.default_prompt_name!r} before every text, so a "
+            "query or document prompt would follow it; give the prompts as empty texts ('') to encode with its "
+            "default prompt only"
+        )
+    if any(getattr(module, "include_prompt", True) is False for module in model):
+        raise ConfigError(
+            f"{where}: the model's pooling leaves the prompt's tokens out (include_prompt: false), which a "
+            "prompt put before the text does not; give the prompts as empty texts ('')"
+        )
+
+
+def resolve_prompts(
+    model: SentenceTransformer | None, query: str | None, document: str | None, where: str
+) -> dict[str, str]:
+    """The query and document prompts to encode with: those given (``""``: none), else the model's own
+    (:func:`role_prompt`); checked with :func:`check_prompts_apply`."""
+    chosen = {
+        "query": role_prompt(model, "query") if query is None else query,
+        "document": role_prompt(model, "document") if document is None else document,
+    }
+    check_prompts_apply(model, list(chosen.values()), where)
+    return chosen
+
+
+def prompted(texts: Sequence[str], prompt: str) -> list[str]:
+    """``texts`` with ``prompt`` before each (unchanged without one)."""
+    return [prompt + text for text in texts] if prompt else list(texts)
+
+
+def keep_training_prompts(model: SentenceTransformer, prompts: dict[str, str] | None) -> dict[str, str]:
+    """The saved model's own ``query`` and ``document`` prompts: those training put before the anchor
+    and the positive (a model trained with "query: " before its queries is encoded so afterwards, by
+    sentence-transformers' ``encode_query`` / ``encode_document`` and by sentlab's cards); the prompts
+    set, by name."""
+    kept = {
+        name: prompts[column]
+        for name, column in (("query", "anchor"), ("document", "positive"))
+        if prompts and prompts.get(column)
+    }
+    if kept:
+        model.prompts = {**model.prompts, **kept}
+    return kept

@@ -152,7 +152,7 @@ def test_the_keys_a_config_idles_under_some_settings_are_the_ones_the_reference_
         added = set(cfg.unread()) - set(type(cfg).not_read) - set(METHOD_REFUSES[cfg.method])
         assert added <= set(type(cfg).idle_when), (case, added - set(type(cfg).idle_when))
         seen.setdefault(case["method"], set()).update(added)
-    shared = {"model.prompt_template"}  # without pooler: prompt, for every method
+    shared = {"model.prompt_template", "data.sampler"}  # without pooler: prompt, without data.sets
     assert seen == {
         "supervised": {
             "supervised.split",
@@ -165,7 +165,8 @@ def test_the_keys_a_config_idles_under_some_settings_are_the_ones_the_reference_
             "train.matryoshka_dims",
             *shared,
         },
-        "simcse-sup": {"loss.hard_negative_weight", "model.mlp_only_train", *shared},  # its pooler is not cls
+        # its pooler is not cls; training prompts and several sets are the supervised method's
+        "simcse-sup": {"loss.hard_negative_weight", "model.mlp_only_train", "data.prompts", "data.sets", *shared},
     }
 
 

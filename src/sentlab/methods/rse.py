@@ -30,7 +30,7 @@ import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from datasets import Dataset
@@ -78,6 +78,7 @@ class RSESection(_Section):
 
 class RSEData(DataSection):
     train: str = Field("", description="unused by RSE: rse.sources names the data")
+    train_required: ClassVar[bool] = False
 
 
 class RSEConfig(TrainConfig):

@@ -50,7 +50,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from datasets import Dataset
+from datasets import Dataset, DatasetDict
 from pydantic import Field, FiniteFloat, field_validator, model_validator
 from sentence_transformers import SentenceTransformer
 from torch import nn
@@ -333,7 +333,10 @@ class Supervised(Method):
         from sentlab.encoders.prompts import check_prompts_apply, role_prompt
 
         given, kind = self.cfg.data.prompts, self.spec.kind
-        texts = [c for c in dataset.column_names if c not in ("label", "score")]
+        names = dataset.column_names
+        if isinstance(names, dict):  # data.sets: every set has the same columns (train_dataset)
+            names = next(iter(names.values()))
+        texts = [c for c in names if c not in ("label", "score")]
         if given is None:
             if kind not in ("texts", "distill"):
                 return {}
@@ -347,6 +350,8 @@ class Supervised(Method):
             chosen = dict.fromkeys(texts, given)
         else:
             columns = self.cfg.data.columns
+            if self.cfg.data.sets:  # the sets' own file columns may differ: by role only
+                columns = {}
             by_file = dict(zip(columns.values(), columns.keys())) if isinstance(columns, dict) else {}
             if isinstance(columns, list) and self.cfg.supervised.format == "table":
                 by_file = dict(zip(columns, texts))
@@ -365,7 +370,29 @@ class Supervised(Method):
         return chosen
 
     # -- data ------------------------------------------------------------------------------------
-    def train_dataset(self) -> Dataset:
+    def set_method(self, name: str) -> Supervised:
+        """This method on the training set ``name`` of ``data.sets`` alone (its ``data`` keys in place
+        of ``data.sets``), so a set is read, checked and labelled as ``data.train`` would be."""
+        part = self.cfg.data.sets[name].model_dump(exclude_unset=True)
+        data = self.cfg.data.model_copy(update={"sets": {}, **part})
+        return type(self)(self.cfg.model_copy(update={"data": data}), self.paths)
+
+    def train_dataset(self) -> Dataset | DatasetDict:
+        """The rows of ``data.train``, or a ``DatasetDict`` of ``data.sets`` by name (each read as
+        ``data.train`` is), which sentence-transformers batches a set at a time (``data.sampler``)."""
+        if self.cfg.data.sets:
+            sets = DatasetDict({name: self.set_method(name).one_dataset() for name in self.cfg.data.sets})
+            shapes = {tuple(part.column_names) for part in sets.values()}
+            if len(shapes) > 1:
+                columns = "; ".join(f"{name}: {', '.join(part.column_names)}" for name, part in sets.items())
+                raise ConfigError(
+                    f"data.sets: supervised.loss {self.cfg.supervised.loss} is one loss for every set, so every set "
+                    f"needs its columns ({columns})"
+                )
+            return sets
+        return self.one_dataset()
+
+    def one_dataset(self) -> Dataset:
         s, data = self.cfg.supervised, self.cfg.data
         kind, name = self.spec.kind, s.loss
         if s.format == "snli":

@@ -165,11 +165,34 @@ class ModelSection(_Section):
         )
 
 
+class TrainingSet(_Section):
+    """One named training set of ``data.sets``: the keys of ``data`` that say what to read."""
+
+    train: str = Field(description="as data.train: a file, a datasets folder, an .arrow file or hf:OWNER/NAME")
+    columns: list[str] | dict[str, str] = Field(default_factory=list, description="as data.columns")
+    limit: int | None = Field(None, gt=0, description="as data.limit")
+    split: str | None = Field(None, description="as data.split")
+    subset: str | None = Field(None, description="as data.subset")
+
+
 class DataSection(_Section):
     train: str = Field(
+        "",
         description="training data: a file (.txt: one sentence a line; .jsonl/.csv/.tsv: columns), a folder "
         "datasets' save_to_disk wrote, an .arrow file, or hf:OWNER/NAME (a hub dataset; offline from the cache "
-        "with HF_HUB_OFFLINE)"
+        "with HF_HUB_OFFLINE); or data.sets",
+    )
+    sets: dict[str, TrainingSet] = Field(
+        default_factory=dict,
+        description="supervised: several named training sets instead of data.train, each {train, columns, limit, "
+        "split, subset}; a batch is drawn from one set at a time (data.sampler)",
+    )
+    train_required: ClassVar[bool] = True  # False where a method names its data elsewhere (RSE's sources)
+    sampler: Literal["proportional", "round_robin"] = Field(
+        "proportional",
+        description="with data.sets: sentence-transformers' multi-dataset batch sampler: proportional (each set's "
+        "batches in proportion to its size, every row once an epoch) or round_robin (a batch of each in turn, "
+        "until the smallest is spent)",
     )
     columns: list[str] | dict[str, str] = Field(
         default_factory=list,
@@ -193,9 +216,23 @@ class DataSection(_Section):
 
     @model_validator(mode="after")
     def _split_of_a_source(self) -> DataSection:
-        """``split`` / ``subset`` name a part of a datasets source; on a file they would do nothing."""
+        """``split`` / ``subset`` name a part of a datasets source; on a file they would do nothing. One
+        of ``train`` and ``sets``; beside ``sets``, the keys each set has are refused."""
         from sentlab.data.datasets_source import HUB_PREFIX, is_datasets_source
 
+        if self.sets:
+            if self.train:
+                raise ValueError("data.train and data.sets: give one (a set's file is its own train key)")
+            given = [k for k in ("columns", "limit", "split", "subset") if k in self.model_fields_set]
+            if given:
+                raise ValueError(f"data.{given[0]}: with data.sets, each set has its own {given[0]}")
+            for name, part in self.sets.items():
+                if not name or not name.replace("-", "").replace("_", "").isalnum():
+                    raise ValueError(f"data.sets: {name!r} is not a name of letters, digits, - and _")
+                DataSection(train=part.train, split=part.split, subset=part.subset)  # its own split / subset check
+            return self
+        if not self.train and self.train_required:
+            raise ValueError("data.train: the training data is needed (a file, a datasets source), or data.sets")
         if self.subset is not None and not self.train.startswith(HUB_PREFIX):
             raise ValueError(f"data.subset: read for an hf: dataset only, not {self.train}")
         if self.split is not None and not is_datasets_source(self.train):
@@ -256,6 +293,7 @@ TRAINER_KEYS_SENTLAB_SETS = {
     "torch_compile": "train.compile",
     "per_device_eval_batch_size": "eval (sentlab's evaluators batch themselves)",
     "prompts": "data.prompts",
+    "multi_dataset_batch_sampler": "data.sampler",
 }
 
 
@@ -505,6 +543,8 @@ ADDED_SINCE_RELEASE = {
     "data.split": None,
     "data.subset": None,
     "data.prompts": None,
+    "data.sets": {},
+    "data.sampler": "proportional",
     "model.model_kwargs": {},
     "model.trust_remote_code": False,
     "train.trainer_args": {},
@@ -563,6 +603,9 @@ class TrainConfig(_Section):
         "model.prompt_template": "without model.pooler: prompt",
         "model.mlp_only_train": "without model.pooler: cls",
         "eval.dev_limit": "with eval.dev_task: none",
+        "data.sampler": "without data.sets",
+        "data.prompts": "outside the supervised method",
+        "data.sets": "outside the supervised method",
     }
 
     @model_validator(mode="before")
@@ -617,6 +660,9 @@ class TrainConfig(_Section):
             idle["data.prompts"] = (
                 "training prompts are read by the supervised method, whose columns are queries and documents"
             )
+            idle["data.sets"] = "several training sets are read by the supervised method; give data.train"
+        if not self.data.sets:
+            idle["data.sampler"] = "it batches several training sets (data.sets)"
         return idle
 
     @model_validator(mode="after")

@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+from datasets import DatasetDict
 from sentence_transformers import (
     SentenceTransformer,
     SentenceTransformerTrainer,
@@ -252,6 +253,7 @@ def training_arguments(
         # without an accelerator, Accelerate only runs multi-process (gloo) DDP when told it is on CPU
         use_cpu=device_type == "cpu",
         batch_sampler=ShuffledBatchSampler,  # a method may name its own (MLM's length grouping)
+        multi_dataset_batch_sampler=cfg.data.sampler,  # data.sets: a batch from one set at a time
     )
     arguments.update(t.trainer_args)  # checked against the trainer's fields; none of the keys above
     arguments.update(method_arguments or {})
@@ -382,11 +384,13 @@ def build_trainer(
     """The trainer for ``cfg``; the method (built from the config unless given) supplies data, frozen
     inputs, model, loss and parameter groups, and stays reachable as ``trainer.sentlab_method``."""
     method = method or get_method(cfg.method)(cfg, paths)
-    say(f"reading the training data ({cfg.data.train})")
+    say(f"reading the training data ({cfg.data.train or ', '.join(cfg.data.sets)})")
     train_dataset = method.train_dataset()
-    rows = len(train_dataset)
-    check_enough_rows(cfg, method, rows)
-    say(f"{rows:,} training rows ({', '.join(train_dataset.column_names)})")
+    parts = dict(train_dataset) if isinstance(train_dataset, DatasetDict) else {"": train_dataset}
+    rows = sum(len(part) for part in parts.values())
+    for name, part in parts.items():  # a batch is drawn from one set: each needs a batch of rows
+        check_enough_rows(cfg, method, len(part), name)
+        say(f"{len(part):,} training rows" + (f" in {name}" if name else "") + f" ({', '.join(part.column_names)})")
     evaluator = build_dev_evaluator(cfg)
     metric = dev_metric(evaluator) or method.own_dev_metric()
     accumulated = cfg.train.trainer_args.get("gradient_accumulation_steps", 1)
@@ -418,7 +422,8 @@ def build_trainer(
     with args.main_process_first(desc="batching"):
         train_dataset, collator = method.batching(train_dataset, model)
     # text columns only: packed blocks are cut from the stream, never truncated
-    report_truncation(model, train_dataset, cfg.model.max_seq_length)
+    for part in parts.values():
+        report_truncation(model, part, cfg.model.max_seq_length)
     prompts = method.training_prompts(train_dataset, model)
     keep_training_prompts(model, prompts)  # the dev card encodes queries and documents as training does
     args.prompts = prompts or None  # the trainer's own setting: its model card and multi-dataset batches read it
@@ -701,10 +706,10 @@ def resume_point(paths: RunPaths) -> str | None:
     return str(checkpoint)
 
 
-def check_enough_rows(cfg: TrainConfig, method: Method, rows: int) -> None:
+def check_enough_rows(cfg: TrainConfig, method: Method, rows: int, name: str = "") -> None:
     """A batch needs ``train.batch_size`` rows, and a method learning from in-batch negatives at least
     two a batch: fewer is an error, never a run that trains on nothing (SimCSE's loss is 0 for a batch
-    of one sentence)."""
+    of one sentence); ``name``: the training set of ``data.sets`` the rows are."""
     batch = cfg.train.batch_size
     if batch < method.min_batch_size:
         raise ConfigError(
@@ -712,8 +717,9 @@ def check_enough_rows(cfg: TrainConfig, method: Method, rows: int) -> None:
             "(the other rows of the batch are its negatives)"
         )
     if rows < batch:
+        source = f"data.sets.{name} ({cfg.data.sets[name].train})" if name else cfg.data.train
         raise DataError(
-            f"{cfg.data.train}: {rows:,} usable training row(s), fewer than one batch "
+            f"{source}: {rows:,} usable training row(s), fewer than one batch "
             f"(train.batch_size={batch}); add text or lower train.batch_size"
         )
 

@@ -114,7 +114,7 @@ def describe_run(model: SentenceTransformer, cfg: TrainConfig, rows: int) -> Non
     start = hub_id(cfg.model.name)
     if start:
         data.base_model = start
-    source = Path(cfg.data.train).name if cfg.data.train else "the method's sources"
+    source = Path(cfg.data.train).name if cfg.data.train else " + ".join(cfg.data.sets) or "the method's sources"
     data.train_datasets = [{"name": f"{source} ({rows:,} rows)"}]
     data.model_name = f"{cfg.method} on {source}" + (f" from {start}" if start else "")  # no local paths
     data.add_tags(["sentlab", f"sentlab-{cfg.method}"] + (["lora", "peft"] if cfg.model.adapter else []))
@@ -196,6 +196,10 @@ def portable_tree(cfg: TrainConfig) -> tuple[dict[str, Any], list[str]]:
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, str) and item and not os.path.isabs(item) and Path(item).exists():
                 needed.append(item)
+    for part in (tree.get("data", {}).get("sets") or {}).values():  # data.sets: each set's own file
+        item = part.get("train")
+        if isinstance(item, str) and item and not os.path.isabs(item) and Path(item).exists():
+            needed.append(item)
     tree.pop("about", None)
     tree["data"].pop("data_dir", None)
     tree["train"]["output_dir"] = "runs/reproduced"
@@ -263,7 +267,7 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: 
             "`--trust-remote-code` in sentlab"
         )
     lines += [
-        f"- **Training data**: `{tree['data'].get('train') or 'the method sources in the config'}`, "
+        f"- **Training data**: `{tree['data'].get('train') or ', '.join(tree['data'].get('sets') or {}) or 'the method sources in the config'}`, "
         f"{record['rows']:,} rows" + (f", sha256 `{record['sha256']}`" if record.get("sha256") else ""),
         f"- **Settings**: batch {t.batch_size}, "
         + (f"{record['steps']} steps" if record.get("steps") is not None else f"{t.epochs:g} epoch(s)")

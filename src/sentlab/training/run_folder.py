@@ -105,11 +105,18 @@ def run_fingerprint(cfg) -> dict[str, str]:
     from sentlab.training.config import as_fingerprinted
 
     tree = as_fingerprinted(learned_settings(cfg.model_dump()))
-    train = Path(cfg.data.train) if cfg.data.train else None
-    if cfg.data.train and is_datasets_source(cfg.data.train):  # the table's own fingerprint
-        data = source_identity(open_source(cfg.data.train, cfg.data.split, cfg.data.subset))
+
+    def identity(train: str, split: str | None, subset: str | None) -> str:
+        if train and is_datasets_source(train):  # the table's own fingerprint
+            return source_identity(open_source(train, split, subset))
+        return file_sha256(Path(train)) if train and Path(train).is_file() else ""
+
+    sets = cfg.data.sets
+    if sets:  # each named set's data, in the config's order (the set names are in the config)
+        parts = [f"{name}={identity(part.train, part.split, part.subset)}" for name, part in sets.items()]
+        data = hashlib.sha256(";".join(parts).encode()).hexdigest()
     else:
-        data = file_sha256(train) if train is not None and train.is_file() else ""
+        data = identity(cfg.data.train, cfg.data.split, cfg.data.subset)
     return {
         "config_sha256": hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest(),
         "train_sha256": data,

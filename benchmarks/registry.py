@@ -140,6 +140,11 @@ BENCHMARKS = _declare(
     B("half-precision-losses-cpu", "study", S + "half_precision_losses"),
     B("hard-negatives-minilm", "study", S + "hard_negatives --output runs/records/hard-negatives --seeds 1 2 3"),
     B("learning-spread", "study", S + "learning_spread", what="the margin of tests/training/test_learning.py"),
+    B(
+        "retrieval-minilm-cqadupstack",
+        "study",
+        S + "retrieval_cqadupstack --output runs/retrieval-cqadupstack --pairs 2000 --mine-titles 20000 --dev-others 2000",
+    ),
     B("mine-guard-minilm", "study", S + "mine_guard"),
     B(
         "minilm-evalrank",

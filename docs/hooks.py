@@ -431,6 +431,96 @@ def adapters_table(records: Path = RECORDS) -> str:
     return "\n".join(rows)
 
 
+def retrieval_table(records: Path = RECORDS) -> str:
+    """The retrieval job on CQADupStack titles (record ``retrieval-minilm-cqadupstack``): nDCG@10 of the
+    start model and of each config over seeds on the dev and test forums, each config minus the start
+    model with its 95 % interval over seeds and queries, the steps kept, and which row dev chose."""
+    result = record("retrieval-minilm-cqadupstack", records)["result"]
+    scores, chosen = result["scores"], result["chosen_on_dev"]
+    rows = [
+        "| | dev nDCG@10 | test nDCG@10 | test minus start [95 %] | steps kept (0: start) |",
+        "|---|---:|---:|---|---|",
+    ]
+    start = scores["start model"]
+    mark = lambda name: f"**{name}** (chosen on dev)" if name == chosen else name  # noqa: E731
+    rows.append(f"| {mark('start model')} | {start['dev']['ndcg_at_10']:.2f} | {start['test']['ndcg_at_10']:.2f} | | |")
+    for name, row in scores.items():
+        if name == "start model":
+            continue
+        dev, test = row["dev"]["ndcg_at_10"], row["test"]["ndcg_at_10"]
+        d = row["test"]["minus_start"]
+        seeds = lambda s: ", ".join(f"{x:.2f}" for x in s["per_seed"])  # noqa: E731
+        rows.append(
+            f"| {mark(name)} | {dev['mean']:.2f} ({seeds(dev)}) | {test['mean']:.2f} ({seeds(test)}) | "
+            f"{d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}] | "
+            + ", ".join(str(k) for k in result["kept_steps"][name])
+            + " |"
+        )
+    data, settings = result["data"], result["settings"]
+    rows += [
+        "",
+        f"{data['training_pairs']:,} pairs of {' and '.join(data['train_forums'])}, {data['triplets']:,} with a "
+        f"mined negative (from {data['mined_from_titles']:,} of their titles); dev: {data['dev']['forum']}, "
+        f"{data['dev']['queries']:,} queries over {data['dev']['passages']:,} passages; test: "
+        f"{data['test']['forum']}, {data['test']['queries']:,} queries over {data['test']['passages']:,} passages; "
+        f"seeds {settings['seeds']}, one epoch at learning rate {settings['learning_rate']:g}. A config's cells: "
+        "the mean over seeds (each seed).",
+    ]
+    return "\n".join(rows)
+
+
+def retrieval_expect(records: Path = RECORDS) -> str:
+    """The retrieval page's what-to-expect lines (record ``retrieval-minilm-cqadupstack``), indented
+    into its note: what dev chose, and the test forum's verdict against the start model."""
+    result = record("retrieval-minilm-cqadupstack", records)["result"]
+    chosen, scores = result["chosen_on_dev"], result["scores"]
+    if chosen == "start model":
+        best = max((n for n in scores if n != "start model"), key=lambda n: scores[n]["dev"]["ndcg_at_10"]["mean"])
+        d = scores[best]["test"]["minus_start"]
+        verdict = (
+            f"No config beat the start model on the dev forum, so the start model is kept; the best config on "
+            f"dev, {best}, scored {d['difference']:+.2f} nDCG@10 points against it on the test forum "
+            f"[{d['low']:+.2f}, {d['high']:+.2f}]."
+        )
+    else:
+        d = scores[chosen]["test"]["minus_start"]
+        beyond = "beyond the noise" if d["beyond_noise"] else "not beyond the noise: keep the start model"
+        verdict = (
+            f"The dev forum chose {chosen}; on the test forum it scored {d['difference']:+.2f} nDCG@10 points "
+            f"against the start model (95 % interval over seeds and queries [{d['low']:+.2f}, "
+            f"{d['high']:+.2f}], {beyond})."
+        )
+    lines = [
+        "**Measured** on CQADupStack titles (record `retrieval-minilm-cqadupstack`, the table in step 5): "
+        "all-MiniLM-L6-v2 fine-tuned on the duplicate links of two forums, chosen on a third forum and "
+        "confirmed on a fourth, three seeds each. " + verdict,
+        "On your data the answer can differ; the steps below measure it.",
+    ]
+    return "\n".join("    " + line for line in lines)
+
+
+def retrieval_index_table(records: Path = RECORDS) -> str:
+    """The test forum's passages in faiss at three precisions with float rescoring (record
+    ``retrieval-minilm-cqadupstack``): Recall@10 kept against float32, bytes a passage, time a query."""
+    index = record("retrieval-minilm-cqadupstack", records)["result"]["index"]
+    rows = [
+        "| index precision | bytes a passage | Recall@10 kept vs float32 | ms a query (faiss search, exact) |",
+        "|---|---:|---:|---:|",
+    ]
+    for precision, row in index["rows"].items():
+        rows.append(
+            f"| {precision} | {row['bytes_a_passage']:,} | {row['recall_at_10_kept']:.3f} | "
+            f"{row['ms_a_query']:.3f} |"
+        )
+    rows += [
+        "",
+        f"`{Path(index['model']).parent.parent.name if '/' in index['model'] else index['model']}`'s embeddings "
+        f"({index['dim']} dimensions) of {index['passages']:,} passages and {index['queries']:,} queries; a packed "
+        "index's top 20 rescored with the float query to give its top 10.",
+    ]
+    return "\n".join(rows)
+
+
 def losses_table() -> str:
     """The supervised method's sentence-transformers losses (``sentlab.losses.catalog``), by kind."""
     from sentence_transformers.sentence_transformer import losses
@@ -648,6 +738,9 @@ GENERATORS = {
     "storage": storage_table,
     "matryoshka": matryoshka_table,
     "adapters": adapters_table,
+    "retrieval": retrieval_table,
+    "retrieval_expect": retrieval_expect,
+    "retrieval_index": retrieval_index_table,
 }
 
 

@@ -143,7 +143,8 @@ BENCHMARKS = _declare(
     B(
         "retrieval-minilm-cqadupstack",
         "study",
-        S + "retrieval_cqadupstack --output runs/retrieval-cqadupstack --pairs 2000 --mine-titles 20000 --dev-others 2000",
+        S
+        + "retrieval_cqadupstack --output runs/retrieval-cqadupstack --pairs 2000 --mine-titles 20000 --dev-others 2000",
     ),
     B("mine-guard-minilm", "study", S + "mine_guard"),
     B(

@@ -69,6 +69,16 @@ def test_configs_are_compared_with_the_last_over_seeds_on_the_same_items(tiny_ba
     before = (scores.stat().st_mtime_ns, weights.stat().st_mtime_ns)
     assert main([*argv, "--quiet"]) == 0  # again: every seed finished and scored, nothing redone
     assert (scores.stat().st_mtime_ns, weights.stat().st_mtime_ns) == before
+    assert main([*argv, "--quiet", "--start-model", str(tiny_backbone)]) == 0  # the same runs, and the start
+    result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    start = json.loads((tmp_path / "cmp" / "start-model.json").read_text())
+    assert result["start_model"]["scores"]["sts_avg"] == start["summary"]["sts_avg"]
+    d = result["minus_start"]["mine"]["sts_avg"]
+    # each config's seed mean minus the start model's one score (float64 sums: 1e-9 on a 0-100 scale)
+    assert abs(d["difference"] - (result["scores"]["mine"]["sts_avg"]["mean"] - start["summary"]["sts_avg"])) < 1e-9
+    assert set(result["minus_start"]) == {"mine", "faster", "simcse"}
+    assert "simcse minus the start model, 3 seeds" in capsys.readouterr().out
+    assert (scores.stat().st_mtime_ns, weights.stat().st_mtime_ns) == before  # nothing trained again
     edited = yaml.safe_load(open(first))
     edited["train"]["learning_rate"] = 1e-3
     open(first, "w").write(yaml.safe_dump(edited))  # the same file name, another config: not the runs kept

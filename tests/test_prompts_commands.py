@@ -40,9 +40,19 @@ def test_encode_puts_the_named_prompt_before_each_sentence(e5_like, tmp_path, ca
         np.load(out), model.encode(["a man plays", "the boy reads a book"], prompt=""), atol=1e-5
     )
     assert main([*base, "--prompt-name", "title"]) != 0
-    assert "--prompt-name title: the model has no such prompt (its prompts: query, passage, document)" in the_error(
+    assert "--prompt-name title: the model has no such prompt (its prompts: query, passage, document;" in the_error(
         capsys.readouterr().err
     )
+
+
+def test_a_role_the_model_has_no_prompt_for_encodes_without_one(tiny_backbone, tmp_path, capsys):
+    text = tmp_path / "s.txt"
+    text.write_text("a man plays\n", encoding="utf-8")
+    out = tmp_path / "e.npy"
+    argv = ["encode", "--model", str(tiny_backbone), "--pooler", "mean", "--input", str(text), "--output", str(out)]
+    assert main([*argv, "--prompt-name", "document"]) == 0
+    assert "--prompt-name document: the model has none" in capsys.readouterr().err
+    assert "prompt" not in json.loads(out.with_name("e.npy.json").read_text())["plan"]
 
 
 def test_mine_takes_the_models_passage_prompt_and_says_so(e5_like, tmp_path, capsys):

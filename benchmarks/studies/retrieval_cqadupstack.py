@@ -10,7 +10,7 @@ forum's passages in a faiss index at float32, uint8 and ubinary with float resco
 (sentence-transformers' ``semantic_search_faiss``): Recall@10 kept against float32, bytes a passage,
 search time a query.
 
-Feeds: no record yet.
+Feeds: records retrieval-minilm-cqadupstack; pages docs/guides/retrieval.md.
 
     python -m benchmarks.studies.retrieval_cqadupstack --output runs/retrieval-cqadupstack
 """
@@ -155,7 +155,12 @@ def index_table(model: str | Path, forum) -> dict:
         seconds = []
         for _ in range(3):
             found, took = semantic_search_faiss(
-                queries, corpus_embeddings=stored, corpus_precision=precision, top_k=10, ranges=ranges, rescore=precision != "float32"
+                queries,
+                corpus_embeddings=stored,
+                corpus_precision=precision,
+                top_k=10,
+                ranges=ranges,
+                rescore=precision != "float32",
             )
             seconds.append(took)
         top = [{hit["corpus_id"] for hit in hits} for hits in found]

@@ -167,10 +167,12 @@ def mine(
         if name is not None and name not in model.prompts:
             known = ", ".join(model.prompts) or "none"
             raise ConfigError(f"--{side}-prompt-name {name}: the model has no such prompt (its prompts: {known})")
+    # the model's own (an e5 model's passage prompt too, role_prompt); None where it has none, so that
+    # sentence-transformers applies a default prompt as it would
     if query_prompt_name is None and query_prompt is None:
-        query_prompt = role_prompt(model, "query")  # what encode_query takes, said in the report
+        query_prompt = role_prompt(model, "query") or None
     if corpus_prompt_name is None and corpus_prompt is None:
-        corpus_prompt = role_prompt(model, "document")  # an e5 model's passage prompt too (role_prompt)
+        corpus_prompt = role_prompt(model, "document") or None
     positives = defaultdict(set)
     for anchor, positive in zip(pairs["anchor"], pairs["positive"]):
         positives[same_text_key(anchor)].add(same_text_key(positive))

@@ -114,3 +114,10 @@ def test_remote_code_runs_only_when_trusted_and_the_card_says_it_ran(tiny_backbo
     assert type(trained[0].auto_model).__name__ == "MarkedModel"  # the model's own class, not BertModel
     with pytest.raises(ValueError, match="trust_remote_code: the prompt pooler"):
         cfg(trust_remote_code=True, pooler="prompt")
+    from sentlab.cli import main
+
+    text = tmp_path / "s.txt"
+    text.write_text("a man plays\n", encoding="utf-8")
+    argv = ["encode", "--model", str(paths.model), "--input", str(text), "--output", str(tmp_path / "e.npy")]
+    assert main(argv) != 0  # the command line refuses it too, and takes the flag
+    assert main([*argv, "--trust-remote-code", "--quiet"]) == 0

@@ -400,9 +400,10 @@ def test_the_temperature_is_one_key_for_every_loss_that_has_one(tiny_backbone, t
 
 
 def test_a_cross_encoder_teacher_labels_each_pair_once(tiny_backbone, tiny_cross_encoder, tmp_path, monkeypatch):
-    """MarginMSE: score(a, p) - score(a, n_i), DistillKLDiv: [score(a, p), score(a, n_i)], the scores the
+    """MarginMSE: score(a, p) - score(a, n_i), DistillKLDiv: [score(a, p), score(a, n_i)], the logits the
     cross-encoder gives each pair read alone; rows repeated are scored once; a loss that learns
-    embeddings refuses it; a bi-encoder is not taken for one; it trains end to end."""
+    embeddings refuses it; a bi-encoder is not taken for one; it trains end to end; a hub name in the
+    local hub cache is told for a cross-encoder by its files there."""
     from sentence_transformers import CrossEncoder
 
     data = rows_of("distill", LOSSES["MarginMSELoss"])
@@ -410,7 +411,10 @@ def test_a_cross_encoder_teacher_labels_each_pair_once(tiny_backbone, tiny_cross
     train = table(tmp_path / "rows.jsonl", data)
     reranker = CrossEncoder(str(tiny_cross_encoder))
     columns = list(data)
-    scores = torch.tensor([[float(reranker.predict([(a, t)])[0]) for t in row] for a, *row in zip(*data.values())])
+    logit = torch.nn.Identity()  # the teacher's scores are its logits, before its sigmoid
+    scores = torch.tensor(
+        [[float(reranker.predict([(a, t)], activation_fn=logit)[0]) for t in row] for a, *row in zip(*data.values())]
+    )
     asked = []
     predict = CrossEncoder.predict
     monkeypatch.setattr(
@@ -436,3 +440,16 @@ def test_a_cross_encoder_teacher_labels_each_pair_once(tiny_backbone, tiny_cross
     cfg = supervised(tmp_path, tiny_backbone, train, columns, loss="MarginMSELoss", teacher=str(tiny_cross_encoder))
     paths = engine.train(cfg, evaluate=False)
     assert (paths.model / "modules.json").is_file()
+    import shutil
+
+    import huggingface_hub.constants
+
+    from sentlab.encoders.loading import is_cross_encoder
+
+    snapshot = tmp_path / "hub" / "models--sentlab-test--tiny-reranker" / "snapshots" / "0123abcd"
+    shutil.copytree(tiny_cross_encoder, snapshot)
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text("0123abcd", encoding="utf-8")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert is_cross_encoder("sentlab-test/tiny-reranker") and not is_cross_encoder(tiny_backbone)

@@ -18,12 +18,13 @@ ROWS = [("a man plays guitar", "the man is playing music"), ("a dog runs", "the 
 
 def pairs_file(tmp_path):
     path = tmp_path / "pairs.jsonl"
-    path.write_text("".join(json.dumps({"q": q, "p": p}) + "\n" for q, p in ROWS), encoding="utf-8")
+    path.write_text("".join(json.dumps({"q": q, "p": p, "n": "a cat sits"}) + "\n" for q, p in ROWS), encoding="utf-8")
     return path
 
 
-def config(tmp_path, start, prompts=..., pooler="mean", **data):
+def config(tmp_path, start, prompts=..., pooler="mean", columns=None, **data):
     extra = {} if prompts is ... else {"prompts": prompts}
+    data = {"columns": columns or {"anchor": "q", "positive": "p"}, **data}
     return method_config(
         "supervised",
         start,
@@ -31,7 +32,7 @@ def config(tmp_path, start, prompts=..., pooler="mean", **data):
         tmp_path / "run",
         pooler=pooler,
         section={"supervised": {"loss": "mnrl"}},
-        data={"columns": {"anchor": "q", "positive": "p"}, **extra, **data},
+        data={**data, **extra},
         max_steps=2,
         batch_size=4,
     )
@@ -54,6 +55,21 @@ def test_prompts_reach_the_batches_the_record_the_card_and_the_saved_model(tiny_
     assert "**Prompts** in training: anchor `the dog :`, positive `a cat :`" in (paths.model / "README.md").read_text()
     saved = load_encoder(paths.model)
     assert saved.prompts["query"] == "the dog :" and saved.prompts["document"] == "a cat :"
+
+
+def test_a_negative_takes_the_positives_prompt_and_the_saved_model_keeps_exactly_what_trained(tiny_backbone, tmp_path):
+    triplets = {"anchor": "q", "positive": "p", "negative": "n"}
+    trainer = engine.build_trainer(
+        config(tmp_path, tiny_backbone, {"anchor": "the dog :", "positive": "a cat :"}, columns=triplets),
+        engine.RunPaths(tmp_path / "r1"),
+    )
+    assert trainer.data_collator.prompts == {"anchor": "the dog :", "positive": "a cat :", "negative": "a cat :"}
+    model = build_encoder(str(tiny_backbone), "mean")
+    model.prompts = {"query": "the dog :", "passage": "a cat :"}
+    model.save(str(tmp_path / "start"))
+    paths = engine.train(config(tmp_path, tmp_path / "start", prompts={}, pooler=None))  # trained without prompts
+    saved = load_encoder(paths.model)
+    assert not saved.prompts.get("query") and not saved.prompts.get("document") and "passage" not in saved.prompts
 
 
 def test_the_start_models_own_prompts_are_the_default_and_none_turns_them_off(tiny_backbone, tmp_path):

@@ -81,6 +81,10 @@ def test_each_sets_data_is_in_the_fingerprint_and_bad_sets_are_one_line(two_sets
     other = {**two_sets, "blue": {**two_sets["blue"], "columns": ["q"]}}
     with pytest.raises(ConfigError, match="data.columns: supervised.loss mnrl needs"):
         engine.build_trainer(config(tmp_path, other), engine.RunPaths(tmp_path / "r"))
+    with pytest.raises(ValueError, match="data.sets: 'anchor' is a column's name; call the set otherwise"):
+        config(tmp_path, {"anchor": two_sets["red"]})
+    with pytest.raises(ValueError, match="data.sets.red: data.split: read for a datasets folder"):
+        config(tmp_path, {"red": {**two_sets["red"], "split": "test"}})
     with pytest.raises(ValueError, match="data.train and data.sets: give one"):
         config(tmp_path, two_sets, train=two_sets["red"]["train"])
     with pytest.raises(ValueError, match="data.columns: with data.sets, each set has its own columns"):

@@ -78,11 +78,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "data_dir": args.data_dir,
         "files_sha256": {f: file_sha256(Path(f)) for f in files},
     }
+
     kept = out / "asked.json"
     if kept.is_file() and json.loads(kept.read_text("utf-8")) != asked:
         raise ConfigError(f"{out} holds a comparison asked otherwise ({kept}); give another --output")
     out.mkdir(parents=True, exist_ok=True)
     kept.write_text(json.dumps(asked) + "\n", encoding="utf-8")
+
+    trusted = any(cfg.model.trust_remote_code for cfg in planned.values())
+
+    def scoring(data_dir: str | None) -> list[str]:
+        """``sentlab eval``'s options: the cards, STS when asked, the data folder, the configs' trust of
+        remote code."""
+        options = [x for card in args.task_card for x in ("--task-card", card)]
+        options += ["--trust-remote-code"] if trusted else []
+        options += ["--tasks", "sts"] if score_sts else []
+        return options + (["--data-dir", data_dir] if data_dir else [])
+
     results: dict[str, list[dict]] = {label: [] for label in labels}
     for (label, seed), cfg in planned.items():
         paths = RunPaths(out / label / f"seed-{seed}")
@@ -93,12 +105,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             train(cfg, resume=bool(checkpoint_folders(paths.checkpoints)), evaluate=False)
         scores = paths.root / "scores.json"
         if not scores.is_file():
-            scoring = [x for card in args.task_card for x in ("--task-card", card)]
-            scoring += ["--tasks", "sts"] if score_sts else []
             data_dir = args.data_dir or cfg.data.data_dir
-            scoring += ["--data-dir", data_dir] if data_dir else []
             with contextlib.redirect_stdout(sys.stderr):  # stdout holds the comparison
-                _evaluate(["--model", str(paths.model), "--items", "--output", str(scores), *scoring])
+                _evaluate(["--model", str(paths.model), "--items", "--output", str(scores), *scoring(data_dir)])
         results[label].append(json.loads(scores.read_text("utf-8")))
     headlines = (["sts_avg"] if score_sts else []) + list(cards.values())
     *others, baseline = labels
@@ -116,16 +125,44 @@ def cmd_compare(args: argparse.Namespace) -> int:
         for label in labels
     }
     report = {"baseline": baseline, "seeds": args.seeds, "scores": means, "minus_baseline": differences}
+    start = None
+    if args.start_model:  # the model every config started from, untrained, scored on the same items
+        # scored at every call, never read back from an earlier one (a folder's weights may have changed
+        # under its name); its embeddings come from the embedding cache when they were encoded before
+        start_scores = out / "start-model.json"
+        data_dir = args.data_dir or next(iter(planned.values())).data.data_dir
+        with contextlib.redirect_stdout(sys.stderr):
+            _evaluate(["--model", args.start_model, "--items", "--output", str(start_scores), *scoring(data_dir)])
+        start = json.loads(start_scores.read_text("utf-8"))
+        report["start_model"] = {
+            "model": args.start_model,
+            "scores": {task: headline(task_items(start, task)) for task in headlines},
+        }
+        report["minus_start"] = {
+            label: {
+                task: seed_item_difference(
+                    [task_items(r, task) for r in results[label]], [task_items(start, task)]
+                ).to_dict()
+                for task in headlines
+            }
+            for label in labels
+        }
+        differences = {
+            **differences,
+            **{f"{label} minus the start model": rows for label, rows in report["minus_start"].items()},
+        }
     report["comparisons"] = sum(len(rows) for rows in differences.values())
     write_text_atomic(out / "compare.json", json.dumps(report, indent=1) + "\n")
     for label, rows in differences.items():
-        print(f"{label} minus {baseline}, {len(args.seeds)} seeds (95 % interval over seeds and items):")
+        name = label if label.endswith(" minus the start model") else f"{label} minus {baseline}"
+        print(f"{name}, {len(args.seeds)} seeds (95 % interval over seeds and items):")
         for task, d in rows.items():
             verdict = "beyond the noise" if d["beyond_noise"] else "not beyond the noise"
             seeds = ", ".join(f"{x:+.2f}" for x in d["per_seed"])
+            other = "the start model" if label.endswith(" minus the start model") else f"the {baseline} mean"
             print(
-                f"  {task}: {d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]; each {label} seed minus "
-                f"the {baseline} mean: {seeds}; {verdict}"
+                f"  {task}: {d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]; each seed minus "
+                f"{other}: {seeds}; {verdict}"
             )
     tests = sum(len(rows) for rows in differences.values())
     print(
@@ -160,6 +197,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--task-card", action="append", default=[], help="score on this card (repeatable; default: STS)")
     p.add_argument("--sts", action="store_true", help="score on STS as well as on the task cards")
     p.add_argument("--output", required=True, help="folder of the runs, their scores and compare.json")
+    p.add_argument(
+        "--start-model",
+        default=None,
+        metavar="MODEL",
+        help="also score this model untrained (the configs' start) on the same items, and each config minus it",
+    )
     set_arg(p, "a config value of every config")
     data_dir_arg(p)
     quiet_arg(p)

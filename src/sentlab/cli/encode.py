@@ -25,14 +25,20 @@ def cmd_encode(args: argparse.Namespace) -> int:
     prompt = args.prompt or ""
     if args.prompt_name is not None:
         from sentlab.encoders.prompts import role_prompt
+        from sentlab.progress import say
 
         roles = {"query": role_prompt(model, "query"), "document": role_prompt(model, "document")}
-        known = {**{k: v for k, v in model.prompts.items() if v}, **{k: v for k, v in roles.items() if v}}
+        known = {**{k: v for k, v in model.prompts.items() if v}, **roles}  # a role without a prompt: none
         if args.prompt_name not in known:
             raise ConfigError(
-                f"--prompt-name {args.prompt_name}: the model has no such prompt (its prompts: {', '.join(known) or 'none'})"
+                f"--prompt-name {args.prompt_name}: the model has no such prompt (its prompts: "
+                f"{', '.join(k for k, v in known.items() if v) or 'none'}; query and document are always taken)"
             )
         prompt = known[args.prompt_name]
+        say(
+            f"--prompt-name {args.prompt_name}: "
+            + (f"{prompt!r} before each sentence" if prompt else "the model has none")
+        )
     if args.dims is not None:
         from sentlab.encoders.loading import resolve_model_path
         from sentlab.encoders.matryoshka import trained_dims
@@ -85,7 +91,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--prompt-name",
         default=None,
         help="encode after the model's prompt of this name: query, document (its document, passage or corpus "
-        "prompt) or another it has (default: none, or the model's default prompt)",
+        "prompt; a model without one: none) or another it has (default: none, or the model's default prompt)",
     )
     p.add_argument("--prompt", default=None, help="a text put before each sentence")
     p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings")

@@ -130,7 +130,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "written as triplets the supervised method reads",
     )
     model_args(p)
-    p.add_argument("--input", required=True, help="the pairs: .tsv / .csv with a header, or .jsonl")
+    p.add_argument(
+        "--input",
+        required=True,
+        help="the pairs: .tsv / .csv with a header, .jsonl, a datasets folder, an .arrow file or hf:OWNER/NAME "
+        "(its train split)",
+    )
     p.add_argument(
         "--columns", default="[anchor, positive]", help="[ANCHOR, POSITIVE] names or {anchor: ..., positive: ...}"
     )

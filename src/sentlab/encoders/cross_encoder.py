@@ -2,9 +2,9 @@
 together and gives it one score. ``sentlab mine --cross-encoder`` rescores its candidates with one
 (margins and score caps against its scores), and ``supervised.teacher`` takes one for the labels of
 MarginMSE (Hofstätter et al. 2020: the teacher's margin score(q, p) - score(q, n)) and DistillKLDiv
-(the teacher's scores [score(q, p), score(q, n_1) ...]). A score is what the cross-encoder's
-``predict`` gives: its saved activation applied (sentence-transformers saves a one-label model with
-a sigmoid)."""
+(the teacher's scores [score(q, p), score(q, n_1) ...]). A teacher's score is the cross-encoder's logit,
+before the activation it was saved with (a sigmoid for a one-label sentence-transformers model), as the
+papers take a reranker's scores; in mining, the margins hold against what its ``predict`` gives."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def load_cross_encoder(name: str | Path, device: str | None = None, trust_remote
     from sentence_transformers import CrossEncoder
 
     path = resolve_model_path(name)
-    if Path(path).is_dir() and not is_cross_encoder(path):
+    if not is_cross_encoder(path):
         raise ModelLoadError(
             f"{what or name}: {name} is not a cross-encoder (a model that scores a pair of texts together: "
             "sentence-transformers' CrossEncoder, or a sequence classifier with one label)"
@@ -43,9 +43,18 @@ def load_cross_encoder(name: str | Path, device: str | None = None, trust_remote
 
 
 def score_pairs(model, pairs: list[tuple[str, str]], batch_size: int) -> list[float]:
-    """The cross-encoder's score of each pair, each distinct pair scored once (an anchor's positive
-    repeated over its rows is read once)."""
+    """The cross-encoder's logit of each pair (its score before its activation: the teacher scores of
+    MarginMSE, Hofstätter et al. 2020, and of DistillKLDiv's softmax), each distinct pair scored once
+    (an anchor's positive repeated over its rows is read once)."""
+    import torch
+
     distinct = list(dict.fromkeys(pairs))
-    scores = model.predict(distinct, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True)
+    scores = model.predict(
+        distinct,
+        batch_size=batch_size,
+        show_progress_bar=False,
+        convert_to_numpy=True,
+        activation_fn=torch.nn.Identity(),
+    )
     by_pair = dict(zip(distinct, (float(s) for s in scores)))
     return [by_pair[pair] for pair in pairs]

@@ -202,19 +202,38 @@ def _backbone_has_remote_code(path: str) -> bool:
     return config.is_file() and "auto_map" in json.loads(config.read_text("utf-8"))
 
 
-def is_cross_encoder(name: str | Path) -> bool:
-    """True for a folder sentence-transformers saved as a ``CrossEncoder`` (its
-    ``config_sentence_transformers.json`` says so), or a plain transformers folder of a sequence
-    classifier with one label (a cross-encoder saved before sentence-transformers 4)."""
+def _model_file(name: str | Path, filename: str) -> Path | None:
+    """``filename`` of the model ``name``: in its folder, else (a hub name) in the local hub cache, or
+    fetched alone from the hub when it is reachable; None when the model has no such file."""
     path = Path(resolve_model_path(name))
-    marker = path / "config_sentence_transformers.json"
-    if marker.is_file():
+    if path.is_dir():
+        return path / filename if (path / filename).is_file() else None
+    from huggingface_hub import hf_hub_download, try_to_load_from_cache
+
+    found = try_to_load_from_cache(str(name), filename)
+    if isinstance(found, str):
+        return Path(found)
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        return None
+    try:
+        return Path(hf_hub_download(str(name), filename))
+    except Exception:  # no such file in the repository (or no hub): the model has none
+        return None
+
+
+def is_cross_encoder(name: str | Path) -> bool:
+    """True for a model sentence-transformers saved as a ``CrossEncoder`` (its
+    ``config_sentence_transformers.json`` says so), or a plain transformers model of a sequence
+    classifier with one label (a cross-encoder saved before sentence-transformers 4): a local folder or
+    a hub name (its small config files, from the hub cache or the hub)."""
+    marker = _model_file(name, "config_sentence_transformers.json")
+    if marker is not None:
         try:
             return json.loads(marker.read_text("utf-8")).get("model_type") == "CrossEncoder"
         except (OSError, ValueError, AttributeError):
             return False
-    config = path / "config.json"
-    if (path / "modules.json").is_file() or not config.is_file():
+    config = _model_file(name, "config.json")
+    if config is None or _model_file(name, "modules.json") is not None:
         return False
     try:
         settings = json.loads(config.read_text("utf-8"))
@@ -354,7 +373,7 @@ def load_encoder(
     if local and not _is_sentence_transformer(path) and not Path(path, "config.json").is_file():
         raise ModelLoadError(f"{path}: not a model folder (no modules.json or config.json)")
     check_weight_files(path)
-    if local and is_cross_encoder(path):
+    if is_cross_encoder(path):
         raise ModelLoadError(
             f"{name}: a cross-encoder, which scores a pair of texts together and gives no embedding; it is a "
             "teacher (sentlab mine --cross-encoder, supervised.teacher), not a model to encode with"

@@ -80,16 +80,19 @@ def prompted(texts: Sequence[str], prompt: str) -> list[str]:
     return [prompt + text for text in texts] if prompt else list(texts)
 
 
-def keep_training_prompts(model: SentenceTransformer, prompts: dict[str, str] | None) -> dict[str, str]:
-    """The saved model's own ``query`` and ``document`` prompts: those training put before the anchor
-    and the positive (a model trained with "query: " before its queries is encoded so afterwards, by
-    sentence-transformers' ``encode_query`` / ``encode_document`` and by sentlab's cards); the prompts
-    set, by name."""
-    kept = {
-        name: prompts[column]
-        for name, column in (("query", "anchor"), ("document", "positive"))
-        if prompts and prompts.get(column)
-    }
-    if kept:
-        model.prompts = {**model.prompts, **kept}
+def keep_training_prompts(
+    model: SentenceTransformer, prompts: dict[str, str] | None, columns: Sequence[str]
+) -> dict[str, str]:
+    """The saved model's own ``query`` and ``document`` prompts: exactly those training put before the
+    anchor and the positive ("" for none), its other document prompts (``passage``, ``corpus``) removed,
+    so a model trained with "query: " before its queries is encoded so afterwards (sentence-transformers'
+    ``encode_query`` / ``encode_document``, sentlab's cards, mining) and one trained without prompts is
+    not given its start model's. Nothing changes for a method without prompts (``prompts`` None) or
+    rows without an anchor (``columns``: the training table's; pairs of two texts alike). Returns the
+    prompts set, by name."""
+    if prompts is None or "anchor" not in columns:
+        return {}
+    kept = {"query": prompts.get("anchor", ""), "document": prompts.get("positive", "")}
+    others = {k: v for k, v in model.prompts.items() if k not in ("query", *DOCUMENT_PROMPT_NAMES)}
+    model.prompts = {**others, **kept}
     return kept

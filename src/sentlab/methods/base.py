@@ -299,10 +299,11 @@ class Method:
         """Settings of the sentence-transformers trainer that the method fixes (e.g. ``optim``)."""
         return {}
 
-    def training_prompts(self, dataset: Dataset, model: SentenceTransformer) -> dict[str, str]:
+    def training_prompts(self, dataset: Dataset, model: SentenceTransformer) -> dict[str, str] | None:
         """The text put before each column's texts in training (sentence-transformers' training
-        ``prompts``, by column); none by default (``data.prompts`` is read by ``supervised`` only)."""
-        return {}
+        ``prompts``, by column); None for a method that trains without prompts (``data.prompts`` is
+        read by ``supervised`` only), whose saved model keeps the start model's prompts."""
+        return None
 
     def lr_multiplier(self, step: int) -> float | None:
         """The learning rate of optimizer step ``step + 1`` as a multiple of ``train.learning_rate``;

@@ -356,8 +356,10 @@ class Supervised(Method):
             if isinstance(columns, list) and self.cfg.supervised.format == "table":
                 by_file = dict(zip(columns, texts))
             chosen = {}
+            aliases = {"text1": "sentence1", "text2": "sentence2"}  # scored pairs' roles, as the table names them
+            by_file = {name: aliases.get(role, role) if role not in texts else role for name, role in by_file.items()}
             for key, prompt in given.items():
-                column = key if key in texts else by_file.get(key)
+                column = key if key in texts else by_file.get(key) or aliases.get(key)
                 if column not in texts:
                     raise ConfigError(
                         f"data.prompts: {key!r} is not a text column of the training table ({', '.join(texts)}"
@@ -365,6 +367,8 @@ class Supervised(Method):
                         + ")"
                     )
                 chosen[column] = prompt
+            if "positive" in chosen:  # a negative is a document as the positive is, unless named
+                chosen |= {c: chosen["positive"] for c in texts if c.startswith("negative") and c not in chosen}
             chosen = {c: p for c, p in chosen.items() if p}
         check_prompts_apply(model, list(chosen.values()), "data.prompts")
         return chosen
@@ -541,6 +545,7 @@ class Supervised(Method):
         import torch
 
         from sentlab.encoders.loading import is_cross_encoder, load_encoder
+        from sentlab.encoders.prompts import check_prompts_apply, prompted, role_prompt
 
         s = self.cfg.supervised
         if is_cross_encoder(s.teacher):
@@ -552,11 +557,17 @@ class Supervised(Method):
             similarity = inspect.signature(s.loss_class.__init__).parameters["similarity_fct"].default
         texts = [c for c in table.column_names]
         batch = self.cfg.train.batch_size
+        # the teacher's own query prompt before the first column, its document prompt before the others
+        prompts = [role_prompt(teacher, "query" if i == 0 else "document") for i in range(len(texts))]
+        check_prompts_apply(teacher, prompts, "supervised.teacher")
         say(f"supervised.teacher: labelling {len(table):,} rows with {s.teacher} ({self.spec.teacher})")
 
         def label(rows: dict[str, list]) -> dict[str, list]:
             with torch.no_grad():
-                vectors = [teacher.encode(rows[c], batch_size=batch, convert_to_tensor=True) for c in texts]
+                vectors = [
+                    teacher.encode(prompted(rows[c], p), batch_size=batch, convert_to_tensor=True)
+                    for c, p in zip(texts, prompts)
+                ]
                 if self.spec.teacher == "embedding":
                     return {"label": vectors[0].float().cpu().tolist()}
                 scores = torch.stack([similarity(vectors[0], v) for v in vectors[1:]], dim=1).float()

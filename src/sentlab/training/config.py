@@ -165,6 +165,12 @@ class ModelSection(_Section):
         )
 
 
+# the training tables' column names, which a training set's name must not be (a prompt keyed by either)
+COLUMN_NAMES = frozenset(
+    {"anchor", "positive", "sentence", "sentence1", "sentence2", "text", "text1", "text2", "label", "score"}
+)
+
+
 class TrainingSet(_Section):
     """One named training set of ``data.sets``: the keys of ``data`` that say what to read."""
 
@@ -229,7 +235,13 @@ class DataSection(_Section):
             for name, part in self.sets.items():
                 if not name or not name.replace("-", "").replace("_", "").isalnum():
                     raise ValueError(f"data.sets: {name!r} is not a name of letters, digits, - and _")
-                DataSection(train=part.train, split=part.split, subset=part.subset)  # its own split / subset check
+                if name in COLUMN_NAMES or name.startswith("negative"):  # sentence-transformers would read
+                    raise ValueError(f"data.sets: {name!r} is a column's name; call the set otherwise")  # it as one
+                try:  # its own split / subset check
+                    DataSection(train=part.train, split=part.split, subset=part.subset)
+                except ValidationError as err:
+                    message = err.errors()[0]["msg"].removeprefix("Value error, ")
+                    raise ValueError(f"data.sets.{name}: {message}") from None
             return self
         if not self.train and self.train_required:
             raise ValueError("data.train: the training data is needed (a file, a datasets source), or data.sets")

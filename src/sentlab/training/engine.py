@@ -425,7 +425,8 @@ def build_trainer(
     for part in parts.values():
         report_truncation(model, part, cfg.model.max_seq_length)
     prompts = method.training_prompts(train_dataset, model)
-    keep_training_prompts(model, prompts)  # the dev card encodes queries and documents as training does
+    columns = next(iter(parts.values())).column_names  # data.sets: every set has the same (train_dataset)
+    keep_training_prompts(model, prompts, columns)  # the dev card encodes queries and documents as training does
     args.prompts = prompts or None  # the trainer's own setting: its model card and multi-dataset batches read it
     if collator is None:
         collator = SentenceTransformerDataCollator(
@@ -469,6 +470,7 @@ def build_trainer(
         trainer.remove_callback(PrinterCallback)
     trainer.sentlab_method = method
     trainer.sentlab_rows = rows  # the training rows as read (a method may regroup them: MLM's packed blocks)
+    trainer.sentlab_prompts = (prompts, columns)  # the saved model keeps them (keep_training_prompts)
     trainer.sentlab_precision = resolve_precision(cfg.train.mixed_precision, training_device_type())
     trainer.precision_file = paths.precision
     trainer.runtime_file = paths.runtime
@@ -586,7 +588,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         length = final.max_seq_length  # read back from the model that is saved and evaluated
         say(f"saved model's max_seq_length: {length} ({own}; training truncated at {cfg.model.max_seq_length})")
         keep_card_data(final, trainer.model)
-        kept_prompts = keep_training_prompts(final, getattr(trainer.data_collator, "prompts", None))
+        kept_prompts = keep_training_prompts(final, *trainer.sentlab_prompts)
         if kept_prompts:
             say("the saved model's prompts: " + ", ".join(f"{name} {text!r}" for name, text in kept_prompts.items()))
         describe_kept(final, kept, trainer.state.log_history)  # the card describes the weights saved

@@ -86,6 +86,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     kept.write_text(json.dumps(asked) + "\n", encoding="utf-8")
 
     trusted = any(cfg.model.trust_remote_code for cfg in planned.values())
+    poolers = {cfg.model.pooler for cfg in planned.values()}
+    if args.start_model and len(poolers) > 1:
+        raise ConfigError(
+            f"--start-model: the configs pool differently ({', '.join(sorted(map(str, poolers)))}), so no one "
+            "start model is theirs; compare configs of one pooler"
+        )
+    start_pooler = [] if None in poolers else ["--pooler", next(iter(poolers))]  # as the configs build it
 
     def scoring(data_dir: str | None) -> list[str]:
         """``sentlab eval``'s options: the cards, STS when asked, the data folder, the configs' trust of
@@ -132,7 +139,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
         start_scores = out / "start-model.json"
         data_dir = args.data_dir or next(iter(planned.values())).data.data_dir
         with contextlib.redirect_stdout(sys.stderr):
-            _evaluate(["--model", args.start_model, "--items", "--output", str(start_scores), *scoring(data_dir)])
+            _evaluate(
+                [
+                    "--model",
+                    args.start_model,
+                    *start_pooler,
+                    "--items",
+                    "--output",
+                    str(start_scores),
+                    *scoring(data_dir),
+                ]
+            )
         start = json.loads(start_scores.read_text("utf-8"))
         report["start_model"] = {
             "model": args.start_model,

@@ -209,16 +209,22 @@ def _model_file(name: str | Path, filename: str) -> Path | None:
     if path.is_dir():
         return path / filename if (path / filename).is_file() else None
     from huggingface_hub import hf_hub_download, try_to_load_from_cache
+    from huggingface_hub.errors import EntryNotFoundError
 
-    found = try_to_load_from_cache(str(name), filename)
+    try:
+        found = try_to_load_from_cache(str(name), filename)
+    except ValueError:  # a name the hub's own rules refuse: loading it says so, in one line
+        return None
     if isinstance(found, str):
         return Path(found)
     if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
         return None
     try:
         return Path(hf_hub_download(str(name), filename))
-    except Exception:  # no such file in the repository (or no hub): the model has none
+    except EntryNotFoundError:  # the repository has no such file
         return None
+    except Exception as err:  # no hub, no such repository, a gated one: said as it is
+        raise ModelLoadError(f"{name}: cannot read its {filename} from the hub ({_first_line(err)})") from None
 
 
 def is_cross_encoder(name: str | Path) -> bool:

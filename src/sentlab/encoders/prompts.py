@@ -93,6 +93,7 @@ def keep_training_prompts(
     if prompts is None or "anchor" not in columns:
         return {}
     kept = {"query": prompts.get("anchor", ""), "document": prompts.get("positive", "")}
-    others = {k: v for k, v in model.prompts.items() if k not in ("query", *DOCUMENT_PROMPT_NAMES)}
+    default = model.default_prompt_name  # its entry stays: sentence-transformers refuses a default it lacks
+    others = {k: v for k, v in model.prompts.items() if k not in ("query", *DOCUMENT_PROMPT_NAMES) or k == default}
     model.prompts = {**others, **kept}
     return kept

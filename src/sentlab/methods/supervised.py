@@ -559,7 +559,11 @@ class Supervised(Method):
         batch = self.cfg.train.batch_size
         # the teacher's own query prompt before the first column, its document prompt before the others
         prompts = [role_prompt(teacher, "query" if i == 0 else "document") for i in range(len(texts))]
-        check_prompts_apply(teacher, prompts, "supervised.teacher")
+        try:
+            check_prompts_apply(teacher, prompts, "supervised.teacher")
+        except ConfigError as refused:  # no setting chooses a teacher's prompts: it encodes as it is
+            say(f"{refused}; the teacher encodes without its query and document prompts")
+            prompts = [""] * len(texts)
         say(f"supervised.teacher: labelling {len(table):,} rows with {s.teacher} ({self.spec.teacher})")
 
         def label(rows: dict[str, list]) -> dict[str, list]:

@@ -589,7 +589,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         say(f"saved model's max_seq_length: {length} ({own}; training truncated at {cfg.model.max_seq_length})")
         keep_card_data(final, trainer.model)
         kept_prompts = keep_training_prompts(final, *trainer.sentlab_prompts)
-        if kept_prompts:
+        if any(kept_prompts.values()):
             say("the saved model's prompts: " + ", ".join(f"{name} {text!r}" for name, text in kept_prompts.items()))
         describe_kept(final, kept, trainer.state.log_history)  # the card describes the weights saved
         method.save(final)

@@ -488,7 +488,7 @@ def retrieval_expect(records: Path = RECORDS) -> str:
         tied = [n for n, v in result["dev_means"].items() if n != chosen and v == result["dev_means"][chosen]]
         verdict = (
             (
-                f"{chosen} and {', '.join(tied)} tie on the dev forum, and {chosen}, listed first, was taken"
+                f"{chosen} and {', '.join(tied)} tie on the dev forum at two decimals, and the study took {chosen}"
                 if tied
                 else f"The dev forum chose {chosen}"
             )

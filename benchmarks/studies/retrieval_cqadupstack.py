@@ -264,10 +264,11 @@ def main() -> None:
                 "minus_start": {k: round(d[k], 2) for k in ("difference", "low", "high")}
                 | {"beyond_noise": d["beyond_noise"]},
             }
-    dev_means = {c: table[c]["dev"]["ndcg_at_10"]["mean"] for c in CONFIGS} | {
-        "start model": table["start model"]["dev"]["ndcg_at_10"]
-    }
-    chosen = max(dev_means, key=dev_means.get)
+    dev_task = names["dev"]  # chosen on the unrounded means; the record keeps them rounded
+    exact = {c: statistics.mean(headline(task_items(r, dev_task)) for r in per_seed[c]) for c in CONFIGS}
+    exact["start model"] = headline(task_items(start["dev"], dev_task))
+    chosen = max(exact, key=exact.get)
+    dev_means = {c: round(v, 2) for c, v in exact.items()}
     kept = {
         c: [
             json.loads((out / "compare" / c / f"seed-{s}" / "selection.json").read_text("utf-8")).get("kept_step")

@@ -57,10 +57,14 @@ def test_a_role_the_model_has_no_prompt_for_encodes_without_one(tiny_backbone, t
 
 def test_mine_takes_the_models_passage_prompt_and_says_so(e5_like, tmp_path, capsys):
     model = load_encoder(e5_like)
+    asked = []  # the prompts the model is asked to encode with, as sentence-transformers passes them
+    encode = model.encode
+    model.encode = lambda *a, **kw: asked.append(kw.get("prompt")) or encode(*a, **kw)
     pairs = Dataset.from_dict({"anchor": ["a man plays", "the dog runs"], "positive": ["a man is playing", "dogs run"]})
     corpus = ["a man is playing", "dogs run", "the cat sits", "a girl reads"]
     _, report = mine(pairs, model, corpus=corpus, relative_margin=None)
     assert report.settings["query_prompt"] == "the dog :" and report.settings["corpus_prompt"] == "a cat :"
+    assert set(asked) == {"the dog :", "a cat :"}  # the anchors after one, the candidates after the other
     _, report = mine(pairs, model, corpus=corpus, relative_margin=None, corpus_prompt="")
     assert report.settings["corpus_prompt"] == ""
     source = tmp_path / "pairs.tsv"

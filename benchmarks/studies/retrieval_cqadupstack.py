@@ -18,6 +18,7 @@ Feeds: records retrieval-minilm-cqadupstack; pages docs/guides/retrieval.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import statistics
@@ -98,10 +99,10 @@ def st_trainer_run(triplets: Path, folder: Path, cfg: dict, seed: int) -> Path:
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     from sentence_transformers.training_args import BatchSamplers
 
-    from sentlab.encoders.loading import resolve_model_path
+    from sentlab.encoders.loading import inference_max_seq_length, resolve_model_path
 
     t = cfg["train"]
-    model = SentenceTransformer(resolve_model_path("minilm"), device="cpu")
+    model = SentenceTransformer(resolve_model_path("minilm"))  # its best device, as sentlab's run takes
     model.max_seq_length = cfg["model"]["max_seq_length"]
     data = load_dataset("json", data_files=str(triplets), split="train")
     args = Arguments(
@@ -120,8 +121,9 @@ def st_trainer_run(triplets: Path, folder: Path, cfg: dict, seed: int) -> Path:
     trainer = SentenceTransformerTrainer(
         model=model, args=args, train_dataset=data, loss=MultipleNegativesRankingLoss(model, scale=20.0)
     )
-    trainer.train()
-    model.max_seq_length = SentenceTransformer(resolve_model_path("minilm"), device="cpu").max_seq_length
+    with contextlib.redirect_stdout(sys.stderr):  # stdout holds the study's one JSON object
+        trainer.train()
+    model.max_seq_length = inference_max_seq_length("minilm")  # the saved length, as sentlab keeps the start's
     model.save(str(folder / "model"))
     return folder / "model"
 

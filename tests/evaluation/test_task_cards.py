@@ -325,3 +325,92 @@ def test_the_models_own_prompts_are_used_unless_the_card_says_otherwise(tiny_bac
     model[1].include_prompt = False
     with pytest.raises(ConfigError, match="leaves the prompt's tokens out"):
         score_task_card(Spy(model), card(tmp_path, text))
+
+
+def _hub_stand_in(folder, files: dict[str, list[dict]]):
+    """A dataset repository's files as datasets.load_dataset reads them by id: SUBSET/SPLIT.jsonl,
+    the subsets (configs) declared in the README's front matter, as MTEB's repositories declare them."""
+    configs = {}
+    for name, rows in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        configs.setdefault(path.parent.name, []).append(f"  - split: {path.stem}\n    path: {name}\n")
+    front = "".join(f"- config_name: {c}\n  data_files:\n{''.join(s)}" for c, s in configs.items())
+    (folder / "README.md").write_text(f"---\nconfigs:\n{front}---\n", encoding="utf-8")
+    return f"hf:{folder}"
+
+
+def test_every_kind_reads_a_datasets_source_as_it_reads_the_file(tmp_path):
+    """The same rows as files and as datasets sources (a save_to_disk folder, an .arrow file, a hub
+    dataset's subsets and splits, here a local stand-in) score the same, for every kind."""
+    from datasets import Dataset, DatasetDict
+
+    scorer = AngleScorer({"q": 0, "r": 90, "x": 10, "y": 20, "z": 30, "w": 40, "d1": 10, "d2": 20, "d3": 50})
+    pairs = {"a": ["q", "q", "q", "q"], "b": ["x", "y", "z", "w"], "label": [1, 0, 1, 0], "score": [4.0, 1, 3, 2]}
+    (tmp_path / "pairs.tsv").write_text(
+        "a\tb\tlabel\tscore\n" + "".join(f"q\t{b}\t{la}\t{sc}\n" for b, la, sc in zip(*list(pairs.values())[1:]))
+    )
+    DatasetDict({"train": Dataset.from_dict(pairs), "dev": Dataset.from_dict(pairs)}).save_to_disk(
+        str(tmp_path / "pairs")
+    )
+    for kind, columns in (("labelled-pairs", "[a, b, label]"), ("scored-pairs", "[a, b, score]")):
+        text = f"name: t\nkind: {kind}\ncolumns: {columns}\n"
+        as_file = score_task_card(scorer, card(tmp_path, text + "file: pairs.tsv\n"))
+        as_folder = score_task_card(scorer, card(tmp_path, text + "file: {source: pairs, split: dev}\n"))
+        arrow = next((tmp_path / "pairs" / "train").glob("*.arrow")).relative_to(tmp_path)
+        as_arrow = score_task_card(scorer, card(tmp_path, text + f"file: {arrow}\n"))
+        assert as_folder.scores == as_file.scores == as_arrow.scores and as_folder.n == 4
+    corpus = [{"_id": d, "title": "", "text": d} for d in ("d1", "d2", "d3")]
+    queries = [{"_id": "q1", "text": "q"}, {"_id": "q2", "text": "r"}]
+    qrels = [{"query-id": "q1", "corpus-id": "d2", "score": 1}, {"query-id": "q1", "corpus-id": "d3", "score": 3}]
+    for name, rows in (("corpus.jsonl", corpus), ("queries.jsonl", queries)):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\nq1\td3\t3\n")
+    hub = _hub_stand_in(
+        tmp_path / "mteb-like",
+        {"corpus/corpus.jsonl": corpus, "queries/queries.jsonl": queries, "default/test.jsonl": qrels},
+    )
+    files = score_task_card(
+        scorer,
+        card(tmp_path, "name: r\nkind: retrieval\ncorpus: corpus.jsonl\nqueries: queries.jsonl\nqrels: qrels.tsv\n"),
+    )
+    text = (
+        f"name: r\nkind: retrieval\ncorpus: {{source: '{hub}', subset: corpus, split: corpus}}\n"
+        f"queries: {{source: '{hub}', subset: queries, split: queries}}\n"
+        f"qrels: {{source: '{hub}', subset: default, split: test}}\n"
+    )
+    held = score_task_card(scorer, card(tmp_path, text))
+    assert held.scores == files.scores and held.n == 1 and held.extra["corpus"] == 3
+    assert held.scores["ndcg@10"] < 100  # d3, judged 3, ranks below d2: the grades are kept
+    reranking = [{"query": "q", "positive": ["x", "z"], "negative": ["y", "w"]}]
+    (tmp_path / "rr.jsonl").write_text(json.dumps(reranking[0]) + "\n")
+    Dataset.from_list(reranking).save_to_disk(str(tmp_path / "rr"))
+    text = "name: rr\nkind: reranking\n"
+    assert (
+        score_task_card(scorer, card(tmp_path, text + "file: rr\n")).scores
+        == score_task_card(scorer, card(tmp_path, text + "file: rr.jsonl\n")).scores
+    )
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("{source: pairs, split: tset}", r"task card t: file: .*pairs: no split 'tset' \(did you mean test\?\)"),
+        ("{source: pairs.tsv, split: test}", r"file: .*pairs.tsv is not a datasets source"),
+        ("pairs", r"missing column 'label'"),
+    ],
+)
+def test_a_bad_datasets_source_on_a_card_is_one_line(tmp_path, value, message):
+    from datasets import Dataset, DatasetDict
+
+    (tmp_path / "pairs.tsv").write_text("a\tb\tlabel\nq\tx\t1\n")
+    DatasetDict(
+        {"train": Dataset.from_dict({"a": ["q"], "b": ["x"]}), "test": Dataset.from_dict({"a": ["q"]})}
+    ).save_to_disk(str(tmp_path / "pairs"))
+    with pytest.raises(DataError, match=message) as err:
+        score_task_card(
+            AngleScorer({"q": 0, "x": 1}),
+            card(tmp_path, f"name: t\nkind: labelled-pairs\nfile: {value}\ncolumns: [a, b, label]\n"),
+        )
+    assert "\n" not in str(err.value)

@@ -28,6 +28,7 @@ def _spread(scores: list[float]) -> dict:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from sentlab.cache import file_sha256
+    from sentlab.data.datasets_source import source_identity
     from sentlab.errors import ConfigError
     from sentlab.evaluation.task_cards import load_task_card
     from sentlab.evaluation.uncertainty import headline, seed_item_difference
@@ -69,6 +70,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if missing:  # found now, not after the training
         raise ConfigError(f"task card data not found: {', '.join(missing)}")
     files = [c for c in [*args.configs, *args.task_card, *map(str, named)] if Path(c).is_file()]
+    sources = {  # opened now, not after the training; their identity as a run's data is fingerprinted
+        f"{task.name}.{key}": source_identity(task.dataset(key)) for task in loaded.values() for key in task.sources()
+    }
     asked = {
         "configs": args.configs,
         "set": args.set,
@@ -77,6 +81,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "sts": args.sts,
         "data_dir": args.data_dir,
         "files_sha256": {f: file_sha256(Path(f)) for f in files},
+        **({"sources": sources} if sources else {}),
     }
 
     kept = out / "asked.json"

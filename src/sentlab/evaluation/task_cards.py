@@ -23,6 +23,18 @@ Kinds (scored through any pair scorer, so RankEncoder's Eq. 7 and RSE's relation
   on ``file``, refit, ``test`` scored once; :func:`sentlab.evaluation.transfer.kfold_selected_accuracy`),
   accuracy (main) and macro F1, x 100; without ``test``, SentEval's nested CV on ``file`` (as MR / CR).
 
+Every data key (``file``, ``test``, ``corpus``, ``queries``, ``qrels``) takes a file as above, or a
+``datasets`` source (:mod:`sentlab.data.datasets_source`): a ``save_to_disk`` folder, an ``.arrow``
+file or ``hf:OWNER/NAME``, as a string (its ``train`` split) or as a mapping ``{source, split,
+subset}``, e.g. an MTEB retrieval dataset on the hub::
+
+    corpus: {source: hf:mteb/scifact, subset: corpus, split: corpus}
+    queries: {source: hf:mteb/scifact, subset: queries, split: queries}
+    qrels: {source: hf:mteb/scifact, subset: default, split: test}
+
+A source's columns are the file's (``_id``, ``text``[, ``title``]; ``query-id``, ``corpus-id``,
+``score``; the card's ``columns``); a source, split, subset or column that is not there is one line.
+
 Retrieval and reranking cards encode queries and documents with the model's own query and document
 prompts, or the card's ``query_prompt`` / ``document_prompt`` (:mod:`sentlab.encoders.prompts`); the
 result records which (``extra["prompts"]``).
@@ -55,6 +67,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from sentence_transformers.sentence_transformer.evaluation import SentenceEvaluator
 
+from sentlab.data.datasets_source import is_datasets_source, open_source, source_columns
 from sentlab.data.readers import read_table, read_text, table_line
 from sentlab.encoders.prompts import prompted
 from sentlab.errors import DataError
@@ -69,22 +82,37 @@ from sentlab.evaluation.uncertainty import (
 DEFAULT_COLUMNS = {"reranking": ["query", "positive", "negative"], "classification": ["text", "label"]}
 
 
+DATA_KEYS = ("file", "test", "corpus", "queries", "qrels")
+
+
+class CardSource(BaseModel):
+    """A card's data held by ``datasets``: ``source`` (a ``save_to_disk`` folder, an ``.arrow`` file or
+    ``hf:OWNER/NAME``), the ``split`` to read (default ``train``) and an ``hf:`` dataset's ``subset``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(min_length=1)
+    split: str | None = None
+    subset: str | None = None
+
+
 class TaskCard(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1)
     kind: Literal["scored-pairs", "labelled-pairs", "retrieval", "reranking", "classification"]
-    file: str | None = Field(
+    file: str | CardSource | None = Field(
         None,
-        description="pairs, re-ranking, classification (training part): a .tsv / .csv (with a header) or .jsonl file",
+        description="pairs, re-ranking, classification (training part): a .tsv / .csv (with a header) or .jsonl "
+        "file, or a datasets source",
     )
-    test: str | None = Field(None, description="classification: the held-out sentences")
+    test: str | CardSource | None = Field(None, description="classification: the held-out sentences")
     columns: list[str] = Field(
         default_factory=list, description="pairs: [text1, text2, score or label]; classification: [text, label]"
     )
-    corpus: str | None = None
-    queries: str | None = None
-    qrels: str | None = None
+    corpus: str | CardSource | None = None
+    queries: str | CardSource | None = None
+    qrels: str | CardSource | None = None
     k: int = Field(100, gt=0, description="retrieval: cut-off of MAP@k and Recall@k")
     map: Literal["trec", "useb"] = Field(
         "trec",
@@ -150,13 +178,57 @@ class TaskCard(BaseModel):
         return self
 
     def files(self) -> list[Path]:
-        """The data files the card names (``file``, ``test``, ``corpus``, ``queries``, ``qrels``)."""
-        return [self.path(name) for name in ("file", "test", "corpus", "queries", "qrels") if getattr(self, name)]
+        """The local data files the card names (``file``, ``test``, ``corpus``, ``queries``, ``qrels``;
+        a ``datasets`` source is in :meth:`sources`)."""
+        return [self.path(name) for name in DATA_KEYS if getattr(self, name) and self.held(name) is None]
+
+    def sources(self) -> dict[str, CardSource]:
+        """The card's data keys held by ``datasets``, each with its source, split and subset."""
+        return {name: self.held(name) for name in DATA_KEYS if getattr(self, name) and self.held(name) is not None}
+
+    def held(self, name: str) -> CardSource | None:
+        """Key ``name`` as a ``datasets`` source (its path resolved against the card's folder), or None
+        for a file."""
+        value = getattr(self, name)
+        if isinstance(value, str):
+            local = self._resolved(value)
+            return CardSource(source=local) if is_datasets_source(local) else None
+        return value.model_copy(update={"source": self._resolved(value.source)}) if value else None
+
+    def _resolved(self, value: str) -> str:
+        if value.startswith("hf:") or Path(value).is_absolute():
+            return value
+        return str(self.folder / value)
+
+    def where(self, name: str) -> str:
+        """Key ``name``'s data, as an error message names it."""
+        held = self.held(name)
+        if held is None:
+            return str(self.path(name))
+        return held.source + "".join(
+            f" {key} {getattr(held, key)}" for key in ("subset", "split") if getattr(held, key)
+        )
+
+    def name_of(self, name: str) -> str:
+        """Key ``name``'s data, short: the file's name, or the source as :meth:`where` gives it."""
+        return self.path(name).name if self.held(name) is None else self.where(name)
+
+    def dataset(self, name: str):
+        """Key ``name``'s ``datasets`` table (one split, memory-mapped), or None for a file."""
+        held = self.held(name)
+        if held is None:
+            return None
+        try:
+            return open_source(held.source, held.split, held.subset)
+        except DataError as err:
+            raise DataError(f"task card {self.name}: {name}: {err}") from None
 
     def path(self, name: str) -> Path:
         value = getattr(self, name)
         if not value:
             raise DataError(f"task card {self.name}: kind {self.kind} needs '{name}'")
+        if not isinstance(value, str):
+            raise DataError(f"task card {self.name}: '{name}' is a datasets source, not a file")
         path = Path(value)
         return path if path.is_absolute() else self.folder / path
 
@@ -187,16 +259,53 @@ def load_task_card(path: str | Path) -> TaskCard:
     }.get(card.kind)
     if wanted and len(card.columns) != wanted.count(",") + 1:
         raise DataError(f"{path}: columns: kind {card.kind} needs {wanted}")
+    for name in DATA_KEYS:
+        value = getattr(card, name)
+        if isinstance(value, CardSource) and card.held(name) and not is_datasets_source(card.held(name).source):
+            raise DataError(
+                f"{path}: {name}: {value.source} is not a datasets source (a save_to_disk folder, an .arrow "
+                "file or hf:OWNER/NAME); give a file as a string, without split or subset"
+            )
     return card
 
 
-def _numbers(rows: list[tuple[str, ...]], path: Path, column: str) -> np.ndarray:
+def _rows(card: TaskCard, name: str, columns: Sequence[str], fmt: str | None = None) -> list[tuple]:
+    """Rows of ``columns`` of key ``name``: a file through :func:`read_table`, or a ``datasets``
+    source's columns (text and numbers as strings, as a file gives them; lists kept as lists)."""
+    table = card.dataset(name)
+    if table is None:
+        return read_table(card.path(name), columns, fmt)
+    where = card.where(name)
+    table = source_columns(table, columns, None, None, where)
+    if len(table) == 0:
+        raise DataError(f"{where}: no rows")
+    rows = []
+    for index, record in enumerate(table):
+        row = []
+        for column in columns:
+            value = record[column]
+            if value is None or (isinstance(value, str) and not value.strip()):
+                raise DataError(f"{where} row {index + 1}: empty column {column!r}")
+            row.append(value if isinstance(value, list) else str(value))
+        rows.append(tuple(row))
+    return rows
+
+
+def _at(card: TaskCard, name: str, index: int, fmt: str | None = None) -> str:
+    """Where row ``index`` of key ``name`` is: the file's line, or the source's row."""
+    if card.held(name) is None:
+        path = card.path(name)
+        return f"{path}:{table_line(path, index, fmt)}"
+    return f"{card.where(name)} row {index + 1}"
+
+
+def _numbers(rows: list[tuple[str, ...]], card: TaskCard, column: str) -> np.ndarray:
     values = []
     for index, row in enumerate(rows):
         try:
             values.append(float(row[2]))
         except ValueError:
-            raise DataError(f"{path}:{table_line(path, index)}: {column} {row[2]!r} is not a number") from None
+            raise DataError(f"{_at(card, 'file', index)}: {column} {row[2]!r} is not a number") from None
     return np.asarray(values, dtype=np.float64)
 
 
@@ -216,11 +325,10 @@ def score_pairs(scorer, sentences1: Sequence[str], sentences2: Sequence[str], go
 
 
 def score_scored_pairs(scorer, card: TaskCard) -> MetricsResult:
-    path = card.path("file")
-    rows = read_table(path, card.columns)
+    rows = _rows(card, "file", card.columns)
     if len(rows) < 2:
-        raise DataError(f"{path}: needs at least 2 pairs")
-    gold = _numbers(rows, path, card.columns[2])
+        raise DataError(f"{card.where('file')}: needs at least 2 pairs")
+    gold = _numbers(rows, card, card.columns[2])
     return score_pairs(scorer, [r[0] for r in rows], [r[1] for r in rows], gold)
 
 
@@ -242,11 +350,10 @@ def best_threshold_f1(labels: np.ndarray, scores: np.ndarray) -> tuple[float, fl
 def score_labelled_pairs(scorer, card: TaskCard) -> MetricsResult:
     from sklearn.metrics import average_precision_score
 
-    path = card.path("file")
-    rows = read_table(path, card.columns)
-    labels = _numbers(rows, path, card.columns[2])
+    rows = _rows(card, "file", card.columns)
+    labels = _numbers(rows, card, card.columns[2])
     if not set(np.unique(labels)) <= {0.0, 1.0} or len(np.unique(labels)) < 2:
-        raise DataError(f"{path}: column {card.columns[2]!r} must hold both labels 0 and 1")
+        raise DataError(f"{card.where('file')}: column {card.columns[2]!r} must hold both labels 0 and 1")
     scores = np.asarray(scorer.score([r[0] for r in rows], [r[1] for r in rows]), dtype=np.float64)
     f1, accuracy, threshold = best_threshold_f1(labels, scores)
     return MetricsResult(
@@ -257,7 +364,19 @@ def score_labelled_pairs(scorer, card: TaskCard) -> MetricsResult:
     )
 
 
-def _jsonl_texts(path: Path, with_title: bool) -> dict[str, str]:
+def _id_texts(card: TaskCard, name: str, with_title: bool) -> dict[str, str]:
+    """id -> text of a corpus or queries key (BEIR's ``_id``, ``text``[, ``title``] rows), the title
+    put before the text."""
+    table = card.dataset(name)
+    if table is not None:
+        texts = dict(_rows(card, name, ["_id", "text"]))
+        if with_title and "title" in table.column_names:  # an empty title is allowed, as in the JSONL files
+            titles = table.select_columns(["_id", "title"])
+            for key, title in zip(titles["_id"], titles["title"]):
+                if title:
+                    texts[str(key)] = f"{title} {texts[str(key)]}".strip()
+        return texts
+    path = card.path(name)
     texts = {}
     for number, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
@@ -274,18 +393,18 @@ def _jsonl_texts(path: Path, with_title: bool) -> dict[str, str]:
     return texts
 
 
-def read_qrels(path: Path) -> dict[str, dict[str, float]]:
+def read_qrels(card: TaskCard) -> dict[str, dict[str, float]]:
     """query id -> {document id: its graded relevance} for the judgements above 0 (relevant; trec_eval
     reads integer grades, where that is 1 and above); the grades are kept as nDCG's gains."""
-    rows = read_table(path, ["query-id", "corpus-id", "score"], fmt="tsv")
+    rows = _rows(card, "qrels", ["query-id", "corpus-id", "score"], fmt="tsv")
     relevant: dict[str, dict[str, float]] = defaultdict(dict)
     for index, (query, doc, score) in enumerate(rows):
         try:
             grade = float(score)
         except ValueError:
-            raise DataError(f"{path}:{table_line(path, index, 'tsv')}: score {score!r} is not a number") from None
+            raise DataError(f"{_at(card, 'qrels', index, 'tsv')}: score {score!r} is not a number") from None
         if not math.isfinite(grade):
-            raise DataError(f"{path}:{table_line(path, index, 'tsv')}: score {score!r} is not a finite number")
+            raise DataError(f"{_at(card, 'qrels', index, 'tsv')}: score {score!r} is not a finite number")
         if grade > 0:
             relevant[query][doc] = grade
     return dict(relevant)
@@ -303,13 +422,13 @@ def known_judgements(
         return relevant, 0
     if card.unknown_ids == "error":
         what = (
-            f"query id {unknown_queries[0]!r} is not in {card.path('queries').name}"
+            f"query id {unknown_queries[0]!r} is not in {card.name_of('queries')}"
             if unknown_queries
-            else f"corpus id {unknown_docs[0]!r} is not in {card.path('corpus').name}"
+            else f"corpus id {unknown_docs[0]!r} is not in {card.name_of('corpus')}"
         )
         count = len(unknown_queries) + len(unknown_docs)
         raise DataError(
-            f"{card.path('qrels')}: {what} ({count} unknown id(s); fix the ids, or set "
+            f"{card.where('qrels')}: {what} ({count} unknown id(s); fix the ids, or set "
             "'unknown_ids: skip' in the card to leave them out and count them)"
         )
     kept = {q: {d: g for d, g in docs.items() if d in corpus} for q, docs in relevant.items() if q in queries}
@@ -349,12 +468,12 @@ def ranking_metrics(
 def score_retrieval(scorer, card: TaskCard, device="cpu") -> MetricsResult:
     from sentlab.evaluation.useb import query_matrix, top_k, unit_rows
 
-    corpus = _jsonl_texts(card.path("corpus"), with_title=True)
-    queries = _jsonl_texts(card.path("queries"), with_title=False)
-    relevant, left_out = known_judgements(read_qrels(card.path("qrels")), queries, corpus, card)
+    corpus = _id_texts(card, "corpus", with_title=True)
+    queries = _id_texts(card, "queries", with_title=False)
+    relevant, left_out = known_judgements(read_qrels(card), queries, corpus, card)
     asked = [q for q in queries if relevant.get(q)]
     if not asked:
-        raise DataError(f"{card.path('qrels')}: no query of {card.path('queries')} has a relevant document")
+        raise DataError(f"{card.where('qrels')}: no query of {card.where('queries')} has a relevant document")
     prompts = card.prompts(scorer)
     doc_ids = list(corpus)
     docs = unit_rows(scorer.encode(prompted([corpus[d] for d in doc_ids], prompts["document"])))
@@ -384,41 +503,55 @@ def score_retrieval(scorer, card: TaskCard, device="cpu") -> MetricsResult:
     )
 
 
-def _text_list(value, path: Path, number: int, field: str) -> list[str]:
+def _text_list(value, where: str, field: str) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise DataError(f"{path}:{number}: {field!r} must be a list of non-empty texts")
+        raise DataError(f"{where}: {field!r} must be a list of non-empty texts")
     return value
 
 
-def score_reranking(scorer, card: TaskCard) -> MetricsResult:
-    from sentlab.evaluation.useb import ranked_precision_metrics
-
+def _reranking_rows(card: TaskCard) -> list[tuple[str, dict]]:
+    """(where, row) of a reranking card's queries: the JSONL file's objects by line, or the source's rows."""
+    table = card.dataset("file")
+    if table is not None:
+        table = source_columns(table, card.columns, None, None, card.where("file"))
+        return [(f"{card.where('file')} row {index + 1}", row) for index, row in enumerate(table)]
     path = card.path("file")
-    query_field, positive_field, negative_field = card.columns
-    samples, skipped = [], 0
+    rows = []
     for number, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
+        except ValueError:
+            row = None
+        rows.append((f"{path}:{number}", row))
+    return rows
+
+
+def score_reranking(scorer, card: TaskCard) -> MetricsResult:
+    from sentlab.evaluation.useb import ranked_precision_metrics
+
+    query_field, positive_field, negative_field = card.columns
+    samples, skipped = [], 0
+    for where, row in _reranking_rows(card):
+        try:
             query = row[query_field]
-        except (ValueError, KeyError, TypeError):
+        except (KeyError, TypeError):
             raise DataError(
-                f"{path}:{number}: expected a JSON object with {query_field!r}, {positive_field!r} "
-                f"and {negative_field!r}"
+                f"{where}: expected a JSON object with {query_field!r}, {positive_field!r} and {negative_field!r}"
             ) from None
         if not isinstance(query, str) or not query.strip():
-            raise DataError(f"{path}:{number}: {query_field!r} must be a non-empty text")
-        positives = _text_list(row.get(positive_field, []), path, number, positive_field)
-        negatives = _text_list(row.get(negative_field, []), path, number, negative_field)
+            raise DataError(f"{where}: {query_field!r} must be a non-empty text")
+        positives = _text_list(row.get(positive_field) or [], where, positive_field)
+        negatives = _text_list(row.get(negative_field) or [], where, negative_field)
         if not positives or not negatives:
             skipped += 1
             continue
         samples.append((query, positives, negatives))
     if not samples:
-        raise DataError(f"{path}: no query has both a positive and a negative candidate")
+        raise DataError(f"{card.where('file')}: no query has both a positive and a negative candidate")
     prompts = card.prompts(scorer)
     queries = prompted([q for q, pos, neg in samples for _ in range(len(pos) + len(neg))], prompts["query"])
     candidates = prompted([c for _, pos, neg in samples for c in (*pos, *neg)], prompts["document"])
@@ -440,10 +573,10 @@ def score_reranking(scorer, card: TaskCard) -> MetricsResult:
     )
 
 
-def _labelled_sentences(path: Path, columns: list[str]) -> tuple[list[str], np.ndarray, list[str]]:
-    rows = read_table(path, columns)
+def _labelled_sentences(card: TaskCard, name: str) -> tuple[list[str], np.ndarray, list[str]]:
+    rows = _rows(card, name, card.columns)
     if not rows:
-        raise DataError(f"{path}: no rows")
+        raise DataError(f"{card.where(name)}: no rows")
     names = sorted({r[1] for r in rows})
     return [r[0] for r in rows], np.asarray([names.index(r[1]) for r in rows]), names
 
@@ -453,10 +586,9 @@ def score_classification(scorer, card: TaskCard, kfold: int = 10, n_jobs: int | 
 
     from sentlab.evaluation.transfer import kfold_selected_accuracy, nested_cv_accuracy
 
-    path = card.path("file")
-    texts, labels, names = _labelled_sentences(path, card.columns)
+    texts, labels, names = _labelled_sentences(card, "file")
     if len(names) < 2:
-        raise DataError(f"{path}: column {card.columns[1]!r} needs at least two labels")
+        raise DataError(f"{card.where('file')}: column {card.columns[1]!r} needs at least two labels")
     embed = lambda sentences: np.asarray(scorer.encode(sentences), dtype=np.float64)  # noqa: E731
     if card.test is None:
         scores = nested_cv_accuracy(embed(texts), labels, kfold, n_jobs=n_jobs)
@@ -466,11 +598,10 @@ def score_classification(scorer, card: TaskCard, kfold: int = 10, n_jobs: int | 
             n=len(texts),
             extra={"protocol": "nested-cv", "kfold": kfold, "C": scores["C"]},
         )
-    test_path = card.path("test")
-    test_texts, test_raw, test_names = _labelled_sentences(test_path, card.columns)
+    test_texts, test_raw, test_names = _labelled_sentences(card, "test")
     unknown = sorted(set(test_names) - set(names))
     if unknown:
-        raise DataError(f"{test_path}: labels not in {path.name}: {', '.join(unknown[:5])}")
+        raise DataError(f"{card.where('test')}: labels not in {card.name_of('file')}: {', '.join(unknown[:5])}")
     test_labels = np.asarray([names.index(test_names[i]) for i in test_raw])
     scores, predicted = kfold_selected_accuracy(
         embed(texts), labels, embed(test_texts), test_labels, kfold, n_jobs=n_jobs

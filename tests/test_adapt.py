@@ -398,3 +398,19 @@ def test_bad_training_text_is_a_one_line_error(tmp_path, content, message):
     (tmp_path / "text.txt").write_bytes(content)
     with pytest.raises(DataError, match=message):
         read_training_text(tmp_path / "text.txt")
+
+
+def test_adapt_refuses_remote_code_unless_trusted_and_every_arm_runs_it(
+    tiny_backbone, corpus_file, user_task, tmp_path
+):
+    from sentlab.encoders import load_encoder
+    from tests.encoders.test_loading_options import remote_code_backbone
+
+    backbone = remote_code_backbone(tiny_backbone, tmp_path / "marked")
+    out = tmp_path / "adapt"
+    args = adapt_args(backbone, corpus_file, user_task, out, "--methods", "simcse")
+    assert cli.main(args) != 0 and not (out / "report.json").exists()  # refused before any training
+    assert cli.main([*args, "--trust-remote-code"]) == 0
+    trained = load_encoder(out / "arms" / "simcse" / "seed-42" / "model", trust_remote_code=True)
+    assert type(trained[0].auto_model).__name__ == "MarkedModel"  # the model's own code ran
+    assert json.loads((out / "report.json").read_text())["rows"].keys() == {"start", "simcse"}

@@ -135,6 +135,7 @@ def arm_config(plan: AdaptPlan, arm: str, seed: int, train_file: Path, n_sentenc
         "max_seq_length": s.max_seq_length,
         "inference_max_seq_length": s.max_seq_length,  # trained, saved and scored at one length
         **({"pooler": s.pooler} if s.pooler else {}),
+        **({"trust_remote_code": True} if s.trust_remote_code else {}),
     }
     return validate_config(
         {
@@ -244,7 +245,12 @@ def evaluate(plan: AdaptPlan, name: str, model_path: str, folder: Path) -> EvalR
     if not missing:
         return report
     pooler = plan.settings.pooler if name == "start" else None
-    encoder = load_encoder(model_path, pooler=pooler, max_seq_length=plan.settings.max_seq_length).eval()
+    encoder = load_encoder(
+        model_path,
+        pooler=pooler,
+        max_seq_length=plan.settings.max_seq_length,
+        trust_remote_code=plan.settings.trust_remote_code,
+    ).eval()
     scorer = CosineScorer(EmbeddingCache(encoder, store=EmbeddingStore.default()), name=name)
     started = time.perf_counter()
     for task in missing:
@@ -260,14 +266,14 @@ def evaluate(plan: AdaptPlan, name: str, model_path: str, folder: Path) -> EvalR
     return report
 
 
-def start_model_max_length(model: str) -> int:
+def start_model_max_length(model: str, trust_remote_code: bool = False) -> int:
     """The start model's own maximum sequence length, the length it encodes at as it is (256 for
     all-MiniLM-L6-v2, whose tokenizer allows 512; :func:`~sentlab.encoders.loading.inference_max_seq_length`),
     whatever pooler the arms put on it: every arm trains, is saved and is scored at it unless
     --max-seq-length is given."""
     from sentlab.encoders.loading import inference_max_seq_length
 
-    length = inference_max_seq_length(model)
+    length = inference_max_seq_length(model, trust_remote_code)
     say(f"[adapt] maximum sequence length {length} (the start model's)")
     return length
 

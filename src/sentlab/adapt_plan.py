@@ -99,9 +99,11 @@ class AdaptSettings:
     general: str
     data_dir: str | None
     eval_steps: int
+    trust_remote_code: bool = False  # model.trust_remote_code of every arm, and of the start model's scoring
 
     def comparable(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if k != "text"}
+        """What a rerun must have asked alike (a folder written before trust_remote_code existed: off)."""
+        return {k: v for k, v in asdict(self).items() if k != "text" and not (k == "trust_remote_code" and not v)}
 
 
 @dataclass

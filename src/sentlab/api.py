@@ -100,11 +100,14 @@ class LoadedModel:
         return self.encoder.encode(list(sentences), **kwargs)
 
 
-def load(path: str | Path, device: str | None = None, batch_size: int = 128) -> LoadedModel:
+def load(
+    path: str | Path, device: str | None = None, batch_size: int = 128, trust_remote_code: bool = False
+) -> LoadedModel:
     """Load a model folder (or alias / hub name) with the right scorer: RankEncoder's Eq. 7 for a
     RankEncoder folder, RSE's relational score for an RSE folder, the cosine otherwise. float32 math
     is pinned to IEEE float32, as ``sentlab eval`` does (no TF32 on GPUs, no bf16 on CPUs with AMX /
-    AVX-512 BF16)."""
+    AVX-512 BF16). A model whose config names its own Python code is refused unless
+    ``trust_remote_code`` (``--trust-remote-code``)."""
     from sentlab.encoders import load_encoder
     from sentlab.encoders.backends import pin_float32_math
     from sentlab.evaluation.relational import RelationalScorer, RelationTable
@@ -113,7 +116,7 @@ def load(path: str | Path, device: str | None = None, batch_size: int = 128) -> 
 
     name = str(path)
     pin_float32_math()
-    encoder = load_encoder(name, device=device)
+    encoder = load_encoder(name, device=device, trust_remote_code=trust_remote_code)
     cache = EmbeddingCache(encoder)
     if RankEncoder.is_rankencoder(name):
         rank_encoder = RankEncoder.load(name, encoder=encoder)
@@ -139,6 +142,7 @@ def evaluate(
     data_dir: str | Path | None = None,
     batch_size: int = 128,
     items: bool = False,
+    trust_remote_code: bool = False,
 ) -> EvalReport:
     """Score a model on task families (``sts``, ``ranking``, ``transfer``, ``useb``, ``evalrank``) and
     your task cards; families without data are skipped and listed in ``report.summary["skipped"]``.
@@ -146,7 +150,7 @@ def evaluate(
     ``tasks`` (a list, or a comma-separated string; ``all`` for every family) defaults to ``["sts"]``,
     or to none when task cards are given. A path is loaded with
     :func:`load` (so a RankEncoder or RSE folder is scored as it should be); a ``SentenceTransformer``
-    is scored by cosine.
+    is scored by cosine. ``trust_remote_code`` is :func:`load`'s.
     """
     from sentlab.evaluation.features import feature_function
     from sentlab.evaluation.scoring import CosineScorer, EmbeddingCache
@@ -161,7 +165,7 @@ def evaluate(
         cache = EmbeddingCache(model)
         model = LoadedModel(model, CosineScorer(cache, batch_size=batch_size, name="model"), "plain", "model")
     elif not isinstance(model, LoadedModel):
-        model = load(model, batch_size=batch_size)
+        model = load(model, batch_size=batch_size, trust_remote_code=trust_remote_code)
     features = feature_function("sentence", model.encoder, batch_size=batch_size)
     inputs = SuiteInputs(model.scorer, features, data_dir, device=model.encoder.device, items=items)
     report = run_suite(inputs, families, cards)

@@ -121,3 +121,9 @@ def test_remote_code_runs_only_when_trusted_and_the_card_says_it_ran(tiny_backbo
     argv = ["encode", "--model", str(paths.model), "--input", str(text), "--output", str(tmp_path / "e.npy")]
     assert main(argv) != 0  # the command line refuses it too, and takes the flag
     assert main([*argv, "--trust-remote-code", "--quiet"]) == 0
+    from sentlab import api
+
+    with pytest.raises(ModelLoadError, match="trust_remote_code"):  # the Python API too
+        api.evaluate(paths.model, tasks="sts")
+    loaded = api.load(paths.model, trust_remote_code=True)
+    assert type(loaded.encoder[0].auto_model).__name__ == "MarkedModel"

@@ -223,6 +223,19 @@ def test_the_run_log_says_what_happens_and_counts_truncated_texts(tiny_backbone,
         assert expected in log, expected
 
 
+def test_the_truncation_count_takes_each_columns_prompt_with_its_texts(tiny_backbone):
+    from datasets import Dataset
+
+    from sentlab.encoders import load_encoder
+
+    model = load_encoder(str(tiny_backbone), pooler="mean")
+    # 14 tokens with [CLS] and [SEP]: within 16 alone, over it behind the 4-token prompt "dog dog dog dog "
+    rows = Dataset.from_dict({"anchor": [" ".join(["cat"] * 12)], "positive": [" ".join(["cow"] * 12)]})
+    assert engine.report_truncation(model, rows, 16) == 0
+    assert engine.report_truncation(model, rows, 16, {"anchor": "dog dog dog dog "}) == 1  # the anchor only
+    assert engine.report_truncation(model, rows, 16, dict.fromkeys(["anchor", "positive"], "dog dog dog dog ")) == 2
+
+
 def test_sentlab_eval_after_training_encodes_nothing_again(tiny_backbone, corpus_file, data_dir, tmp_path, monkeypatch):
     """Training's final STS evaluation leaves its embeddings in the on-disk cache, keyed by the saved
     model's weights, so the README's `sentlab eval` on the trained model reads them back."""

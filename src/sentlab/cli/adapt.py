@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sentlab.cli.common import comma_list, data_dir_arg, positive_int, quiet_arg, seeds_arg
+from sentlab.cli.common import comma_list, data_dir_arg, positive_int, quiet_arg, seeds_arg, trust_remote_code_arg
 from sentlab.errors import DataError
 
 
@@ -27,7 +27,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
         if not Path(card).is_file():
             raise DataError(f"{card}: task card not found")
     pooler = None if args.pooler == "none" else args.pooler
-    max_seq_length = args.max_seq_length or start_model_max_length(args.model)
+    max_seq_length = args.max_seq_length or start_model_max_length(args.model, args.trust_remote_code)
     settings = AdaptSettings(
         text=str(text),
         text_sha256=file_sha256(text),
@@ -40,6 +40,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
         general=args.general,
         data_dir=args.data_dir,
         eval_steps=args.eval_steps,
+        trust_remote_code=args.trust_remote_code,
     )
     plan = AdaptPlan(
         settings,
@@ -117,6 +118,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=100,
         help="checkpoint (and dev-card evaluation) every N steps (default 100)",
     )
+    trust_remote_code_arg(p)
     data_dir_arg(p)
     quiet_arg(p)
     p.set_defaults(func=cmd_adapt)

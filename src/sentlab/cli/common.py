@@ -48,12 +48,17 @@ def model_args(parser: argparse.ArgumentParser) -> None:
         "--batch-size", type=positive_int, default=128, help="sentences encoded at a time (default: 128)"
     )
     parser.add_argument("--device", type=device, default=None, help="cpu, cuda, cuda:1, mps (default: best available)")
+    trust_remote_code_arg(parser)
+    quiet_arg(parser)
+
+
+def trust_remote_code_arg(parser: argparse.ArgumentParser) -> None:
+    """--trust-remote-code (``model.trust_remote_code``)."""
     parser.add_argument(
         "--trust-remote-code",
         action="store_true",
         help="run the Python code the model's config names (auto_map); off, such a model is refused",
     )
-    quiet_arg(parser)
 
 
 def backend_args(parser: argparse.ArgumentParser, cache: bool = True) -> None:

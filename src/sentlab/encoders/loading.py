@@ -94,6 +94,13 @@ def _module_types(path: str) -> list[str]:
     return [entry["type"] for entry in json.loads(Path(path, "modules.json").read_text("utf-8"))]
 
 
+def is_static_model(name: str | Path) -> bool:
+    """Whether ``name`` is a static embedding model saved by sentence-transformers (its first module a
+    ``StaticEmbedding``: whole texts, no length, no transformer)."""
+    path = resolve_model_path(name)
+    return _is_sentence_transformer(path) and any(t.endswith(".StaticEmbedding") for t in _module_types(path)[:1])
+
+
 def normalizes(name: str | Path) -> bool:
     """Whether the sentence-transformers model ``name`` ends its pipeline with a ``Normalize`` module
     (a plain transformers backbone does not)."""
@@ -164,7 +171,9 @@ def inference_max_seq_length(name: str | Path, trust_remote_code: bool = False) 
     return min(limits)
 
 
-def keep_start_settings(model: SentenceTransformer, start: str | None, max_seq_length: int) -> SentenceTransformer:
+def keep_start_settings(
+    model: SentenceTransformer, start: str | None, max_seq_length: int | None
+) -> SentenceTransformer:
     """Give a trained model the settings of the start model that training does not change: its
     inference length (``max_seq_length``: the start model's own, :func:`inference_max_seq_length`, or
     the run's ``model.inference_max_seq_length``; the trainer's collator truncates at the training
@@ -172,7 +181,8 @@ def keep_start_settings(model: SentenceTransformer, start: str | None, max_seq_l
     is named, which rebuilds the pipeline from the backbone). Pooling is the run's own by construction."""
     from sentence_transformers.sentence_transformer.modules import Normalize
 
-    model.max_seq_length = max_seq_length
+    if max_seq_length is not None:  # None: a static model, which reads whole texts
+        model.max_seq_length = max_seq_length
     if start is not None and normalizes(start) and not any(isinstance(m, Normalize) for m in model):
         model.append(Normalize())
     return model

@@ -189,6 +189,13 @@ class SupervisedConfig(TrainConfig):
         if evaluation is not None and "dev_task" not in evaluation:
             tree["eval"] = {**evaluation, "dev_task": "none"}
         name = model.get("name") if model is not None else None
+        from sentlab.encoders.loading import is_static_model
+
+        if name and is_static_model(name):  # a static model reads whole texts: it has no length
+            for key in ("max_seq_length", "inference_max_seq_length"):
+                if key in model:
+                    raise ValueError(f"model.{key}: {name} is a static model, which reads whole texts; unset it")
+            return tree
         if model is not None and "max_seq_length" not in model and name and not model.get("random_init"):
             from sentlab.encoders.loading import inference_max_seq_length
 

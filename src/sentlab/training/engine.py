@@ -60,6 +60,7 @@ from sentlab.encoders.loading import (
 )
 from sentlab.encoders.matryoshka import save_dims
 from sentlab.encoders.prompts import keep_training_prompts
+from sentlab.encoders.static import is_static
 from sentlab.errors import ConfigError, DataError, TrainingDivergedError, extra_hint
 from sentlab.losses.gradcache import innermost
 from sentlab.methods import Method, get_method, validate_config
@@ -581,12 +582,16 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         raise
     if trainer.is_world_process_zero():
         method: Method = trainer.sentlab_method
-        length = method.inference_length()
         normalize_like = cfg.model.name if method.keeps_start_normalize else None  # None: no Normalize appended
-        final = keep_start_settings(method.final_model(trainer.model), normalize_like, length)
-        own = "model.inference_max_seq_length" if cfg.model.inference_max_seq_length else "the start model's own"
-        length = final.max_seq_length  # read back from the model that is saved and evaluated
-        say(f"saved model's max_seq_length: {length} ({own}; training truncated at {cfg.model.max_seq_length})")
+        if is_static(trainer.model):  # whole texts, in training as after it: no length to keep
+            final = keep_start_settings(method.final_model(trainer.model), normalize_like, None)
+            say("saved model: static, it reads whole texts (no max_seq_length)")
+        else:
+            length = method.inference_length()
+            final = keep_start_settings(method.final_model(trainer.model), normalize_like, length)
+            own = "model.inference_max_seq_length" if cfg.model.inference_max_seq_length else "the start model's own"
+            length = final.max_seq_length  # read back from the model that is saved and evaluated
+            say(f"saved model's max_seq_length: {length} ({own}; training truncated at {cfg.model.max_seq_length})")
         keep_card_data(final, trainer.model)
         kept_prompts = keep_training_prompts(final, *trainer.sentlab_prompts)
         if any(kept_prompts.values()):
@@ -750,7 +755,7 @@ def report_truncation(
     own) is counted with its texts, as the collator tokenises it before them."""
     tokenizer = getattr(model[0], "tokenizer", None)
     columns = [c for c, f in dataset.features.items() if getattr(f, "dtype", None) in ("string", "large_string")]
-    if tokenizer is None or not columns:
+    if tokenizer is None or not callable(tokenizer) or not columns:  # a static model reads whole texts
         return 0
     by_prompt: dict[str, list[str]] = {}
     for column in columns:

@@ -1,0 +1,129 @@
+"""``sentlab distill-static``: a static student of any encoder, optionally trained on your text against it
+(:mod:`sentlab.encoders.static`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import time
+from pathlib import Path
+
+from sentlab.cli.common import device, positive_int, quiet_arg, trust_remote_code_arg
+
+RECORD = "distill.json"
+
+
+def cmd_distill_static(args: argparse.Namespace) -> int:
+    from sentlab.encoders.static import require_static_extra
+
+    require_static_extra()  # before anything loads: the extra's absence is one line
+    import model2vec
+    import tokenlearn.version
+
+    from sentlab.cache import file_sha256
+    from sentlab.data.readers import read_sentences
+    from sentlab.encoders.loading import load_encoder
+    from sentlab.encoders.static import corpus_vocabulary, distill, save_student, train_on_corpus
+    from sentlab.errors import ConfigError
+    from sentlab.paths import write_text_atomic
+    from sentlab.progress import say
+
+    if (args.vocabulary_size or args.train) and not args.corpus:
+        raise ConfigError("--vocabulary-size and --train read your text: give --corpus FILE")
+    output = Path(args.output)
+    asked = {
+        "teacher": args.model,
+        "corpus": str(args.corpus) if args.corpus else None,
+        "corpus_sha256": file_sha256(Path(args.corpus)) if args.corpus else None,
+        "sentences": args.sentences,
+        "vocabulary_size": args.vocabulary_size,
+        "pca_dims": args.pca_dims,
+        "train": args.train,
+        "seed": args.seed,
+        "trust_remote_code": args.trust_remote_code,
+    }
+    record_path = output / RECORD
+    if record_path.is_file():
+        done = json.loads(record_path.read_text("utf-8"))
+        if done.get("asked") != asked:
+            raise ConfigError(f"{output} holds a student distilled otherwise ({record_path}); give another --output")
+        print(f"{output}: already distilled ({done['tokens']:,} tokens x {done['dims']} dimensions); nothing to do")
+        return 0
+    if output.exists() and any(output.iterdir()):
+        raise ConfigError(f"{output}: exists and holds no finished student; give an empty or new --output")
+    texts = read_sentences(args.corpus, limit=args.sentences) if args.corpus else []
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    teacher = load_encoder(args.model, device=args.device, trust_remote_code=args.trust_remote_code).eval()
+    vocabulary = corpus_vocabulary(texts, args.vocabulary_size) if args.vocabulary_size else []
+    say(f"distilling {args.model} with model2vec {model2vec.__version__} ({len(vocabulary):,} corpus words offered)")
+    student = distill(teacher, vocabulary, args.pca_dims)
+    timings["distill_seconds"] = round(time.perf_counter() - started, 1)
+    if args.train:
+        started = time.perf_counter()
+        say(f"the teacher encodes {len(texts):,} sentences of {args.corpus}")
+        targets = teacher.encode(texts, batch_size=args.batch_size, convert_to_numpy=True, show_progress_bar=False)
+        timings["teacher_seconds"] = round(time.perf_counter() - started, 1)
+        started = time.perf_counter()
+        say(f"training the student toward them with tokenlearn {tokenlearn.version.__version__}")
+        student = train_on_corpus(student, texts, targets, args.pca_dims, str(teacher.device), args.seed)
+        timings["train_seconds"] = round(time.perf_counter() - started, 1)
+    normalize = any(type(module).__name__ == "Normalize" for module in teacher)
+    partial = output.with_name(output.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)  # a half-written student of a killed run is rebuilt
+    save_student(student, partial, normalize)
+    tokens, dims = student.embedding.shape
+    record = {
+        "asked": asked,
+        "tokens": int(tokens),
+        "dims": int(dims),
+        "corpus_words_offered": len(vocabulary),
+        "sentences_trained": len(texts) if args.train else 0,
+        "normalize": normalize,
+        "device": str(teacher.device),
+        "model2vec": model2vec.__version__,
+        "tokenlearn": tokenlearn.version.__version__,
+        **timings,
+    }
+    write_text_atomic(partial / RECORD, json.dumps(record, indent=2) + "\n")
+    if output.exists():
+        output.rmdir()  # empty (checked above)
+    partial.rename(output)  # whole or not at all: the record is in it
+    trained = f", trained on {len(texts):,} sentences against the teacher" if args.train else ""
+    print(
+        f"static student of {args.model}: {tokens:,} tokens x {dims} dimensions{trained}; written to {output} "
+        f"(sentence-transformers) and {output / 'model2vec'} (model2vec)"
+    )
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "distill-static",
+        help="a static student (a vector per token, averaged) of any encoder, distilled with model2vec and "
+        "optionally trained on your text against the teacher (tokenlearn); needs the static extra",
+    )
+    p.add_argument("--model", required=True, help="the teacher: alias (minilm), folder or hub name")
+    p.add_argument("--output", required=True, help="the student's folder (sentence-transformers; model2vec/ inside)")
+    p.add_argument("--corpus", help="your text, one sentence a line: its words join the vocabulary, --train reads it")
+    p.add_argument(
+        "--vocabulary-size",
+        type=int,
+        default=0,
+        help="offer the N most frequent words of --corpus to the vocabulary (those the tokenizer lacks are "
+        "added whole; default 0: the tokenizer's own)",
+    )
+    p.add_argument(
+        "--train",
+        action="store_true",
+        help="train the student on --corpus toward the teacher's embeddings of it (tokenlearn's recipe)",
+    )
+    p.add_argument("--sentences", type=positive_int, help="read the first N sentences of --corpus (default: all)")
+    p.add_argument("--pca-dims", type=positive_int, default=256, help="the student's width (default 256)")
+    p.add_argument("--seed", type=int, default=42, help="seed of the training's PCA and batch order (default 42)")
+    p.add_argument("--batch-size", type=positive_int, default=128, help="the teacher's encode batch (default 128)")
+    p.add_argument("--device", type=device, default=None, help="cpu, cuda, cuda:1, mps (default: best available)")
+    trust_remote_code_arg(p)
+    quiet_arg(p)
+    p.set_defaults(func=cmd_distill_static)

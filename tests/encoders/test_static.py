@@ -1,0 +1,163 @@
+"""Static students (``sentlab distill-static``): the saved student loads in plain sentence-transformers
+and in model2vec and encodes what sentlab encodes; training on the corpus moves it toward the teacher;
+the supervised method trains it; what means nothing for it, and the extra's absence, is one line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sentlab.cli import main
+
+
+def distill_args(teacher, out, corpus, *extra):
+    return ["distill-static", "--model", str(teacher), "--output", str(out), "--corpus", str(corpus)] + [
+        "--pca-dims",
+        "16",
+        "--quiet",
+        *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """Sentences of the tiny vocabulary, and two words all-MiniLM-L6-v2's WordPiece splits."""
+    import random
+
+    from tests.conftest import WORDS
+
+    rng = random.Random(0)
+    lines = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) for _ in range(60)]
+    path = tmp_path_factory.mktemp("static-corpus") / "corpus.txt"
+    path.write_text("\n".join(["zebra okapis", "zebra quaggas"] * 4 + lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def student(corpus, tmp_path_factory):
+    """all-MiniLM-L6-v2's student (a real WordPiece vocabulary: model2vec distils subword tokenizers
+    only), offered the most frequent words of the corpus."""
+    folder = tmp_path_factory.mktemp("static") / "student"
+    assert main(distill_args("minilm", folder, corpus, "--vocabulary-size", "500")) == 0
+    return folder
+
+
+def test_the_student_loads_in_sentence_transformers_and_model2vec_and_encodes_alike(student, tmp_path):
+    from model2vec import StaticModel
+    from sentence_transformers import SentenceTransformer
+
+    from sentlab.encoders.loading import is_static_model, load_encoder
+    from sentlab.encoders.static import is_static
+
+    plain = SentenceTransformer(str(student), device="cpu")
+    assert is_static(plain) and is_static_model(student)
+    record = json.loads((student / "distill.json").read_text())
+    assert record["dims"] == 16 and record["normalize"] is True  # all-MiniLM-L6-v2 normalises: so does its student
+    assert len(load_encoder("minilm").tokenizer.tokenize("quaggas")) > 1  # the teacher splits it
+    assert len(plain[0].tokenizer.encode("quaggas", add_special_tokens=False).tokens) == 1  # the corpus word, whole
+    sentences = ["zebra okapis", "the man plays a game", "quaggas"]
+    ours = plain.encode(sentences)
+    theirs = StaticModel.from_pretrained(str(student / "model2vec")).encode(sentences)
+    # the same token vectors averaged by two libraries (sums in another order): equal to float32 rounding
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    text = tmp_path / "s.txt"
+    text.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    assert main(["encode", "--model", str(student), "--input", str(text), "--output", str(tmp_path / "e.npy")]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "e.npy"), ours, rtol=1e-5, atol=1e-6)
+    assert is_static(load_encoder(student))
+
+
+def test_options_that_mean_nothing_for_a_static_model_are_one_line(student, tmp_path, capsys):
+    text = tmp_path / "s.txt"
+    text.write_text("zebra\n", encoding="utf-8")
+    argv = ["encode", "--model", str(student), "--input", str(text), "--output", str(tmp_path / "e.npy")]
+    assert main([*argv, "--backend", "onnx"]) != 0
+    assert "got StaticEmbedding" in capsys.readouterr().err
+    from sentlab.methods import validate_config
+
+    with pytest.raises(ValueError, match="static model, which reads whole texts"):
+        validate_config(
+            {
+                "method": "supervised",
+                "model": {"name": str(student), "max_seq_length": 32},
+                "data": {"train": str(text)},
+                "train": {"output_dir": str(tmp_path / "run")},
+                "supervised": {"loss": "mnrl"},
+            }
+        )
+
+
+def test_a_rerun_reuses_the_student_and_other_settings_are_refused(student, tiny_backbone, capsys):
+    corpus = json.loads((student / "distill.json").read_text())["asked"]["corpus"]
+    assert main(distill_args("minilm", student, corpus, "--vocabulary-size", "500")) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    assert main(distill_args("minilm", student, corpus, "--vocabulary-size", "400")) != 0
+    assert "distilled otherwise" in capsys.readouterr().err
+    # a word-level tokenizer (the tiny BERT's) is not distilled: one line, not model2vec's traceback
+    assert main(distill_args(tiny_backbone, student.parent / "word-level", corpus)) != 0
+    assert "distils subword tokenizers only" in capsys.readouterr().err
+
+
+def test_training_on_the_corpus_moves_the_student_toward_the_teacher(student, corpus, tmp_path):
+    """The similarities of the corpus's pairs under the student agree more with the teacher's after
+    tokenlearn's training on that corpus than after distillation alone (the same student otherwise)."""
+    from scipy.stats import spearmanr
+    from sentence_transformers import SentenceTransformer
+
+    from sentlab.encoders.loading import load_encoder
+
+    texts = corpus.read_text().splitlines()
+    teacher = load_encoder("minilm").encode(texts, normalize_embeddings=True)
+    upper = np.triu_indices(len(texts), 1)
+
+    def agreement(folder):
+        embedded = SentenceTransformer(str(folder), device="cpu").encode(texts, normalize_embeddings=True)
+        return spearmanr((teacher @ teacher.T)[upper], (embedded @ embedded.T)[upper])[0]
+
+    assert main(distill_args("minilm", tmp_path / "trained", corpus, "--vocabulary-size", "500", "--train")) == 0
+    record = json.loads((tmp_path / "trained" / "distill.json").read_text())
+    assert record["sentences_trained"] == len(texts) and record["train_seconds"] > 0
+    assert agreement(tmp_path / "trained") > agreement(student) + 0.05
+
+
+def test_the_supervised_method_trains_a_static_student(student, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    from sentlab.methods import validate_config
+    from sentlab.training import engine
+
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(
+        "".join(json.dumps({"q": f"zebra {w}", "p": f"quagga {w}"}) + "\n" for w in ("man", "plays", "the", "a")) * 2
+    )
+    cfg = validate_config(
+        {
+            "method": "supervised",
+            "model": {"name": str(student)},
+            "data": {"train": str(pairs), "columns": {"anchor": "q", "positive": "p"}},
+            "train": {
+                "output_dir": str(tmp_path / "run"),
+                "batch_size": 4,
+                "max_steps": 2,
+                "learning_rate": 0.1,
+                "progress_bar": False,
+            },
+            "eval": {"final_tasks": []},
+            "supervised": {"loss": "mnrl"},
+        }
+    )
+    paths = engine.train(cfg, evaluate=False)
+    before = SentenceTransformer(str(student), device="cpu")[0].embedding.weight
+    after = SentenceTransformer(str(paths.model), device="cpu")[0].embedding.weight
+    assert after.shape == before.shape and not np.allclose(after.detach(), before.detach())  # trained, and saved
+
+
+def test_without_the_extra_the_command_is_one_line(corpus_file, tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "model2vec" else real(name, *a))
+    assert main(distill_args("minilm", tmp_path / "s", corpus_file)) != 0
+    assert "pip install 'sentlab[static]'" in capsys.readouterr().err

@@ -147,6 +147,7 @@ BENCHMARKS = _declare(
         + "retrieval_cqadupstack --output runs/retrieval-cqadupstack --pairs 2000 --mine-titles 20000 --dev-others 2000",
     ),
     B("mine-guard-minilm", "study", S + "mine_guard"),
+    B("static-student-minilm", "study", S + "static_student --output runs/static-student"),
     B(
         "minilm-evalrank",
         "study",

@@ -75,6 +75,11 @@ def test_options_that_mean_nothing_for_a_static_model_are_one_line(student, tmp_
     argv = ["encode", "--model", str(student), "--input", str(text), "--output", str(tmp_path / "e.npy")]
     assert main([*argv, "--backend", "onnx"]) != 0
     assert "got StaticEmbedding" in capsys.readouterr().err
+    from sentlab.progress import set_quiet
+
+    set_quiet(False)
+    assert main(argv) == 0  # encode's default batch follows the model, and says so
+    assert "a static model: batches of 4,096 sentences" in capsys.readouterr().err
     from sentlab.methods import validate_config
 
     with pytest.raises(ValueError, match="static model, which reads whole texts"):

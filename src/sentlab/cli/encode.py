@@ -8,6 +8,8 @@ import argparse
 from sentlab.cli.common import backend_args, comma_list, deprecated_flag, load, model_args, positive_int
 from sentlab.quantize import PRECISIONS
 
+DEFAULT_BATCH_SIZE = 128
+
 
 def cmd_encode(args: argparse.Namespace) -> int:
     from sentlab.encoding import encode_file, writable_output
@@ -22,6 +24,13 @@ def cmd_encode(args: argparse.Namespace) -> int:
     if args.prompt is not None and args.prompt_name is not None:
         raise ConfigError("--prompt and --prompt-name: give one of the two")
     model = load(args)
+    if args.batch_size is None:  # the default follows the model: a static one encodes fastest in large batches
+        from sentlab.encoders.static import STATIC_BATCH_SIZE, is_static
+        from sentlab.progress import say
+
+        args.batch_size = STATIC_BATCH_SIZE if is_static(model) else DEFAULT_BATCH_SIZE
+        if is_static(model):
+            say(f"a static model: batches of {args.batch_size:,} sentences (--batch-size sets another)")
     prompt = args.prompt or ""
     if args.prompt_name is not None:
         from sentlab.encoders.prompts import role_prompt
@@ -77,6 +86,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "processes",
     )
     model_args(p)
+    for action in p._actions:  # encode's default follows the model (cmd_encode)
+        if action.dest == "batch_size":
+            action.default = None
+            action.help = f"sentences encoded at a time (default: {DEFAULT_BATCH_SIZE}; a static model: 4096)"
     backend_args(p, cache=False)  # no embedding cache: the output resumes itself
     deprecated_flag(
         p, "--no-cache", "0.3.0", "encode reads and writes no embedding cache since 0.2.0 (its output resumes itself)"

@@ -34,8 +34,13 @@ def encode_by_length(
     show_progress_bar: bool = False,
     normalize_embeddings: bool = False,
 ) -> np.ndarray:
-    """``model.encode(texts)`` as float32 numpy, batched by token length (longest batches first)."""
+    """``model.encode(texts)`` as float32 numpy, batched by token length (longest batches first); a
+    static model's in order, its tokenizer threaded (:func:`~sentlab.encoders.static.encode_static`)."""
+    from sentlab.encoders.static import encode_static, is_static
+
     texts = list(texts)
+    if is_static(model):
+        return encode_static(model, texts, batch_size, normalize_embeddings)
     lengths = token_lengths(model, texts) if len(texts) > batch_size else None
     if lengths is None:
         out = model.encode(

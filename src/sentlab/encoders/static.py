@@ -23,8 +23,10 @@ own format in ``model2vec/`` inside it (``StaticModel.from_pretrained``). ``mode
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +52,40 @@ def is_static(model: SentenceTransformer) -> bool:
     from sentence_transformers.sentence_transformer.modules import StaticEmbedding
 
     return len(model) > 0 and isinstance(model[0], StaticEmbedding)
+
+
+STATIC_BATCH_SIZE = 4096  # sentlab encode's batch for a static model (docs/guides/static.md measures it)
+
+
+@contextlib.contextmanager
+def parallel_tokenizer() -> Iterator[None]:
+    """The tokenizers library's own threads on while a static model encodes: its forward pass is a lookup
+    and a sum, so tokenising is most of its time (sentlab's commands turn the threads off otherwise)."""
+    before = os.environ.get("TOKENIZERS_PARALLELISM")
+    os.environ["TOKENIZERS_PARALLELISM"] = "true"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = before
+
+
+def encode_static(
+    model: SentenceTransformer, texts: Sequence[str], batch_size: int, normalize_embeddings: bool = False
+) -> np.ndarray:
+    """A static model's embeddings of ``texts`` as float32 numpy: in the given order (sorting by length
+    buys nothing for a lookup and a sum, and would tokenise twice), the tokenizer's threads on."""
+    with parallel_tokenizer():
+        out = model.encode(
+            list(texts),
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+            normalize_embeddings=normalize_embeddings,
+        )
+    return np.asarray(out, dtype=np.float32)
 
 
 def teacher_pooling(teacher: SentenceTransformer) -> str:

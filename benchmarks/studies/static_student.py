@@ -12,8 +12,8 @@ Students (``sentlab distill-static``; the trained ones over three seeds):
 Scores: STS-B test, the seven STS tasks' average and a CQADupStack forum's retrieval card (nDCG@10,
 forum held out of the pairs), each as a fraction of the teacher's, with the 95 % interval of the
 student-minus-teacher difference over seeds and items (sentlab's multi-bootstrap) divided by the
-teacher's score. Speed: sentences a second of the teacher (torch fp32, batch 128, best of two rounds) and of
-each student (batch 4096, its tokenizer threaded, best of three) through sentlab's encode path on the
+teacher's score. Speed: sentences a second of the teacher (torch fp32, batch 128) and of each student
+(batch 4096, its tokenizer threaded), each the best of three rounds, through sentlab's encode path on the
 same Wikipedia sentences in this process; the size of each on disk.
 
 Feeds: records static-student-minilm; pages docs/guides/static.md.
@@ -89,6 +89,11 @@ def main() -> None:
     out = Path(args.output).resolve()
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
+    asked = {k: v for k, v in vars(args).items() if k != "output"}
+    kept = out / "asked.json"  # the folder's students and scores are reused: only for the settings they ran at
+    if kept.is_file() and json.loads(kept.read_text("utf-8")) != asked:
+        raise SystemExit(f"{out} holds a run at other settings ({kept}); give another --output")
+    kept.write_text(json.dumps(asked), encoding="utf-8")
     wiki = data_dir(args.data_dir) / "wikipedia" / "wiki_sentences.txt"
     forums = load_cqadupstack(task_folder("CQADupStack", args.data_dir))
     card = forum_card(forums[TEST_FORUM], f"{TEST_FORUM}-test", data / "test", None, 0)
@@ -163,7 +168,7 @@ def main() -> None:
     from sentence_transformers import SentenceTransformer
 
     teacher_model = load_encoder("minilm", device="cpu").eval()
-    speed = {"teacher": {"sentences_per_second": round(rate(teacher_model, texts, 128, 2)), "batch_size": 128}}
+    speed = {"teacher": {"sentences_per_second": round(rate(teacher_model, texts, 128, 3)), "batch_size": 128}}
     teacher_folder = Path(resolve_model_path("minilm"))
     sizes = {"teacher": folder_bytes(teacher_folder)}
     for row, folders in students.items():

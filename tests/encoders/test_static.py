@@ -94,6 +94,48 @@ def test_options_that_mean_nothing_for_a_static_model_are_one_line(student, tmp_
         )
 
 
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--corpus", "CORPUS"], "--corpus is read by --vocabulary-size and --train"),
+        (["--sentences", "5"], "--sentences N reads the first N sentences of --corpus"),
+        (["--seed", "3"], "--seed draws --train's PCA"),
+        (["--corpus", "missing.txt", "--train"], "missing.txt: file not found"),
+        (["--pca-dims", "1000"], "--pca-dims 1000: the teacher's embeddings have 384 dimensions"),
+        (["--vocabulary-size", "-1", "--corpus", "CORPUS"], "give 0 or more"),
+    ],
+)
+def test_bad_settings_are_one_line(corpus, tmp_path, capsys, extra, message):
+    argv = ["distill-static", "--model", "minilm", "--output", str(tmp_path / "s"), "--quiet"]
+    argv += [str(corpus) if value == "CORPUS" else value for value in extra]
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's own refusal: one line, exit 2
+        code = stop.code
+    assert code != 0
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    (tmp_path / "file").write_text("x")
+    assert main(["distill-static", "--model", "minilm", "--output", str(tmp_path / "file")]) != 0
+    assert "is not a folder" in capsys.readouterr().err
+
+
+def test_training_starts_from_the_distilled_vectors_with_their_weights_folded_in(student):
+    """model2vec keeps its Zipf / SIF weights apart from the vectors; tokenlearn trains the vectors
+    alone, so they are folded in first: the folded model encodes as the weighted one does."""
+    from model2vec import StaticModel
+
+    from sentlab.encoders.static import with_weights_folded
+
+    weighted = StaticModel.from_pretrained(str(student / "model2vec"))
+    assert weighted.weights is not None  # what the fold is for
+    folded = with_weights_folded(weighted)
+    assert folded.weights is None
+    sentences = ["zebra okapis", "the man plays a game"]
+    # the same products summed (weight x vector, then the mean): equal to float32 rounding
+    np.testing.assert_allclose(folded.encode(sentences), weighted.encode(sentences), rtol=1e-5, atol=1e-6)
+
+
 def test_a_rerun_reuses_the_student_and_other_settings_are_refused(student, tiny_backbone, capsys):
     corpus = json.loads((student / "distill.json").read_text())["asked"]["corpus"]
     assert main(distill_args("minilm", student, corpus, "--vocabulary-size", "500")) == 0
@@ -101,7 +143,8 @@ def test_a_rerun_reuses_the_student_and_other_settings_are_refused(student, tiny
     assert main(distill_args("minilm", student, corpus, "--vocabulary-size", "400")) != 0
     assert "distilled otherwise" in capsys.readouterr().err
     # a word-level tokenizer (the tiny BERT's) is not distilled: one line, not model2vec's traceback
-    assert main(distill_args(tiny_backbone, student.parent / "word-level", corpus)) != 0
+    word_level = ["distill-static", "--model", str(tiny_backbone), "--output", str(student.parent / "word-level")]
+    assert main([*word_level, "--pca-dims", "16", "--quiet"]) != 0
     assert "distils subword tokenizers only" in capsys.readouterr().err
 
 
@@ -157,6 +200,42 @@ def test_the_supervised_method_trains_a_static_student(student, tmp_path):
     before = SentenceTransformer(str(student), device="cpu")[0].embedding.weight
     after = SentenceTransformer(str(paths.model), device="cpu")[0].embedding.weight
     assert after.shape == before.shape and not np.allclose(after.detach(), before.detach())  # trained, and saved
+
+
+def test_a_static_student_trains_and_is_scored_with_the_defaults_and_refuses_a_transformers_settings(
+    student, data_dir, tmp_path
+):
+    """The final STS evaluation and the start model's, at their defaults (whole texts: no length to set);
+    other methods, and a pooler, layers or a length, are refused in one line."""
+    from sentlab.errors import ConfigError, ModelLoadError
+    from sentlab.methods import validate_config
+    from sentlab.training import engine
+
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps({"q": f"zebra {i}", "p": f"quagga {i}"}) + "\n" for i in range(8)))
+    tree = {
+        "method": "supervised",
+        "model": {"name": str(student)},
+        "data": {"train": str(pairs), "columns": {"anchor": "q", "positive": "p"}, "data_dir": str(data_dir)},
+        "train": {"output_dir": str(tmp_path / "run"), "batch_size": 4, "max_steps": 1, "progress_bar": False},
+        "supervised": {"loss": "mnrl"},
+    }
+    paths = engine.train(validate_config(tree))
+    results = json.loads(paths.results.read_text())
+    assert results["settings"]["max_seq_length"] is None and "STS-B" in results["tasks"]
+    assert paths.start_results.is_file()
+    with pytest.raises(ModelLoadError, match="static model .* has no model.num_layers"):
+        layers = {**tree, "model": {**tree["model"], "num_layers": 1}}
+        engine.train(validate_config({**layers, "train": {**tree["train"], "output_dir": str(tmp_path / "l")}}))
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("zebra\nquagga\n" * 8)
+    simcse = {"method": "simcse-unsup", "model": {"name": str(student)}, "data": {"train": str(corpus)}}
+    with pytest.raises(ConfigError, match="static model trains with the supervised method only"):
+        engine.train(validate_config({**simcse, "train": {**tree["train"], "output_dir": str(tmp_path / "s")}}))
+    text = tmp_path / "s.txt"
+    text.write_text("zebra\n")
+    argv = ["encode", "--model", str(student), "--input", str(text), "--output", str(tmp_path / "e.npy")]
+    assert main([*argv, "--max-seq-length", "8"]) != 0
 
 
 def test_without_the_extra_the_command_is_one_line(corpus_file, tmp_path, monkeypatch, capsys):

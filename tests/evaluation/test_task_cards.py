@@ -351,16 +351,19 @@ def test_every_kind_reads_a_datasets_source_as_it_reads_the_file(tmp_path):
     (tmp_path / "pairs.tsv").write_text(
         "a\tb\tlabel\tscore\n" + "".join(f"q\t{b}\t{la}\t{sc}\n" for b, la, sc in zip(*list(pairs.values())[1:]))
     )
-    DatasetDict({"train": Dataset.from_dict(pairs), "dev": Dataset.from_dict(pairs)}).save_to_disk(
+    flipped = {**pairs, "label": [1 - v for v in pairs["label"]], "score": pairs["score"][::-1]}
+    DatasetDict({"train": Dataset.from_dict(flipped), "dev": Dataset.from_dict(pairs)}).save_to_disk(
         str(tmp_path / "pairs")
-    )
+    )  # the file's rows are dev's: a split read wrong scores otherwise
     for kind, columns in (("labelled-pairs", "[a, b, label]"), ("scored-pairs", "[a, b, score]")):
         text = f"name: t\nkind: {kind}\ncolumns: {columns}\n"
         as_file = score_task_card(scorer, card(tmp_path, text + "file: pairs.tsv\n"))
         as_folder = score_task_card(scorer, card(tmp_path, text + "file: {source: pairs, split: dev}\n"))
-        arrow = next((tmp_path / "pairs" / "train").glob("*.arrow")).relative_to(tmp_path)
+        arrow = next((tmp_path / "pairs" / "dev").glob("*.arrow")).relative_to(tmp_path)
         as_arrow = score_task_card(scorer, card(tmp_path, text + f"file: {arrow}\n"))
         assert as_folder.scores == as_file.scores == as_arrow.scores and as_folder.n == 4
+        train = score_task_card(scorer, card(tmp_path, text + "file: pairs\n"))  # a string: its train split
+        assert train.scores != as_file.scores
     corpus = [{"_id": d, "title": "", "text": d} for d in ("d1", "d2", "d3")]
     queries = [{"_id": "q1", "text": "q"}, {"_id": "q2", "text": "r"}]
     qrels = [{"query-id": "q1", "corpus-id": "d2", "score": 1}, {"query-id": "q1", "corpus-id": "d3", "score": 3}]

@@ -11,6 +11,14 @@ from pathlib import Path
 
 from sentlab.cli.common import device, positive_int, quiet_arg, trust_remote_code_arg
 
+
+def non_negative_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value}: give 0 or more")
+    return number
+
+
 RECORD = "distill.json"
 
 
@@ -20,6 +28,7 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
     require_static_extra()  # before anything loads: the extra's absence is one line
     import model2vec
     import tokenlearn.version
+    from sentence_transformers.sentence_transformer.modules import Normalize
 
     from sentlab.cache import file_sha256
     from sentlab.data.readers import read_sentences
@@ -28,19 +37,39 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
     from sentlab.errors import ConfigError
     from sentlab.paths import write_text_atomic
     from sentlab.progress import say
+    from sentlab.rank.index import encoder_fingerprint
 
     if (args.vocabulary_size or args.train) and not args.corpus:
         raise ConfigError("--vocabulary-size and --train read your text: give --corpus FILE")
+    if args.corpus and not (args.vocabulary_size or args.train):
+        raise ConfigError("--corpus is read by --vocabulary-size and --train; give one of them, or leave --corpus out")
+    if args.sentences is not None and not args.corpus:
+        raise ConfigError("--sentences N reads the first N sentences of --corpus; give --corpus")
+    if args.seed is not None and not args.train:
+        raise ConfigError("--seed draws --train's PCA and batch order; distillation alone draws nothing")
+    if args.corpus and not Path(args.corpus).is_file():
+        raise ConfigError(f"{args.corpus}: file not found")
     output = Path(args.output)
+    if output.exists() and not output.is_dir():
+        raise ConfigError(f"{output}: exists and is not a folder; give a folder for the student")
+    seed = 42 if args.seed is None else args.seed
+    started = time.perf_counter()
+    teacher = load_encoder(args.model, device=args.device, trust_remote_code=args.trust_remote_code).eval()
+    width = teacher.get_embedding_dimension()
+    if args.pca_dims > width:
+        raise ConfigError(
+            f"--pca-dims {args.pca_dims}: the teacher's embeddings have {width} dimensions; give {width} or fewer"
+        )
     asked = {
         "teacher": args.model,
+        "teacher_fingerprint": encoder_fingerprint(teacher),  # its weights: a retrained folder is another teacher
         "corpus": str(args.corpus) if args.corpus else None,
         "corpus_sha256": file_sha256(Path(args.corpus)) if args.corpus else None,
         "sentences": args.sentences,
         "vocabulary_size": args.vocabulary_size,
         "pca_dims": args.pca_dims,
         "train": args.train,
-        "seed": args.seed,
+        "seed": seed if args.train else None,
         "trust_remote_code": args.trust_remote_code,
     }
     record_path = output / RECORD
@@ -54,8 +83,6 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
         raise ConfigError(f"{output}: exists and holds no finished student; give an empty or new --output")
     texts = read_sentences(args.corpus, limit=args.sentences) if args.corpus else []
     timings: dict[str, float] = {}
-    started = time.perf_counter()
-    teacher = load_encoder(args.model, device=args.device, trust_remote_code=args.trust_remote_code).eval()
     vocabulary = corpus_vocabulary(texts, args.vocabulary_size) if args.vocabulary_size else []
     say(f"distilling {args.model} with model2vec {model2vec.__version__} ({len(vocabulary):,} corpus words offered)")
     student = distill(teacher, vocabulary, args.pca_dims)
@@ -67,9 +94,9 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
         timings["teacher_seconds"] = round(time.perf_counter() - started, 1)
         started = time.perf_counter()
         say(f"training the student toward them with tokenlearn {tokenlearn.version.__version__}")
-        student = train_on_corpus(student, texts, targets, args.pca_dims, str(teacher.device), args.seed)
+        student = train_on_corpus(student, texts, targets, args.pca_dims, str(teacher.device), seed)
         timings["train_seconds"] = round(time.perf_counter() - started, 1)
-    normalize = any(type(module).__name__ == "Normalize" for module in teacher)
+    normalize = any(isinstance(module, Normalize) for module in teacher)
     partial = output.with_name(output.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)  # a half-written student of a killed run is rebuilt
     save_student(student, partial, normalize)
@@ -109,7 +136,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--corpus", help="your text, one sentence a line: its words join the vocabulary, --train reads it")
     p.add_argument(
         "--vocabulary-size",
-        type=int,
+        type=non_negative_int,
         default=0,
         help="offer the N most frequent words of --corpus to the vocabulary (those the tokenizer lacks are "
         "added whole; default 0: the tokenizer's own)",
@@ -121,7 +148,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--sentences", type=positive_int, help="read the first N sentences of --corpus (default: all)")
     p.add_argument("--pca-dims", type=positive_int, default=256, help="the student's width (default 256)")
-    p.add_argument("--seed", type=int, default=42, help="seed of the training's PCA and batch order (default 42)")
+    p.add_argument("--seed", type=int, default=None, help="--train: the seed of its PCA and batch order (default 42)")
     p.add_argument("--batch-size", type=positive_int, default=128, help="the teacher's encode batch (default 128)")
     p.add_argument("--device", type=device, default=None, help="cpu, cuda, cuda:1, mps (default: best available)")
     trust_remote_code_arg(p)

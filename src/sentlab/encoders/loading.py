@@ -97,8 +97,21 @@ def _module_types(path: str) -> list[str]:
 def is_static_model(name: str | Path) -> bool:
     """Whether ``name`` is a static embedding model saved by sentence-transformers (its first module a
     ``StaticEmbedding``: whole texts, no length, no transformer)."""
-    path = resolve_model_path(name)
-    return _is_sentence_transformer(path) and any(t.endswith(".StaticEmbedding") for t in _module_types(path)[:1])
+    modules = _model_file(name, "modules.json")  # a folder's, or a hub model's in the local cache
+    if modules is None:
+        return False
+    types = [entry.get("type", "") for entry in json.loads(modules.read_text("utf-8"))]
+    return bool(types) and types[0].endswith(".StaticEmbedding")
+
+
+def refuse_static_settings(name: str | Path, **settings: object) -> None:
+    """A one-line error for a setting that means nothing for a static model (a length, a pooler, layers,
+    an adapter: it has no transformer and reads whole texts); None or False settings are unset."""
+    given = [key for key, value in settings.items() if value not in (None, False)]
+    if given and is_static_model(name):
+        raise ModelLoadError(
+            f"{name}: a static model (a vector a token, averaged over whole texts) has no {given[0]}; unset it"
+        )
 
 
 def normalizes(name: str | Path) -> bool:
@@ -389,6 +402,7 @@ def load_encoder(
     if local and not _is_sentence_transformer(path) and not Path(path, "config.json").is_file():
         raise ModelLoadError(f"{path}: not a model folder (no modules.json or config.json)")
     check_weight_files(path)
+    refuse_static_settings(name, pooler=pooler, max_seq_length=max_seq_length)
     if is_cross_encoder(path):
         raise ModelLoadError(
             f"{name}: a cross-encoder, which scores a pair of texts together and gives no embedding; it is a "

@@ -75,8 +75,9 @@ def parallel_tokenizer() -> Iterator[None]:
 def encode_static(
     model: SentenceTransformer, texts: Sequence[str], batch_size: int, normalize_embeddings: bool = False
 ) -> np.ndarray:
-    """A static model's embeddings of ``texts`` as float32 numpy: in the given order (sorting by length
-    buys nothing for a lookup and a sum, and would tokenise twice), the tokenizer's threads on."""
+    """A static model's embeddings of ``texts`` as float32 numpy through sentence-transformers' ``encode``
+    in one call (not in sentlab's batches by token length, which would tokenise every text twice), the
+    tokenizer's threads on."""
     with parallel_tokenizer():
         out = model.encode(
             list(texts),
@@ -159,7 +160,24 @@ def train_on_corpus(student, texts: Sequence[str], targets: np.ndarray, pca_dims
     np.random.seed(seed)
     torch.manual_seed(seed)
     width = min(pca_dims, student.embedding.shape[1], targets.shape[1])
-    return train_model(student, list(texts), np.asarray(targets, dtype=np.float32), device=device, pca_dims=width)
+    return train_model(
+        with_weights_folded(student), list(texts), np.asarray(targets, dtype=np.float32), device=device, pca_dims=width
+    )
+
+
+def with_weights_folded(student):
+    """``student`` with its per-token weights (model2vec's Zipf / SIF weighting, kept apart from the
+    vectors) and its token mapping folded into one vector a token: tokenlearn trains ``embedding``
+    alone, and would drop them."""
+    from model2vec import StaticModel
+
+    weights, mapping = getattr(student, "weights", None), getattr(student, "token_mapping", None)
+    if weights is None and mapping is None:
+        return student
+    vectors = student.embedding if mapping is None else student.embedding[mapping]
+    if weights is not None:
+        vectors = vectors * np.asarray(weights, dtype=vectors.dtype)[:, None]
+    return StaticModel(vectors=vectors.astype(np.float32), tokenizer=student.tokenizer, config=student.config)
 
 
 def save_student(student, output: Path, normalize: bool) -> SentenceTransformer:
@@ -173,6 +191,8 @@ def save_student(student, output: Path, normalize: bool) -> SentenceTransformer:
     # would average in as tokens; a static model reads whole texts, neither padded nor cut
     student.tokenizer.no_padding()
     student.tokenizer.no_truncation()
+    student.normalize = normalize  # model2vec normalises by default; its copy encodes as the saved model does
+    student.config["normalize"] = normalize
     student.save_pretrained(str(output / MODEL2VEC_FOLDER))
     embedding = StaticEmbedding.from_model2vec(str(output / MODEL2VEC_FOLDER))
     model = SentenceTransformer(modules=[embedding, *([Normalize()] if normalize else [])], device="cpu")

@@ -369,12 +369,15 @@ def _id_texts(card: TaskCard, name: str, with_title: bool) -> dict[str, str]:
     put before the text."""
     table = card.dataset(name)
     if table is not None:
-        texts = dict(_rows(card, name, ["_id", "text"]))
-        if with_title and "title" in table.column_names:  # an empty title is allowed, as in the JSONL files
-            titles = table.select_columns(["_id", "title"])
-            for key, title in zip(titles["_id"], titles["title"]):
-                if title:
-                    texts[str(key)] = f"{title} {texts[str(key)]}".strip()
+        where = card.where(name)
+        title = with_title and "title" in table.column_names
+        table = source_columns(table, ["_id", "text", *(["title"] if title else [])], None, None, where)
+        texts = {}  # as the JSONL files are read: an empty text or title is kept, the title before the text
+        for row in table:
+            text = str(row["text"] or "")
+            texts[str(row["_id"])] = f"{row['title']} {text}".strip() if title and row["title"] else text
+        if not texts:
+            raise DataError(f"{where}: no rows")
         return texts
     path = card.path(name)
     texts = {}

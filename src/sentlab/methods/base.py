@@ -49,8 +49,10 @@ from sentlab.encoders.loading import (
     build_encoder,
     dropout_config_kwargs,
     inference_max_seq_length,
+    is_static_model,
     keep_first_layers,
     load_encoder,
+    refuse_static_settings,
 )
 from sentlab.errors import ConfigError
 from sentlab.evaluation.results import EvalReport
@@ -147,6 +149,18 @@ class Method:
         training head: what training starts from, and what the run's results are compared with."""
         m = self.cfg.model
         start = str(self.random_init_folder()) if m.random_init is not None else m.name
+        if m.random_init is None and is_static_model(start):
+            if self.name != "supervised":  # dropout, masking, a decoder: a lookup and a mean has none of them
+                raise ConfigError(f"{start}: a static model trains with the supervised method only, not {self.name}")
+            refuse_static_settings(
+                start,
+                **{
+                    "model.pooler": m.pooler,
+                    "model.num_layers": m.num_layers,
+                    "model.adapter": m.adapter,
+                    "model.dropout": m.dropout,
+                },
+            )
         trust = m.trust_remote_code
         config_kwargs = None if m.dropout is None else dropout_config_kwargs(start, m.dropout, trust)
         kwargs = {"config_kwargs": config_kwargs, "model_kwargs": m.model_kwargs, "trust_remote_code": trust}

@@ -191,7 +191,11 @@ class SupervisedConfig(TrainConfig):
         name = model.get("name") if model is not None else None
         from sentlab.encoders.loading import is_static_model
 
-        if name and is_static_model(name):  # a static model reads whole texts: it has no length
+        try:
+            static = bool(name) and not model.get("random_init") and is_static_model(name)
+        except SentlabError:  # a start that does not load: said where it is loaded, in one line
+            static = False
+        if static:  # a static model reads whole texts: it has no length
             for key in ("max_seq_length", "inference_max_seq_length"):
                 if key in model:
                     raise ValueError(f"model.{key}: {name} is a static model, which reads whole texts; unset it")

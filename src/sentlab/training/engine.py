@@ -583,7 +583,9 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
     if trainer.is_world_process_zero():
         method: Method = trainer.sentlab_method
         normalize_like = cfg.model.name if method.keeps_start_normalize else None  # None: no Normalize appended
-        if is_static(trainer.model):  # whole texts, in training as after it: no length to keep
+        static = is_static(trainer.model)
+        if static:  # whole texts, in training as after it: no length to keep
+            length = None
             final = keep_start_settings(method.final_model(trainer.model), normalize_like, None)
             say("saved model: static, it reads whole texts (no max_seq_length)")
         else:
@@ -617,10 +619,11 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
                 report.settings["training_precision"] = training_precision
                 report.settings["training_runtime"] = training_runtime
                 report.settings["evaluation_precision"] = "fp32"
-                report.settings["max_seq_length"] = {
-                    "training": cfg.model.max_seq_length,
-                    "saved_and_evaluated": final.max_seq_length,
-                }
+                report.settings["max_seq_length"] = (
+                    None  # a static model reads whole texts
+                    if static
+                    else {"training": cfg.model.max_seq_length, "saved_and_evaluated": final.max_seq_length}
+                )
                 report.write(results_path)
                 say(f"results written to {results_path}")
             if cfg.eval.compare_start:
@@ -639,7 +642,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
     return paths
 
 
-def evaluate_start_model(cfg: TrainConfig, paths: RunPaths, method: Method, device, length: int) -> None:
+def evaluate_start_model(cfg: TrainConfig, paths: RunPaths, method: Method, device, length: int | None) -> None:
     """The start model's STS results (cosine), so the run says whether training helped
     (``RUN/start_results.json``): the method's :meth:`~Method.start_encoder` (its pooler and layers)
     at the length the trained model is evaluated at. Its embeddings go through the on-disk cache, so a second run from
@@ -650,7 +653,8 @@ def evaluate_start_model(cfg: TrainConfig, paths: RunPaths, method: Method, devi
 
     say(f"final evaluation of the start model {cfg.model.label} (STS), for comparison")
     start = method.start_encoder().to(device).eval()
-    start.max_seq_length = length
+    if length is not None:  # None: a static model, which reads whole texts
+        start.max_seq_length = length
     cache = EmbeddingCache(start, store=EmbeddingStore.default())
     report = evaluate_sts(CosineScorer(cache, name=f"start model ({cfg.model.label})"), cfg.data.data_dir)
     report.settings["evaluation_precision"] = "fp32"

@@ -159,7 +159,8 @@ def train_on_corpus(student, texts: Sequence[str], targets: np.ndarray, pca_dims
         raise ConfigError("tokenlearn's training pads with [PAD], which this tokenizer has not")
     np.random.seed(seed)
     torch.manual_seed(seed)
-    width = min(pca_dims, student.embedding.shape[1], targets.shape[1])
+    # the targets' PCA (tokenlearn's) keeps at most one component a sentence; the student keeps its width
+    width = min(pca_dims, student.embedding.shape[1], targets.shape[1], len(texts))
     return train_model(
         with_weights_folded(student), list(texts), np.asarray(targets, dtype=np.float32), device=device, pca_dims=width
     )

@@ -1,7 +1,9 @@
-"""Static students of two teachers, as the page "A model a hundred times faster for CPU serving" builds
+"""Static students of two teachers, as the page "A static model about a hundred times faster for CPU serving" builds
 them: how much of its teacher each student keeps, and how much faster it encodes, in one run. The
 teachers: all-MiniLM-L6-v2, and all-MiniLM-L6-v2 trained by sentlab on the pairs below (MNRL, batch 32,
 one epoch; a user's adapted model).
+
+Feeds: records static-student-minilm; pages docs/guides/static.md.
 
 Students of each (``sentlab distill-static``; the trained ones over three seeds):
 
@@ -17,8 +19,6 @@ student-minus-teacher difference over seeds and items (sentlab's multi-bootstrap
 teacher's score. Speed: sentences a second of the teacher (torch fp32, batch 128) and of each student
 (batch 4096, its tokenizer threaded), each the best of three rounds, through sentlab's encode path on the
 same Wikipedia sentences in this process; the size of each on disk.
-
-Feeds: records static-student-minilm; pages docs/guides/static.md.
 
     python -m benchmarks.studies.static_student --output runs/static-student
 """

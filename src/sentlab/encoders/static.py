@@ -51,7 +51,11 @@ def is_static(model: SentenceTransformer) -> bool:
     """Whether ``model`` is a static embedding model (its first module a ``StaticEmbedding``)."""
     from sentence_transformers.sentence_transformer.modules import StaticEmbedding
 
-    return len(model) > 0 and isinstance(model[0], StaticEmbedding)
+    try:
+        first = model[0]
+    except (TypeError, IndexError, KeyError):  # not a module pipeline (a stand-in, an exported model)
+        return False
+    return isinstance(first, StaticEmbedding)
 
 
 STATIC_BATCH_SIZE = 4096  # sentlab encode's batch for a static model (docs/guides/static.md measures it)

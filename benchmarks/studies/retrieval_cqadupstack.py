@@ -40,6 +40,20 @@ def jsonl(path: Path, rows) -> None:
     path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
 
 
+def link_pairs(forums, names, count: int, path: Path) -> list[tuple[str, str]]:
+    """``count`` of the duplicate links of the forums ``names`` (query title, its duplicate's title), drawn
+    with seed 0, written to ``path`` as {query, passage} rows."""
+    links = [
+        (forums[f].queries[q], forums[f].corpus[d])
+        for f in names
+        for q, ds in sorted(forums[f].relevant.items())
+        for d in sorted(ds)
+    ]
+    pairs = random.Random(0).sample(links, min(count, len(links)))
+    jsonl(path, ({"query": q, "passage": p} for q, p in pairs))
+    return pairs
+
+
 def forum_card(forum, name: str, folder: Path, other_docs: int | None, seed: int) -> Path:
     """A forum's retrieval card (BEIR layout, headline nDCG@10); ``other_docs``: the corpus cut to the
     judged documents and that many others drawn with ``seed`` (a dev card quick to score often)."""
@@ -201,14 +215,7 @@ def main() -> None:
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
     forums = load_cqadupstack(task_folder("CQADupStack", args.data_dir))
-    links = [
-        (forums[f].queries[q], forums[f].corpus[d])
-        for f in TRAIN_FORUMS
-        for q, ds in sorted(forums[f].relevant.items())
-        for d in sorted(ds)
-    ]
-    pairs = random.Random(0).sample(links, min(args.pairs, len(links)))
-    jsonl(data / "pairs.jsonl", ({"query": q, "passage": p} for q, p in pairs))
+    pairs = link_pairs(forums, TRAIN_FORUMS, args.pairs, data / "pairs.jsonl")
     titles = sorted({forums[f].corpus[d] for f in TRAIN_FORUMS for d in forums[f].corpus})
     mined_from = sorted(
         set(random.Random(0).sample(titles, min(args.mine_titles, len(titles)))) | {p for _, p in pairs}

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import time
 from pathlib import Path
@@ -98,7 +97,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args()
 
-    from benchmarks.studies.retrieval_cqadupstack import forum_card, jsonl
+    from benchmarks.studies.retrieval_cqadupstack import forum_card, link_pairs
     from sentlab.data.useb import load_cqadupstack, task_folder
     from sentlab.encoders.backends import pin_float32_math
     from sentlab.encoders.loading import load_encoder, resolve_model_path
@@ -118,14 +117,7 @@ def main() -> None:
     wiki = data_dir(args.data_dir) / "wikipedia" / "wiki_sentences.txt"
     forums = load_cqadupstack(task_folder("CQADupStack", args.data_dir))
     card = forum_card(forums[TEST_FORUM], f"{TEST_FORUM}-test", data / "test", None, 0)
-    links = [
-        (forums[f].queries[q], forums[f].corpus[d])
-        for f in TRAIN_FORUMS
-        for q, ds in sorted(forums[f].relevant.items())
-        for d in sorted(ds)
-    ]
-    pairs = random.Random(0).sample(links, min(args.pairs, len(links)))
-    jsonl(data / "pairs.jsonl", ({"query": q, "passage": p} for q, p in pairs))
+    pairs = link_pairs(forums, TRAIN_FORUMS, args.pairs, data / "pairs.jsonl")
     seeds = [int(s) for s in args.seeds.split(",")]
     # the second teacher: all-MiniLM-L6-v2 trained by sentlab on the pairs (MNRL, one epoch), as a user's
     # adapted model is; its students learn the same pairs after it

@@ -98,37 +98,3 @@ def test_each_sets_data_is_in_the_fingerprint_and_bad_sets_are_one_line(two_sets
             section={"supervised": {"loss": "mnrl"}},
             data={"columns": ["q", "p"], "sampler": "round_robin"},
         )
-
-
-def test_a_set_can_have_its_own_loss_and_each_batch_is_scored_by_its_sets(two_sets, tmp_path, monkeypatch):
-    """A set's own loss (here CoSENT on scored pairs beside MNRL on question-answer pairs): round robin
-    takes a batch of each in turn, and each batch is scored by its set's loss, on its set's columns."""
-    from sentence_transformers.sentence_transformer.losses import CoSENTLoss, MultipleNegativesRankingLoss
-
-    scored = tmp_path / "s.jsonl"
-    scored.write_text(
-        "".join(json.dumps({"a": f"cat {i} sits", "b": f"cat {i} sat", "s": i % 5}) + "\n" for i in range(8))
-    )
-    sets = {
-        "red": two_sets["red"],
-        "blue": {"train": str(scored), "columns": {"text1": "a", "text2": "b", "score": "s"}, "loss": "CoSENTLoss"},
-    }
-    calls = []
-    for cls in (CoSENTLoss, MultipleNegativesRankingLoss):
-        real = cls.forward
-
-        def spy(self, features, labels, _real=real, _name=cls.__name__):
-            calls.append((_name, sorted(features[0]) == sorted(features[1]), labels is not None and labels.dtype))
-            return _real(self, features, labels)
-
-        monkeypatch.setattr(cls, "forward", spy)
-    paths = engine.train(config(tmp_path, sets, sampler="round_robin"), evaluate=False)
-    assert (paths.model / "modules.json").is_file()
-    names = [name for name, *_ in calls]
-    assert set(names) == {"CoSENTLoss", "MultipleNegativesRankingLoss"} and len(names) == 4
-    assert all(a != b for a, b in zip(names, names[1:]))  # round robin: a batch of each set in turn
-    assert all(labels is not None for name, _, labels in calls if name == "CoSENTLoss")  # its scores reach it
-    with pytest.raises(ValueError, match="data.sets.blue: supervised.loss cosnt: not a sentence-transformers loss"):
-        config(tmp_path, {**sets, "blue": {**sets["blue"], "loss": "cosnt"}})
-    with pytest.raises(ValueError, match="data.sets.red.loss_args: give the set's loss too"):
-        config(tmp_path, {**sets, "red": {**sets["red"], "loss_args": {"scale": 10}}})

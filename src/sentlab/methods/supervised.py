@@ -69,7 +69,6 @@ from sentlab.losses.catalog import (
     check_arguments,
     loss_class,
 )
-from sentlab.losses.gradcache import innermost
 from sentlab.methods.base import Method, column_roles, data_columns, register
 from sentlab.progress import say
 from sentlab.training.config import DEFAULT_TEMPERATURE, TrainConfig, _Section, deprecation_notice, scale_as_temperature
@@ -238,27 +237,6 @@ class SupervisedConfig(TrainConfig):
         return tree
 
     @model_validator(mode="after")
-    def _losses_of_the_sets(self) -> SupervisedConfig:
-        """A training set's own loss (``data.sets.NAME.loss``) and its arguments, checked as
-        ``supervised.loss`` is."""
-        for name, part in self.data.sets.items():
-            if part.loss is None:
-                continue
-            try:
-                cls = loss_class(part.loss)
-                check_arguments(cls, part.loss_args or {})
-            except ConfigError as error:
-                raise ValueError(f"data.sets.{name}: {error}") from None
-            can = capabilities(cls, part.loss_args or {}, part.loss)
-            for key, refusal in (
-                ("train.matryoshka_dims", can.no_matryoshka),
-                ("train.mini_batch_size", can.no_gradient_cache),
-            ):
-                if refusal and getattr(self.train, key.split(".")[1]) is not None:
-                    raise ValueError(f"{key}: data.sets.{name}'s loss: {refusal}")
-        return self
-
-    @model_validator(mode="after")
     def _known_loss(self) -> SupervisedConfig:
         """The loss's class, its arguments against its signature, and what it needs beside them."""
         s = self.supervised
@@ -367,8 +345,8 @@ class Supervised(Method):
 
         given, kind = self.cfg.data.prompts, self.spec.kind
         names = dataset.column_names
-        if isinstance(names, dict):  # data.sets: the columns of every set (one loss: the same in each)
-            names = list(dict.fromkeys(c for part in names.values() for c in part))
+        if isinstance(names, dict):  # data.sets: every set has the same columns (train_dataset)
+            names = next(iter(names.values()))
         texts = [c for c in names if c not in ("label", "score")]
         if given is None:
             if kind not in ("texts", "distill"):
@@ -411,33 +389,8 @@ class Supervised(Method):
         """This method on the training set ``name`` of ``data.sets`` alone (its ``data`` keys in place
         of ``data.sets``), so a set is read, checked and labelled as ``data.train`` would be."""
         part = self.cfg.data.sets[name].model_dump(exclude_unset=True)
-        loss, loss_args = part.pop("loss", None), part.pop("loss_args", None)
         data = self.cfg.data.model_copy(update={"sets": {}, **part})
-        update = {"data": data}
-        if loss is not None:  # the set's own loss (checked with the config: SupervisedConfig._losses_of_the_sets)
-            update["supervised"] = self.cfg.supervised.model_copy(update={"loss": loss, "loss_args": loss_args or {}})
-        return type(self)(self.cfg.model_copy(update=update), self.paths)
-
-    @property
-    def losses_per_set(self) -> bool:
-        """Whether a training set of ``data.sets`` names its own loss."""
-        return any(part.loss is not None for part in self.cfg.data.sets.values())
-
-    def training_loss(self, model: SentenceTransformer) -> nn.Module:
-        """:meth:`Method.training_loss`; with a set's own loss, every set's (each wrapped as its method
-        wraps it) in a :class:`~sentlab.losses.per_set.LossPerSet`, which the trainer feeds a set's batches."""
-        if not self.losses_per_set:
-            return super().training_loss(model)
-        from sentlab.losses.per_set import LossPerSet
-
-        losses = {name: self.set_method(name).training_loss(model) for name in self.cfg.data.sets}
-        for name, loss in losses.items():
-            say(f"data.sets.{name}: {type(innermost(loss)).__name__}")
-        per_set = LossPerSet(losses)
-        chunking = getattr(next(iter(losses.values())), "chunking", None)
-        if chunking is not None:
-            per_set.chunking = chunking
-        return per_set
+        return type(self)(self.cfg.model_copy(update={"data": data}), self.paths)
 
     def train_dataset(self) -> Dataset | DatasetDict:
         """The rows of ``data.train``, or a ``DatasetDict`` of ``data.sets`` by name (each read as
@@ -445,7 +398,7 @@ class Supervised(Method):
         if self.cfg.data.sets:
             sets = DatasetDict({name: self.set_method(name).one_dataset() for name in self.cfg.data.sets})
             shapes = {tuple(part.column_names) for part in sets.values()}
-            if len(shapes) > 1 and not self.losses_per_set:
+            if len(shapes) > 1:
                 columns = "; ".join(f"{name}: {', '.join(part.column_names)}" for name, part in sets.items())
                 raise ConfigError(
                     f"data.sets: supervised.loss {self.cfg.supervised.loss} is one loss for every set, so every set "

@@ -179,12 +179,6 @@ class TrainingSet(_Section):
     limit: int | None = Field(None, gt=0, description="as data.limit")
     split: str | None = Field(None, description="as data.split")
     subset: str | None = Field(None, description="as data.subset")
-    loss: str | None = Field(
-        None, description="supervised: this set's own loss, by name as supervised.loss (unset: supervised.loss)"
-    )
-    loss_args: dict[str, Any] | None = Field(
-        None, description="supervised: the arguments of this set's loss (unset: none), as supervised.loss_args"
-    )
 
 
 class DataSection(_Section):
@@ -243,10 +237,6 @@ class DataSection(_Section):
                     raise ValueError(f"data.sets: {name!r} is not a name of letters, digits, - and _")
                 if name in COLUMN_NAMES or name.startswith("negative"):  # sentence-transformers would read
                     raise ValueError(f"data.sets: {name!r} is a column's name; call the set otherwise")  # it as one
-                if name == "model":  # a loss's own attribute: the trainer puts its model there
-                    raise ValueError("data.sets: 'model' names a loss's model; call the set otherwise")
-                if part.loss_args is not None and part.loss is None:
-                    raise ValueError(f"data.sets.{name}.loss_args: give the set's loss too (data.sets.{name}.loss)")
                 try:  # its own split / subset check
                     DataSection(train=part.train, split=part.split, subset=part.subset)
                 except ValidationError as err:

@@ -63,7 +63,6 @@ from sentlab.encoders.prompts import keep_training_prompts
 from sentlab.encoders.static import is_static
 from sentlab.errors import ConfigError, DataError, TrainingDivergedError, extra_hint
 from sentlab.losses.gradcache import innermost
-from sentlab.losses.per_set import LossPerSet
 from sentlab.methods import Method, get_method, validate_config
 from sentlab.paths import write_text_atomic
 from sentlab.precision import (
@@ -294,15 +293,7 @@ class SentlabTrainer(SentenceTransformerTrainer):
     compiled: list[str] | tuple[()] = ()  # the networks train.compile compiled
     graphs_before: int = 0  # torch.compile's graph count in this process when training began
 
-    def should_dataset_name_column_be_added(self, dataset, args, loss) -> bool:
-        """sentence-transformers' rule, and a :class:`LossPerSet` (a loss a set, as one module) too."""
-        return super().should_dataset_name_column_be_added(dataset, args, loss) or (
-            isinstance(dataset, DatasetDict) and isinstance(loss, LossPerSet)
-        )
-
     def compute_loss(self, model, inputs, return_outputs: bool = False, num_items_in_batch=None):
-        if isinstance(self.loss, LossPerSet):  # the batch's set, before sentence-transformers drops its name
-            self.loss.select(inputs.get("dataset_name"))
         if not model.training or self.sentlab_precision is None:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
         if self.precision_record is None:  # the first step: its precision read back by forward hooks
@@ -435,7 +426,7 @@ def build_trainer(
     prompts = method.training_prompts(train_dataset, model)
     for part in parts.values():
         report_truncation(model, part, cfg.model.max_seq_length, prompts)
-    columns = list(dict.fromkeys(c for part in parts.values() for c in part.column_names))  # data.sets: every set's
+    columns = next(iter(parts.values())).column_names  # data.sets: every set has the same (train_dataset)
     keep_training_prompts(model, prompts, columns)  # the dev card encodes queries and documents as training does
     args.prompts = prompts or None  # the trainer's own setting: its model card and multi-dataset batches read it
     if collator is None:
@@ -610,8 +601,6 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
         describe_kept(final, kept, trainer.state.log_history)  # the card describes the weights saved
         method.save(final)
         trained = trainer.loss  # what ran, read back: MatryoshkaLoss holds its dimensions and weights
-        if isinstance(trained, LossPerSet):  # train.matryoshka_dims is every set's
-            trained = next(iter(trained.values()))
         if hasattr(trained, "matryoshka_dims") and kept != 0:  # kept 0: the start model, never trained so
             save_dims(paths.model, list(trained.matryoshka_dims), list(trained.matryoshka_weights))
         fingerprint = run_fingerprint(cfg)

@@ -30,7 +30,9 @@ def quiet_libraries() -> None:
     transformers.utils.logging.disable_progress_bar()
 
 
-def model_args(parser: argparse.ArgumentParser) -> None:
+def model_args(parser: argparse.ArgumentParser, batch_size_help: str | None = None) -> None:
+    """--model and what loads it; ``batch_size_help``: a command whose --batch-size default follows the model
+    (None until the command resolves it) says so here."""
     parser.add_argument("--model", required=True, help="alias (minilm), local folder, or hub name")
     parser.add_argument(
         "--pooler",
@@ -45,7 +47,10 @@ def model_args(parser: argparse.ArgumentParser) -> None:
         help="truncate inputs to N tokens (default: the model's own)",
     )
     parser.add_argument(
-        "--batch-size", type=positive_int, default=128, help="sentences encoded at a time (default: 128)"
+        "--batch-size",
+        type=positive_int,
+        default=None if batch_size_help else 128,
+        help=batch_size_help or "sentences encoded at a time (default: 128)",
     )
     parser.add_argument("--device", type=device, default=None, help="cpu, cuda, cuda:1, mps (default: best available)")
     trust_remote_code_arg(parser)
@@ -209,6 +214,16 @@ def data_dir_arg(parser: argparse.ArgumentParser) -> None:
 
 def figures_output_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", required=True, help="folder for the JSON and PNG files")
+
+
+def non_negative_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 0 or a positive integer, got {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value}: give 0 or more")
+    return number
 
 
 def positive_int(value: str) -> int:

@@ -9,15 +9,7 @@ import shutil
 import time
 from pathlib import Path
 
-from sentlab.cli.common import device, positive_int, quiet_arg, trust_remote_code_arg
-
-
-def non_negative_int(value: str) -> int:
-    number = int(value)
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"{value}: give 0 or more")
-    return number
-
+from sentlab.cli.common import device, non_negative_int, positive_int, quiet_arg, trust_remote_code_arg
 
 RECORD = "distill.json"
 

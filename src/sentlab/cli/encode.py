@@ -85,11 +85,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="embed a text file (one sentence a line) into a .npy matrix, in resumable chunks, on one or several "
         "processes",
     )
-    model_args(p)
-    for action in p._actions:  # encode's default follows the model (cmd_encode)
-        if action.dest == "batch_size":
-            action.default = None
-            action.help = f"sentences encoded at a time (default: {DEFAULT_BATCH_SIZE}; a static model: 4096)"
+    model_args(p, f"sentences encoded at a time (default: {DEFAULT_BATCH_SIZE}; a static model: 4096)")
     backend_args(p, cache=False)  # no embedding cache: the output resumes itself
     deprecated_flag(
         p, "--no-cache", "0.3.0", "encode reads and writes no embedding cache since 0.2.0 (its output resumes itself)"

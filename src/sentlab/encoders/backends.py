@@ -474,6 +474,7 @@ def accelerate(
     if calibration is not None and precision != "int8-static":
         raise ValueError(f"calibration sentences are read by int8-static only, not {backend} {precision}")
     if backend != "torch":
+        _transformer(model)  # a model no backend can export (a static one) is refused whatever is installed
         require_extra(backend)  # one line before anything imports the runtime (int8-static's digest: nncf)
     base = fingerprint or encoder_fingerprint(model)
     if precision == "int8-static" and calibration is None:

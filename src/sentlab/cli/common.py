@@ -313,11 +313,13 @@ def load(args: argparse.Namespace):
         pin_float32_math,
         require_extra,
     )
+    from sentlab.encoders.loading import is_static_model
 
     backend, precision = getattr(args, "backend", "torch"), getattr(args, "precision", "fp32")
     device = args.device or (None if backend == "torch" else "cpu")  # onnx / openvino run on the CPU
     check_backend(backend, precision, device)
-    require_extra(backend)
+    if backend != "torch" and not is_static_model(args.model):  # a missing extra: one line before the load
+        require_extra(backend)  # (a static model is refused for any backend, whatever is installed: accelerate)
     say(f"loading {args.model}")
     model = load_encoder(
         args.model,

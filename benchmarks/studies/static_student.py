@@ -11,14 +11,19 @@ Students of each (``sentlab distill-static``; the trained ones over three seeds)
   Wikipedia sentences;
 - ``+ corpus``: then trained on those sentences against the teacher's embeddings (tokenlearn's recipe);
 - ``+ pairs``: then ``supervised`` MNRL on CQADupStack duplicate-question pairs of two training forums
-  (sentence-transformers' recipe for static models: a large learning rate, batch 256, one epoch).
+  (sentence-transformers' recipe for static models: a large learning rate, batch 256, one epoch);
+- ``+ titles``: as ``+ corpus``, its vocabulary and training text the titles of the retrieval card's own
+  collection (the test forum's corpus, unlabelled: USEB's in-domain training text; no query is in it);
+- ``+ titles + pairs``: ``+ titles``, then the pairs as ``+ pairs``.
 
 Scores: STS-B test, the seven STS tasks' average and a CQADupStack forum's retrieval card (nDCG@10,
 forum held out of the pairs), each as a fraction of the teacher's, with the 95 % interval of the
 student-minus-teacher difference over seeds and items (sentlab's multi-bootstrap) divided by the
-teacher's score. Speed: sentences a second of the teacher (torch fp32, batch 128) and of each student
+teacher's score. Speed: sentences a second of the teacher (batch 128) in torch fp32 and in each int8
+setting sentlab ships for a CPU (onnx int8, openvino int8, openvino int8-static), and of each student
 (batch 4096, its tokenizer threaded), each the best of three rounds, through sentlab's encode path on the
-same Wikipedia sentences in this process; the size of each on disk.
+same Wikipedia sentences in this process; the teacher's fastest setting is also scored on every task, a
+point of the frontier; the size of each on disk.
 
     python -m benchmarks.studies.static_student --output runs/static-student
 """
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import time
 from pathlib import Path
@@ -37,17 +43,18 @@ from benchmarks.common import emit, sentlab
 
 TRAIN_FORUMS = ("gaming", "unix")
 TEST_FORUM = "mathematica"
+FAST_SETTINGS = (("onnx", "int8"), ("openvino", "int8"), ("openvino", "int8-static"))  # sentlab's CPU int8
 
 
 def folder_bytes(folder: Path, skip: str | None = None) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and (skip is None or skip not in p.parts))
 
 
-def scores(model: str | Path, card: Path, output: Path) -> dict:
+def scores(model: str | Path, card: Path, output: Path, setting: list[str] = ()) -> dict:
     if not output.is_file():
         sentlab(
             ["eval", "--model", str(model), "--tasks", "sts", "--task-card", str(card), "--items", "--quiet"]
-            + ["--output", str(output)]
+            + ["--output", str(output), *setting]
         )
     return json.loads(output.read_text("utf-8"))
 
@@ -64,6 +71,39 @@ def rate(model, texts: list[str], batch_size: int, rounds: int) -> float:
         encode_by_length(model, texts, batch_size)
         best = max(best, len(texts) / (time.perf_counter() - started))
     return best
+
+
+def teacher_rates(name: str, texts: list[str], rounds: int) -> dict[str, float]:
+    """The teacher's sentences a second in torch fp32 and in each of :data:`FAST_SETTINGS` (batch 128)."""
+    from sentlab.encoders.backends import accelerate
+    from sentlab.encoders.loading import load_encoder
+
+    found = {}
+    for backend, precision in (("torch", "fp32"), *FAST_SETTINGS):
+        model = load_encoder(name, device="cpu")
+        found[f"{backend} {precision}"] = round(rate(accelerate(model, backend, precision), texts, 128, rounds))
+        del model
+    return found
+
+
+def fraction_cells(runs: list[dict], teacher: dict, names: dict[str, str]) -> dict:
+    """Each task's mean score of ``runs`` (seeds) as a fraction of ``teacher``'s, with the 95 % interval of
+    the difference over seeds and items (sentlab's multi-bootstrap) divided by the teacher's score."""
+    from sentlab.evaluation.uncertainty import headline, seed_item_difference
+    from sentlab.reporting.claims import task_items
+
+    cells = {}
+    for key, task in names.items():
+        items = [task_items(r, task) for r in runs]
+        base = headline(task_items(teacher, task))
+        d = seed_item_difference(items, [task_items(teacher, task)]).to_dict()
+        cells[key] = {
+            "per_seed": [round(headline(r), 2) for r in items],
+            "mean": round(statistics.mean(headline(r) for r in items), 2),
+            "fraction_of_teacher": round(1 + d["difference"] / base, 3),
+            "fraction_ci95": [round(1 + d["low"] / base, 3), round(1 + d["high"] / base, 3)],
+        }
+    return cells
 
 
 def pairs_config(start: str, data: Path, run: Path, batch_size: int, learning_rate: float, seed: int) -> dict:
@@ -90,6 +130,7 @@ def main() -> None:
     parser.add_argument("--output", default="runs/static-student")
     parser.add_argument("--sentences", type=int, default=10000, help="Wikipedia sentences the students train on")
     parser.add_argument("--vocabulary", type=int, default=20000, help="corpus words offered to the vocabulary")
+    parser.add_argument("--titles", type=int, default=None, help="collection titles '+ titles' reads (all)")
     parser.add_argument("--pairs", type=int, default=4000, help="duplicate-question pairs of the training forums")
     parser.add_argument("--rate-sentences", type=int, default=5000, help="sentences the encode rates are timed on")
     parser.add_argument("--seeds", default="1,2,3")
@@ -100,9 +141,9 @@ def main() -> None:
     from benchmarks.studies.retrieval_cqadupstack import forum_card, link_pairs
     from sentlab.data.useb import load_cqadupstack, task_folder
     from sentlab.encoders.backends import pin_float32_math
-    from sentlab.encoders.loading import load_encoder, resolve_model_path
+    from sentlab.encoders.loading import resolve_model_path
     from sentlab.encoders.static import STATIC_BATCH_SIZE
-    from sentlab.evaluation.uncertainty import headline, seed_item_difference
+    from sentlab.evaluation.uncertainty import headline
     from sentlab.paths import data_dir
     from sentlab.reporting.claims import task_items
 
@@ -118,6 +159,14 @@ def main() -> None:
     forums = load_cqadupstack(task_folder("CQADupStack", args.data_dir))
     card = forum_card(forums[TEST_FORUM], f"{TEST_FORUM}-test", data / "test", None, 0)
     pairs = link_pairs(forums, TRAIN_FORUMS, args.pairs, data / "pairs.jsonl")
+    # the retrieval card's own collection, unlabelled, one title a line in a seeded order (tokenlearn holds
+    # out the file's last tenth)
+    collection = [" ".join(t.split()) for t in forums[TEST_FORUM].corpus.values()]
+    collection = sorted({t for t in collection if t})
+    random.Random(0).shuffle(collection)
+    collection = collection[: args.titles]
+    titles = data / "titles.txt"
+    titles.write_text("\n".join(collection) + "\n", encoding="utf-8")
     seeds = [int(s) for s in args.seeds.split(",")]
     # the second teacher: all-MiniLM-L6-v2 trained by sentlab on the pairs (MNRL, one epoch), as a user's
     # adapted model is; its students learn the same pairs after it
@@ -132,54 +181,71 @@ def main() -> None:
     texts = wiki.read_text("utf-8").splitlines()[-args.rate_sentences :]  # sentences no student trained on
     from sentence_transformers import SentenceTransformer
 
+    corpora = {  # a trained row: (its corpus, the sentences of it read, its folder's name)
+        "+ corpus": (wiki, args.sentences, "corpus"),
+        "+ titles": (titles, len(collection), "titles"),
+    }
     results = {}
     for label, teacher_name in teachers.items():
         folder = out / label
-        common = ["--model", teacher_name, "--corpus", str(wiki), "--sentences", str(args.sentences)]
-        common += ["--vocabulary-size", str(args.vocabulary), "--quiet"]
-        students: dict[str, list[Path]] = {"distilled": [folder / "distilled"], "+ corpus": [], "+ pairs": []}
+        vocabulary = ["--vocabulary-size", str(args.vocabulary), "--quiet"]
+        common = ["--model", teacher_name, "--corpus", str(wiki), "--sentences", str(args.sentences), *vocabulary]
+        students: dict[str, list[Path]] = {"distilled": [folder / "distilled"]}
         sentlab(["distill-static", *common, "--output", str(folder / "distilled")])
-        for seed in seeds:
-            trained = folder / f"corpus-seed-{seed}"
-            sentlab(["distill-static", *common, "--train", "--seed", str(seed), "--output", str(trained)])
-            students["+ corpus"].append(trained)
-            run = folder / f"pairs-seed-{seed}"
-            if not (run / "model" / "modules.json").is_file():
-                config = folder / f"pairs-seed-{seed}.yaml"
-                tree = pairs_config(str(trained), data, run, 256, args.learning_rate, seed)
-                config.write_text(yaml.safe_dump(tree), encoding="utf-8")
-                sentlab(["train", str(config), "--quiet"])
-            students["+ pairs"].append(run / "model")
+        for row, (corpus, count, name) in corpora.items():
+            students[row], students[f"{row} + pairs"] = [], []
+            for seed in seeds:
+                trained = folder / f"{name}-seed-{seed}"
+                command = ["--model", teacher_name, "--corpus", str(corpus), "--sentences", str(count), *vocabulary]
+                sentlab(["distill-static", *command, "--train", "--seed", str(seed), "--output", str(trained)])
+                students[row].append(trained)
+                run = folder / ("pairs" if name == "corpus" else f"{name}-pairs") / f"seed-{seed}"
+                if not (run / "model" / "modules.json").is_file():
+                    config = run.parent / f"seed-{seed}.yaml"
+                    config.parent.mkdir(parents=True, exist_ok=True)
+                    tree = pairs_config(str(trained), data, run, 256, args.learning_rate, seed)
+                    config.write_text(yaml.safe_dump(tree), encoding="utf-8")
+                    sentlab(["train", str(config), "--quiet"])
+                students[f"{row} + pairs"].append(run / "model")
+        students["+ pairs"] = students.pop("+ corpus + pairs")
+        order = ["distilled", "+ corpus", "+ pairs", "+ titles", "+ titles + pairs"]
+        students = {row: students[row] for row in order}
         teacher = scores(teacher_name, card, folder / "teacher.json")
         table = {"teacher": {k: round(headline(task_items(teacher, t)), 2) for k, t in names.items()}}
-        for row, folders in students.items():
-            found = [scores(f, card, folder / f"scores-{row.strip('+ ')}-{i}.json") for i, f in enumerate(folders)]
-            cells = {}
-            for key, task in names.items():
-                runs = [task_items(r, task) for r in found]
-                base = headline(task_items(teacher, task))
-                d = seed_item_difference(runs, [task_items(teacher, task)]).to_dict()
-                cells[key] = {
-                    "per_seed": [round(headline(r), 2) for r in runs],
-                    "mean": round(statistics.mean(headline(r) for r in runs), 2),
-                    "fraction_of_teacher": round(1 + d["difference"] / base, 3),
-                    "fraction_ci95": [round(1 + d["low"] / base, 3), round(1 + d["high"] / base, 3)],
-                }
-            table[row] = cells
-        teacher_model = load_encoder(teacher_name, device="cpu").eval()
-        speed = {"teacher": {"sentences_per_second": round(rate(teacher_model, texts, 128, 3)), "batch_size": 128}}
+        # speed first: the teacher's fastest int8 setting is then scored as a point of the frontier
+        rates = teacher_rates(teacher_name, texts, 3)
+        fastest = max((k for k in rates if k != "torch fp32"), key=rates.get)
+        speed = {
+            "teacher": {"sentences_per_second": rates["torch fp32"], "batch_size": 128, "settings": rates},
+            "fastest_teacher": {"setting": fastest, "sentences_per_second": rates[fastest], "batch_size": 128},
+        }
+        speed["fastest_teacher"]["speedup"] = round(rates[fastest] / rates["torch fp32"], 1)
+        backend, precision = fastest.split()
+        fast = scores(
+            teacher_name,
+            card,
+            folder / f"teacher-{backend}-{precision}.json",
+            ["--backend", backend, "--precision", precision],
+        )
+        table["fastest_teacher"] = fraction_cells([fast], teacher, names)
         sizes = {"teacher": folder_bytes(Path(resolve_model_path(teacher_name)))}
         for row, folders in students.items():
+            found = [
+                scores(f, card, folder / f"scores-{row.strip('+ ').replace(' + ', '-')}-{i}.json")
+                for i, f in enumerate(folders)
+            ]
+            table[row] = fraction_cells(found, teacher, names)
             model = SentenceTransformer(str(folders[0]), device="cpu")
             speed[row] = {"sentences_per_second": round(rate(model, texts, STATIC_BATCH_SIZE, 3)), "batch_size": 4096}
-            speed[row]["speedup"] = round(
-                speed[row]["sentences_per_second"] / speed["teacher"]["sentences_per_second"], 1
-            )
+            speed[row]["speedup"] = round(speed[row]["sentences_per_second"] / rates["torch fp32"], 1)
+            speed[row]["speedup_over_fastest"] = round(speed[row]["sentences_per_second"] / rates[fastest], 1)
             sizes[row] = folder_bytes(folders[0], skip="model2vec")
         results[label] = {"scores": table, "speed": speed, "bytes_on_disk": sizes}
     first = out / "all-MiniLM-L6-v2"
     record = json.loads((first / "distilled" / "distill.json").read_text("utf-8"))
     trained = json.loads((first / f"corpus-seed-{seeds[0]}" / "distill.json").read_text("utf-8"))
+    in_domain = json.loads((first / f"titles-seed-{seeds[0]}" / "distill.json").read_text("utf-8"))
+    steps = ("distill_seconds", "teacher_seconds", "train_seconds")
     emit(
         {
             "teacher": "all-MiniLM-L6-v2",
@@ -189,6 +255,8 @@ def main() -> None:
                 "vocabulary_offered": args.vocabulary,
                 "student_tokens": record["tokens"],
                 "student_dims": record["dims"],
+                "titles": len(collection),
+                "titles_student_tokens": in_domain["tokens"],
                 "pairs": len(pairs),
                 "pairs_forums": list(TRAIN_FORUMS),
                 "test_forum": TEST_FORUM,
@@ -196,7 +264,8 @@ def main() -> None:
             },
             "teachers": results,
             **results["all-MiniLM-L6-v2"],  # the page's first table
-            "seconds": {k: trained.get(k) for k in ("distill_seconds", "teacher_seconds", "train_seconds")},
+            "seconds": {k: trained.get(k) for k in steps},
+            "titles_seconds": {k: in_domain.get(k) for k in steps},
             "target": {"speedup": 100, "fraction_of_teacher": 0.95},
             "model2vec": record["model2vec"],
             "tokenlearn": record["tokenlearn"],

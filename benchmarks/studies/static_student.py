@@ -21,8 +21,8 @@ forum held out of the pairs), each as a fraction of the teacher's, with the 95 %
 student-minus-teacher difference over seeds and items (sentlab's multi-bootstrap) divided by the
 teacher's score. Speed: sentences a second of the teacher (batch 128) in torch fp32 and in each int8
 setting sentlab ships for a CPU (onnx int8, openvino int8, openvino int8-static), and of each student
-(batch 4096, its tokenizer threaded), each the best of three rounds, through sentlab's encode path on the
-same Wikipedia sentences in this process; the teacher's fastest setting is also scored on every task, a
+(batch 4096, its tokenizer threaded), each the best of three rounds that take every setting and student
+of a teacher in turn, through sentlab's encode path on the same Wikipedia sentences in this process; the teacher's fastest setting is also scored on every task, a
 point of the frontier; the size of each on disk.
 
     python -m benchmarks.studies.static_student --output runs/static-student
@@ -59,31 +59,33 @@ def scores(model: str | Path, card: Path, output: Path, setting: list[str] = ())
     return json.loads(output.read_text("utf-8"))
 
 
-def rate(model, texts: list[str], batch_size: int, rounds: int) -> float:
-    """Sentences a second through sentlab's encode path (``encode_by_length``: a transformer's batches
-    by token length; a static model's in order, its tokenizer threaded), the best of ``rounds``."""
+def rates(models: dict[str, tuple[object, int]], texts: list[str], rounds: int) -> dict[str, int]:
+    """Sentences a second of each ``name: (model, batch size)`` through sentlab's encode path
+    (``encode_by_length``: a transformer's batches by token length; a static model's in order, its
+    tokenizer threaded): the best of ``rounds`` rounds, each taking every model in turn, so a slow or
+    fast spell of the machine falls on all of them."""
     from sentlab.encoders.batching import encode_by_length
 
-    encode_by_length(model, texts[:batch_size], batch_size)  # warm: the first batch allocates
-    best = 0.0
+    for model, batch_size in models.values():
+        encode_by_length(model, texts[:batch_size], batch_size)  # warm: the first batch allocates
+    best = dict.fromkeys(models, 0.0)
     for _ in range(rounds):
-        started = time.perf_counter()
-        encode_by_length(model, texts, batch_size)
-        best = max(best, len(texts) / (time.perf_counter() - started))
-    return best
+        for name, (model, batch_size) in models.items():
+            started = time.perf_counter()
+            encode_by_length(model, texts, batch_size)
+            best[name] = max(best[name], len(texts) / (time.perf_counter() - started))
+    return {name: round(value) for name, value in best.items()}
 
 
-def teacher_rates(name: str, texts: list[str], rounds: int) -> dict[str, float]:
-    """The teacher's sentences a second in torch fp32 and in each of :data:`FAST_SETTINGS` (batch 128)."""
+def teacher_settings(name: str) -> dict[str, tuple[object, int]]:
+    """The teacher in torch fp32 and in each of :data:`FAST_SETTINGS`, at batch 128, for :func:`rates`."""
     from sentlab.encoders.backends import accelerate
     from sentlab.encoders.loading import load_encoder
 
-    found = {}
-    for backend, precision in (("torch", "fp32"), *FAST_SETTINGS):
-        model = load_encoder(name, device="cpu")
-        found[f"{backend} {precision}"] = round(rate(accelerate(model, backend, precision), texts, 128, rounds))
-        del model
-    return found
+    return {
+        f"{backend} {precision}": (accelerate(load_encoder(name, device="cpu"), backend, precision), 128)
+        for backend, precision in (("torch", "fp32"), *FAST_SETTINGS)
+    }
 
 
 def fraction_cells(runs: list[dict], teacher: dict, names: dict[str, str]) -> dict:
@@ -212,14 +214,19 @@ def main() -> None:
         students = {row: students[row] for row in order}
         teacher = scores(teacher_name, card, folder / "teacher.json")
         table = {"teacher": {k: round(headline(task_items(teacher, t)), 2) for k, t in names.items()}}
-        # speed first: the teacher's fastest int8 setting is then scored as a point of the frontier
-        rates = teacher_rates(teacher_name, texts, 3)
-        fastest = max((k for k in rates if k != "torch fp32"), key=rates.get)
+        # speed first, the teacher's settings and its students timed in the same rounds; the teacher's
+        # fastest int8 setting is then scored as a point of the frontier
+        timed = teacher_settings(teacher_name)
+        timed |= {row: (SentenceTransformer(str(f[0]), device="cpu"), STATIC_BATCH_SIZE) for row, f in students.items()}
+        measured = rates(timed, texts, 3)
+        del timed
+        settings = {k: measured[k] for k in ("torch fp32", *(" ".join(s) for s in FAST_SETTINGS))}
+        fastest = max((k for k in settings if k != "torch fp32"), key=settings.get)
         speed = {
-            "teacher": {"sentences_per_second": rates["torch fp32"], "batch_size": 128, "settings": rates},
-            "fastest_teacher": {"setting": fastest, "sentences_per_second": rates[fastest], "batch_size": 128},
+            "teacher": {"sentences_per_second": settings["torch fp32"], "batch_size": 128, "settings": settings},
+            "fastest_teacher": {"setting": fastest, "sentences_per_second": settings[fastest], "batch_size": 128},
         }
-        speed["fastest_teacher"]["speedup"] = round(rates[fastest] / rates["torch fp32"], 1)
+        speed["fastest_teacher"]["speedup"] = round(settings[fastest] / settings["torch fp32"], 1)
         backend, precision = fastest.split()
         fast = scores(
             teacher_name,
@@ -235,10 +242,9 @@ def main() -> None:
                 for i, f in enumerate(folders)
             ]
             table[row] = fraction_cells(found, teacher, names)
-            model = SentenceTransformer(str(folders[0]), device="cpu")
-            speed[row] = {"sentences_per_second": round(rate(model, texts, STATIC_BATCH_SIZE, 3)), "batch_size": 4096}
-            speed[row]["speedup"] = round(speed[row]["sentences_per_second"] / rates["torch fp32"], 1)
-            speed[row]["speedup_over_fastest"] = round(speed[row]["sentences_per_second"] / rates[fastest], 1)
+            speed[row] = {"sentences_per_second": measured[row], "batch_size": STATIC_BATCH_SIZE}
+            speed[row]["speedup"] = round(measured[row] / settings["torch fp32"], 1)
+            speed[row]["speedup_over_fastest"] = round(measured[row] / settings[fastest], 1)
             sizes[row] = folder_bytes(folders[0], skip="model2vec")
         results[label] = {"scores": table, "speed": speed, "bytes_on_disk": sizes}
     first = out / "all-MiniLM-L6-v2"

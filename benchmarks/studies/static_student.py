@@ -1,9 +1,8 @@
-"""Static students of two teachers, as the page "A static model about a hundred times faster for CPU serving" builds
-them: how much of its teacher each student keeps, and how much faster it encodes, in one run. The
+"""Static students of two teachers, as the page "A static model for CPU serving" builds them: how much of its teacher each student keeps, and how much faster it encodes, in one run. The
 teachers: all-MiniLM-L6-v2, and all-MiniLM-L6-v2 trained by sentlab on the pairs below (MNRL, batch 32,
 one epoch; a user's adapted model).
 
-Feeds: records static-student-minilm; pages docs/guides/static.md.
+Feeds: records static-student-minilm; pages docs/guides/static.md, docs/results.md.
 
 Students of each (``sentlab distill-static``; the trained ones over three seeds):
 
@@ -13,7 +12,8 @@ Students of each (``sentlab distill-static``; the trained ones over three seeds)
 - ``+ pairs``: then ``supervised`` MNRL on CQADupStack duplicate-question pairs of two training forums
   (sentence-transformers' recipe for static models: a large learning rate, batch 256, one epoch);
 - ``+ titles``: as ``+ corpus``, its vocabulary and training text the titles of the retrieval card's own
-  collection (the test forum's corpus, unlabelled: USEB's in-domain training text; no query is in it);
+  collection (the test forum's corpus, unlabelled: USEB's in-domain training text; the queries are not in
+  it, though a document may be worded as a query is);
 - ``+ titles + pairs``: ``+ titles``, then the pairs as ``+ pairs``.
 
 Scores: STS-B test, the seven STS tasks' average and a CQADupStack forum's retrieval card (nDCG@10,

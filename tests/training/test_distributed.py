@@ -3,7 +3,6 @@ gradients, so one step on 2 x 4 sentences equals one step of a single process on
 with its relation vectors, whose gradients the loss averages itself, plain and with Gradient Cache)."""
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,13 +17,6 @@ from tests.conftest import subprocess_env
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def free_port() -> int:
-    """A port no process listens on now: tests running side by side (pytest -n) never share a rendezvous."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def run(nproc, backbone, corpus, out, batch_size, method="simcse-unsup"):
     env = subprocess_env(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
     cmd = [
@@ -32,7 +24,7 @@ def run(nproc, backbone, corpus, out, batch_size, method="simcse-unsup"):
         "-m",
         "torch.distributed.run",
         f"--nproc_per_node={nproc}",
-        f"--master_port={free_port()}",
+        "--standalone",  # a free rendezvous port of its own: tests may run side by side
         str(ROOT / "tests" / "training" / "ddp_worker.py"),
         str(backbone),
         str(corpus),
@@ -122,7 +114,7 @@ def test_two_processes_read_their_own_shards_and_a_crash_of_one_resumes_like_one
     env = subprocess_env(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
 
     def torchrun(out: Path, *extra: str) -> subprocess.CompletedProcess:
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}"]
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
         cmd += [str(ROOT / "tests" / "training" / "shard_worker.py"), str(tiny_backbone), str(corpus), str(out)]
         cmd += ["4", "--max-steps", "6", "--save-steps", "2", *extra]
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
@@ -163,7 +155,7 @@ def test_two_processes_pack_the_text_once_and_both_read_it(corpus_file, tmp_path
     env = subprocess_env(OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="")
     corpus = tmp_path / "train.txt"
     corpus.write_text("\n".join(corpus_file.read_text().splitlines() * 4) + "\n", encoding="utf-8")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}"]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--standalone"]
     cmd += [str(ROOT / "tests" / "training" / "pack_worker.py"), str(corpus), str(tmp_path)]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -89,6 +89,12 @@ class MarkCheckpointComplete(TrainerCallback):
         self.save_total_limit = save_total_limit
 
     def on_save(self, args, state, control, **kwargs):
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            # every process has written its files into the checkpoint (its RNG state, ...) before the
+            # first takes their sizes: a file still being written would be marked at a wrong size
+            dist.barrier()
         if not state.is_world_process_zero:
             return
         checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"

@@ -807,7 +807,7 @@ def static_table(records: Path = RECORDS) -> str:
         f"(unlabelled; its vocabulary offered their {data['vocabulary_offered']:,} most frequent words: "
         f"{data['titles_student_tokens']:,} tokens); '+ pairs' and '+ titles + pairs' are those two, then step 3: "
         f"MNRL on {data['pairs']:,} duplicate-question pairs of {' and '.join(data['pairs_forums'])} (the "
-        "sentlab-trained teacher learnt the same pairs). Rates on {data['rate_sentences']:,} other Wikipedia sentences in one process, each "
+        f"sentlab-trained teacher learnt the same pairs). Rates on {data['rate_sentences']:,} other Wikipedia sentences in one process, each "
         "the best of three rounds that take a teacher's every setting and student in turn: a teacher at batch 128 (all-MiniLM-L6-v2's settings, sentences / s: "
         f"{settings}; the fastest is scored in its own row), a student at batch 4096. MB on disk: the "
         "sentence-transformers model; the model2vec copy beside it in the same folder takes as much again. "
@@ -863,6 +863,7 @@ def static_expect(records: Path = RECORDS) -> str:
         f"{_span(r[3]['speedup'] for r in rows)} times as many sentences a second as its teacher in torch fp32, "
         f"and {_span(r[3]['speedup_over_fastest'] for r in rows)} times as many as the teacher in its fastest "
         f"int8 setting ({' or '.join(fastest)}). The student that keeps the most " + "; the most ".join(best) + ".",
+        "",  # the verdict a paragraph of its own
         (
             f"**Target met:** a static student runs at {goal} on every task here."
             if met
@@ -875,7 +876,7 @@ def static_expect(records: Path = RECORDS) -> str:
 def _span(values) -> str:
     """'LOW to HIGH (median MID)' of the students' speed-ups."""
     values = list(values)
-    return f"{min(values):.0f} to {max(values):.0f} (median {statistics.median(values):.0f})"
+    return f"{min(values):.1f} to {max(values):.1f} (median {statistics.median(values):.1f})"
 
 
 def _static_missed(rows: list, target: dict) -> str:
@@ -884,7 +885,7 @@ def _static_missed(rows: list, target: dict) -> str:
         return f"none reaches {target['speedup']}x (the fastest: {max(r[3]['speedup'] for r in rows):.1f}x)."
     names = {"sts_b": "STS-B", "sts_avg": "the STS average", "retrieval_ndcg_at_10": "retrieval"}
     best = {k: max(r[2][k]["fraction_of_teacher"] for r in fast) for k in names}
-    short = [f"{v:.0%} of {names[k]}" for k, v in best.items() if v < target["fraction_of_teacher"]]
+    short = [f"{v:.1%} of {names[k]}" for k, v in best.items() if v < target["fraction_of_teacher"]]
     if not short:  # each task reached by some student, none reaching every task
         return f"among the students at {target['speedup']}x or more, none keeps it on every task at once."
     return f"the students at {target['speedup']}x or more keep at most " + ", ".join(short) + "."

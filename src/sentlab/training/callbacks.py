@@ -199,13 +199,25 @@ class WallClockBudget(TrainerCallback):
         self.started = time.monotonic()
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.spent_seconds() >= self.budget_seconds:
+        if self._spent_anywhere(args.device):
             control.should_training_stop = True
             control.should_save = True
             control.should_evaluate = args.eval_strategy != "no"
         return control
 
+    def _spent_anywhere(self, device) -> bool:
+        """Whether the budget is spent on any process: all stop, save and evaluate at the same step, as
+        their collectives require (each one's own clock could disagree by a step)."""
+        import torch.distributed as dist
+
+        spent = self.spent_seconds() >= self.budget_seconds
+        if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+            return spent
+        flag = torch.tensor([1.0 if spent else 0.0], device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item())
+
     def on_save(self, args, state, control, **kwargs):
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-        if folder.is_dir():
+        if state.is_world_process_zero and folder.is_dir():  # one writer
             (folder / self.FILE).write_text(json.dumps({"seconds": self.spent_seconds()}) + "\n", encoding="utf-8")

@@ -92,7 +92,7 @@ class MarkCheckpointComplete(TrainerCallback):
         import torch.distributed as dist
 
         if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            # every process has written its files into the checkpoint (its RNG state, ...) before the
+            # every process has written its own files into the checkpoint (its RNG state) before the
             # first takes their sizes: a file still being written would be marked at a wrong size
             dist.barrier()
         if not state.is_world_process_zero:

@@ -293,6 +293,12 @@ class SentlabTrainer(SentenceTransformerTrainer):
     compiled: list[str] | tuple[()] = ()  # the networks train.compile compiled
     graphs_before: int = 0  # torch.compile's graph count in this process when training began
 
+    def _save(self, output_dir: str | None = None, state_dict=None) -> None:
+        # transformers 5 calls ``_save`` on every process and checks ``should_save`` inside its own;
+        # sentence-transformers' override does not, so every process wrote the same model files at once
+        if self.args.should_save:
+            super()._save(output_dir, state_dict)
+
     def compute_loss(self, model, inputs, return_outputs: bool = False, num_items_in_batch=None):
         if not model.training or self.sentlab_precision is None:
             return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)

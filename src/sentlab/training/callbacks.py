@@ -199,23 +199,21 @@ class WallClockBudget(TrainerCallback):
         self.started = time.monotonic()
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self._spent_anywhere(args.device):
+        if self._spent_anywhere(args):
             control.should_training_stop = True
             control.should_save = True
             control.should_evaluate = args.eval_strategy != "no"
         return control
 
-    def _spent_anywhere(self, device) -> bool:
+    def _spent_anywhere(self, args) -> bool:
         """Whether the budget is spent on any process: all stop, save and evaluate at the same step, as
         their collectives require (each one's own clock could disagree by a step)."""
-        import torch.distributed as dist
-
         spent = self.spent_seconds() >= self.budget_seconds
-        if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        if args.world_size <= 1:  # one process: no collective, no device sync a step
             return spent
-        flag = torch.tensor([1.0 if spent else 0.0], device=device)
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        return bool(flag.item())
+        from accelerate.utils import reduce
+
+        return bool(reduce(torch.tensor([float(spent)], device=args.device), reduction="sum").item() > 0)
 
     def on_save(self, args, state, control, **kwargs):
         folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"

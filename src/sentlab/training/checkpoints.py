@@ -89,12 +89,11 @@ class MarkCheckpointComplete(TrainerCallback):
         self.save_total_limit = save_total_limit
 
     def on_save(self, args, state, control, **kwargs):
-        import torch.distributed as dist
+        from accelerate import PartialState
 
-        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            # every process has written its own files into the checkpoint (its RNG state) before the
-            # first takes their sizes: a file still being written would be marked at a wrong size
-            dist.barrier()
+        # every process has written its own files into the checkpoint (its RNG state) before the first
+        # takes their sizes: a file still being written would be marked at a wrong size (one process: no-op)
+        PartialState().wait_for_everyone()
         if not state.is_world_process_zero:
             return
         checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"

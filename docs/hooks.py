@@ -751,6 +751,7 @@ STATIC_TASKS = {
     "sts_avg": "STS avg (7 tasks)",
     "retrieval_ndcg_at_10": "CQADupStack {forum} nDCG@10",
 }
+STATIC_WORDS = {"sts_b": "STS-B", "sts_avg": "the STS average", "retrieval_ndcg_at_10": "retrieval nDCG@10"}
 
 
 def static_table(records: Path = RECORDS) -> str:
@@ -839,15 +840,14 @@ def static_expect(records: Path = RECORDS) -> str:
     result, cpu = found["result"], found["machine"]["cpu"]
     target = result["target"]
     rows = list(_static_rows(result))
-    words = {"sts_b": "STS-B", "sts_avg": "the STS average", "retrieval_ndcg_at_10": "retrieval nDCG@10"}
     best = []
-    for key, word in words.items():
+    for key, word in STATIC_WORDS.items():
         label, row, cells, speed = max(rows, key=lambda r: r[2][key]["fraction_of_teacher"])
         best.append(
             f"of {word}, '{row}' of the {label} teacher: {cells[key]['fraction_of_teacher']:.0%} at "
             f"{speed['speedup']:.1f}x (and {speed['speedup_over_fastest']:.1f}x its fastest int8 setting)"
         )
-    fastest = sorted({found["speed"]["fastest_teacher"]["setting"] for found in result["teachers"].values()})
+    fastest = sorted({t["speed"]["fastest_teacher"]["setting"] for t in result["teachers"].values()})
     met = [
         r
         for r in rows
@@ -883,9 +883,8 @@ def _static_missed(rows: list, target: dict) -> str:
     fast = [r for r in rows if r[3]["speedup"] >= target["speedup"]]
     if not fast:
         return f"none reaches {target['speedup']}x (the fastest: {max(r[3]['speedup'] for r in rows):.1f}x)."
-    names = {"sts_b": "STS-B", "sts_avg": "the STS average", "retrieval_ndcg_at_10": "retrieval"}
-    best = {k: max(r[2][k]["fraction_of_teacher"] for r in fast) for k in names}
-    short = [f"{v:.1%} of {names[k]}" for k, v in best.items() if v < target["fraction_of_teacher"]]
+    best = {k: max(r[2][k]["fraction_of_teacher"] for r in fast) for k in STATIC_WORDS}
+    short = [f"{v:.1%} of {STATIC_WORDS[k]}" for k, v in best.items() if v < target["fraction_of_teacher"]]
     if not short:  # each task reached by some student, none reaching every task
         return f"among the students at {target['speedup']}x or more, none keeps it on every task at once."
     return f"the students at {target['speedup']}x or more keep at most " + ", ".join(short) + "."

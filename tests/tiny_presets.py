@@ -18,6 +18,21 @@ from tests.conftest import WORDS, make_tiny_backbone
 CONFIGS = PRESETS_DIR
 TOP_LEVEL_PRESETS = sorted(CONFIGS.glob("*.yaml"))
 NLI_LABELS = ("entailment", "neutral", "contradiction")
+# one preset for every method and loss variant (RSE with and without Gradient Cache, both RankCSE losses)
+METHOD_PRESETS = {
+    "simcse-unsup": "simcse-unsup-bert-base",
+    "simcse-sup": "simcse-sup-bert-base",
+    "rankencoder": "rankencoder-simcse-bert-base",
+    "rankcse-listnet": "rankcse-listnet-bert-base",
+    "rankcse-listmle": "rankcse-listmle-roberta-base",
+    "tsdae": "tsdae-bert-base",
+    "ct": "ct-bert-base",
+    "mlm": "mlm-bert-base",
+    "bert-flow": "bertflow-bert-base",
+    "rse-gradient-cache": "rse-sts-bert-base",
+    "rse": "rse-minilm-cpu",
+    "supervised": "nli-sts-supervised-bert-base",
+}
 
 
 def is_gpu_preset(path: Path) -> bool:

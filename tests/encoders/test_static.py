@@ -74,7 +74,7 @@ def test_options_that_mean_nothing_for_a_static_model_are_one_line(student, tmp_
     text.write_text("zebra\n", encoding="utf-8")
     argv = ["encode", "--model", str(student), "--input", str(text), "--output", str(tmp_path / "e.npy")]
     assert main([*argv, "--backend", "onnx"]) != 0
-    assert "got StaticEmbedding" in capsys.readouterr().err
+    assert "which has no transformer graph to export" in capsys.readouterr().err
     from sentlab.progress import set_quiet
 
     set_quiet(False)
@@ -82,16 +82,26 @@ def test_options_that_mean_nothing_for_a_static_model_are_one_line(student, tmp_
     assert "a static model: batches of 4,096 sentences" in capsys.readouterr().err
     from sentlab.methods import validate_config
 
-    with pytest.raises(ValueError, match="static model, which reads whole texts"):
-        validate_config(
-            {
-                "method": "supervised",
-                "model": {"name": str(student), "max_seq_length": 32},
-                "data": {"train": str(text)},
-                "train": {"output_dir": str(tmp_path / "run")},
-                "supervised": {"loss": "mnrl"},
-            }
-        )
+    tree = {
+        "method": "supervised",
+        "model": {"name": str(student)},
+        "data": {"train": str(text)},
+        "train": {"output_dir": str(tmp_path / "run")},
+        "supervised": {"loss": "mnrl"},
+    }
+    # START_KIND_LACKS["static"], read by the config: each setting refused in one line naming what it lacks
+    for section, key, value, lacks in [
+        ("model", "max_seq_length", 64, "length"),
+        ("model", "inference_max_seq_length", 64, "length"),
+        ("model", "model_kwargs", {"dtype": "float16"}, "transformers backbone"),
+        ("model", "trust_remote_code", True, "modelling code"),
+        ("model", "num_layers", 1, "layers"),
+        ("train", "mini_batch_size", "auto", "activations to chunk"),
+    ]:
+        with pytest.raises(ValueError, match=f"{section}.{key}: .*static model .*which has no {lacks}"):
+            validate_config({**tree, section: {**tree[section], key: value}})
+    with pytest.raises(ValueError, match="trains with the supervised method only"):
+        validate_config({key: value for key, value in tree.items() if key != "supervised"} | {"method": "simcse-unsup"})
 
 
 @pytest.mark.parametrize(
@@ -224,14 +234,24 @@ def test_a_static_student_trains_and_is_scored_with_the_defaults_and_refuses_a_t
     results = json.loads(paths.results.read_text())
     assert results["settings"]["max_seq_length"] is None and "STS-B" in results["tasks"]
     assert paths.start_results.is_file()
-    with pytest.raises(ModelLoadError, match="static model .* has no model.num_layers"):
-        layers = {**tree, "model": {**tree["model"], "num_layers": 1}}
-        engine.train(validate_config({**layers, "train": {**tree["train"], "output_dir": str(tmp_path / "l")}}))
+    # a config built without validation meets the same table where the method builds its start
+    layers = validate_config({**tree, "train": {**tree["train"], "output_dir": str(tmp_path / "l")}})
+    layers.model.num_layers = 1
+    with pytest.raises(ModelLoadError, match="static model .*which has no layers; unset num_layers"):
+        engine.train(layers)
     corpus = tmp_path / "c.txt"
     corpus.write_text("zebra\nquagga\n" * 8)
-    simcse = {"method": "simcse-unsup", "model": {"name": str(student)}, "data": {"train": str(corpus)}}
-    with pytest.raises(ConfigError, match="static model trains with the supervised method only"):
-        engine.train(validate_config({**simcse, "train": {**tree["train"], "output_dir": str(tmp_path / "s")}}))
+    simcse = validate_config(
+        {
+            "method": "simcse-unsup",
+            "model": {"name": "minilm"},
+            "data": {"train": str(corpus)},
+            "train": {**tree["train"], "output_dir": str(tmp_path / "s")},
+        }
+    )
+    simcse.model.name = str(student)
+    with pytest.raises(ConfigError, match="trains with the supervised method only"):
+        engine.train(simcse)
     text = tmp_path / "s.txt"
     text.write_text("zebra\n")
     argv = ["encode", "--model", str(student), "--input", str(text), "--output", str(tmp_path / "e.npy")]

@@ -79,7 +79,7 @@ def test_each_sets_data_is_in_the_fingerprint_and_bad_sets_are_one_line(two_sets
     ):
         engine.build_trainer(config(tmp_path, small), engine.RunPaths(tmp_path / "r"))
     other = {**two_sets, "blue": {**two_sets["blue"], "columns": ["q"]}}
-    with pytest.raises(ConfigError, match="data.columns: supervised.loss mnrl needs"):
+    with pytest.raises(ConfigError, match="data.sets.blue.columns: supervised.loss mnrl needs"):
         engine.build_trainer(config(tmp_path, other), engine.RunPaths(tmp_path / "r"))
     with pytest.raises(ValueError, match="data.sets: 'anchor' is a column's name; call the set otherwise"):
         config(tmp_path, {"anchor": two_sets["red"]})
@@ -98,3 +98,17 @@ def test_each_sets_data_is_in_the_fingerprint_and_bad_sets_are_one_line(two_sets
             section={"supervised": {"loss": "mnrl"}},
             data={"columns": ["q", "p"], "sampler": "round_robin"},
         )
+
+
+def test_auto_chunks_count_the_columns_of_the_sets(two_sets, tmp_path):
+    """train.mini_batch_size: auto sizes its chunks by the sequences a row embeds: two for pairs, three
+    once a set has a negative (not data.columns' default of three, which is empty under data.sets)."""
+    from sentlab.methods import get_method
+
+    cfg = config(tmp_path, two_sets)
+    assert get_method("supervised")(cfg, engine.RunPaths(tmp_path / "r")).batch_columns == 2
+    triples = tmp_path / "t.jsonl"
+    triples.write_text("".join(json.dumps({"q": "a", "p": "b", "n": "c"}) + "\n" for _ in range(8)), encoding="utf-8")
+    negative = {**two_sets, "blue": {"train": str(triples), "columns": ["q", "p", "n"]}}
+    cfg = config(tmp_path, negative)
+    assert get_method("supervised")(cfg, engine.RunPaths(tmp_path / "r")).batch_columns == 3

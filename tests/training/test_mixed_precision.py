@@ -20,24 +20,17 @@ from sentlab.methods import METHODS, load_config, validate_config
 from sentlab.precision import Precision, cpu_supports_bf16, networks_in_half_precision, resolve_precision
 from sentlab.training import engine
 from tests.conftest import DEVICE, the_error, tiny_config
-from tests.tiny_presets import CONFIGS, TOP_LEVEL_PRESETS, FakeData, TinyModels, is_gpu_preset, tiny_preset_tree
+from tests.tiny_presets import (
+    CONFIGS,
+    METHOD_PRESETS,
+    TOP_LEVEL_PRESETS,
+    FakeData,
+    TinyModels,
+    is_gpu_preset,
+    tiny_preset_tree,
+)
 
 GPU_PRESETS = [p for p in TOP_LEVEL_PRESETS if is_gpu_preset(p)]
-# one preset for every method and loss variant (RSE with and without Gradient Cache, both RankCSE losses)
-METHOD_PRESETS = {
-    "simcse-unsup": "simcse-unsup-bert-base",
-    "simcse-sup": "simcse-sup-bert-base",
-    "rankencoder": "rankencoder-simcse-bert-base",
-    "rankcse-listnet": "rankcse-listnet-bert-base",
-    "rankcse-listmle": "rankcse-listmle-roberta-base",
-    "tsdae": "tsdae-bert-base",
-    "ct": "ct-bert-base",
-    "mlm": "mlm-bert-base",
-    "bert-flow": "bertflow-bert-base",
-    "rse-gradient-cache": "rse-sts-bert-base",
-    "rse": "rse-minilm-cpu",
-    "supervised": "nli-sts-supervised-bert-base",
-}
 
 
 @pytest.fixture

@@ -313,13 +313,16 @@ def load(args: argparse.Namespace):
         pin_float32_math,
         require_extra,
     )
-    from sentlab.encoders.loading import is_static_model
+    from sentlab.encoders.loading import is_static_model, start_kind_refusal
+    from sentlab.errors import ModelLoadError
 
     backend, precision = getattr(args, "backend", "torch"), getattr(args, "precision", "fp32")
     device = args.device or (None if backend == "torch" else "cpu")  # onnx / openvino run on the CPU
     check_backend(backend, precision, device)
-    if backend != "torch" and not is_static_model(args.model):  # a missing extra: one line before the load
-        require_extra(backend)  # (a static model is refused for any backend, whatever is installed: accelerate)
+    if backend != "torch":  # before the load: a static model, whatever is installed, then a missing extra
+        if is_static_model(args.model):
+            raise ModelLoadError(f"--backend {backend}: {start_kind_refusal(args.model, 'backend')}")
+        require_extra(backend)
     say(f"loading {args.model}")
     model = load_encoder(
         args.model,

@@ -104,14 +104,57 @@ def is_static_model(name: str | Path) -> bool:
     return bool(types) and types[0].endswith(".StaticEmbedding")
 
 
+# What a start model of each kind lacks, by the setting that would need it: the one table the training
+# config (a run's settings and its method), the methods (the start they build) and every command that
+# loads a model (--pooler, --max-seq-length, --backend) read. A transformer takes every setting.
+START_KIND_LACKS: dict[str, dict[str, str]] = {
+    "transformer": {},
+    # a StaticEmbedding: a vector a token, averaged over whole texts; no transformer, no tokenizer limit
+    "static": {
+        "method": "dropout, masking or decoder to train with (it trains with the supervised method only)",
+        "model.max_seq_length": "length (it reads whole texts)",
+        "model.inference_max_seq_length": "length (it reads whole texts)",
+        "model.pooler": "pooler (it averages its token vectors)",
+        "model.prompt_template": "prompt pooler",
+        "model.mlp_only_train": "cls pooler for SimCSE's MLP",
+        "model.num_layers": "layers",
+        "model.dropout": "dropout",
+        "model.adapter": "transformer to put a LoRA adapter on",
+        "model.model_kwargs": "transformers backbone to pass them to (its weights load as saved)",
+        "model.trust_remote_code": "modelling code to run",
+        "train.mini_batch_size": "activations to chunk (its whole batch costs little memory)",
+        "backend": "transformer graph to export to onnx or openvino (torch serves it)",
+    },
+    # a folder holding a LoRA adapter (a run's, before sentlab merge-adapter)
+    "adapter": {
+        "model.adapter": "room for a second adapter over its own (fold it in first: sentlab merge-adapter)",
+    },
+}
+KIND_WORDS = {"static": "a static model (a vector a token, averaged over whole texts)", "adapter": "an adapter folder"}
+
+
+def start_kind(name: str | Path) -> str:
+    """Which row of :data:`START_KIND_LACKS` the model ``name`` is read by."""
+    if is_static_model(name):
+        return "static"
+    return "adapter" if _model_file(name, "adapter_config.json") is not None else "transformer"
+
+
+def start_kind_refusal(name: str | Path, key: str) -> str | None:
+    """Why the model ``name`` cannot take the setting ``key`` (a config's dotted key, ``method`` or
+    ``backend``), in words that end a one-line error; None where it takes it."""
+    kind = start_kind(name)
+    lacks = START_KIND_LACKS[kind].get(key)
+    return None if lacks is None else f"{name} is {KIND_WORDS[kind]}, which has no {lacks}"
+
+
 def refuse_static_settings(name: str | Path, **settings: object) -> None:
-    """A one-line error for a setting that means nothing for a static model (a length, a pooler, layers,
-    an adapter: it has no transformer and reads whole texts); None or False settings are unset."""
+    """A one-line error for a setting, keyed as in :data:`START_KIND_LACKS` with ``_`` for ``.``
+    (``model_pooler``), that a static model lacks; None or False settings are unset."""
     given = [key for key, value in settings.items() if value not in (None, False)]
     if given and is_static_model(name):
-        raise ModelLoadError(
-            f"{name}: a static model (a vector a token, averaged over whole texts) has no {given[0]}; unset it"
-        )
+        key = given[0].replace("_", ".", 1) if given[0].startswith(("model_", "train_")) else given[0]
+        raise ModelLoadError(f"{start_kind_refusal(name, key)}; unset {key.partition('.')[2] or key}")
 
 
 def normalizes(name: str | Path) -> bool:
@@ -402,7 +445,7 @@ def load_encoder(
     if local and not _is_sentence_transformer(path) and not Path(path, "config.json").is_file():
         raise ModelLoadError(f"{path}: not a model folder (no modules.json or config.json)")
     check_weight_files(path)
-    refuse_static_settings(name, pooler=pooler, max_seq_length=max_seq_length)
+    refuse_static_settings(name, model_pooler=pooler, model_max_seq_length=max_seq_length)
     if is_cross_encoder(path):
         raise ModelLoadError(
             f"{name}: a cross-encoder, which scores a pair of texts together and gives no embedding; it is a "

@@ -53,6 +53,7 @@ from sentlab.encoders.loading import (
     keep_first_layers,
     load_encoder,
     refuse_static_settings,
+    start_kind_refusal,
 )
 from sentlab.errors import ConfigError
 from sentlab.evaluation.results import EvalReport
@@ -150,16 +151,17 @@ class Method:
         m = self.cfg.model
         start = str(self.random_init_folder()) if m.random_init is not None else m.name
         if m.random_init is None and is_static_model(start):
-            if self.name != "supervised":  # dropout, masking, a decoder: a lookup and a mean has none of them
-                raise ConfigError(f"{start}: a static model trains with the supervised method only, not {self.name}")
+            if self.name != "supervised":  # the config refuses it first; a config built without validation
+                raise ConfigError(f"{start_kind_refusal(start, 'method')}, not {self.name}")
             refuse_static_settings(
                 start,
-                **{
-                    "model.pooler": m.pooler,
-                    "model.num_layers": m.num_layers,
-                    "model.adapter": m.adapter,
-                    "model.dropout": m.dropout,
-                },
+                model_pooler=m.pooler,
+                model_num_layers=m.num_layers,
+                model_adapter=m.adapter,
+                model_dropout=m.dropout,
+                model_model_kwargs=m.model_kwargs or None,
+                model_trust_remote_code=m.trust_remote_code,
+                train_mini_batch_size=self.cfg.train.mini_batch_size,
             )
         trust = m.trust_remote_code
         config_kwargs = None if m.dropout is None else dropout_config_kwargs(start, m.dropout, trust)

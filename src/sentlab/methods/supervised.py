@@ -195,11 +195,8 @@ class SupervisedConfig(TrainConfig):
             static = bool(name) and not model.get("random_init") and is_static_model(name)
         except SentlabError:  # a start that does not load: said where it is loaded, in one line
             static = False
-        if static:  # a static model reads whole texts: it has no length
-            for key in ("max_seq_length", "inference_max_seq_length"):
-                if key in model:
-                    raise ValueError(f"model.{key}: {name} is a static model, which reads whole texts; unset it")
-            return tree
+        if static:  # a static model reads whole texts: no length of its own to take (a length set is refused
+            return tree  # by the config's start_lacks, a dumped default passes)
         if model is not None and "max_seq_length" not in model and name and not model.get("random_init"):
             from sentlab.encoders.loading import inference_max_seq_length
 
@@ -323,6 +320,8 @@ class Supervised(Method):
     @property
     def batch_columns(self) -> int:
         """Sequences a row embeds (train.mini_batch_size: auto's estimate): a table's text columns."""
+        if self.cfg.data.sets:  # each set names its own columns (the most any set embeds)
+            return max(self.set_method(name).batch_columns for name in self.cfg.data.sets)
         columns, kind, form = self.cfg.data.columns, self.spec.kind, self.cfg.supervised.format
         if form != "table" or not columns:
             return {"snli": 3, "stsb": 2}.get(form, 3)  # triplets; scored pairs (the score is no text)
@@ -396,7 +395,7 @@ class Supervised(Method):
         """The rows of ``data.train``, or a ``DatasetDict`` of ``data.sets`` by name (each read as
         ``data.train`` is), which sentence-transformers batches a set at a time (``data.sampler``)."""
         if self.cfg.data.sets:
-            sets = DatasetDict({name: self.set_method(name).one_dataset() for name in self.cfg.data.sets})
+            sets = DatasetDict({name: self._one_set(name) for name in self.cfg.data.sets})
             shapes = {tuple(part.column_names) for part in sets.values()}
             if len(shapes) > 1:
                 columns = "; ".join(f"{name}: {', '.join(part.column_names)}" for name, part in sets.items())
@@ -406,6 +405,16 @@ class Supervised(Method):
                 )
             return sets
         return self.one_dataset()
+
+    def _one_set(self, name: str) -> Dataset:
+        """The set ``name`` read as ``data.train`` is; its errors name the set (``data.sets.NAME.columns``)."""
+        try:
+            return self.set_method(name).one_dataset()
+        except (ConfigError, DataError) as err:
+            text = str(err)
+            where = f"data.sets.{name}"
+            named = f"{where}.{text.removeprefix('data.')}" if text.startswith("data.") else f"{where}: {text}"
+            raise type(err)(named) from None
 
     def one_dataset(self) -> Dataset:
         s, data = self.cfg.supervised, self.cfg.data

@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from sentlab.encoders.adapters import adapter_on_adapter
-from sentlab.encoders.loading import DEFAULT_PROMPT_TEMPLATE
+from sentlab.encoders.loading import DEFAULT_PROMPT_TEMPLATE, START_KIND_LACKS, start_kind, start_kind_refusal
 from sentlab.encoders.random_init import RandomInit
 from sentlab.errors import ConfigError, DataError
 from sentlab.paths import data_dir, expand_data_paths
@@ -229,7 +229,11 @@ class DataSection(_Section):
         if self.sets:
             if self.train:
                 raise ValueError("data.train and data.sets: give one (a set's file is its own train key)")
-            given = [k for k in ("columns", "limit", "split", "subset") if k in self.model_fields_set]
+            given = [  # a key written with its default (a dumped config read back) changes nothing
+                k
+                for k in ("columns", "limit", "split", "subset")
+                if getattr(self, k) != type(self).model_fields[k].get_default(call_default_factory=True)
+            ]
             if given:
                 raise ValueError(f"data.{given[0]}: with data.sets, each set has its own {given[0]}")
             for name, part in self.sets.items():
@@ -618,6 +622,11 @@ class TrainConfig(_Section):
         "data.sampler": "without data.sets",
         "data.prompts": "outside the supervised method",
         "data.sets": "outside the supervised method",
+        "data.columns": "with data.sets (each set has its own)",
+        "data.limit": "with data.sets (each set has its own)",
+        "data.split": "with data.sets (each set has its own)",
+        "data.subset": "with data.sets (each set has its own)",
+        **{key: "from a static start model" for key in START_KIND_LACKS["static"] if "." in key},
     }
 
     @model_validator(mode="before")
@@ -675,7 +684,33 @@ class TrainConfig(_Section):
             idle["data.sets"] = "several training sets are read by the supervised method; give data.train"
         if not self.data.sets:
             idle["data.sampler"] = "it batches several training sets (data.sets)"
+        else:
+            for key in ("columns", "limit", "split", "subset"):
+                idle[f"data.{key}"] = f"with data.sets, each set has its own {key}"
+        for key, why in self.start_lacks().items():
+            idle.setdefault(key, why)
         return idle
+
+    def start_lacks(self) -> dict[str, str]:
+        """The settings the start model's kind (:data:`START_KIND_LACKS`: a static model, an adapter
+        folder) cannot take, each with why; none for random weights or a start that does not load (said
+        where it is loaded)."""
+        from sentlab.errors import SentlabError
+
+        name = self.model.name
+        if self.model.random_init is not None or not name:
+            return {}
+        try:
+            kind = start_kind(name)
+        except (SentlabError, OSError, ValueError):
+            return {}
+        return {key: start_kind_refusal(name, key) for key in START_KIND_LACKS[kind] if "." in key}
+
+    @model_validator(mode="after")
+    def _a_method_the_start_trains_with(self) -> TrainConfig:
+        if self.method != "supervised" and "model.max_seq_length" in self.start_lacks():  # a static start
+            raise ValueError(f"method: {start_kind_refusal(self.model.name, 'method')}, not {self.method}")
+        return self
 
     @model_validator(mode="after")
     def _only_read_keys(self) -> TrainConfig:
@@ -683,7 +718,7 @@ class TrainConfig(_Section):
         method does not read is refused, naming what it reads instead. A key written with its default
         value (a config dumped whole, a run folder's config of an earlier version) changes nothing and
         passes."""
-        unread = self.unread()
+        unread, lacks = self.unread(), self.start_lacks()
         for section in sorted(self.model_fields_set):
             value = getattr(self, section)
             if not isinstance(value, BaseModel):
@@ -693,6 +728,8 @@ class TrainConfig(_Section):
                 hit = dotted if dotted in unread else section if section in unread else None
                 default = type(value).model_fields[key].get_default(call_default_factory=True)
                 if hit is not None and getattr(value, key) != default:
+                    if unread[hit] == lacks.get(hit):  # the start model's kind, whatever the method
+                        raise ValueError(f"{dotted}: {unread[hit]}; unset it")
                     raise ValueError(f"{dotted}: method {self.method} does not read it; {unread[hit]}")
         return self
 

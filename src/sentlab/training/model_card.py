@@ -271,8 +271,13 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: 
         f"{record['rows']:,} rows" + (f", sha256 `{record['sha256']}`" if record.get("sha256") else ""),
         f"- **Settings**: batch {t.batch_size}, "
         + (f"{record['steps']} steps" if record.get("steps") is not None else f"{t.epochs:g} epoch(s)")
-        + f", learning rate {t.learning_rate:g}, training length {cfg.model.max_seq_length} tokens, "
-        f"precision {record.get('precision') or t.mixed_precision}, seed {t.seed}",
+        + f", learning rate {t.learning_rate:g}, "
+        + (
+            ""
+            if "model.max_seq_length" in cfg.start_lacks()
+            else f"training length {cfg.model.max_seq_length} tokens, "
+        )
+        + f"precision {record.get('precision') or t.mixed_precision}, seed {t.seed}",
     ]
     runtime = json.loads((run / "runtime.json").read_text("utf-8")) if _fresh(run / "runtime.json", since) else {}
     if runtime.get("prompts"):

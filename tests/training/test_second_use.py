@@ -1,0 +1,153 @@
+"""The second use of every run as right as the first: for every method, every kind of start model
+(a transformer, a LoRA adapter on one, a static model) and every form of training data (a file, a
+datasets folder, ``data.sets``), a two-step run's dumped config loads back unchanged, ``--resume`` from
+its first checkpoint ends on the same weights, and its card's Reproduce command trains them again."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from sentence_transformers import SentenceTransformer
+
+from sentlab.cli import main
+from sentlab.encoders import load_encoder
+from sentlab.methods import validate_config
+from sentlab.training import engine
+from sentlab.training.checkpoints import checkpoint_folders
+from sentlab.training.model_card import BEGIN, CONFIG_FILE, _short_names, portable_tree
+from tests.conftest import DEVICE
+from tests.tiny_presets import CONFIGS, METHOD_PRESETS, FakeData, TinyModels, tiny_preset_tree
+
+PROBE = ["a man plays the guitar", "a dog runs in the park", "the girl reads a book"]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> tuple[FakeData, TinyModels]:
+    root = tmp_path_factory.mktemp("second-use")
+    return FakeData(root / "data"), TinyModels(root / "models")
+
+
+def embeddings(folder) -> np.ndarray:
+    return load_encoder(folder, device=str(DEVICE)).encode(PROBE)  # sentlab's loader: BERT-flow's module too
+
+
+def same_weights(a: np.ndarray, b: np.ndarray) -> None:
+    # the same float32 steps from the same seed; 1e-5 absorbs a BLAS that is not bit-reproducible run to
+    # run, while a wrong resume or a setting lost on reload moves a tiny model's weights by ~lr per step
+    np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def check_second_use(tree: dict, tmp_path, monkeypatch) -> None:
+    """Train ``tree`` two steps (a checkpoint after each); its dumped config, a resume from step 1 and the
+    card's Reproduce command must each give back the same run."""
+    tree["train"].update(max_steps=2, save_steps=1, eval_steps=1)
+    cfg = validate_config(tree)
+    paths = engine.train(cfg, evaluate=False)
+    first = embeddings(paths.model)
+
+    # the run's config.yaml loads back as the same settings, and resuming under it changes nothing
+    again = validate_config(yaml.safe_load(paths.config.read_text("utf-8")))
+    assert again.to_tree() == cfg.to_tree()
+    assert engine.changes_since_start(again, paths) == []
+
+    # a crash after step 1: the last checkpoint and the model are gone; --resume ends where the run did
+    shutil.rmtree(checkpoint_folders(paths.checkpoints)[-1])
+    shutil.rmtree(paths.model)
+    resumed = engine.train(again, resume=True, evaluate=False)
+    same_weights(embeddings(resumed.model), first)
+
+    # the card's command, in a folder holding its config and the files it names, trains it again
+    card = (resumed.model / "README.md").read_text("utf-8")
+    command = re.search(r"```bash\n(.*)\n```", card[card.index(BEGIN) :]).group(1)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(resumed.model / CONFIG_FILE, elsewhere)
+    _, needed = portable_tree(cfg)
+    local = [p for p in re.findall(r"'(/[^']+)'", repr(cfg.to_tree())) if p.startswith(str(tmp_path.parent))]
+    for source, name in _short_names(sorted(set(local))).items():
+        if name in needed:
+            (shutil.copytree if Path(source).is_dir() else shutil.copy)(source, elsewhere / name)
+    monkeypatch.chdir(elsewhere)
+    assert main([*command.split()[1:], "--no-eval", "--quiet"]) == 0
+    same_weights(embeddings(elsewhere / "runs" / "reproduced" / "model"), first)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", sorted(METHOD_PRESETS))
+def test_every_method_resumes_and_reproduces(variant, tiny, tmp_path, monkeypatch):
+    data, models = tiny
+    tree = tiny_preset_tree(CONFIGS / f"{METHOD_PRESETS[variant]}.yaml", tmp_path / "run", data, models, steps=2)
+    tree["train"]["mixed_precision"] = "no"
+    check_second_use(tree, tmp_path, monkeypatch)
+
+
+def pairs_tree(backbone, train, out, **model) -> dict:
+    return {
+        "method": "supervised",
+        "model": {"name": str(backbone), "max_seq_length": 16, **model},
+        "data": {"train": str(train), "columns": {"anchor": "q", "positive": "p"}},
+        "train": {"output_dir": str(out), "batch_size": 4, "learning_rate": 5e-4, "progress_bar": False},
+        "eval": {"dev_task": "none", "final_tasks": []},
+        "supervised": {"loss": "mnrl"},
+    }
+
+
+def write_pairs(path, first_word: str, rows: int = 12):
+    words = ["man", "dog", "cat", "boy", "girl", "car", "tree", "bird"]
+    rows = [
+        {"q": f"{first_word} {words[i % 8]} runs", "p": f"{first_word} {words[i % 8]} is running"} for i in range(rows)
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", ["file", "datasets", "sets"])
+def test_supervised_data_forms_resume_and_reproduce(form, tiny, tmp_path, monkeypatch):
+    _, models = tiny
+    pairs = write_pairs(tmp_path / "pairs.jsonl", "a")
+    tree = pairs_tree(models.backbone("bert"), pairs, tmp_path / "run")
+    if form == "datasets":
+        from datasets import load_dataset
+
+        load_dataset("json", data_files=str(pairs), split="train").save_to_disk(str(tmp_path / "pairs-ds"))
+        tree["data"]["train"] = str(tmp_path / "pairs-ds")
+    if form == "sets":
+        other = write_pairs(tmp_path / "other.jsonl", "the", 8)
+        tree["data"] = {
+            "sets": {
+                "red": {"train": str(pairs), "columns": {"anchor": "q", "positive": "p"}},
+                "blue": {"train": str(other), "columns": ["q", "p"], "limit": 8},
+            }
+        }
+    check_second_use(tree, tmp_path, monkeypatch)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["adapter", "static"])
+def test_each_kind_of_start_model_resumes_and_reproduces(kind, tiny, tmp_path, monkeypatch):
+    _, models = tiny
+    pairs = write_pairs(tmp_path / "pairs.jsonl", "a")
+    backbone = models.backbone("bert")
+    if kind == "adapter":
+        tree = pairs_tree(backbone, pairs, tmp_path / "run", adapter={"rank": 4})
+    else:
+        from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(str(backbone))
+        static = SentenceTransformer(modules=[StaticEmbedding(tokenizer, embedding_dim=16)], device="cpu")
+        static.save(str(tmp_path / "static"))
+        tree = pairs_tree(tmp_path / "static", pairs, tmp_path / "run")
+        del tree["model"]["max_seq_length"]
+        tree["train"]["learning_rate"] = 0.1
+    check_second_use(tree, tmp_path, monkeypatch)
+    if kind == "static":  # a static model has no training length; its card does not claim one
+        card = (tmp_path / "run" / "model" / "README.md").read_text("utf-8")
+        assert "training length" not in card and "max_seq_length" not in (tmp_path / "run" / "config.yaml").read_text()

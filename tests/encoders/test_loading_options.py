@@ -47,14 +47,52 @@ def test_model_kwargs_reach_from_pretrained_and_an_unknown_one_is_refused(tiny_b
         config = cfg(model_kwargs={"attn_implementation": implementation})
         method = get_method("simcse-unsup")(config, engine.RunPaths(tmp_path / "run"))
         assert method.start_encoder()[0].auto_model.config._attn_implementation == implementation
-    method = get_method("simcse-unsup")(cfg(model_kwargs={"dtype": "bfloat16"}), engine.RunPaths(tmp_path / "run"))
-    assert method.start_encoder()[0].auto_model.dtype == torch.bfloat16  # float32 unset
+    # half-precision weights with no float32 copy, recorded as fp32: refused for train.mixed_precision
+    with pytest.raises(ValueError, match="dtype: bfloat16 would train bfloat16 weights .*train.mixed_precision: bf16"):
+        cfg(model_kwargs={"dtype": "bfloat16"})
+    # auto on a checkpoint saved in bfloat16: loaded as saved, then trained in float32 (and said)
+    from transformers import AutoModel
+
+    half = tmp_path / "half"
+    AutoModel.from_pretrained(str(tiny_backbone)).to(torch.bfloat16).save_pretrained(half)
+    for name in ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.json"):
+        if (tiny_backbone / name).is_file():
+            (half / name).write_bytes((tiny_backbone / name).read_bytes())
+    config = cfg(model_kwargs={"dtype": "auto"})
+    config.model.name = str(half)
+    method = get_method("simcse-unsup")(config, engine.RunPaths(tmp_path / "run"))
+    assert {p.dtype for p in method.start_encoder().parameters()} == {torch.float32}
     with pytest.raises(ValueError, match="model_kwargs: the prompt pooler builds its backbone without them"):
-        cfg(model_kwargs={"dtype": "bfloat16"}, pooler="prompt")
+        cfg(model_kwargs={"dtype": "float32"}, pooler="prompt")
     with pytest.raises(ValueError, match="output_attentions: not one of dtype, attn_implementation"):
         cfg(model_kwargs={"output_attentions": "true"})
     with pytest.raises(ValueError, match="dtype: 'fp8' is not one of"):
         cfg(model_kwargs={"dtype": "fp8"})
+
+
+def test_a_flash_attention_without_its_package_is_one_line(tiny_backbone, corpus_file, tmp_path):
+    """The documented attn_implementation: flash_attention_2, where flash-attn is not installed: one line
+    before anything is read (the run), and a ModelLoadError where a model is built (not an ImportError)."""
+    import transformers.utils
+
+    from sentlab.errors import ConfigError, ModelLoadError
+
+    if transformers.utils.is_flash_attn_2_available():
+        pytest.skip("flash-attn is installed here")
+    config = validate_config(
+        {
+            "method": "simcse-unsup",
+            "model": {"name": str(tiny_backbone), "model_kwargs": {"attn_implementation": "flash_attention_2"}},
+            "data": {"train": str(corpus_file)},
+            "train": {"output_dir": str(tmp_path / "run")},
+            "eval": {"dev_task": "none", "final_tasks": []},
+        }
+    )
+    with pytest.raises(ConfigError, match="flash_attention_2 needs its flash-attn package"):
+        engine.train(config)
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ModelLoadError, match="cannot load backbone"):
+        build_encoder(str(tiny_backbone), "mean", model_kwargs={"attn_implementation": "flash_attention_2"})
 
 
 MARKED_CODE = """from transformers import BertConfig, BertModel

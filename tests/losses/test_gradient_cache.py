@@ -218,6 +218,12 @@ def write_yaml(path, tree):
         ("supervised", {"supervised": {"loss": "cosine-mse", "format": "stsb"}}, "scores each row alone"),
         ("supervised", {"supervised": {"loss": "TripletLoss"}}, "scores each row alone"),
         ("supervised", {"supervised": {"loss": "MegaBatchMarginLoss"}}, "loss_args.mini_batch_size"),
+        # unchunked by its own setting: the refusal does not point to a key the config refuses in turn
+        (
+            "supervised",
+            {"supervised": {"loss": "MegaBatchMarginLoss", "loss_args": {"use_mini_batched_version": False}}},
+            "use_mini_batched_version: false embeds the batch whole, unchunked",
+        ),
     ],
 )
 def test_methods_whose_loss_takes_each_row_alone_refuse_chunks(method, section, reason, corpus_file, tmp_path):

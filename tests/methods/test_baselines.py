@@ -255,6 +255,30 @@ def test_supervised_reads_snli_triplets(data_dir, tiny_backbone, tmp_path):
     assert dataset.column_names == ["anchor", "positive", "negative"] and len(dataset) > 2500
 
 
+def test_ct_segments_leave_no_scheduler_setting_that_would_not_run(tiny_backbone, corpus_file, tmp_path):
+    """ct.lr_segments sets every step's learning rate: the trainer's schedule, its kwargs and a warm-up are
+    refused in one line (they would be recorded as used and do nothing), and accepted without segments."""
+    for train, message in [
+        ({"trainer_args": {"lr_scheduler_type": "cosine"}}, "lr_scheduler_type: ct.lr_segments sets every step"),
+        ({"trainer_args": {"lr_scheduler_kwargs": {"num_cycles": 2}}}, "lr_scheduler_kwargs: ct.lr_segments sets"),
+        ({"warmup_ratio": 0.1}, "train.warmup_ratio: method ct does not read it; ct.lr_segments sets every step"),
+        ({"trainer_args": {"adam_beta2": 0.98}}, "adam_beta2: ct.optimizer rmsprop has no Adam settings"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            method_config("ct", tiny_backbone, corpus_file, tmp_path / "run", **train)
+    free = {"ct": {"lr_segments": None, "optimizer": "adamw"}}
+    cfg = method_config(
+        "ct",
+        tiny_backbone,
+        corpus_file,
+        tmp_path / "run",
+        section=free,
+        warmup_ratio=0.1,
+        trainer_args={"lr_scheduler_type": "cosine", "adam_beta2": 0.98},
+    )
+    assert cfg.train.trainer_args["lr_scheduler_type"] == "cosine"
+
+
 def test_ct_in_batch_scales_by_the_one_temperature_and_the_moved_ct_scale_converts(
     tiny_backbone, corpus_file, tmp_path, capsys, monkeypatch
 ):
@@ -308,6 +332,62 @@ def test_ct_in_batch_scales_by_the_one_temperature_and_the_moved_ct_scale_conver
     assert run_fingerprint(moved)["config_sha256"] == digest
 
 
+def v020_digest(cfg, **as_written) -> str:
+    """The config digest 0.2.0 wrote for ``cfg``'s settings with its own keys ``as_written``
+    (``ct__scale=49``): its learned settings, the keys added since left out, loss.temperature at its
+    default where the old key held the value."""
+    import hashlib
+
+    from sentlab.training import config
+    from sentlab.training.run_folder import learned_settings
+
+    written = learned_settings(cfg.model_dump())
+    for added in config.ADDED_SINCE_RELEASE:
+        section, key = added.split(".")
+        written[section].pop(key, None)
+    written["loss"]["temperature"] = 0.05
+    for dotted, value in as_written.items():
+        node = written
+        *parents, key = dotted.split("__")
+        for part in parents:
+            node = node[part]
+        node[key] = value
+    return hashlib.sha256(json.dumps(written, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def test_a_v020_temperature_key_keeps_its_runs_fingerprint_exactly(tiny_backbone, corpus_file, tmp_path, capsys):
+    """0.2.0's scale keys, as written, give 0.2.0's fingerprint: ct.scale 49 (not 49.00000000000001), an
+    explicit supervised.scale 20 (not unset), a loss's own loss_args.scale; CT with labelled pairs never
+    read ct.scale: it is dropped with a notice, not refused, and a --set of it names itself in errors."""
+    from sentlab.methods import load_config
+    from sentlab.training.config import scale_of
+    from sentlab.training.run_folder import run_fingerprint
+
+    in_batch = {"ct": {"in_batch": True, "lr_segments": None, "scale": 49}}
+    cfg = method_config("ct", tiny_backbone, corpus_file, tmp_path / "run", section=in_batch)
+    assert run_fingerprint(cfg)["config_sha256"] == v020_digest(cfg, ct__scale=49)
+    assert scale_of(cfg.loss.temperature) == 49.0  # the loss gets the scale written, not its reciprocal's rounding
+    supervised = {"supervised": {"loss": "mnrl", "scale": 20}}
+    cfg = method_config("supervised", tiny_backbone, corpus_file, tmp_path / "run", section=supervised)
+    assert run_fingerprint(cfg)["config_sha256"] == v020_digest(cfg, supervised__scale=20)
+    arguments = {"supervised": {"loss": "mnrl", "loss_args": {"scale": 8}}}
+    cfg = method_config("supervised", tiny_backbone, corpus_file, tmp_path / "run", section=arguments)
+    assert cfg.loss.temperature == 0.125
+    expected = v020_digest(cfg, supervised__loss_args={"scale": 8}, supervised__scale=None)
+    assert run_fingerprint(cfg)["config_sha256"] == expected
+    # labelled-pair CT: 0.2.0 accepted ct.scale and read nothing; it still does, and says so
+    pairs = {"ct": {"scale": 30, "lr_segments": None}}
+    cfg = method_config("ct", tiny_backbone, corpus_file, tmp_path / "run", section=pairs)
+    assert cfg.loss.temperature == 0.05 and "CT with labelled pairs has no scale" in capsys.readouterr().err
+    assert run_fingerprint(cfg)["config_sha256"] == v020_digest(cfg, ct__scale=30)
+    # a --set of the old key: an error about it names the --set given, not one converted from it
+    path = tmp_path / "ct.yaml"
+    tree = method_config("ct", tiny_backbone, corpus_file, tmp_path / "run", section=in_batch).to_tree()
+    path.write_text(json.dumps(tree))
+    with pytest.raises(ConfigError, match=r"^--set ct.scale=-3: loss.temperature"):
+        load_config(path, ["ct.scale=-3"])
+
+
 def test_the_trainers_own_settings_pass_through_checked_and_are_read_back(tiny_backbone, corpus_file, tmp_path):
     """train.trainer_args reaches SentenceTransformerTrainingArguments and runtime.json reads it back; an
     unknown key is one line with the closest names, a key sentlab sets names sentlab's setting, and
@@ -322,8 +402,18 @@ def test_the_trainers_own_settings_pass_through_checked_and_are_read_back(tiny_b
             {"gradient_checkpointin": True},
             r"gradient_checkpointin: not an argument .*did you mean gradient_checkpointing",
         ),
-        ({"per_device_train_batch_size": 8}, "per_device_train_batch_size: sentlab sets it from train.batch_size"),
+        ({"per_device_train_batch_size": 8}, "per_device_train_batch_size: sentlab.s own setting is train.batch_size"),
         ({"gradient_accumulation_steps": 0}, "gradient_accumulation_steps: a whole number of at least 1"),
+        # keys that would defeat sentlab's own handling: each names sentlab's setting or what it would break
+        ({"save_only_model": True}, "save_only_model: refused, since --resume needs the optimizer, scheduler"),
+        ({"torch_compile_mode": "max-autotune"}, "torch_compile_mode: sentlab.s own setting is train.compile"),
+        ({"resume_from_checkpoint": "x"}, "resume_from_checkpoint: sentlab.s own setting is sentlab train --resume"),
+        ({"push_to_hub": True}, "push_to_hub: sentlab.s own setting is sentlab push"),
+        ({"debug": "underflow_overflow"}, "debug: not one of the trainer's arguments sentlab passes through"),
+        # values checked against the trainer's types when the config is read, before any data
+        ({"max_grad_norm": "abc"}, "max_grad_norm: 'abc' is not a float"),
+        ({"gradient_checkpointing": "yes"}, "gradient_checkpointing: 'yes' is not a bool"),
+        ({"lr_scheduler_type": "bogus"}, "lr_scheduler_type: 'bogus' is not one of linear, cosine"),
     ]:
         with pytest.raises(ValueError, match=message):
             method_config("tsdae", tiny_backbone, corpus_file, tmp_path / "run", trainer_args=trainer_args)

@@ -136,7 +136,8 @@ def test_the_teacher_gives_the_distillation_labels(tiny_backbone, tmp_path):
         ),
         ("DistillKLDivLoss", torch.stack([(vectors[0] * v).sum(1) for v in vectors[1:]], 1)),
     ]:
-        cfg = supervised(tmp_path, tiny_backbone, train, list(data), loss=name, teacher=str(tiny_backbone))
+        columns = list(data)[:2] if name == "MSELoss" else list(data)  # MSE: [source, translation]
+        cfg = supervised(tmp_path, tiny_backbone, train, columns, loss=name, teacher=str(tiny_backbone))
         labels = torch.tensor(Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()["label"])
         # float32 encodings of the same model in batches of other sizes: 1e-4 of values ~1
         torch.testing.assert_close(labels, expected.cpu().float(), rtol=1e-4, atol=1e-4)
@@ -157,7 +158,8 @@ def test_the_teacher_gives_the_distillation_labels(tiny_backbone, tmp_path):
 @pytest.mark.parametrize("loss", ["MSELoss", "EmbedDistillLoss"])
 def test_a_negative_under_an_embedding_distillation_is_refused(loss, tiny_backbone, tmp_path):
     """MSE / EmbedDistill pull every column toward the teacher's embedding of the first: a negative
-    role would be pulled toward its anchor. A source and its translations (a list) still load."""
+    role would be pulled toward its anchor, and so would a list's third column (a negative for every other
+    loss: a triplet file). A source and its translation (a list of two) still load."""
     data = rows_of("distill", LOSSES["MarginMSELoss"])  # anchor, positive, negatives
     train = table(tmp_path / "rows.jsonl", data)
     a, p, n = list(data)[:3]
@@ -166,6 +168,9 @@ def test_a_negative_under_an_embedding_distillation_is_refused(loss, tiny_backbo
     with pytest.raises(ConfigError, match="role negative would be pulled toward its anchor"):
         Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
     cfg = supervised(tmp_path, tiny_backbone, train, [a, p, n], loss=loss, teacher=str(tiny_backbone))
+    with pytest.raises(ConfigError, match=f"a list's third column \\({n}\\) is a negative for the other losses"):
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+    cfg = supervised(tmp_path, tiny_backbone, train, [a, p], loss=loss, teacher=str(tiny_backbone))
     assert len(Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()) == len(data[a])
 
 
@@ -362,6 +367,9 @@ def test_the_temperature_is_one_key_for_every_loss_that_has_one(tiny_backbone, t
     from sentlab.training import config
 
     monkeypatch.setattr(config, "_NOTICED", set())  # the notice is once a process
+    # the configuration reference (generated from this description) says what the config does below
+    described = config.LossSection.model_fields["temperature"].description
+    assert "refused by a loss without a scale: GISTEmbed's and DistillKLDiv's own temperature" in described
     train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS[1:] + WORDS[:1]})
 
     def tree_of(loss, temperature=None, **section):

@@ -92,7 +92,7 @@ def test_bad_prompts_are_one_line(tiny_backbone, corpus_file, tmp_path):
         engine.build_trainer(cfg, engine.RunPaths(tmp_path / "run"))
     with pytest.raises(ValueError, match="data.prompts: method simcse-unsup does not read it"):
         method_config("simcse-unsup", tiny_backbone, corpus_file, tmp_path / "r", data={"prompts": "q :"})
-    with pytest.raises(ValueError, match="prompts: sentlab sets it from data.prompts"):
+    with pytest.raises(ValueError, match="prompts: sentlab.s own setting is data.prompts"):
         method_config(
             "supervised",
             tiny_backbone,

@@ -392,7 +392,7 @@ def build_encoder(
                 if mode == "lasttoken" and tokenizer.pad_token is None and tokenizer.eos_token is not None:
                     tokenizer.pad_token = tokenizer.eos_token  # a decoder's batches pad with its eos token
                 modules = [transformer, Pooling(dim, pooling_mode=mode)]
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, ImportError) as err:  # ImportError: an attn_implementation's missing package
         raise ModelLoadError(f"{backbone}: cannot load backbone ({_first_line(err)})") from None
     return SentenceTransformer(modules=modules, device=device)
 
@@ -470,7 +470,7 @@ def load_encoder(
         model = SentenceTransformer(
             path, device=device, trust_remote_code=trust, config_kwargs=config_kwargs, model_kwargs=model_kwargs or None
         )
-    except (OSError, ValueError, RuntimeError) as err:
+    except (OSError, ValueError, RuntimeError, ImportError) as err:
         raise ModelLoadError(f"{name}: cannot load model ({_first_line(err)})") from None
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length

@@ -88,8 +88,8 @@ LOSSES: dict[str, LossSpec] = {
     "BatchSemiHardTripletLoss": LossSpec(**_BATCH_TRIPLET),
     "BatchHardSoftMarginTripletLoss": LossSpec(**_BATCH_TRIPLET),
     "SoftmaxLoss": LossSpec(kind="pair-classes"),
-    "MSELoss": LossSpec(kind="distill", teacher="embedding"),
-    "EmbedDistillLoss": LossSpec(kind="distill", teacher="embedding"),
+    "MSELoss": LossSpec(kind="distill", max_negatives=0, teacher="embedding"),  # [text] or [source, translation]
+    "EmbedDistillLoss": LossSpec(kind="distill", max_negatives=0, teacher="embedding"),
     "MarginMSELoss": LossSpec(kind="distill", min_negatives=1, teacher="margins"),
     "DistillKLDivLoss": LossSpec(kind="distill", min_negatives=1, teacher="scores"),
 }
@@ -301,6 +301,8 @@ def capabilities(cls: type[nn.Module], arguments: dict[str, object], name: str |
     cache = None
     if cached_class_name(cls.__name__):  # train.mini_batch_size is the Cached class's mini_batch_size
         pass
+    elif spec.chunks_itself and arguments.get("use_mini_batched_version") is False:
+        cache = f"supervised.loss {name} with use_mini_batched_version: false embeds the batch whole, unchunked"
     elif spec.chunks_itself:
         cache = f"supervised.loss {name} splits the batch itself: set its supervised.loss_args.mini_batch_size"
     elif not spec.compares_rows:

@@ -172,6 +172,10 @@ class Method:
             model = load_encoder(start, **kwargs)
         else:
             model = build_encoder(start, m.pooler, prompt_template=m.prompt_template, **kwargs)
+        halves = sorted({str(p.dtype) for p in model.parameters() if p.is_floating_point()} - {"torch.float32"})
+        if halves:  # model.model_kwargs.dtype: auto on a half-precision checkpoint (train.mixed_precision is the way)
+            model.float()
+            say(f"model.model_kwargs.dtype: the checkpoint holds {', '.join(halves)} weights; trained in float32")
         if m.num_layers is not None:
             keep_first_layers(model, m.num_layers)
         if has_adapter(model):  # a run's adapter folder (a pipeline's earlier stage): its full weights

@@ -28,7 +28,7 @@ from typing import Literal
 
 import numpy as np
 from datasets import Dataset
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.losses import (
     ContrastiveTensionLoss,
@@ -38,8 +38,12 @@ from torch import nn
 
 from sentlab.errors import DataError
 from sentlab.methods.base import Method, register, train_table
-from sentlab.training.config import TrainConfig, _Section
+from sentlab.training.config import TrainConfig, _Section, scale_of
 
+SEGMENTS_SET_EVERY_STEP = (
+    "ct.lr_segments sets every step's learning rate (App. B); set ct.lr_segments: null for train.learning_rate "
+    "with the trainer's schedule"
+)
 PAPER_SEGMENTS = [[500, 1e-5], [1000, 8e-6], [1500, 6e-6], [2000, 4e-6], [None, 2e-6]]
 
 
@@ -72,10 +76,29 @@ class CTConfig(TrainConfig):
     method: Literal["ct"]
     ct: CTSection = Field(default_factory=CTSection)
     not_read = {"loss.hard_negative_weight": "its negatives are the other pairs (ct.k) or the batch (ct.in_batch)"}
-    idle_when = {**TrainConfig.idle_when, "loss.temperature": "without ct.in_batch"}
+    idle_when = {
+        **TrainConfig.idle_when,
+        "loss.temperature": "without ct.in_batch",
+        "train.warmup_ratio": "with ct.lr_segments",
+    }
+
+    @model_validator(mode="after")
+    def _one_schedule(self) -> CTConfig:
+        """App. B's segments set every step's learning rate: the trainer's schedule would not run."""
+        if self.ct.lr_segments is not None:
+            for key in ("lr_scheduler_type", "lr_scheduler_kwargs"):
+                if key in self.train.trainer_args:
+                    raise ValueError(f"train.trainer_args.{key}: {SEGMENTS_SET_EVERY_STEP}")
+        if self.ct.optimizer == "rmsprop":
+            for key in ("adam_beta1", "adam_beta2", "adam_epsilon"):
+                if key in self.train.trainer_args:
+                    raise ValueError(f"train.trainer_args.{key}: ct.optimizer rmsprop has no Adam settings")
+        return self
 
     def unread(self) -> dict[str, str]:
         idle = super().unread()
+        if self.ct.lr_segments is not None:
+            idle["train.warmup_ratio"] = SEGMENTS_SET_EVERY_STEP
         if not self.ct.in_batch:
             idle["loss.temperature"] = (
                 "CT with labelled pairs scores by a plain dot product, with no scale (ct.in_batch: true has one; "
@@ -145,7 +168,7 @@ class CT(Method):
 
     def loss(self, model: SentenceTransformer) -> nn.Module:
         if self.cfg.ct.in_batch:
-            return ContrastiveTensionLossInBatchNegatives(model, scale=1.0 / self.cfg.loss.temperature)
+            return ContrastiveTensionLossInBatchNegatives(model, scale=scale_of(self.cfg.loss.temperature))
         return ContrastiveTensionLoss(model)
 
     def training_arguments(self) -> dict[str, object]:

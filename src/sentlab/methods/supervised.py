@@ -71,7 +71,14 @@ from sentlab.losses.catalog import (
 )
 from sentlab.methods.base import Method, column_roles, data_columns, register
 from sentlab.progress import say
-from sentlab.training.config import DEFAULT_TEMPERATURE, TrainConfig, _Section, deprecation_notice, scale_as_temperature
+from sentlab.training.config import (
+    DEFAULT_TEMPERATURE,
+    TrainConfig,
+    _Section,
+    deprecation_notice,
+    scale_as_temperature,
+    scale_of,
+)
 
 SCORED_LOSSES = tuple(short for short, name in SHORT_NAMES.items() if LOSSES[name].kind == "scored")
 # the columns each kind of loss reads, in order (texts and distill: then any negatives)
@@ -478,6 +485,13 @@ class Supervised(Method):
                 )
         least = 1 if spec.teacher == "embedding" else 2 + spec.min_negatives
         most = None if spec.max_negatives is None else 2 + spec.max_negatives
+        if spec.teacher == "embedding" and isinstance(data.columns, list) and len(data.columns) > 2:
+            raise ConfigError(  # a list's third column is a negative for every other loss: a triplet file
+                f"data.columns: supervised.loss {name} pulls every column toward the teacher's embedding of the "
+                f"first, and a list's third column ({data.columns[2]}) is a negative for the other losses; give "
+                "[text] or [source, translation] (one translation a row), or MarginMSELoss / DistillKLDivLoss, "
+                "which read negatives"
+            )
         columns, roles = text_columns(data.columns, least, most, f"supervised.loss {name}")
         table = self.checked(data_columns(self.cfg, columns, roles))
         for role, column in zip(roles, columns):
@@ -702,7 +716,7 @@ class Supervised(Method):
                 guide.requires_grad_(False)  # read, never trained (nor written into checkpoints)
                 arguments[argument] = guide
         if _takes(cls, "scale"):  # 20 at the default 0.05, every scale's default in sentence-transformers
-            arguments["scale"] = 1.0 / self.cfg.loss.temperature
+            arguments["scale"] = scale_of(self.cfg.loss.temperature)
         width = model.get_embedding_dimension()
         if spec.teacher == "embedding" and self.teacher_width is not None:
             projected = arguments.get("projection_dim")

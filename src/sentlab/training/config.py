@@ -8,7 +8,6 @@ typo never silently falls back to a default). The packaged presets (``sentlab pr
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, NamedTuple
@@ -46,8 +45,10 @@ class AdapterSection(_Section):
     )
 
 
-# the from_pretrained arguments model.model_kwargs passes through, and their values
-MODEL_KWARGS = {"dtype": ("float32", "bfloat16", "float16", "auto"), "attn_implementation": None}
+# the from_pretrained arguments model.model_kwargs passes through, and their values (auto: float32 weights
+# whatever the checkpoint holds; half-precision weights are train.mixed_precision's, which keeps float32 ones)
+MODEL_KWARGS = {"dtype": ("float32", "auto"), "attn_implementation": None}
+HALF_DTYPES = {"bfloat16": "bf16", "float16": "fp16"}
 
 
 class ModelSection(_Section):
@@ -64,7 +65,8 @@ class ModelSection(_Section):
     pooler: Literal["cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt", "lasttoken"] | None = None
     model_kwargs: dict[str, str] = Field(
         default_factory=dict,
-        description="passed to the backbone's from_pretrained: dtype (float32, bfloat16, float16, auto) and "
+        description="passed to the backbone's from_pretrained: dtype (float32; auto loads the checkpoint's and "
+        "trains it in float32: half precision is train.mixed_precision's) and "
         "attn_implementation (eager, sdpa, flash_attention_2 ..., which transformers checks); another key is "
         "refused, since transformers would keep an unknown one in the model's config and change nothing; not with "
         "the prompt pooler",
@@ -80,6 +82,12 @@ class ModelSection(_Section):
     @classmethod
     def _model_kwargs(cls, value: dict[str, str]) -> dict[str, str]:
         for key, given in value.items():
+            if key == "dtype" and given in HALF_DTYPES:
+                raise ValueError(
+                    f"dtype: {given} would train {given} weights with no float32 copy, while the run records "
+                    f"fp32; set train.mixed_precision: {HALF_DTYPES[given]} (float32 weights, {given} arithmetic, "
+                    "read back into precision.json)"
+                )
             if key not in MODEL_KWARGS:
                 raise ValueError(f"{key}: not one of {', '.join(MODEL_KWARGS)} (the keys sentlab passes through)")
             if MODEL_KWARGS[key] is not None and given not in MODEL_KWARGS[key]:
@@ -266,8 +274,9 @@ class LossSection(_Section):
         gt=0,
         description="the contrastive temperature tau, the one key of every method and loss that has one (the "
         "scores are similarity / tau; a loss's scale is 1 / tau, 20 at 0.05): SimCSE, RankCSE, RankEncoder, RSE, "
-        "CT in-batch (whose learnt scale starts at 1 / tau), a supervised loss's scale (mnrl, cosent, angle ...) "
-        "and GISTEmbed's temperature (unset there: its own 0.01)",
+        "CT in-batch (whose learnt scale starts at 1 / tau) and a supervised loss's scale (mnrl, cosent, angle ...); "
+        "refused by a loss without a scale: GISTEmbed's and DistillKLDiv's own temperature is "
+        "supervised.loss_args.temperature",
     )
     hard_negative_weight: float = 0.0
 
@@ -310,7 +319,109 @@ TRAINER_KEYS_SENTLAB_SETS = {
     "per_device_eval_batch_size": "eval (sentlab's evaluators batch themselves)",
     "prompts": "data.prompts",
     "multi_dataset_batch_sampler": "data.sampler",
+    "torch_compile_backend": "train.compile (its compile is read back into runtime.json)",
+    "torch_compile_mode": "train.compile (its compile is read back into runtime.json)",
+    "resume_from_checkpoint": "sentlab train --resume (the last complete checkpoint)",
+    "auto_find_batch_size": "train.batch_size (and train.mini_batch_size: auto)",
+    "logging_strategy": "train.logging_steps",
+    "eval_on_start": "eval.dev_task (the start model is scored as a candidate: train.start_is_candidate)",
+    "eval_delay": "eval.dev_task and train.eval_steps",
+    "bf16_full_eval": "its evaluation, which runs in fp32 and records it",
+    "fp16_full_eval": "its evaluation, which runs in fp32 and records it",
+    "train_sampling_strategy": "train.no_duplicates (and the method's own batching)",
+    "length_column_name": "train.no_duplicates (and the method's own batching)",
+    "ddp_static_graph": "its DDP setting",
+    "local_rank": "torchrun or accelerate launch",
+    "do_train": "the command you run (sentlab train, sentlab eval)",
+    "do_eval": "the command you run (sentlab train, sentlab eval)",
+    "do_predict": "the command you run (sentlab train, sentlab eval)",
+    **{
+        key: "sentlab push (the model with its card, its config and its scores)"
+        for key in (
+            "push_to_hub",
+            "hub_model_id",
+            "hub_strategy",
+            "hub_token",
+            "hub_private_repo",
+            "hub_always_push",
+            "hub_revision",
+        )
+    },
 }
+# the trainer's arguments that would break one of sentlab's guarantees -> which (train.trainer_args refuses them)
+TRAINER_KEYS_REFUSED = {
+    "save_only_model": "--resume needs the optimizer, scheduler and RNG state in every checkpoint",
+    "save_on_each_node": "one process writes each checkpoint, and marks it complete once every process has",
+    "enable_jit_checkpoint": "a checkpoint counts once it is marked complete, which a checkpoint on a signal is not",
+    "ignore_data_skip": "--resume continues at the row where the run stopped",
+    "restore_callback_states_from_checkpoint": "--resume restores sentlab's own callbacks from the run folder",
+    "deepspeed": "checkpoints, the loss's own state and precision are read back for DDP (torchrun / accelerate)",
+    "fsdp": "checkpoints, the loss's own state and precision are read back for DDP (torchrun / accelerate)",
+    "fsdp_config": "checkpoints, the loss's own state and precision are read back for DDP (torchrun / accelerate)",
+    "parallelism_config": "checkpoints, the loss's own state and precision are read back for DDP (torchrun / accelerate)",
+    "accelerator_config": "checkpoints, the loss's own state and precision are read back for DDP (torchrun / accelerate)",
+    "use_liger_kernel": "it patches the model's modules, which the card and runtime.json would not say",
+    "liger_kernel_config": "it patches the model's modules, which the card and runtime.json would not say",
+    "neftune_noise_alpha": "it adds noise to a causal LM's embeddings, which no sentlab method trains",
+    "label_smoothing_factor": "a sentence-transformers loss computes its own loss and never reads it",
+    "remove_unused_columns": "the method's columns are the loss's inputs, kept by sentence-transformers",
+    "label_names": "the method's columns are the loss's inputs, kept by sentence-transformers",
+    "optim_target_modules": "train.fused_optimizer and the method choose the optimizer",
+    "use_cache": "a sentence encoder has no generation cache",
+}
+# the trainer's arguments train.trainer_args passes through, checked against their type before any data is read
+TRAINER_KEYS_PASSED = (
+    "gradient_accumulation_steps",
+    "gradient_checkpointing",
+    "gradient_checkpointing_kwargs",
+    "max_grad_norm",
+    "lr_scheduler_type",
+    "lr_scheduler_kwargs",
+    "adam_beta1",
+    "adam_beta2",
+    "adam_epsilon",
+    "optim_args",
+    "full_determinism",
+    "average_tokens_across_devices",
+    "torch_empty_cache_steps",
+    "dataloader_drop_last",
+    "dataloader_persistent_workers",
+    "dataloader_prefetch_factor",
+    "dataloader_multiprocessing_context",
+    "logging_first_step",
+    "log_level",
+    "log_level_replica",
+    "log_on_each_node",
+    "skip_memory_metrics",
+    "include_num_input_tokens_seen",
+    "run_name",
+    "project",
+    "ddp_backend",
+    "ddp_timeout",
+    "ddp_bucket_cap_mb",
+    "ddp_broadcast_buffers",
+)
+
+
+def _check_trainer_value(key: str, given: Any, annotation: Any) -> None:
+    """``given`` is of the trainer's field type (strictly: no "yes" for a bool, no "abc" for a float; an
+    int for a float), and a name of one of its enumerations (``lr_scheduler_type``) is one of their values."""
+    import enum
+    import typing
+
+    from pydantic import TypeAdapter
+
+    try:
+        TypeAdapter(annotation).validate_python(given, strict=True)
+    except (ValidationError, TypeError) as err:
+        expected = getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+        detail = err.errors()[0]["msg"] if isinstance(err, ValidationError) else str(err)
+        raise ValueError(f"{key}: {given!r} is not a {expected} ({detail})") from None
+    for kind in typing.get_args(annotation) or (annotation,):
+        if isinstance(kind, type) and issubclass(kind, enum.Enum) and isinstance(given, str):
+            choices = [str(member.value) for member in kind]
+            if given not in choices:
+                raise ValueError(f"{key}: {given!r} is not one of {', '.join(choices)}")
 
 
 class TrainSection(_Section):
@@ -421,14 +532,22 @@ class TrainSection(_Section):
 
         from sentence_transformers.sentence_transformer.training_args import SentenceTransformerTrainingArguments
 
-        fields = {f.name for f in dataclasses.fields(SentenceTransformerTrainingArguments) if f.init}
-        for key in value:
+        fields = {f.name: f for f in dataclasses.fields(SentenceTransformerTrainingArguments) if f.init}
+        for key, given in value.items():
             if key in TRAINER_KEYS_SENTLAB_SETS:
-                raise ValueError(f"{key}: sentlab sets it from {TRAINER_KEYS_SENTLAB_SETS[key]}; set that instead")
+                raise ValueError(f"{key}: sentlab's own setting is {TRAINER_KEYS_SENTLAB_SETS[key]}; use that instead")
+            if key in TRAINER_KEYS_REFUSED:
+                raise ValueError(f"{key}: refused, since {TRAINER_KEYS_REFUSED[key]}")
             if key not in fields:
                 close = difflib.get_close_matches(key, sorted(fields), n=3)
                 hint = f" (did you mean {', '.join(close)}?)" if close else ""
                 raise ValueError(f"{key}: not an argument of SentenceTransformerTrainingArguments{hint}")
+            if key not in TRAINER_KEYS_PASSED:
+                raise ValueError(
+                    f"{key}: not one of the trainer's arguments sentlab passes through, checked and read back "
+                    f"(sentlab.training.config.TRAINER_KEYS_PASSED: {', '.join(TRAINER_KEYS_PASSED)})"
+                )
+            _check_trainer_value(key, given, fields[key].type)
         steps = value.get("gradient_accumulation_steps", 1)
         if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
             raise ValueError(f"gradient_accumulation_steps: a whole number of at least 1, not {steps!r}")
@@ -523,6 +642,8 @@ class Moved(NamedTuple):
     convert: Callable[[Any], Any] | None = None
     how: str = ""
     fingerprinted: bool = False
+    # the config tree -> why the old key was never read there (it is dropped, not moved), or None
+    idle: Callable[[Mapping], str | None] | None = None
 
     def value(self, old: Any) -> Any:
         return old if self.convert is None or old is None else self.convert(old)
@@ -537,9 +658,30 @@ def scale_as_temperature(scale: Any) -> Any:
         return scale
 
 
+def scale_of(temperature: float) -> float:
+    """1 / ``temperature`` as the scale that was written: the shortest decimal whose reciprocal is
+    ``temperature`` (49, not 49.00000000000001, for a temperature of 1 / 49), so a loss gets the scale a
+    0.2.0 config gave it."""
+    exact = 1.0 / temperature
+    for digits in range(1, 18):
+        scale = float(f"{exact:.{digits}g}")
+        if 1.0 / scale == temperature:
+            return scale
+    return exact
+
+
+def _ct_scale_idle(tree: Mapping) -> str | None:
+    ct = tree.get("ct") if isinstance(tree.get("ct"), Mapping) else {}
+    if tree.get("method") == "ct" and not ct.get("in_batch"):
+        return "CT with labelled pairs has no scale (0.2.0 read it with ct.in_batch: true only)"
+    return None
+
+
 DEPRECATED_KEYS: dict[str, Moved] = {
     "rse.mini_batch_size": Moved("train.mini_batch_size", "0.3.0", None),
-    "ct.scale": Moved("loss.temperature", "0.3.0", 20.0, scale_as_temperature, "loss.temperature = 1 / ct.scale", True),
+    "ct.scale": Moved(
+        "loss.temperature", "0.3.0", 20.0, scale_as_temperature, "loss.temperature = 1 / ct.scale", True, _ct_scale_idle
+    ),
     "supervised.scale": Moved(
         "loss.temperature", "0.3.0", None, scale_as_temperature, "loss.temperature = 1 / supervised.scale", True
     ),
@@ -567,16 +709,42 @@ ADDED_SINCE_RELEASE = {
 }
 
 
-def as_fingerprinted(tree: dict[str, Any]) -> dict[str, Any]:
+# the 0.2.0 keys a config may still give, as written, for its fingerprint: the deprecated ones, and
+# supervised.loss_args.scale (moved by the supervised method, sentlab.methods.supervised)
+WRITTEN_BEFORE = (*DEPRECATED_KEYS, "supervised.loss_args.scale")
+
+
+def _as_written(tree: Any) -> dict[str, Any]:
+    """The 0.2.0 keys of :data:`WRITTEN_BEFORE` that the raw config ``tree`` gives, at their values."""
+    found = {}
+    for dotted in WRITTEN_BEFORE:
+        node = tree
+        for part in dotted.split("."):
+            node = node.get(part, _ABSENT) if isinstance(node, Mapping) else _ABSENT
+        if node is not _ABSENT:
+            found[dotted] = node
+    return found
+
+
+_ABSENT = object()
+
+
+def as_fingerprinted(tree: dict[str, Any], written: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A resolved config tree as the version before wrote it: the keys added since left out at their
     defaults (:data:`ADDED_SINCE_RELEASE`), and the keys moved since (:attr:`Moved.fingerprinted`) back
-    where they were: the old key at its old default, or the new key's value converted back where it is
-    not at its default, and the new key at its default. A run's fingerprint hashes this, so the run of
-    an unchanged setting is the same run across versions."""
+    where they were: the old key as the config wrote it (``written``, :func:`_as_written`: an explicit
+    ``supervised.scale: 20`` is 20, not unset, and ``ct.scale: 49`` is 49), else at its old default, or
+    the new key's value converted back where it is not at its default, and the new key at its default.
+    A run's fingerprint hashes this, so the run of an unchanged setting is the same run across versions."""
+    written = dict(written or {})
     for dotted, default in ADDED_SINCE_RELEASE.items():
         section, key = dotted.split(".")
         if isinstance(tree.get(section), dict) and tree[section].get(key, default) == default:
             tree[section].pop(key, None)
+    arguments = (tree.get("supervised") or {}).get("loss_args") if isinstance(tree.get("supervised"), dict) else None
+    if "supervised.loss_args.scale" in written and isinstance(arguments, dict) and "scale" not in arguments:
+        arguments["scale"] = written.pop("supervised.loss_args.scale")  # moved to loss.temperature: put back
+        tree["loss"]["temperature"] = _default_of("loss.temperature")
     for old, moved in DEPRECATED_KEYS.items():
         section, key = old.split(".")
         new_section, new_key = moved.new.split(".")
@@ -584,7 +752,12 @@ def as_fingerprinted(tree: dict[str, Any]) -> dict[str, Any]:
             continue
         default = _default_of(moved.new)
         value = tree.get(new_section, {}).get(new_key, default)
-        tree[section][key] = moved.old_default if value == default else moved.value(value)
+        if old in written:
+            tree[section][key] = written[old]
+        else:
+            tree[section][key] = moved.old_default if value == default else moved.value(value)
+            if moved.convert is scale_as_temperature and value != default:
+                tree[section][key] = scale_of(value)
         if isinstance(tree.get(new_section), dict):
             tree[new_section][new_key] = default
     return tree
@@ -607,6 +780,16 @@ class TrainConfig(_Section):
     eval: EvalSection = Field(default_factory=EvalSection)
 
     _data_paths: list[Path] = PrivateAttr(default_factory=list)  # the $SENTLAB_DATA/ paths, expanded
+    _written: dict[str, Any] = PrivateAttr(default_factory=dict)  # 0.2.0 keys as given (as_fingerprinted)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_written(cls, tree: Any, handler) -> TrainConfig:
+        """The 0.2.0 keys the config gave, as it gave them, for the run's fingerprint."""
+        cfg = handler(tree)
+        if isinstance(tree, Mapping) and isinstance(cfg, TrainConfig):
+            cfg._written = _as_written(tree)
+        return cfg
 
     section: ClassVar[str | None] = None  # the method's own section, e.g. "rank"
     section_hint: ClassVar[str] = ""  # its required keys, named in the "needs a section" error
@@ -654,6 +837,10 @@ class TrainConfig(_Section):
             if not tree[old_section]:
                 tree.pop(old_section)
             if value == old_default:  # at its old default the key was not set: nothing moves, no notice
+                continue
+            never_read = moved.idle(tree) if moved.idle is not None else None
+            if never_read:  # 0.2.0 accepted it and read nothing: dropped (still in the run's fingerprint)
+                deprecation_notice(old, f"dropped here: {never_read}", removed_in)
                 continue
             value = moved.value(value)
             target = tree.setdefault(new_section, {})
@@ -890,7 +1077,11 @@ def parse_config(
         section, name = old.split(".")
         if (old in given or moved.new in given) and isinstance(tree.get(section), dict):
             tree[section].pop(name, None)
-    pairs = [_current_key(key, value) for key, value in pairs]
+        new_section, new_name = moved.new.split(".")
+        if old in given:  # and over the file's new key: the old key is moved where it is now as a file's is
+            deprecation_notice(old, moved.how or moved.new, moved.removed_in)  # (a --set is a setting, whatever
+            if isinstance(tree.get(new_section), dict):  # its value), and errors name the --set given
+                tree[new_section].pop(new_name, None)
     for key, value in pairs:
         _set_dotted(tree, key, value)
     if updates:
@@ -910,33 +1101,22 @@ def parse_config(
             (
                 f"--set {key}={value}"
                 for key, value in reversed(pairs)
-                if where and (key == where or key.startswith(where + ".") or where.startswith(key + "."))
+                for now in (key, DEPRECATED_KEYS[key].new if key in DEPRECATED_KEYS else key)
+                if where and (now == where or now.startswith(where + ".") or where.startswith(now + "."))
             ),
             None,
         )
         raise ConfigError(f"{option or path}: {message}") from None
 
 
-def _current_key(key: str, value: str) -> tuple[str, str]:
-    """A ``--set`` key and value as they are now: a deprecated key (:data:`DEPRECATED_KEYS`) overrides
-    its new place (its value converted), with the notice once."""
-    if key not in DEPRECATED_KEYS:
-        return key, value
-    moved = DEPRECATED_KEYS[key]
-    deprecation_notice(key, moved.how or moved.new, moved.removed_in)
-    if moved.convert is None or value == "":
-        return moved.new, value
-    return moved.new, json.dumps(moved.value(yaml.safe_load(value)))
-
-
-_NOTICED: set[str] = set()
+_NOTICED: set[tuple[str, str]] = set()
 
 
 def deprecation_notice(old: str, new: str, removed_in: str) -> None:
     """One line on stderr, once a process, for a deprecated key that was used."""
-    if old in _NOTICED:
+    if (old, new) in _NOTICED:
         return
-    _NOTICED.add(old)
+    _NOTICED.add((old, new))
     import sys
 
     print(

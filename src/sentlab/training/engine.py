@@ -805,6 +805,16 @@ def _pin_numeric_mode(cfg: TrainConfig) -> None:
     if cfg.train.tf32 and not _has_cuda():
         raise ConfigError("train.tf32: TF32 needs an NVIDIA GPU (Ampere or newer); set train.tf32: false")
     resolve_precision(cfg.train.mixed_precision, training_device_type())
+    attention = cfg.model.model_kwargs.get("attn_implementation", "")
+    if attention.startswith("flash_attention_"):  # transformers' own check raises an ImportError at load time
+        import transformers.utils
+
+        available = getattr(transformers.utils, f"is_flash_attn_{attention[-1]}_available", lambda: False)
+        if not available():
+            raise ConfigError(
+                f"model.model_kwargs.attn_implementation: {attention} needs its flash-attn package and a CUDA GPU, "
+                "not found here; install it, or use sdpa (the default) or eager"
+            )
     if cfg.train.compile:
         check_compile(training_device_type())
     pin_float32_math(allow_tf32=cfg.train.tf32)

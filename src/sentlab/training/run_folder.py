@@ -104,7 +104,7 @@ def run_fingerprint(cfg) -> dict[str, str]:
     from sentlab.data.datasets_source import is_datasets_source, open_source, source_identity
     from sentlab.training.config import as_fingerprinted
 
-    tree = as_fingerprinted(learned_settings(cfg.model_dump()))
+    tree = as_fingerprinted(learned_settings(cfg.model_dump()), cfg._written)
 
     def identity(train: str, split: str | None, subset: str | None) -> str:
         if train and is_datasets_source(train):  # the table's own fingerprint

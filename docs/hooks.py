@@ -899,13 +899,15 @@ def static_frontier(records: Path = RECORDS) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    result = record("static-student-minilm", records)["result"]
+    found = record("static-student-minilm", records)
+    result, cpu = found["result"], found["machine"]["cpu"]
     names = {k: v.format(forum=result["data"]["test_forum"]) for k, v in STATIC_TASKS.items()}
+    machine = f"{cpu['cores']}-core {cpu['model'].split(' (')[0]}"  # the record's machine, as the box names it
     with matplotlib.rc_context({"svg.hashsalt": "sentlab"}):  # stable ids: the file changes only with the record
-        return _static_frontier_figure(plt, result, names)
+        return _static_frontier_figure(plt, result, names, machine)
 
 
-def _static_frontier_figure(plt, result, names) -> str:
+def _static_frontier_figure(plt, result, names, machine: str) -> str:
     target = result["target"]
     figure, axes = plt.subplots(figsize=(6.4, 4.0))
     rows = list(_static_rows(result))
@@ -931,7 +933,7 @@ def _static_frontier_figure(plt, result, names) -> str:
     axes.axhline(target["fraction_of_teacher"], color="grey", linestyle="--", linewidth=0.8)
     axes.axvline(target["speedup"], color="grey", linestyle="--", linewidth=0.8)
     axes.set_xscale("log")
-    axes.set_xlabel("encode rate, times the teacher's (2-core CPU, log scale)")
+    axes.set_xlabel(f"encode rate, times the teacher's ({machine}, log scale)")
     axes.set_ylabel("fraction of the teacher's score kept")
     axes.set_ylim(0, 1.05)
     axes.legend(fontsize=6, loc="lower left")

@@ -80,6 +80,14 @@ def test_adapt_trains_every_arm_reports_and_resumes(
     (out / "report.json").unlink()
     assert cli.main(adapt_args(tiny_backbone, corpus_file, user_task, out)) == 0  # all reused
     assert json.loads((out / "report.json").read_text())["rows"]["tsdae"]["mine"] == report["rows"]["tsdae"]["mine"]
+    # the card's data changed under its name: every model is scored on it again, nothing is trained again
+    tsv = user_task.with_suffix(".tsv")
+    header, *rows = tsv.read_text().splitlines()
+    tsv.write_text("\n".join([header, *(f"{r.rsplit(chr(9), 1)[0]}\t{4 - int(r.rsplit(chr(9), 1)[1])}" for r in rows)]))
+    assert cli.main(adapt_args(tiny_backbone, corpus_file, user_task, out)) == 0
+    again = json.loads((out / "report.json").read_text())["rows"]
+    for arm in ("start", "tsdae", "simcse"):  # the gold order reversed: each Spearman changes sign
+        assert again[arm]["mine"]["mean"] == pytest.approx(-report["rows"][arm]["mine"]["mean"], abs=1e-6)
 
     # an arm killed after its checkpoints but before it was marked finished is resumed, not restarted
     calls = []

@@ -111,6 +111,31 @@ def test_a_second_cache_over_the_same_model_encodes_nothing(tiny_backbone_no_dro
     assert embedding_setting(other.model) != first.setting
 
 
+def test_everything_that_changes_the_vectors_is_in_the_key(tiny_backbone_no_dropout, corpus_file, store):
+    """The length, the model's default prompt, a card's prompts and its data each change the vectors: each
+    changed alone is a fresh encode of every text, never the entry of the texts as they were."""
+    from sentlab.encoders.prompts import prompted
+
+    texts = corpus_file.read_text().splitlines()[:40]
+
+    def fresh(model, sentences=texts) -> bool:
+        cache = EmbeddingCache(model, store=store, min_store_rows=10)
+        cache.encode(sentences)
+        return cache.encoded == len(set(sentences))
+
+    model = build_encoder(str(tiny_backbone_no_dropout), "mean")
+    assert fresh(model) and not fresh(model)  # stored, then read back
+    model.max_seq_length = 4
+    assert fresh(model)
+    model.max_seq_length = 64
+    model.prompts = {"query": "query: "}
+    model.default_prompt_name = "query"  # sentence-transformers puts it before every text, unasked
+    assert fresh(model) and not fresh(model)
+    model.default_prompt_name = None
+    assert fresh(model, prompted(texts, "passage: "))  # a card's prompt is in the texts of the key
+    assert fresh(model, [*texts[:-1], texts[-1] + " again"])  # a card's data changed in one row
+
+
 def test_cache_commands_report_and_clear(tiny_backbone_no_dropout, tmp_path, isolated_cache, capsys):
     # more than the 256 distinct texts a list needs to be stored
     texts = [f"the dog {' '.join(['runs'] * (i % 7))} in park {i}" for i in range(300)]

@@ -15,6 +15,7 @@ from tests.fake_data import write_sts
 
 def configs(tiny_backbone, corpus_file, tmp_path):
     first = tiny_config(tiny_backbone, corpus_file, tmp_path / "unused", max_steps=2).to_tree()
+    first["model"]["inference_max_seq_length"] = 24  # the backbone's own is 64: the start must not take it
     second = json.loads(json.dumps(first))
     second["loss"]["temperature"] = 0.5  # "your own loss": SimCSE at another temperature
     third = json.loads(json.dumps(first))
@@ -73,6 +74,8 @@ def test_configs_are_compared_with_the_last_over_seeds_on_the_same_items(tiny_ba
     result = json.loads((tmp_path / "cmp" / "compare.json").read_text())
     start = json.loads((tmp_path / "cmp" / "start-model.json").read_text())
     assert result["start_model"]["scores"]["sts_avg"] == start["summary"]["sts_avg"]
+    # the start scored at the length the trained models were scored at, with their pooler
+    assert start["settings"]["max_seq_length"] == 24 == json.loads(scores.read_text())["settings"]["max_seq_length"]
     d = result["minus_start"]["mine"]["sts_avg"]
     # each config's seed mean minus the start model's one score (float64 sums: 1e-9 on a 0-100 scale)
     assert abs(d["difference"] - (result["scores"]["mine"]["sts_avg"]["mean"] - start["summary"]["sts_avg"])) < 1e-9

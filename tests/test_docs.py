@@ -426,6 +426,20 @@ def test_a_page_of_measurements_types_figures_only_in_a_section_that_names_their
     assert unsourced_sections(page) == {"## Speed": 1}
 
 
+def test_a_time_beside_a_record_is_read_from_it():
+    """On a page of measurements, a line that names its record types no time of its own: a run's duration
+    is a figure of its record ("45 min" beside a record of 580 s was not)."""
+    duration = re.compile(r"(?<![\w.-])\d+(?:\.\d+)? ?(?:min|minutes|h|hours|s)\b")
+    typed = []
+    for page in (p for p in PAGES if p.name in MEASUREMENT_PAGES):
+        for number, line in enumerate(page.read_text("utf-8").splitlines(), 1):
+            if re.search(r"record `[\w.+-]+`", line):
+                bare = re.sub(r"`[^`]*`", "", re.sub(r"<!--fig:[\w-]+-->.*?<!--/fig-->", "", line))
+                typed += [f"{page.name}:{number}: {m.group(0)}" for m in duration.finditer(bare)]
+    assert not typed, typed
+    assert duration.findall("took 45 min, 3.2 s, 12 steps, 8 h") == ["45 min", "3.2 s", "8 h"]
+
+
 def test_every_guide_and_method_page_says_what_to_expect():
     """One "What to expect" box a guide or method page: its numbers, time and memory labelled
     measured (with the record), paper, estimate, or not measured (said once, in the box)."""

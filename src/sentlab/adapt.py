@@ -241,6 +241,11 @@ def evaluate(plan: AdaptPlan, name: str, model_path: str, folder: Path) -> EvalR
     path = folder / "evaluation.json"
     report = EvalReport.read(path) if path.is_file() else EvalReport(model=name)
     cards = {card.name: card for card in map(load_task_card, [*plan.cards, *filter(None, [plan.settings.dev_card])])}
+    identities = {task: card.identity() for task, card in cards.items()}
+    kept = report.settings.setdefault("task_card_identity", {})
+    for task in cards:  # a card whose settings or data changed since it was scored: scored again
+        if task in report.tasks and kept.get(task) != identities[task]:
+            del report.tasks[task]
     missing = [n for n in [*cards, *GENERAL_TASKS[plan.settings.general]] if n not in report.tasks]
     if not missing:
         return report
@@ -258,6 +263,7 @@ def evaluate(plan: AdaptPlan, name: str, model_path: str, folder: Path) -> EvalR
         if task in cards:
             report.tasks[task] = score_task_card(scorer, cards[task], device=encoder.device)
             report.settings.setdefault("task_cards", {})[task] = str(cards[task].folder)
+            kept[task] = identities[task]
         else:
             report.tasks.update(_general(plan.settings.general, scorer, plan.settings.data_dir))
         report.settings[f"eval_seconds_{task}"] = round(time.perf_counter() - started, 1)

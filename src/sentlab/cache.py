@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from sentlab.errors import DataError
-from sentlab.paths import TEMPORARY, atomic_path, write_text_atomic
+from sentlab.paths import TEMPORARY, atomic_path, json_text, write_text_atomic
 from sentlab.progress import say
 
 DEFAULT_MAX_GB = 20.0
@@ -339,7 +339,7 @@ class EmbeddingStore:
                 "sha256": file_sha256(temporary),
                 "created": time.time(),
             }
-        write_text_atomic(meta_path, json.dumps(meta, indent=2) + "\n")  # last: the entry exists once described
+        write_text_atomic(meta_path, json_text(meta, indent=2))  # last: the entry exists once described
 
     def _delete(self, key: str) -> None:
         for path in self._paths(key):

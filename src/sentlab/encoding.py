@@ -38,7 +38,7 @@ from sentlab.encoders.matryoshka import truncate
 from sentlab.encoders.prompts import check_prompts_apply, prompted
 from sentlab.errors import DataError
 from sentlab.evaluation.scoring import embedding_setting
-from sentlab.paths import atomic_path, reserve_file, write_text_atomic
+from sentlab.paths import atomic_path, json_text, reserve_file, write_text_atomic
 from sentlab.progress import bars, say
 from sentlab.quantize import CALIBRATION_SEED, calibration_rows, quantize, ranges_of, stored_shape
 
@@ -209,7 +209,7 @@ def encode_file(
                 matrix.flush()
                 done.add(chunk)
                 state = {**run, "done": sorted(done), "ranges_sha256": ranges_sha256}
-                write_text_atomic(progress, json.dumps(state) + "\n")
+                write_text_atomic(progress, json_text(state))
                 encoded += end - begin
                 bar.update(end - begin)
     except BaseException:
@@ -282,6 +282,6 @@ class _Files:
         }
         if ranges is not None:
             record |= {"ranges": self.ranges.name, "ranges_sha256": file_sha256(self.ranges)}
-        write_text_atomic(self.record, json.dumps(record, indent=1) + "\n")
+        write_text_atomic(self.record, json_text(record, indent=1))
         self.progress.unlink(missing_ok=True)
         return record

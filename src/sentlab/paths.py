@@ -77,6 +77,25 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise
 
 
+def json_text(data: object, indent: int | None = None) -> str:
+    """``data`` as strict JSON and a newline: a float that is not finite (a static model's unbounded
+    length, a NaN score) is ``null``, never ``Infinity`` or ``NaN``, which JSON does not have
+    (``allow_nan=False`` stops any other path to them)."""
+    import json
+    import math
+
+    def finite(value: object) -> object:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {key: finite(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [finite(item) for item in value]
+        return value
+
+    return json.dumps(finite(data), indent=indent, allow_nan=False, default=str) + "\n"
+
+
 def write_text_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` (UTF-8) whole or not at all (:func:`atomic_path`)."""
     with atomic_path(path) as temporary:

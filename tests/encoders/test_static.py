@@ -44,7 +44,7 @@ def student(corpus, tmp_path_factory):
     return folder
 
 
-def test_the_student_loads_in_sentence_transformers_and_model2vec_and_encodes_alike(student, tmp_path):
+def test_the_student_loads_in_sentence_transformers_and_model2vec_and_encodes_alike(student, tmp_path, capsys):
     from model2vec import StaticModel
     from sentence_transformers import SentenceTransformer
 
@@ -66,6 +66,12 @@ def test_the_student_loads_in_sentence_transformers_and_model2vec_and_encodes_al
     text.write_text("\n".join(sentences) + "\n", encoding="utf-8")
     assert main(["encode", "--model", str(student), "--input", str(text), "--output", str(tmp_path / "e.npy")]) == 0
     np.testing.assert_allclose(np.load(tmp_path / "e.npy"), ours, rtol=1e-5, atol=1e-6)
+    # its record is strict JSON (an unbounded length is null, not Infinity), and a second encode reuses it
+    record = json.loads((tmp_path / "e.npy.json").read_text(), parse_constant=lambda c: pytest.fail(c))
+    assert record["plan"]["model"]["max_seq_length"] is None
+    capsys.readouterr()
+    assert main(["encode", "--model", str(student), "--input", str(text), "--output", str(tmp_path / "e.npy")]) == 0
+    assert "already holds these embeddings" in capsys.readouterr().err
     assert is_static(load_encoder(student))
 
 
@@ -93,7 +99,7 @@ def test_options_that_mean_nothing_for_a_static_model_are_one_line(student, tmp_
     for section, key, value, lacks in [
         ("model", "max_seq_length", 64, "length"),
         ("model", "inference_max_seq_length", 64, "length"),
-        ("model", "model_kwargs", {"dtype": "float16"}, "transformers backbone"),
+        ("model", "model_kwargs", {"attn_implementation": "eager"}, "transformers backbone"),
         ("model", "trust_remote_code", True, "modelling code"),
         ("model", "num_layers", 1, "layers"),
         ("train", "mini_batch_size", "auto", "activations to chunk"),
@@ -264,4 +270,4 @@ def test_without_the_extra_the_command_is_one_line(corpus_file, tmp_path, monkey
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "model2vec" else real(name, *a))
     assert main(distill_args("minilm", tmp_path / "s", corpus_file)) != 0
-    assert "pip install 'sentlab[static]'" in capsys.readouterr().err
+    assert "the static extra: pip install -e '.[static]' in sentlab's checkout" in capsys.readouterr().err

@@ -66,6 +66,7 @@ def test_int8_compares_the_codes_of_the_calibrated_ranges():
 def test_eval_scores_the_codes_encode_writes(normalize, tiny_backbone_no_dropout, tmp_path):
     """`sentlab eval --embedding-precision int8 --calibration F` and `sentlab encode` of F store the
     same codes (both quantize unit-length vectors, with or without encode's --normalize)."""
+    from sentlab.encoders.prompts import prompted
     from sentlab.encoding import encode_file
     from sentlab.evaluation.quantized import calibration_sample
     from sentlab.evaluation.scoring import EmbeddingCache
@@ -79,6 +80,14 @@ def test_eval_scores_the_codes_encode_writes(normalize, tiny_backbone_no_dropout
     scored = QuantizedEmbeddings(EmbeddingCache(model), None, "int8", calibration_sample(text)).encode(lines)
     # the same float32 vectors from batches of other sizes: a value on a step's edge may floor either way
     assert np.abs(scored - written).max() <= 1 and (scored == written).mean() > 0.99
+    # encode --prompt calibrates on the prompted sample: eval, told the card's prompt, scores those codes
+    encode_file(model, text, tmp_path / "p.npy", normalize=normalize, precision="int8", prompt="passage: ")
+    written = np.load(tmp_path / "p.npy").astype(np.float32)
+    view = QuantizedEmbeddings(EmbeddingCache(model), None, "int8", calibration_sample(text))
+    view.use_prompts(["passage: "])
+    scored = view.encode(prompted(lines, "passage: "))
+    assert np.abs(scored - written).max() <= 1 and (scored == written).mean() > 0.99
+    assert view.stored_form()["calibration"]["prompts"] == ["passage: "]
 
 
 def test_dims_alone_keep_the_first_dimensions_renormalised():

@@ -318,6 +318,20 @@ def test_the_models_own_prompts_are_used_unless_the_card_says_otherwise(tiny_bac
     seen.clear()
     score_task_card(Spy(model), card(tmp_path, text + "query_prompt: ''\n"))
     assert sorted(seen) == ["passage: a cat", "passage: the dog", "the cat"]
+    # the stored form (--dims, --embedding-precision) encodes with the same prompts
+    from sentlab.evaluation.quantized import QuantizedEmbeddings
+    from sentlab.evaluation.scoring import EmbeddingCache
+
+    texts = []
+
+    class SpyCache(EmbeddingCache):
+        def encode(self, sentences, **kwargs):
+            texts.extend(sentences)
+            return super().encode(sentences, **kwargs)
+
+    stored = score_task_card(CosineScorer(QuantizedEmbeddings(SpyCache(model), 16, "float32")), card(tmp_path, text))
+    assert sorted(texts) == ["passage: a cat", "passage: the dog", "query: the cat"]
+    assert stored.extra["prompts"] == {"query": "query: ", "document": "passage: "}
     model.default_prompt_name = "query"
     with pytest.raises(ConfigError, match="task card r: the model puts its default prompt 'query' before every text"):
         score_task_card(Spy(model), card(tmp_path, text))

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from sentlab.cli.common import data_dir_arg, quiet_arg, seeds_arg, set_arg
-from sentlab.paths import write_text_atomic
+from sentlab.paths import json_text, write_text_atomic
 
 
 def _label(config: str) -> str:
@@ -143,12 +143,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
         # under its name); its embeddings come from the embedding cache when they were encoded before
         start_scores = out / "start-model.json"
         data_dir = args.data_dir or next(iter(planned.values())).data.data_dir
+        lengths = {r["settings"].get("max_seq_length") for runs in results.values() for r in runs}
+        if len(lengths) > 1:
+            raise ConfigError(
+                f"--start-model: the trained models encode at different lengths ({', '.join(map(str, lengths))}), "
+                "so no one length scores the start model as they were scored; compare configs of one length"
+            )
+        length = next(iter(lengths))  # the start at the trained models' length (None: a static model's whole texts)
+        start_length = [] if length is None else ["--max-seq-length", str(length)]
         with contextlib.redirect_stdout(sys.stderr):
             _evaluate(
                 [
                     "--model",
                     args.start_model,
                     *start_pooler,
+                    *start_length,
                     "--items",
                     "--output",
                     str(start_scores),
@@ -174,7 +183,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             **{f"{label} minus the start model": rows for label, rows in report["minus_start"].items()},
         }
     report["comparisons"] = sum(len(rows) for rows in differences.values())
-    write_text_atomic(out / "compare.json", json.dumps(report, indent=1) + "\n")
+    write_text_atomic(out / "compare.json", json_text(report, indent=1))
     for label, rows in differences.items():
         name = label if label.endswith(" minus the start model") else f"{label} minus {baseline}"
         print(f"{name}, {len(args.seeds)} seeds (95 % interval over seeds and items):")

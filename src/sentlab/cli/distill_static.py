@@ -27,7 +27,7 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
     from sentlab.encoders.loading import load_encoder
     from sentlab.encoders.static import corpus_vocabulary, distill, save_student, train_on_corpus
     from sentlab.errors import ConfigError
-    from sentlab.paths import write_text_atomic
+    from sentlab.paths import json_text, write_text_atomic
     from sentlab.progress import say
     from sentlab.rank.index import encoder_fingerprint
 
@@ -105,7 +105,7 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
         "tokenlearn": tokenlearn.version.__version__,
         **timings,
     }
-    write_text_atomic(partial / RECORD, json.dumps(record, indent=2) + "\n")
+    write_text_atomic(partial / RECORD, json_text(record, indent=2))
     if output.exists():
         output.rmdir()  # empty (checked above)
     partial.rename(output)  # whole or not at all: the record is in it

@@ -17,6 +17,7 @@ from sentlab.cli.common import (
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from sentlab.encoders.loading import finite_length
     from sentlab.evaluation.features import feature_function
     from sentlab.evaluation.suite import SuiteInputs, run_suite, suite_plan
 
@@ -45,7 +46,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     report.settings.update(
         {
             "pooler": args.pooler,
-            "max_seq_length": encoder.max_seq_length,
+            "max_seq_length": finite_length(encoder),  # None: a static model's whole texts
             "backend": args.backend,
             "precision": args.precision,
         }

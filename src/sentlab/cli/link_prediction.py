@@ -17,7 +17,6 @@ from sentlab.progress import say
 
 
 def cmd_link_prediction(args: argparse.Namespace) -> int:
-    import json
 
     from sentlab.data.relations import relation_counts
     from sentlab.evaluation.link_prediction import link_prediction
@@ -45,7 +44,7 @@ def cmd_link_prediction(args: argparse.Namespace) -> int:
             f"{m['hits@10']:>6.3f}"
         )
     if args.output:
-        from sentlab.paths import write_text_atomic
+        from sentlab.paths import json_text, write_text_atomic
 
         out = Path(args.output)
         payload = {
@@ -58,7 +57,7 @@ def cmd_link_prediction(args: argparse.Namespace) -> int:
             "sources": str(args.sources),
             "metrics": result,
         }
-        write_text_atomic(out, json.dumps(payload, indent=1) + "\n")  # a killed run leaves no half-written file
+        write_text_atomic(out, json_text(payload, indent=1))  # a killed run leaves no half-written file
         print(f"results written to {out}")
     return 0
 

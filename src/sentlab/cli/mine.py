@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from sentlab.cli.common import load, model_args, positive_int
-from sentlab.paths import atomic_path, write_text_atomic
+from sentlab.paths import atomic_path, json_text, write_text_atomic
 
 
 def _columns(text: str) -> list[str] | dict[str, str]:
@@ -99,7 +99,7 @@ def cmd_mine(args: argparse.Namespace) -> int:
         for row in triplets:
             f.write(json.dumps({k: row[k] for k in triplets.column_names}, ensure_ascii=False) + "\n")
     report_path = out.with_suffix(".report.json")
-    write_text_atomic(report_path, json.dumps(report.to_dict(), indent=1) + "\n")  # written last: the run finished
+    write_text_atomic(report_path, json_text(report.to_dict(), indent=1))  # written last: the run finished
     if args.format == "n-tuple":
         columns = ", ".join(triplets.column_names)
         print(

@@ -133,6 +133,17 @@ START_KIND_LACKS: dict[str, dict[str, str]] = {
 KIND_WORDS = {"static": "a static model (a vector a token, averaged over whole texts)", "adapter": "an adapter folder"}
 
 
+def finite_length(model: SentenceTransformer) -> int | None:
+    """``model``'s max_seq_length as a record holds it: None for a static model, whose length is
+    unbounded (sentence-transformers says ``inf``, which JSON does not have)."""
+    import math
+
+    length = getattr(model, "max_seq_length", None)
+    if length is None or (isinstance(length, float) and not math.isfinite(length)):
+        return None
+    return int(length)
+
+
 def start_kind(name: str | Path) -> str:
     """Which row of :data:`START_KIND_LACKS` the model ``name`` is read by."""
     if is_static_model(name):

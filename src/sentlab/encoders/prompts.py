@@ -33,15 +33,35 @@ def role_prompt(model: SentenceTransformer | None, role: str) -> str:
     return next((prompts[name] for name in names if prompts.get(name)), "")
 
 
+def _inner(encoder: object) -> object | None:
+    """What ``encoder`` encodes through: a scorer's model, a cache's model or encoder, a stored form's
+    cache (:class:`~sentlab.evaluation.quantized.QuantizedEmbeddings`)."""
+    return getattr(encoder, "model", None) or getattr(encoder, "encoder", None) or getattr(encoder, "cache", None)
+
+
 def model_of(encoder: object) -> SentenceTransformer | None:
-    """The sentence-transformers model behind a scorer, an embedding cache or a model itself."""
-    for _ in range(4):
+    """The sentence-transformers model behind a scorer, an embedding cache, a stored form (``--dims``,
+    ``--embedding-precision``) or a model itself."""
+    for _ in range(5):
         if isinstance(encoder, SentenceTransformer):
             return encoder
-        encoder = getattr(encoder, "model", None) or getattr(encoder, "encoder", None)
+        encoder = _inner(encoder)
         if encoder is None:
             return None
     return None
+
+
+def calibrate_for_prompts(encoder: object, prompts: Sequence[str]) -> None:
+    """Tell a stored form behind ``encoder`` (int8 / uint8 ranges) which prompts its texts will carry,
+    so each prompted text is quantized with the ranges of its prompt's calibration, as ``sentlab encode
+    --prompt`` writes the codes; nothing for any other encoder."""
+    for _ in range(5):
+        if encoder is None or isinstance(encoder, SentenceTransformer):
+            return
+        if hasattr(encoder, "use_prompts"):
+            encoder.use_prompts([p for p in prompts if p])
+            return
+        encoder = _inner(encoder)
 
 
 def check_prompts_apply(model: SentenceTransformer | None, prompts: Sequence[str], where: str) -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from sentence_transformers import SentenceTransformer
 
-from sentlab.errors import ConfigError, SentlabError
+from sentlab.errors import ConfigError, SentlabError, extra_hint
 
 MODEL2VEC_FOLDER = "model2vec"
 POOLING = {"mean": "mean", "cls": "first", "lasttoken": "last"}  # sentence-transformers' -> model2vec's
@@ -43,7 +43,7 @@ def require_static_extra() -> None:
     missing = [name for name in ("model2vec", "tokenlearn") if importlib.util.find_spec(name) is None]
     if missing:
         raise SentlabError(
-            f"a static student needs {' and '.join(missing)}: pip install 'sentlab[static]' (model2vec, tokenlearn)"
+            f"a static student needs {' and '.join(missing)} ({extra_hint('static')}: model2vec, tokenlearn)"
         )
 
 

@@ -46,10 +46,38 @@ class QuantizedEmbeddings:
         self.device = getattr(cache, "device", None)
         self.ranges = None
         self.calibration = None
+        self._sample = list(calibration or [])
+        self._ranges_by_prompt: dict[str, np.ndarray] = {}  # a prompt -> the ranges of its prompted sample
         if precision.endswith("int8"):
-            self.ranges = ranges_of(self._floats(list(calibration or [])))
-            digest = hashlib.sha256("\n".join(calibration).encode("utf-8")).hexdigest()
-            self.calibration = {"sentences": len(calibration), "sha256": digest}
+            self.ranges = ranges_of(self._floats(self._sample))
+            digest = hashlib.sha256("\n".join(self._sample).encode("utf-8")).hexdigest()
+            self.calibration = {"sentences": len(self._sample), "sha256": digest, "prompts": []}
+
+    def use_prompts(self, prompts: Sequence[str]) -> None:
+        """Texts that begin with one of ``prompts`` are quantized with the ranges of the calibration sample
+        under that prompt, as ``sentlab encode --prompt`` calibrates its codes (int8 / uint8 only)."""
+        from sentlab.encoders.prompts import prompted
+
+        if self.ranges is None:
+            return
+        for prompt in prompts:
+            if prompt and prompt not in self._ranges_by_prompt:
+                self._ranges_by_prompt[prompt] = ranges_of(self._floats(prompted(self._sample, prompt)))
+        self.calibration["prompts"] = sorted(self._ranges_by_prompt)
+
+    def _codes(self, sentences: list[str], floats: np.ndarray) -> np.ndarray:
+        """int8 / uint8 codes of ``floats``, each row with the ranges of its text's prompt (the longest
+        known prompt it begins with), else those of the plain sample."""
+        if not self._ranges_by_prompt:
+            return quantize(floats, self.precision, self.ranges)
+        longest = sorted(self._ranges_by_prompt, key=len, reverse=True)
+        which = [next((p for p in longest if text.startswith(p)), "") for text in sentences]
+        codes = np.empty(floats.shape, dtype=np.uint8 if self.precision == "uint8" else np.int8)
+        for prompt in set(which):
+            rows = [i for i, p in enumerate(which) if p == prompt]
+            ranges = self._ranges_by_prompt.get(prompt, self.ranges)
+            codes[rows] = quantize(floats[rows], self.precision, ranges)
+        return codes
 
     def _floats(self, sentences: list[str], **kwargs) -> np.ndarray:
         """The first ``dims`` dimensions, unit length: what ``sentlab encode`` stores at this precision
@@ -65,7 +93,7 @@ class QuantizedEmbeddings:
         if self.precision.endswith("binary"):  # binary and ubinary store the same bits
             bits = np.unpackbits(quantize(floats, "ubinary"), axis=1)
             return bits[:, : floats.shape[1]].astype(np.float32) * 2 - 1
-        codes = quantize(floats, self.precision, self.ranges).astype(np.float32)
+        codes = self._codes(list(sentences), floats).astype(np.float32)
         return codes - 128.0 if self.precision == "uint8" else codes  # uint8: int8's codes shifted
 
     def stored_form(self) -> dict:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sentlab.errors import DataError
-from sentlab.paths import write_text_atomic
+from sentlab.paths import json_text, write_text_atomic
 
 
 @dataclass
@@ -94,7 +94,7 @@ class EvalReport:
     def write(self, path: str | Path) -> None:
         """Whole or not at all (a temporary file renamed into place): a results file that a killed
         process leaves behind is never read as valid."""
-        write_text_atomic(path, json.dumps(self.to_dict(), indent=2) + "\n")
+        write_text_atomic(path, json_text(self.to_dict(), indent=2))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalReport:

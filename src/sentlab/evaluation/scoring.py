@@ -17,6 +17,7 @@ from sentence_transformers import SentenceTransformer
 
 from sentlab.cache import EmbeddingStore
 from sentlab.encoders.batching import encode_by_length
+from sentlab.encoders.loading import finite_length
 from sentlab.progress import bars, say
 
 
@@ -80,7 +81,9 @@ def embedding_setting(model: SentenceTransformer) -> dict:
         "fingerprint": fingerprint,
         "modules": [f"{type(m).__module__}.{type(m).__qualname__}" for m in model.children()],
         "pooling": [m.get_config_dict() for m in list(model.children())[1:] if hasattr(m, "get_config_dict")],
-        "max_seq_length": model.max_seq_length,
+        "max_seq_length": finite_length(model),
+        # the prompt sentence-transformers puts before every text unasked (default_prompt_name)
+        **({"default_prompt": model.prompts.get(model.default_prompt_name, "")} if model.default_prompt_name else {}),
         **inference_setting(model),
     }
 
@@ -109,7 +112,7 @@ class EmbeddingCache:
     ):
         self.model = model
         self.device = model.device
-        self.max_seq_length = model.max_seq_length
+        self.max_seq_length = finite_length(model)
         self.max_rows = max_rows
         self.store = store
         self.min_store_rows = min_store_rows

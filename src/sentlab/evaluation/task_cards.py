@@ -161,10 +161,12 @@ class TaskCard(BaseModel):
     def prompts(self, scorer, where: str = "") -> dict[str, str]:
         """The query and document prompts this card encodes with for ``scorer``'s model
         (:func:`sentlab.encoders.prompts.resolve_prompts`)."""
-        from sentlab.encoders.prompts import model_of, resolve_prompts
+        from sentlab.encoders.prompts import calibrate_for_prompts, model_of, resolve_prompts
 
         where = where or f"task card {self.name}"
-        return resolve_prompts(model_of(scorer), self.query_prompt, self.document_prompt, where)
+        prompts = resolve_prompts(model_of(scorer), self.query_prompt, self.document_prompt, where)
+        calibrate_for_prompts(scorer, list(prompts.values()))  # int8's ranges of the prompted texts
+        return prompts
 
     @model_validator(mode="after")
     def _known_headline(self) -> TaskCard:
@@ -181,6 +183,22 @@ class TaskCard(BaseModel):
         """The local data files the card names (``file``, ``test``, ``corpus``, ``queries``, ``qrels``;
         a ``datasets`` source is in :meth:`sources`)."""
         return [self.path(name) for name in DATA_KEYS if getattr(self, name) and self.held(name) is None]
+
+    def identity(self) -> str:
+        """A sha256 of everything that makes this card's scores: its settings and the bytes of its data
+        (each file's sha256, each ``datasets`` source's own fingerprint). A card whose data changed
+        under the same name is another card: its old scores are not this one's."""
+        import hashlib
+
+        from sentlab.cache import file_sha256
+        from sentlab.data.datasets_source import source_identity
+
+        parts = {
+            "card": self.model_dump(mode="json", exclude={"folder"}),
+            "files": {str(path): file_sha256(path) for path in self.files() if path.is_file()},
+            "sources": {key: source_identity(self.dataset(key)) for key in self.sources()},
+        }
+        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
     def sources(self) -> dict[str, CardSource]:
         """The card's data keys held by ``datasets``, each with its source, split and subset."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentlab.paths import write_text_atomic
+from sentlab.paths import json_text, write_text_atomic
 
 RUN_FILES: dict[str, str] = {
     "config": "config.yaml",
@@ -66,7 +66,7 @@ def add_run_files(files: dict[str, str]) -> None:
 
 def write_json(path: Path, data: Any) -> None:
     """Write whole or not at all (:func:`sentlab.paths.write_text_atomic`)."""
-    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
+    write_text_atomic(path, json_text(data, indent=2))
 
 
 def learned_settings(tree: dict[str, Any]) -> dict[str, Any]:

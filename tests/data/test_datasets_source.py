@@ -77,6 +77,25 @@ def test_an_arrow_file_and_a_hub_dataset_by_id_are_read_as_they_are(saved, tiny_
         open_source(f"hf:{hub}", split="validation")
 
 
+def test_a_parquet_file_trains_by_role_memory_mapped_and_is_fingerprinted_by_its_bytes(tiny_backbone, tmp_path):
+    """The format hub datasets are stored in: read through datasets (not as text), its columns by role, from
+    memory-mapped Arrow files; another file's bytes are another run; a split is one line."""
+    parquet = tmp_path / "pairs.parquet"
+    Dataset.from_dict({"question": QUESTIONS, "answer": ANSWERS}).to_parquet(str(parquet))
+    assert is_datasets_source(parquet)
+    cfg = config(parquet, tiny_backbone, tmp_path / "run")
+    rows = Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
+    assert rows.column_names == ["anchor", "positive"] and rows["positive"] == ANSWERS and rows.cache_files
+    before = run_fingerprint(cfg)["train_sha256"]
+    Dataset.from_dict({"question": QUESTIONS[:5], "answer": ANSWERS[:5]}).to_parquet(str(parquet))
+    assert run_fingerprint(config(parquet, tiny_backbone, tmp_path / "run"))["train_sha256"] != before
+    with pytest.raises(DataError, match="a Parquet file is one table"):
+        open_source(parquet, split="dev")
+    (tmp_path / "text.parquet").write_text("not parquet\n")
+    with pytest.raises(DataError, match="not a Parquet table datasets can read"):
+        open_source(tmp_path / "text.parquet")
+
+
 def test_the_fingerprint_follows_the_data_and_its_split(saved, tiny_backbone, tmp_path):
     train = run_fingerprint(config(saved, tiny_backbone, tmp_path / "run"))
     assert run_fingerprint(config(saved, tiny_backbone, tmp_path / "run")) == train  # stable

@@ -356,7 +356,7 @@ def _hub_stand_in(folder, files: dict[str, list[dict]]):
 
 
 def test_every_kind_reads_a_datasets_source_as_it_reads_the_file(tmp_path):
-    """The same rows as files and as datasets sources (a save_to_disk folder, an .arrow file, a hub
+    """The same rows as files and as datasets sources (a save_to_disk folder, an .arrow or .parquet file, a hub
     dataset's subsets and splits, here a local stand-in) score the same, for every kind."""
     from datasets import Dataset, DatasetDict
 
@@ -375,7 +375,9 @@ def test_every_kind_reads_a_datasets_source_as_it_reads_the_file(tmp_path):
         as_folder = score_task_card(scorer, card(tmp_path, text + "file: {source: pairs, split: dev}\n"))
         arrow = next((tmp_path / "pairs" / "dev").glob("*.arrow")).relative_to(tmp_path)
         as_arrow = score_task_card(scorer, card(tmp_path, text + f"file: {arrow}\n"))
-        assert as_folder.scores == as_file.scores == as_arrow.scores and as_folder.n == 4
+        Dataset.from_dict(pairs).to_parquet(str(tmp_path / "pairs.parquet"))  # as hub datasets are stored
+        as_parquet = score_task_card(scorer, card(tmp_path, text + "file: pairs.parquet\n"))
+        assert as_folder.scores == as_file.scores == as_arrow.scores == as_parquet.scores and as_folder.n == 4
         train = score_task_card(scorer, card(tmp_path, text + "file: pairs\n"))  # a string: its train split
         assert train.scores != as_file.scores
     corpus = [{"_id": d, "title": "", "text": d} for d in ("d1", "d2", "d3")]

@@ -133,7 +133,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--input",
         required=True,
-        help="the pairs: .tsv / .csv with a header, .jsonl, a datasets folder, an .arrow file or hf:OWNER/NAME "
+        help="the pairs: .tsv / .csv with a header, .jsonl, a datasets folder, an .arrow or .parquet file or hf:OWNER/NAME "
         "(its train split)",
     )
     p.add_argument(

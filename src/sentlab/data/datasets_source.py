@@ -7,6 +7,8 @@ never copied into Python lists.
 - a folder that ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk`` wrote (``data.split`` picks a
   split of a ``DatasetDict``, default ``train``);
 - a ``.arrow`` file (``Dataset.from_file``);
+- a ``.parquet`` file, the format hub datasets are stored in (``datasets``' parquet builder, which
+  converts it once into its cache's Arrow files, then memory-maps them);
 - ``hf:OWNER/NAME`` for a hub dataset (``datasets.load_dataset(OWNER/NAME, data.subset,
   split=data.split)``; offline, from the cache, when ``HF_HUB_OFFLINE`` is set).
 
@@ -36,7 +38,7 @@ def is_datasets_source(train: str | Path) -> bool:
     if text.startswith(HUB_PREFIX):
         return True
     path = Path(text)
-    if path.suffix.lower() == ".arrow":
+    if path.suffix.lower() in (".arrow", ".parquet"):
         return True
     return path.is_dir() and any((path / name).is_file() for name in ("state.json", "dataset_dict.json"))
 
@@ -56,6 +58,8 @@ def open_source(train: str | Path, split: str | None = None, subset: str | None 
             return Dataset.from_file(str(path))
         except Exception as err:  # noqa: BLE001 - pyarrow's errors vary; one line says which file
             raise DataError(f"{path}: not an Arrow table datasets can read ({type(err).__name__}: {err})") from None
+    if path.suffix.lower() == ".parquet":
+        return _parquet(path, split, subset)
     if subset is not None:
         raise DataError(f"{path}: a saved datasets folder has no subsets; data.subset is read for hf: sources")
     from datasets import load_from_disk
@@ -69,6 +73,20 @@ def open_source(train: str | Path, split: str | None = None, subset: str | None 
     if split is not None and split != DEFAULT_SPLIT:
         raise DataError(f"{path}: one Dataset, not a DatasetDict: it has no split {split!r}")
     return found
+
+
+def _parquet(path: Path, split: str | None, subset: str | None) -> Dataset:
+    """A Parquet file as one memory-mapped table (``datasets``' parquet builder)."""
+    import datasets
+
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    if split is not None or subset is not None:
+        raise DataError(f"{path}: a Parquet file is one table; data.split and data.subset are not read")
+    try:
+        return datasets.load_dataset("parquet", data_files=str(path.resolve()), split="train")
+    except Exception as err:  # noqa: BLE001 - pyarrow's errors vary; one line says which file
+        raise DataError(f"{path}: not a Parquet table datasets can read ({type(err).__name__}: {err})") from None
 
 
 def _split(found: DatasetDict, split: str, where: str) -> Dataset:

@@ -25,7 +25,7 @@ Kinds (scored through any pair scorer, so RankEncoder's Eq. 7 and RSE's relation
 
 Every data key (``file``, ``test``, ``corpus``, ``queries``, ``qrels``) takes a file as above, or a
 ``datasets`` source (:mod:`sentlab.data.datasets_source`): a ``save_to_disk`` folder, an ``.arrow``
-file or ``hf:OWNER/NAME``, as a string (its ``train`` split) or as a mapping ``{source, split,
+or ``.parquet`` file or ``hf:OWNER/NAME``, as a string (its ``train`` split) or as a mapping ``{source, split,
 subset}``, e.g. an MTEB retrieval dataset on the hub::
 
     corpus: {source: hf:mteb/scifact, subset: corpus, split: corpus}
@@ -86,8 +86,8 @@ DATA_KEYS = ("file", "test", "corpus", "queries", "qrels")
 
 
 class CardSource(BaseModel):
-    """A card's data held by ``datasets``: ``source`` (a ``save_to_disk`` folder, an ``.arrow`` file or
-    ``hf:OWNER/NAME``), the ``split`` to read (default ``train``) and an ``hf:`` dataset's ``subset``."""
+    """A card's data held by ``datasets``: ``source`` (a ``save_to_disk`` folder, an ``.arrow`` or
+    ``.parquet`` file or ``hf:OWNER/NAME``), the ``split`` to read (default ``train``) and an ``hf:`` dataset's ``subset``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -282,7 +282,7 @@ def load_task_card(path: str | Path) -> TaskCard:
         if isinstance(value, CardSource) and card.held(name) and not is_datasets_source(card.held(name).source):
             raise DataError(
                 f"{path}: {name}: {value.source} is not a datasets source (a save_to_disk folder, an .arrow "
-                "file or hf:OWNER/NAME); give a file as a string, without split or subset"
+                "or .parquet file or hf:OWNER/NAME); give a file as a string, without split or subset"
             )
     return card
 

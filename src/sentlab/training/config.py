@@ -182,7 +182,9 @@ COLUMN_NAMES = frozenset(
 class TrainingSet(_Section):
     """One named training set of ``data.sets``: the keys of ``data`` that say what to read."""
 
-    train: str = Field(description="as data.train: a file, a datasets folder, an .arrow file or hf:OWNER/NAME")
+    train: str = Field(
+        description="as data.train: a file, a datasets folder, an .arrow or .parquet file or hf:OWNER/NAME"
+    )
     columns: list[str] | dict[str, str] = Field(default_factory=list, description="as data.columns")
     limit: int | None = Field(None, gt=0, description="as data.limit")
     split: str | None = Field(None, description="as data.split")
@@ -193,7 +195,7 @@ class DataSection(_Section):
     train: str = Field(
         "",
         description="training data: a file (.txt: one sentence a line; .jsonl/.csv/.tsv: columns), a folder "
-        "datasets' save_to_disk wrote, an .arrow file, or hf:OWNER/NAME (a hub dataset; offline from the cache "
+        "datasets' save_to_disk wrote, an .arrow or .parquet file, or hf:OWNER/NAME (a hub dataset; offline from the cache "
         "with HF_HUB_OFFLINE); or data.sets",
     )
     sets: dict[str, TrainingSet] = Field(

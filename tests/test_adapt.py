@@ -422,3 +422,24 @@ def test_adapt_refuses_remote_code_unless_trusted_and_every_arm_runs_it(
     trained = load_encoder(out / "arms" / "simcse" / "seed-42" / "model", trust_remote_code=True)
     assert type(trained[0].auto_model).__name__ == "MarkedModel"  # the model's own code ran
     assert json.loads((out / "report.json").read_text())["rows"].keys() == {"start", "simcse"}
+
+
+def test_a_local_start_model_retrained_in_place_is_another_start(
+    tiny_backbone, corpus_file, user_task, tmp_path, capsys
+):
+    """The folder's arms and scores are the start model's as its files were: a start retrained at the same
+    path is refused in one line, not taken for the old one."""
+    import shutil
+
+    from tests.conftest import make_tiny_backbone, the_error
+
+    start = tmp_path / "start"
+    shutil.copytree(tiny_backbone, start)
+    args = adapt_args(start, corpus_file, user_task, tmp_path / "adapt", "--methods", "simcse")
+    args[args.index("--steps") + 1] = "2"
+    args.remove("tsdae,simcse")
+    args.remove("--methods")
+    assert cli.main(args) == 0
+    make_tiny_backbone(start, seed=7)
+    assert cli.main(args) != 0
+    assert "made with other settings (model_sha256)" in the_error(capsys.readouterr().err)

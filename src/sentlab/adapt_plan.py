@@ -100,10 +100,13 @@ class AdaptSettings:
     data_dir: str | None
     eval_steps: int
     trust_remote_code: bool = False  # model.trust_remote_code of every arm, and of the start model's scoring
+    model_sha256: str | None = None  # a local start model by its files: retrained at the same path, another model
 
     def comparable(self) -> dict[str, Any]:
-        """What a rerun must have asked alike (a folder written before trust_remote_code existed: off)."""
-        return {k: v for k, v in asdict(self).items() if k != "text" and not (k == "trust_remote_code" and not v)}
+        """What a rerun must have asked alike (a folder written before trust_remote_code or model_sha256
+        existed: off, and a hub model)."""
+        unset = {"trust_remote_code": False, "model_sha256": None}
+        return {k: v for k, v in asdict(self).items() if k != "text" and not (k in unset and v == unset[k])}
 
 
 @dataclass

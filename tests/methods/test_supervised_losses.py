@@ -461,3 +461,27 @@ def test_a_cross_encoder_teacher_labels_each_pair_once(tiny_backbone, tiny_cross
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert is_cross_encoder("sentlab-test/tiny-reranker") and not is_cross_encoder(tiny_backbone)
+
+
+def test_a_local_teacher_is_named_on_the_card_and_known_by_its_files(tiny_backbone, tmp_path):
+    """A distilled run's card names its teacher (a local folder with its files' sha256), and its fingerprint
+    holds the teacher's files: a teacher retrained at the same path is another run (compare, adapt)."""
+    import shutil
+
+    from sentlab.encoders.loading import folder_identity
+    from sentlab.training.run_folder import run_fingerprint
+    from tests.conftest import make_tiny_backbone
+
+    teacher = tmp_path / "teacher"
+    shutil.copytree(tiny_backbone, teacher)
+    train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS[1:] + WORDS[:1]})
+    cfg = supervised(tmp_path, tiny_backbone, train, ["a"], loss="MSELoss", teacher=str(teacher))
+    paths = engine.train(cfg, evaluate=False)
+    card = (paths.model / "README.md").read_text("utf-8")
+    assert f"- **Teacher**: `teacher` (a local folder; its files' sha256 `{folder_identity(teacher)}`)" in card
+    before = run_fingerprint(cfg)
+    assert before["models_sha256"]["supervised.teacher"] == folder_identity(teacher)
+    assert json.loads(paths.fingerprint.read_text()) == before
+    make_tiny_backbone(teacher, seed=7)  # retrained in place: the same path, other weights
+    assert run_fingerprint(cfg)["models_sha256"] != before["models_sha256"]
+    assert run_fingerprint(cfg)["config_sha256"] == before["config_sha256"]

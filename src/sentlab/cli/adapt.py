@@ -18,6 +18,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
         start_model_max_length,
     )
     from sentlab.cache import file_sha256
+    from sentlab.encoders.loading import folder_identity
 
     budget = Budget(steps=args.steps, sentences=args.sentences, minutes=args.minutes)
     text = Path(args.text)
@@ -41,6 +42,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         eval_steps=args.eval_steps,
         trust_remote_code=args.trust_remote_code,
+        model_sha256=folder_identity(args.model),
     )
     plan = AdaptPlan(
         settings,

@@ -133,6 +133,23 @@ START_KIND_LACKS: dict[str, dict[str, str]] = {
 KIND_WORDS = {"static": "a static model (a vector a token, averaged over whole texts)", "adapter": "an adapter folder"}
 
 
+def folder_identity(name: str | Path) -> str | None:
+    """A sha256 of a local model folder's files (its weights, configs and tokenizer; not its card): a
+    folder retrained at the same path is another model. None for a hub id or an alias, which their
+    name identifies."""
+    import hashlib
+
+    from sentlab.cache import file_sha256
+
+    path = Path(name)
+    if not path.is_dir():
+        return None
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and p.name != "README.md"):
+        digest.update(f"{file.relative_to(path).as_posix()}:{file_sha256(file)};".encode())
+    return digest.hexdigest()
+
+
 def finite_length(model: SentenceTransformer) -> int | None:
     """``model``'s max_seq_length as a record holds it: None for a static model, whose length is
     unbounded (sentence-transformers says ``inf``, which JSON does not have)."""

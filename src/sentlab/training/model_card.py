@@ -32,6 +32,7 @@ from sentence_transformers import SentenceTransformer
 
 from sentlab.encoders.adapters import ADAPTER_NOTE
 from sentlab.training.config import TrainConfig, tree_strings
+from sentlab.training.run_folder import local_models, named_models
 
 CONFIG_FILE = "sentlab_config.yaml"  # the run's config, copied into the model folder
 BEGIN, END = "<!-- sentlab:card begin -->", "<!-- sentlab:card end -->"
@@ -237,6 +238,30 @@ def _local_name(name: str) -> str:
     return hub_id(name) or (Path(name).name if os.path.isabs(name) else name)
 
 
+MODEL_ROLES = {
+    "supervised.teacher": "Teacher",
+    "supervised.loss_args.guide": "Guide model",
+    "rankcse.teachers": "Teacher",
+    "rank.base_encoder": "Base encoder (E1)",
+}
+
+
+def _models_lines(cfg: TrainConfig) -> list[str]:
+    """The start model and every model the run learned against (a teacher, a guide, E1), each a local
+    folder with its files' sha256 (:func:`~sentlab.training.run_folder.local_models`)."""
+    identities = local_models(cfg)
+
+    def files(key: str) -> str:
+        return f" (a local folder; its files' sha256 `{identities[key]}`)" if key in identities else ""
+
+    lines = [f"- **Start model**: `{_local_name(cfg.model.name) or cfg.model.label}`" + files("model.name")]
+    for key, name in named_models(cfg).items():
+        role = MODEL_ROLES.get(key.rsplit(".", 1)[0] if key[-1].isdigit() else key)
+        if role:
+            lines.append(f"- **{role}**: `{_local_name(name)}`" + files(key))
+    return lines
+
+
 def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: float = 0.0) -> str:
     """The card's sentlab section: ``record`` holds version, command, rows and sha256 of the data;
     only the run's files written at or after ``since`` (this run's start) are read."""
@@ -258,7 +283,7 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: 
         ]
     lines += [
         f"- **Method**: `{cfg.method}`" + (f", {paper}" if paper else "") + f" (sentlab {record['version']})",
-        f"- **Start model**: `{_local_name(cfg.model.name) or cfg.model.label}`",
+        *_models_lines(cfg),
     ]
     if cfg.model.trust_remote_code:
         lines.append(

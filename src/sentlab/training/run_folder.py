@@ -117,10 +117,38 @@ def run_fingerprint(cfg) -> dict[str, str]:
         data = hashlib.sha256(";".join(parts).encode()).hexdigest()
     else:
         data = identity(cfg.data.train, cfg.data.split, cfg.data.subset)
-    return {
+    found = {
         "config_sha256": hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest(),
         "train_sha256": data,
     }
+    weights = local_models(cfg)
+    if weights:  # a local start model, teacher or guide by its files, not its path (a hub id is its name)
+        found["models_sha256"] = weights
+    return found
+
+
+# the config's keys that name a model the run learns from or against
+MODEL_KEYS = ("model.name", "supervised.teacher", "supervised.loss_args.guide", "rankcse.teachers", "rank.base_encoder")
+
+
+def named_models(cfg) -> dict[str, str]:
+    """The models ``cfg`` names (:data:`MODEL_KEYS`), by key (``rankcse.teachers.0`` for a list)."""
+    tree, named = cfg.model_dump(), {}
+    for dotted in MODEL_KEYS:
+        node = tree
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        for index, value in enumerate(node if isinstance(node, list) else [node]):
+            if isinstance(value, str) and value:
+                named[f"{dotted}.{index}" if isinstance(node, list) else dotted] = value
+    return named
+
+
+def local_models(cfg) -> dict[str, str]:
+    """The sha256 of each local model folder ``cfg`` names (:func:`named_models`), by key."""
+    from sentlab.encoders.loading import folder_identity
+
+    return {key: identity for key, name in named_models(cfg).items() if (identity := folder_identity(name))}
 
 
 def find_finished_run(cfg, root: Path) -> Path | None:

@@ -79,6 +79,7 @@ BENCHMARKS = _declare(
     B("gradient-cache-cpu", "perf", P + "gradient_cache --batches 64 512 --chunks whole 64 16 --steps 1 --warmup 1"),
     B("gradient-cache-plan-16gib", "perf", P + "gradient_cache --plan 16"),
     B("inference-backends-minilm", "perf", P + "inference_backends"),
+    B("index-codes-minilm", "perf", P + "index_codes --model minilm --forum mathematica --rounds 3"),
     B("int8-static-minilm", "perf", P + "int8_static --sentences 4000 --calibration 300 --rounds 3"),
     B("mlm-head-shape", "perf", P + "mlm_head_shape"),
     B(

@@ -155,6 +155,21 @@ def tiny_cross_encoder(tiny_backbone, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_static(tiny_backbone, tmp_path_factory) -> Path:
+    """A static model (sentence-transformers' StaticEmbedding: a vector a token of the tiny vocabulary,
+    averaged), random, saved as a sentence-transformers folder: a static start in seconds."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+    from transformers import AutoTokenizer
+
+    torch.manual_seed(0)
+    folder = tmp_path_factory.mktemp("tiny-static") / "static"
+    tokenizer = AutoTokenizer.from_pretrained(str(tiny_backbone))
+    SentenceTransformer(modules=[StaticEmbedding(tokenizer, embedding_dim=16)], device="cpu").save(str(folder))
+    return folder
+
+
+@pytest.fixture(scope="session")
 def tiny_backbone_no_dropout(tmp_path_factory) -> Path:
     return make_tiny_backbone(tmp_path_factory.mktemp("tiny-bert-nodrop"), dropout=0.0)
 

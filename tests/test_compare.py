@@ -28,6 +28,7 @@ def configs(tiny_backbone, corpus_file, tmp_path):
     return paths
 
 
+@pytest.mark.slow  # nine tiny runs, each scored twice
 def test_configs_are_compared_with_the_last_over_seeds_on_the_same_items(tiny_backbone, corpus_file, tmp_path, capsys):
     card = write_scored_pairs_card(tmp_path, corpus_file, "my-task")
     data = write_sts(tmp_path / "data")

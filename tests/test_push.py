@@ -18,6 +18,8 @@ from sentence_transformers import SentenceTransformer
 
 from tests.conftest import the_error, tiny_config
 
+pytestmark = pytest.mark.slow  # each push is a child process of sentlab against a stand-in hub
+
 
 class StandInHub(BaseHTTPRequestHandler):
     """The three calls ``HfApi.create_repo`` and ``upload_folder`` make, answered as the hub does for

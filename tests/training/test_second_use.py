@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from sentence_transformers import SentenceTransformer
 
 from sentlab.cli import main
 from sentlab.encoders import load_encoder
@@ -131,20 +130,14 @@ def test_supervised_data_forms_resume_and_reproduce(form, tiny, tmp_path, monkey
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["adapter", "static"])
-def test_each_kind_of_start_model_resumes_and_reproduces(kind, tiny, tmp_path, monkeypatch):
+def test_each_kind_of_start_model_resumes_and_reproduces(kind, tiny, tiny_static, tmp_path, monkeypatch):
     _, models = tiny
     pairs = write_pairs(tmp_path / "pairs.jsonl", "a")
     backbone = models.backbone("bert")
     if kind == "adapter":
         tree = pairs_tree(backbone, pairs, tmp_path / "run", adapter={"rank": 4})
     else:
-        from sentence_transformers.sentence_transformer.modules import StaticEmbedding
-        from transformers import AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(str(backbone))
-        static = SentenceTransformer(modules=[StaticEmbedding(tokenizer, embedding_dim=16)], device="cpu")
-        static.save(str(tmp_path / "static"))
-        tree = pairs_tree(tmp_path / "static", pairs, tmp_path / "run")
+        tree = pairs_tree(tiny_static, pairs, tmp_path / "run")
         del tree["model"]["max_seq_length"]
         tree["train"]["learning_rate"] = 0.1
     check_second_use(tree, tmp_path, monkeypatch)

@@ -257,3 +257,43 @@ def test_a_supervised_loss_of_dot_products_or_distances_saves_its_embeddings_as_
     assert any(isinstance(m, Normalize) for m in model) == keeps
     norms = np.linalg.norm(model.encode(PROBE), axis=1)
     assert np.allclose(norms, 1.0, rtol=1e-5) == keeps, norms
+
+
+def test_a_static_start_refuses_what_it_lacks_in_one_line_from_one_table(tiny_static, tmp_path, capsys):
+    """START_KIND_LACKS["static"], read by the config (each setting refused naming what a static model
+    lacks, a dumped default passing), by the methods and by the commands (--backend, --max-seq-length)."""
+    import yaml
+
+    from sentlab.cli import main
+    from sentlab.methods import validate_config
+    from tests.conftest import the_error
+
+    text = tmp_path / "s.txt"
+    text.write_text("the dog\n", encoding="utf-8")
+    tree = {
+        "method": "supervised",
+        "model": {"name": str(tiny_static)},
+        "data": {"train": str(text)},
+        "train": {"output_dir": str(tmp_path / "run")},
+        "supervised": {"loss": "mnrl"},
+    }
+    for section, key, value, lacks in [
+        ("model", "max_seq_length", 64, "length"),
+        ("model", "inference_max_seq_length", 64, "length"),
+        ("model", "model_kwargs", {"attn_implementation": "eager"}, "transformers backbone"),
+        ("model", "trust_remote_code", True, "modelling code"),
+        ("model", "num_layers", 1, "layers"),
+        ("model", "pooler", "cls", "pooler"),
+        ("train", "mini_batch_size", "auto", "activations to chunk"),
+    ]:
+        with pytest.raises(ValueError, match=f"{section}.{key}: .*static model .*which has no {lacks}"):
+            validate_config({**tree, section: {**tree[section], key: value}})
+    with pytest.raises(ValueError, match="trains with the supervised method only"):
+        validate_config({key: value for key, value in tree.items() if key != "supervised"} | {"method": "simcse-unsup"})
+    cfg = validate_config(tree)  # dumped whole and read back: the defaults it never read pass
+    assert validate_config(yaml.safe_load(cfg.to_yaml())).to_tree() == cfg.to_tree()
+    assert "max_seq_length" not in cfg.to_yaml()
+    argv = ["encode", "--model", str(tiny_static), "--input", str(text), "--output", str(tmp_path / "e.npy")]
+    for extra, lacks in (["--backend", "onnx"], "transformer graph"), (["--max-seq-length", "8"], "length"):
+        assert main([*argv, *extra]) != 0
+        assert f"which has no {lacks}" in the_error(capsys.readouterr().err)

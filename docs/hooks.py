@@ -547,6 +547,32 @@ def retrieval_index_table(records: Path = RECORDS) -> str:
     return "\n".join(rows)
 
 
+def index_codes_table(records: Path = RECORDS) -> str:
+    """sentlab's centred codes against sentence-transformers' search on the test forum (record
+    ``index-codes-minilm``): Recall@10 and nDCG@10 kept against float32, bytes a passage, time a query."""
+    found = record("index-codes-minilm", records)
+    result, cpu = found["result"], found["machine"]["cpu"]
+    rows = [
+        "| index | bytes a passage | Recall@10 kept vs float32 | nDCG@10 (kept) | ms a query |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, row in result["rows"].items():
+        rows.append(
+            f"| {name} | {row['bytes_a_passage']:,} | {row['recall_at_10_kept']:.3f} | "
+            f"{row['ndcg_at_10']:.2f} ({row['ndcg_at_10_kept']:.3f}) | {row['ms_a_query']:.3f} |"
+        )
+    rows += [
+        "",
+        f"`{result['model']}`'s embeddings ({result['dim']} dimensions) of {result['forum']}'s {result['passages']:,} "
+        f"titles and {result['queries']:,} queries; each packed index's top {2 * 10} rescored by the float query "
+        f"to give its top 10; {cpu['cores']}-core {cpu['model'].split(' (')[0]}, {found['date'][:10]} "
+        f"(`python -m benchmarks run index-codes-minilm`). Bytes a passage: the codes searched in memory; "
+        "`CodeIndex` also keeps the float rows on disk and reads only the candidates'. float32's time is numpy's "
+        "product with every passage.",
+    ]
+    return "\n".join(rows)
+
+
 def losses_table() -> str:
     """The supervised method's sentence-transformers losses (``sentlab.losses.catalog``), by kind."""
     from sentence_transformers.sentence_transformer import losses
@@ -973,6 +999,7 @@ GENERATORS = {
     "retrieval_expect": retrieval_expect,
     "retrieval_verdict": retrieval_verdict,
     "retrieval_index": retrieval_index_table,
+    "index_codes": index_codes_table,
     "static": static_table,
     "static_expect": static_expect,
     "static_frontier": static_frontier,

@@ -1,7 +1,7 @@
 """Search over stored codes: sentlab's centred codes (:class:`sentlab.search.CodeIndex`) against
 sentence-transformers' own uint8 and binary search on the same passages and queries.
 
-Feeds: no record (its figures are quoted by hand).
+Feeds: records index-codes-minilm; pages docs/guides/retrieval.md.
 
 The retrieval page's collection, CQADupStack's test forum (``--forum``, its titles as passages and its
 duplicate questions as queries), encoded once by ``--model`` (unit vectors, the model's query and

@@ -132,6 +132,7 @@ def _fields(model, prefix: str, rows: list[str]) -> None:
 def config_reference() -> str:
     """Every key of a training config: the sections every method shares, then each method's own,
     read from the pydantic schema (``sentlab.training.config``, each method's config class)."""
+    from sentlab.encoders.loading import START_KIND_LACKS
     from sentlab.methods import installed_methods
     from sentlab.training.config import METHOD_REFUSES, TrainConfig
 
@@ -143,6 +144,18 @@ def config_reference() -> str:
         rows.append(f"| `{name}` | section | {_default(field)} | |")
         _fields(field.annotation if name != "about" else field.annotation.__args__[0], f"{name}.", rows)
     lines += [*header, *rows, ""]
+    lines += [
+        "## Every start model",
+        "",
+        "What a start model of each kind refuses, whatever the method, each in one line "
+        "(`sentlab.encoders.loading.START_KIND_LACKS`; a transformer takes every setting):",
+        "",
+    ]
+    for kind, lacks in START_KIND_LACKS.items():
+        if lacks:
+            named = {"static": "a static model (`StaticEmbedding`)", "adapter": "an adapter folder (a LoRA adapter)"}
+            refused = "; ".join(f"`{key}`: no {why}" for key, why in lacks.items())
+            lines += [f"- {named.get(kind, kind)}: {refused}.", ""]
     for method, config in installed_methods().items():
         own = [n for n in config.model_fields if n not in TrainConfig.model_fields]
         overridden = [
@@ -547,6 +560,19 @@ def retrieval_index_table(records: Path = RECORDS) -> str:
     return "\n".join(rows)
 
 
+def plain_loading() -> str:
+    """What plain sentence-transformers needs or loses for each kind of folder sentlab saves
+    (``sentlab.training.model_card.PLAIN_LOADING``, which each model card quotes for its own kind)."""
+    from sentlab.training.model_card import PLAIN_LOADING
+
+    rows = ["| folder | with `SentenceTransformer` alone |", "|---|---|"]
+    rows += [f"| {kind} | {text} |" for kind, text in sorted(PLAIN_LOADING.items())]
+    rows += [
+        "| every other (every other method, a static model, `supervised` with any loss) | `SentenceTransformer(path)` |"
+    ]
+    return "\n".join(rows)
+
+
 def index_codes_table(records: Path = RECORDS) -> str:
     """sentlab's centred codes against sentence-transformers' search on the test forum (record
     ``index-codes-minilm``): Recall@10 and nDCG@10 kept against float32, bytes a passage, time a query."""
@@ -615,7 +641,11 @@ def losses_table() -> str:
             else:
                 chunks = "its own `loss_args.mini_batch_size`" if spec.chunks_itself else "refused"
             matryoshka = "yes" if can.no_matryoshka is None else "refused"
-            rows.append(f"| {label} | {columns[kind]} | {negatives} | {chunks} | {matryoshka} |")
+            held = columns[kind]
+            if spec.teacher == "embedding":  # every column learns the teacher's embedding of the first
+                held = "`[text]` or `[source, translation]`; the labels: `supervised.teacher`'s embedding of the first"
+                negatives = "none (refused)"
+            rows.append(f"| {label} | {held} | {negatives} | {chunks} | {matryoshka} |")
     rows.append("")
     rows.append(
         "Refused, with where sentlab has them: " + "; ".join(f"`{n}` ({why})" for n, why in ELSEWHERE.items()) + "."
@@ -732,7 +762,7 @@ def rse_table(records: Path = RECORDS) -> str:
         return f"**{text}**" if value == max(v for v in columns[column] if v is not None) else text
 
     out = [
-        f"| scoring | STS avg | link prediction MRR (all) | CQADupStack, {forums} forums | TwitterPara | EvalRank MRR (corrected protocol, [Benchmarks](../results.md#evaluation-suite-on-all-minilm-l6-v2)) |",
+        f"| scoring | STS avg | link prediction MRR (all) | CQADupStack, {forums} forums | TwitterPara | EvalRank MRR (corrected protocol, this run's; the suite's: [Benchmarks](../results.md#evaluation-suite-on-all-minilm-l6-v2)) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for i, (label, *_rest) in enumerate(rows):
@@ -1000,6 +1030,7 @@ GENERATORS = {
     "retrieval_verdict": retrieval_verdict,
     "retrieval_index": retrieval_index_table,
     "index_codes": index_codes_table,
+    "plain_loading": plain_loading,
     "static": static_table,
     "static_expect": static_expect,
     "static_frontier": static_frontier,

@@ -45,6 +45,7 @@ def adapt_args(tiny_backbone, corpus_file, card, out, *extra):
     ]
 
 
+@pytest.mark.slow  # a long end-to-end run: CI's -m slow
 def test_adapt_trains_every_arm_reports_and_resumes(
     tiny_backbone, corpus_file, user_task, tmp_path, capsys, monkeypatch
 ):
@@ -120,6 +121,7 @@ def test_a_dev_card_keeps_each_arms_best_checkpoint(tiny_backbone, corpus_file, 
     assert info["kept_step"] == best and info["steps"] == 4
 
 
+@pytest.mark.slow  # a long end-to-end run: CI's -m slow
 def test_a_diverged_arm_is_reported_and_the_others_ranked(tiny_backbone, corpus_file, user_task, tmp_path, monkeypatch):
     from sentlab.errors import TrainingDivergedError
     from sentlab.training import engine

@@ -37,6 +37,7 @@ PYTHON = [(name, code) for name, code in blocks("python") if not code.startswith
 SHELL = blocks("bash")
 
 
+@pytest.mark.slow  # a long end-to-end run: CI's -m slow
 def test_the_site_builds_strictly(tmp_path):
     pytest.importorskip("mkdocs")
     result = subprocess.run(

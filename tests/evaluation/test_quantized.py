@@ -95,6 +95,7 @@ def test_dims_alone_keep_the_first_dimensions_renormalised():
     np.testing.assert_allclose(got, ROWS[:3, :4] / np.linalg.norm(ROWS[:3, :4], axis=1, keepdims=True), rtol=1e-6)
 
 
+@pytest.mark.slow  # a long end-to-end run: CI's -m slow
 def test_eval_scores_the_stored_form_and_records_it(tiny_st_model, data_dir, tmp_path):
     base = ["eval", "--model", str(tiny_st_model), "--tasks", "sts", "--data-dir", str(data_dir)]
     outputs = {}

@@ -48,3 +48,40 @@ def test_a_family_asked_for_alone_without_data_is_an_error(tmp_path):
     inputs = SuiteInputs(AngleScorer(ANGLES), features=lambda s: s, data_dir=tmp_path)
     with pytest.raises(DataError, match="no data for task family 'useb'"):
         run_families(["useb"], inputs, EvalReport(model="x"))
+
+
+def test_a_models_own_task_prompts_reach_the_sts_and_transfer_families_and_are_recorded(tiny_backbone, tmp_path):
+    """A model whose prompts name a task (embeddinggemma's STS and Classification) gets them in the STS and
+    transfer families; the report says which prompt ran; a model without them encodes plain."""
+    from sentlab.encoders import build_encoder
+    from sentlab.evaluation.scoring import CosineScorer
+    from tests.fake_data import write_sts, write_transfer
+
+    root = write_sts(tmp_path / "data")
+    write_transfer(root)
+    model = build_encoder(str(tiny_backbone), "mean")
+    model.prompts = {"query": "query: ", "STS": "sts: ", "Classification": "classify: "}
+    seen: list[str] = []
+
+    class Spy(CosineScorer):
+        def encode(self, sentences):
+            seen.extend(sentences)
+            return super().encode(sentences)
+
+    def features(sentences):
+        seen.extend(sentences)
+        return model.encode(list(sentences))
+
+    inputs = SuiteInputs(Spy(model), features=features, data_dir=root, kfold=2)
+    report = run_families(["sts"], inputs, EvalReport(model="tiny"))
+    assert seen and all(text.startswith("sts: ") for text in seen)
+    assert report.settings["prompts"] == {"sts": {"name": "STS", "text": "sts: "}}
+    seen.clear()
+    report = run_families(["transfer"], inputs, EvalReport(model="tiny"))
+    assert seen and all(text.startswith("classify: ") for text in seen)
+    assert report.settings["prompts"]["transfer"]["name"] == "Classification"
+    seen.clear()
+    model.prompts = {"query": "query: "}  # a role prompt names no task: the families encode plain
+    report = run_families(["sts"], inputs, EvalReport(model="tiny"))
+    assert seen and not any(text.startswith(("sts: ", "query: ")) for text in seen)
+    assert "prompts" not in report.settings

@@ -58,6 +58,12 @@ def test_method_trains_saves_and_reloads(method, pooler, section, tiny_backbone,
     assert len(losses) == 6 and all(np.isfinite(losses))
     types = [m["type"].rsplit(".", 1)[-1] for m in json.loads((paths.model / "modules.json").read_text())]
     assert types == (["Transformer", "Pooling", "GlowFlow"] if method == "bert-flow" else ["Transformer", "Pooling"])
+    if (
+        method == "bert-flow"
+    ):  # sentlab's own module: plain sentence-transformers refuses it untrusted, as the card says
+        with pytest.raises(ValueError, match="GlowFlow"):
+            SentenceTransformer(str(paths.model))
+        assert "SentenceTransformer(path, trust_remote_code=True)" in (paths.model / "README.md").read_text()
     reloaded = SentenceTransformer(str(paths.model), trust_remote_code=method == "bert-flow")
     after = reloaded.encode(PROBE)
     np.testing.assert_array_equal(after, engine.load_encoder(paths.model).encode(PROBE))

@@ -126,6 +126,7 @@ def test_heldout_lines_are_never_trained_on(corpus_file, tmp_path):
     assert method.own_dev_metric() == "eval_heldout-mlm_accuracy"
 
 
+@pytest.mark.slow  # a long end-to-end run: CI's -m slow
 def test_a_raw_lm_run_compares_with_its_random_start(corpus_file, data_dir, tmp_path):
     """eval.compare_start applies to a random-initialised start too: the run's own random_init/
     encoder is scored beside the pre-trained one, under its description."""

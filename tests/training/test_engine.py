@@ -236,6 +236,7 @@ def test_the_truncation_count_takes_each_columns_prompt_with_its_texts(tiny_back
     assert engine.report_truncation(model, rows, 16, dict.fromkeys(["anchor", "positive"], "dog dog dog dog ")) == 2
 
 
+@pytest.mark.slow  # a long end-to-end run: CI's -m slow
 def test_sentlab_eval_after_training_encodes_nothing_again(tiny_backbone, corpus_file, data_dir, tmp_path, monkeypatch):
     """Training's final STS evaluation leaves its embeddings in the on-disk cache, keyed by the saved
     model's weights, so the README's `sentlab eval` on the trained model reads them back."""

@@ -121,6 +121,7 @@ def test_every_gpu_preset_trains_in_its_own_precision_and_saves_a_plain_model(pr
     assert vectors.dtype == np.float32 and np.isfinite(vectors).all()
 
 
+@pytest.mark.slow  # a long end-to-end run: CI's -m slow
 def test_a_run_records_its_precision_in_the_results(tiny_backbone, corpus_file, data_dir, bf16_cpu, tmp_path):
     cfg = tiny_config(tiny_backbone, corpus_file, tmp_path / "run", max_steps=2, mixed_precision="bf16")
     paths = engine.train(cfg)

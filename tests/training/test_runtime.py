@@ -153,6 +153,7 @@ def test_rse_mini_batch_auto_chooses_from_the_devices_memory(
     assert "train.mini_batch_size: auto -> " + ("the whole batch" if expected is None else "chunks of 1 rows") in log
 
 
+@pytest.mark.slow  # a long end-to-end run: CI's -m slow
 def test_a_compiled_run_of_one_step_says_no_compiled_step_ran(tiny_backbone, corpus_file, tmp_path):
     """Its one step ran eagerly (its precision read back), so no graph is expected: no warning."""
     paths = engine.train(

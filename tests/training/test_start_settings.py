@@ -129,6 +129,7 @@ def simcse_run(name, corpus_file, out, **model) -> TrainConfig:
     )
 
 
+@pytest.mark.slow  # a long end-to-end run: CI's -m slow
 def test_the_saved_and_evaluated_length_is_the_start_models_or_the_one_asked_for(
     normalizing_start, tiny_backbone, corpus_file, data_dir, tmp_path, monkeypatch
 ):

@@ -64,6 +64,22 @@ def calibrate_for_prompts(encoder: object, prompts: Sequence[str]) -> None:
         encoder = _inner(encoder)
 
 
+# a built-in family's task, as a model's own prompts may name it (MTEB's task types, which embeddinggemma's
+# configuration uses as prompt names); a model without such a prompt encodes the family's texts plain
+FAMILY_PROMPT_NAMES = {"sts": ("STS",), "transfer": ("Classification",)}
+
+
+def family_prompt(model: SentenceTransformer | None, family: str) -> tuple[str, str]:
+    """The model's own prompt for the built-in family ``family`` (its name and text: ``("STS", "task:
+    sentence similarity | query: ")``), or ``("", "")`` when it has none."""
+    prompts = getattr(model, "prompts", None) or {}
+    for name in FAMILY_PROMPT_NAMES.get(family, ()):
+        for key, text in prompts.items():
+            if key.lower() == name.lower() and text:
+                return key, text
+    return "", ""
+
+
 def check_prompts_apply(model: SentenceTransformer | None, prompts: Sequence[str], where: str) -> None:
     """A prompt put before the texts equals sentence-transformers' prompt for ``model`` (module doc);
     otherwise one line."""

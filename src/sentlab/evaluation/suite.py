@@ -21,6 +21,7 @@ from sentlab.data.sts import STS_TASKS
 from sentlab.data.transfer import TRANSFER_TASKS, missing_files
 from sentlab.data.useb import USEB_TASKS
 from sentlab.data.useb import missing_data as useb_missing
+from sentlab.encoders.prompts import check_prompts_apply, family_prompt, model_of, prompted
 from sentlab.errors import DataError, SentlabError
 from sentlab.evaluation.evalrank import evaluate_evalrank
 from sentlab.evaluation.evalrank import missing_data as evalrank_missing
@@ -88,6 +89,24 @@ class SuiteInputs:
     items: bool = False  # keep what each headline is computed from (sts, ranking, useb)
 
 
+class PromptedScorer:
+    """``scorer`` with ``prompt`` put before every text it encodes or scores (a model's own prompt for a
+    family's task, :func:`~sentlab.encoders.prompts.family_prompt`); everything else is the scorer's."""
+
+    def __init__(self, scorer, prompt: str):
+        self.scorer, self.prompt = scorer, prompt
+        self.model = getattr(scorer, "model", None)
+
+    def encode(self, sentences, *args, **kwargs):
+        return self.scorer.encode(prompted(list(sentences), self.prompt), *args, **kwargs)
+
+    def score(self, sentences1, sentences2, *args, **kwargs):
+        return self.scorer.score(prompted(list(sentences1), self.prompt), prompted(list(sentences2), self.prompt))
+
+    def __getattr__(self, name: str):
+        return getattr(self.scorer, name)
+
+
 def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalReport) -> EvalReport:
     root = inputs.data_dir
     for family in families:
@@ -107,13 +126,19 @@ def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalRepor
             continue
         start = time.perf_counter()
         say(f"[{family}] {len(tasks)} task(s): {', '.join(tasks)}")
+        name, prompt = family_prompt(model_of(inputs.scorer), family)
+        if prompt:  # the model's own prompt for this task, as MTEB would give it; said and recorded
+            check_prompts_apply(model_of(inputs.scorer), [prompt], f"the {family} family")
+            say(f"[{family}] the model's own prompt {name!r} ({prompt!r}) before every text")
+            report.settings.setdefault("prompts", {})[family] = {"name": name, "text": prompt}
         if family == "sts":
-            evaluate_sts(inputs.scorer, root, tasks=tasks, report=report, extras="STS-B" in tasks, items=inputs.items)
+            scorer = PromptedScorer(inputs.scorer, prompt) if prompt else inputs.scorer
+            evaluate_sts(scorer, root, tasks=tasks, report=report, extras="STS-B" in tasks, items=inputs.items)
         elif family == "ranking":
             evaluate_ranking(inputs.scorer, root, tasks=tasks, report=report, items=inputs.items)
         elif family == "transfer":
             evaluate_transfer(
-                inputs.features,
+                (lambda sentences: inputs.features(prompted(list(sentences), prompt))) if prompt else inputs.features,
                 root,
                 tasks=tasks,
                 report=report,

@@ -513,16 +513,22 @@ class TrainSection(_Section):
     mini_batch_size: int | Literal["auto"] | None = Field(
         None,
         description="Gradient Cache, for methods whose loss compares every row of a batch with every other: embed "
-        "this many rows at a time, with the whole batch's loss and gradients; auto: the whole batch when the "
-        "device's free memory holds it, else the largest power of two that fits (sentlab.devices.chunk_that_fits); "
-        "refused by methods whose loss takes each row alone",
+        "this many rows at a time, with the whole batch's loss and gradients; auto: the whole batch when its "
+        "activations fit the device's free memory, else a chunk of every row when one column of them fits, else the "
+        "largest power of two of rows that does (sentlab.devices.chunk_that_fits); refused by methods whose loss "
+        "takes each row alone",
     )
 
     trainer_args: dict[str, Any] = Field(
         default_factory=dict,
-        description="further arguments of sentence-transformers' SentenceTransformerTrainingArguments "
-        "(gradient_checkpointing, lr_scheduler_type, max_grad_norm, gradient_accumulation_steps ...), checked "
-        "against its fields; a key sentlab sets from a setting of its own is refused, naming that setting",
+        description="further arguments of sentence-transformers' SentenceTransformerTrainingArguments, from an "
+        "allow-list (TRAINER_KEYS_PASSED: gradient_checkpointing, lr_scheduler_type, max_grad_norm, "
+        "gradient_accumulation_steps ...), each value checked against its type when the config is read and read "
+        "back into RUN/runtime.json; a key sentlab sets from a setting of its own is refused naming that setting "
+        "(torch_compile*: train.compile, resume_from_checkpoint: --resume, push_to_hub: sentlab push ...), one "
+        "that breaks a guarantee naming why (save_only_model: resume would lose the optimizer's state ...); "
+        "gradient_accumulation_steps is refused for a loss of in-batch negatives (accumulated batches share no "
+        "negatives: train.mini_batch_size)",
     )
 
     @field_validator("trainer_args")
@@ -811,8 +817,7 @@ class TrainConfig(_Section):
         "data.limit": "with data.sets (each set has its own)",
         "data.split": "with data.sets (each set has its own)",
         "data.subset": "with data.sets (each set has its own)",
-        **{key: "from a static start model" for key in START_KIND_LACKS["static"] if "." in key},
-    }
+    }  # and a start model's kind, whatever the method (START_KIND_LACKS: the reference lists it once)
 
     @model_validator(mode="before")
     @classmethod

@@ -53,7 +53,17 @@ PAPERS: dict[str, str] = {
 }
 
 # what a plain SentenceTransformer(folder) keeps of a folder, and what it loses
+# what plain sentence-transformers needs, or loses, for a folder sentlab saved, by kind (a method, the
+# prompt pooler, an adapter): each card says its own; docs/guides/python-api.md lists them all
 PLAIN_LOADING = {
+    "bert-flow": "`SentenceTransformer(path, trust_remote_code=True)` loads it where sentlab is installed: its "
+    "flow is sentlab's module `GlowFlow`, which sentence-transformers runs only when told to trust it; "
+    "`sentlab.load(path)` needs no flag",
+    "prompt pooler": "`SentenceTransformer(path, trust_remote_code=True)` loads it where sentlab is installed: "
+    "its modules are sentlab's `PromptTransformer` and `MaskTokenPooling`, which sentence-transformers runs only "
+    "when told to trust them; `sentlab.load(path)` needs no flag",
+    "adapter": "`SentenceTransformer(path)` loads it with peft installed and the start model where "
+    "`adapter_config.json` names it; `sentlab merge-adapter` gives full weights that load anywhere",
     "rankencoder": "`SentenceTransformer(path)` loads E2 and scores by cosine; it loses Eq. 7, which needs the "
     "folder's corpus index (`rankencoder/`) and λ_inf (`rankencoder.json`): `sentlab.load(path)` scores with both",
     "rse": "`SentenceTransformer(path)` loads the sentence encoder and scores by cosine; it loses the relation "
@@ -327,8 +337,9 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: 
             lines.append(f"| {task} | {value:.2f} | {before} |")
     else:
         lines += ["", "Not scored at the end of training: `sentlab eval --model PATH` scores it."]
-    if cfg.method in PLAIN_LOADING:
-        lines += ["", f"**Loading it**: {PLAIN_LOADING[cfg.method]}."]
+    kind = "prompt pooler" if cfg.model.pooler == "prompt" else cfg.method
+    if kind in PLAIN_LOADING:
+        lines += ["", f"**Loading it**: {PLAIN_LOADING[kind]}."]
     if cfg.model.adapter is not None:
         a, base = cfg.model.adapter, start_hub_base(cfg.model.name)
         lines += [

@@ -9,8 +9,7 @@ devices shard torch models only, and ``--threads`` sets torch's threads only: an
 ``cpu,cpu`` or a thread count is listed as not run (it uses its runtime's own thread count). Prints one JSON
 object.
 
-Feeds: records encode-backends-minilm, encode-scale-minilm; pages docs/guides/inference.md,
-docs/guides/operations.md.
+Feeds: records encode-backends-minilm, encode-scale-minilm; pages docs/guides/inference.md.
 
     python -m benchmarks.perf.encode_scale --model minilm --sentences 20000 --chunk-rows 2500 --devices cpu cpu,cpu
 """

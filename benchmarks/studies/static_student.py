@@ -2,7 +2,8 @@
 teachers: all-MiniLM-L6-v2, and all-MiniLM-L6-v2 trained by sentlab on the pairs below (MNRL, batch 32,
 one epoch; a user's adapted model).
 
-Feeds: records static-student-minilm; pages docs/guides/static.md, docs/results.md.
+Feeds: records static-student-minilm; pages docs/guides/inference.md, docs/guides/static.md,
+docs/results.md.
 
 Students of each (``sentlab distill-static``; the trained ones over three seeds):
 

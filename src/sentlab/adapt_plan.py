@@ -101,11 +101,13 @@ class AdaptSettings:
     eval_steps: int
     trust_remote_code: bool = False  # model.trust_remote_code of every arm, and of the start model's scoring
     model_sha256: str | None = None  # a local start model by its files: retrained at the same path, another model
+    dev_card_identity: str | None = None  # the dev card's settings and data (TaskCard.identity): it picks each
+    # arm's kept checkpoint, so a changed dev card is another plan
 
     def comparable(self) -> dict[str, Any]:
-        """What a rerun must have asked alike (a folder written before trust_remote_code or model_sha256
-        existed: off, and a hub model)."""
-        unset = {"trust_remote_code": False, "model_sha256": None}
+        """What a rerun must have asked alike (a folder written before trust_remote_code, model_sha256 or
+        dev_card_identity existed: off, a hub model, no dev card)."""
+        unset = {"trust_remote_code": False, "model_sha256": None, "dev_card_identity": None}
         return {k: v for k, v in asdict(self).items() if k != "text" and not (k in unset and v == unset[k])}
 
 

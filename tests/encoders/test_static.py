@@ -21,9 +21,6 @@ def distill_args(teacher, out, corpus, *extra):
     ]
 
 
-pytestmark = pytest.mark.slow  # all-MiniLM-L6-v2's student, distilled once for the module (about a minute)
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """Sentences of the tiny vocabulary, and two words all-MiniLM-L6-v2's WordPiece splits."""
@@ -47,6 +44,7 @@ def student(corpus, tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow  # all-MiniLM-L6-v2's student, distilled once for the module (about a minute)
 def test_the_student_loads_in_sentence_transformers_and_model2vec_and_encodes_alike(student, tmp_path, capsys):
     from model2vec import StaticModel
     from sentence_transformers import SentenceTransformer
@@ -78,6 +76,7 @@ def test_the_student_loads_in_sentence_transformers_and_model2vec_and_encodes_al
     assert is_static(load_encoder(student))
 
 
+@pytest.mark.slow  # all-MiniLM-L6-v2's student, distilled once for the module (about a minute)
 def test_options_that_mean_nothing_for_a_static_model_are_one_line(student, tmp_path, capsys):
     text = tmp_path / "s.txt"
     text.write_text("zebra\n", encoding="utf-8")
@@ -91,6 +90,7 @@ def test_options_that_mean_nothing_for_a_static_model_are_one_line(student, tmp_
     assert "a static model: batches of 4,096 sentences" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # all-MiniLM-L6-v2's student, distilled once for the module (about a minute)
 @pytest.mark.parametrize(
     "extra, message",
     [
@@ -117,6 +117,7 @@ def test_bad_settings_are_one_line(corpus, tmp_path, capsys, extra, message):
     assert "is not a folder" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # all-MiniLM-L6-v2's student, distilled once for the module (about a minute)
 def test_training_starts_from_the_distilled_vectors_with_their_weights_folded_in(student):
     """model2vec keeps its Zipf / SIF weights apart from the vectors; tokenlearn trains the vectors
     alone, so they are folded in first: the folded model encodes as the weighted one does."""
@@ -133,6 +134,7 @@ def test_training_starts_from_the_distilled_vectors_with_their_weights_folded_in
     np.testing.assert_allclose(folded.encode(sentences), weighted.encode(sentences), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow  # all-MiniLM-L6-v2's student, distilled once for the module (about a minute)
 def test_a_rerun_reuses_the_student_and_other_settings_are_refused(student, tiny_backbone, capsys):
     corpus = json.loads((student / "distill.json").read_text())["asked"]["corpus"]
     assert main(distill_args("minilm", student, corpus, "--vocabulary-size", "500")) == 0
@@ -145,6 +147,7 @@ def test_a_rerun_reuses_the_student_and_other_settings_are_refused(student, tiny
     assert "distils subword tokenizers only" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # all-MiniLM-L6-v2's student, distilled once for the module (about a minute)
 def test_training_on_the_corpus_moves_the_student_toward_the_teacher(student, corpus, tmp_path):
     """The similarities of the corpus's pairs under the student agree more with the teacher's after
     tokenlearn's training on that corpus than after distillation alone (the same student otherwise)."""
@@ -167,6 +170,7 @@ def test_training_on_the_corpus_moves_the_student_toward_the_teacher(student, co
     assert agreement(tmp_path / "trained") > agreement(student) + 0.05
 
 
+@pytest.mark.slow  # all-MiniLM-L6-v2's student, distilled once for the module (about a minute)
 def test_the_supervised_method_trains_a_static_student(student, tmp_path):
     from sentence_transformers import SentenceTransformer
 
@@ -199,6 +203,7 @@ def test_the_supervised_method_trains_a_static_student(student, tmp_path):
     assert after.shape == before.shape and not np.allclose(after.detach(), before.detach())  # trained, and saved
 
 
+@pytest.mark.slow  # all-MiniLM-L6-v2's student, distilled once for the module (about a minute)
 def test_a_static_student_trains_and_is_scored_with_the_defaults_and_refuses_a_transformers_settings(
     student, data_dir, tmp_path
 ):

@@ -80,6 +80,13 @@ def test_a_models_own_task_prompts_reach_the_sts_and_transfer_families_and_are_r
     report = run_families(["transfer"], inputs, EvalReport(model="tiny"))
     assert seen and all(text.startswith("classify: ") for text in seen)
     assert report.settings["prompts"]["transfer"]["name"] == "Classification"
+    # the stored form (--embedding-precision int8) quantizes the prompted texts with their own sample's ranges
+    from sentlab.evaluation.quantized import QuantizedEmbeddings
+    from sentlab.evaluation.scoring import EmbeddingCache
+
+    stored = QuantizedEmbeddings(EmbeddingCache(model), None, "int8", ["a dog runs", "the man sits", "a cat eats"])
+    run_families(["sts"], SuiteInputs(CosineScorer(stored), features=features, data_dir=root), EvalReport(model="q"))
+    assert stored.stored_form()["calibration"]["prompts"] == ["sts: "]
     seen.clear()
     model.prompts = {"query": "query: "}  # a role prompt names no task: the families encode plain
     report = run_families(["sts"], inputs, EvalReport(model="tiny"))

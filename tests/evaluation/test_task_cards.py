@@ -355,6 +355,22 @@ def _hub_stand_in(folder, files: dict[str, list[dict]]):
     return f"hf:{folder}"
 
 
+def test_a_cards_identity_follows_its_settings_and_its_data(tmp_path, corpus_file):
+    """What adapt and compare key a card's scores by: the same card read twice is the same card; another
+    score in its file, or another setting, is another card."""
+    from tests.conftest import write_scored_pairs_card
+
+    path = write_scored_pairs_card(tmp_path, corpus_file, "mine")
+    first = load_task_card(path).identity()
+    assert load_task_card(path).identity() == first
+    tsv = path.with_suffix(".tsv")
+    tsv.write_text(tsv.read_text().replace("\t4\n", "\t3\n", 1))
+    assert load_task_card(path).identity() != first
+    changed = load_task_card(path).identity()
+    path.write_text(path.read_text().replace("name: mine", "name: theirs"))
+    assert load_task_card(path).identity() != changed
+
+
 def test_every_kind_reads_a_datasets_source_as_it_reads_the_file(tmp_path):
     """The same rows as files and as datasets sources (a save_to_disk folder, an .arrow or .parquet file, a hub
     dataset's subsets and splits, here a local stand-in) score the same, for every kind."""

@@ -371,11 +371,29 @@ def test_a_v020_temperature_key_keeps_its_runs_fingerprint_exactly(tiny_backbone
 
     in_batch = {"ct": {"in_batch": True, "lr_segments": None, "scale": 49}}
     cfg = method_config("ct", tiny_backbone, corpus_file, tmp_path / "run", section=in_batch)
-    assert run_fingerprint(cfg)["config_sha256"] == v020_digest(cfg, ct__scale=49)
+    assert run_fingerprint(cfg)["config_sha256"] == v020_digest(cfg, ct__scale=49.0)  # 0.2.0 typed it a float
     assert scale_of(cfg.loss.temperature) == 49.0  # the loss gets the scale written, not its reciprocal's rounding
     supervised = {"supervised": {"loss": "mnrl", "scale": 20}}
     cfg = method_config("supervised", tiny_backbone, corpus_file, tmp_path / "run", section=supervised)
-    assert run_fingerprint(cfg)["config_sha256"] == v020_digest(cfg, supervised__scale=20)
+    assert run_fingerprint(cfg)["config_sha256"] == v020_digest(cfg, supervised__scale=20.0)
+    # the run's own dumped config (loss.temperature 0.04, no old key) is the same run as supervised.scale 25
+    old = method_config(
+        "supervised",
+        tiny_backbone,
+        corpus_file,
+        tmp_path / "run",
+        section={"supervised": {"loss": "mnrl", "scale": 25}},
+    )
+    dumped = method_config(
+        "supervised",
+        tiny_backbone,
+        corpus_file,
+        tmp_path / "run",
+        section={"supervised": {"loss": "mnrl"}, "loss": {"temperature": 0.04}},
+    )
+    assert run_fingerprint(old) == run_fingerprint(dumped) and run_fingerprint(old)["config_sha256"] == v020_digest(
+        old, supervised__scale=25.0
+    )
     arguments = {"supervised": {"loss": "mnrl", "loss_args": {"scale": 8}}}
     cfg = method_config("supervised", tiny_backbone, corpus_file, tmp_path / "run", section=arguments)
     assert cfg.loss.temperature == 0.125
@@ -385,7 +403,7 @@ def test_a_v020_temperature_key_keeps_its_runs_fingerprint_exactly(tiny_backbone
     pairs = {"ct": {"scale": 30, "lr_segments": None}}
     cfg = method_config("ct", tiny_backbone, corpus_file, tmp_path / "run", section=pairs)
     assert cfg.loss.temperature == 0.05 and "CT with labelled pairs has no scale" in capsys.readouterr().err
-    assert run_fingerprint(cfg)["config_sha256"] == v020_digest(cfg, ct__scale=30)
+    assert run_fingerprint(cfg)["config_sha256"] == v020_digest(cfg, ct__scale=30.0)
     # a --set of the old key: an error about it names the --set given, not one converted from it
     path = tmp_path / "ct.yaml"
     tree = method_config("ct", tiny_backbone, corpus_file, tmp_path / "run", section=in_batch).to_tree()

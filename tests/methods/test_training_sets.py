@@ -100,6 +100,22 @@ def test_each_sets_data_is_in_the_fingerprint_and_bad_sets_are_one_line(two_sets
         )
 
 
+def test_a_dumped_sets_config_loads_back_unchanged(two_sets, tmp_path):
+    """The run's config.yaml of a data.sets run (its data keys that each set holds, at their defaults)
+    reads back as the same settings: a resume or the card's Reproduce sees no setting changed."""
+    import yaml
+
+    from sentlab.methods import validate_config
+    from sentlab.training.run_folder import changed_settings
+
+    cfg = config(tmp_path, two_sets)
+    again = validate_config(yaml.safe_load(cfg.to_yaml()))
+    assert again.to_tree() == cfg.to_tree() and changed_settings(cfg.model_dump(), again.model_dump()) == []
+    whole = cfg.model_dump(mode="json")  # every key written, a set's keys at their defaults at the top too
+    whole["data"].update(columns=[], limit=None, split=None, subset=None)
+    assert validate_config(whole).to_tree() == cfg.to_tree()
+
+
 def test_auto_chunks_count_the_columns_of_the_sets(two_sets, tmp_path):
     """train.mini_batch_size: auto sizes its chunks by the sequences a row embeds: two for pairs, three
     once a set has a negative (not data.columns' default of three, which is empty under data.sets)."""

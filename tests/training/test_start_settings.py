@@ -291,6 +291,9 @@ def test_a_static_start_refuses_what_it_lacks_in_one_line_from_one_table(tiny_st
             validate_config({**tree, section: {**tree[section], key: value}})
     with pytest.raises(ValueError, match="trains with the supervised method only"):
         validate_config({key: value for key, value in tree.items() if key != "supervised"} | {"method": "simcse-unsup"})
+    checkpointed = {**tree, "train": {**tree["train"], "trainer_args": {"gradient_checkpointing": True}}}
+    with pytest.raises(ValueError, match="gradient_checkpointing: .*static model .*no activations to chunk"):
+        validate_config(checkpointed)
     cfg = validate_config(tree)  # dumped whole and read back: the defaults it never read pass
     assert validate_config(yaml.safe_load(cfg.to_yaml())).to_tree() == cfg.to_tree()
     assert "max_seq_length" not in cfg.to_yaml()

@@ -19,6 +19,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
     )
     from sentlab.cache import file_sha256
     from sentlab.encoders.loading import folder_identity
+    from sentlab.evaluation.task_cards import load_task_card
 
     budget = Budget(steps=args.steps, sentences=args.sentences, minutes=args.minutes)
     text = Path(args.text)
@@ -43,6 +44,7 @@ def cmd_adapt(args: argparse.Namespace) -> int:
         eval_steps=args.eval_steps,
         trust_remote_code=args.trust_remote_code,
         model_sha256=folder_identity(args.model),
+        dev_card_identity=load_task_card(args.dev_card).identity() if args.dev_card else None,
     )
     plan = AdaptPlan(
         settings,

@@ -21,7 +21,7 @@ from sentlab.data.sts import STS_TASKS
 from sentlab.data.transfer import TRANSFER_TASKS, missing_files
 from sentlab.data.useb import USEB_TASKS
 from sentlab.data.useb import missing_data as useb_missing
-from sentlab.encoders.prompts import check_prompts_apply, family_prompt, model_of, prompted
+from sentlab.encoders.prompts import calibrate_for_prompts, check_prompts_apply, family_prompt, model_of, prompted
 from sentlab.errors import DataError, SentlabError
 from sentlab.evaluation.evalrank import evaluate_evalrank
 from sentlab.evaluation.evalrank import missing_data as evalrank_missing
@@ -129,6 +129,7 @@ def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalRepor
         name, prompt = family_prompt(model_of(inputs.scorer), family)
         if prompt:  # the model's own prompt for this task, as MTEB would give it; said and recorded
             check_prompts_apply(model_of(inputs.scorer), [prompt], f"the {family} family")
+            calibrate_for_prompts(inputs.scorer, [prompt])  # --embedding-precision int8: the prompted sample's ranges
             say(f"[{family}] the model's own prompt {name!r} ({prompt!r}) before every text")
             report.settings.setdefault("prompts", {})[family] = {"name": name, "text": prompt}
         if family == "sts":

@@ -65,8 +65,8 @@ class ModelSection(_Section):
     pooler: Literal["cls", "cls_before_pooler", "mean", "max", "first_last_avg", "prompt", "lasttoken"] | None = None
     model_kwargs: dict[str, str] = Field(
         default_factory=dict,
-        description="passed to the backbone's from_pretrained: dtype (float32; auto loads the checkpoint's and "
-        "trains it in float32: half precision is train.mixed_precision's) and "
+        description="passed to the backbone's from_pretrained: dtype (the dtype the checkpoint is read in: float32, or "
+        "auto, the checkpoint's own; either trains float32 weights: half precision is train.mixed_precision's) and "
         "attn_implementation (eager, sdpa, flash_attention_2 ..., which transformers checks); another key is "
         "refused, since transformers would keep an unknown one in the model's config and change nothing; not with "
         "the prompt pooler",
@@ -514,9 +514,9 @@ class TrainSection(_Section):
         None,
         description="Gradient Cache, for methods whose loss compares every row of a batch with every other: embed "
         "this many rows at a time, with the whole batch's loss and gradients; auto: the whole batch when its "
-        "activations fit the device's free memory, else a chunk of every row when one column of them fits, else the "
-        "largest power of two of rows that does (sentlab.devices.chunk_that_fits); refused by methods whose loss "
-        "takes each row alone",
+        "activations fit 80 % of the device's free memory less the optimizer's state, else a chunk of every row "
+        "when one column of them (one text of every row, e.g. the anchors) fits, else the largest power of two of "
+        "rows that does (sentlab.devices.chunk_that_fits); refused by methods whose loss takes each row alone",
     )
 
     trainer_args: dict[str, Any] = Field(
@@ -527,8 +527,8 @@ class TrainSection(_Section):
         "back into RUN/runtime.json; a key sentlab sets from a setting of its own is refused naming that setting "
         "(torch_compile*: train.compile, resume_from_checkpoint: --resume, push_to_hub: sentlab push ...), one "
         "that breaks a guarantee naming why (save_only_model: resume would lose the optimizer's state ...); "
-        "gradient_accumulation_steps is refused for a loss of in-batch negatives (accumulated batches share no "
-        "negatives: train.mini_batch_size)",
+        "gradient_accumulation_steps is refused when training starts for a loss of in-batch negatives "
+        "(accumulated batches share no negatives: train.mini_batch_size)",
     )
 
     @field_validator("trainer_args")
@@ -760,8 +760,9 @@ def as_fingerprinted(tree: dict[str, Any], written: Mapping[str, Any] | None = N
             continue
         default = _default_of(moved.new)
         value = tree.get(new_section, {}).get(new_key, default)
-        if old in written:
-            tree[section][key] = written[old]
+        if old in written:  # 0.2.0 typed these as floats: 49 was hashed as 49.0
+            given = written[old]
+            tree[section][key] = float(given) if isinstance(given, int) and not isinstance(given, bool) else given
         else:
             tree[section][key] = moved.old_default if value == default else moved.value(value)
             if moved.convert is scale_as_temperature and value != default:
@@ -902,8 +903,12 @@ class TrainConfig(_Section):
 
     @model_validator(mode="after")
     def _a_method_the_start_trains_with(self) -> TrainConfig:
-        if self.method != "supervised" and "model.max_seq_length" in self.start_lacks():  # a static start
+        lacks = self.start_lacks()
+        if self.method != "supervised" and "model.max_seq_length" in lacks:  # a static start
             raise ValueError(f"method: {start_kind_refusal(self.model.name, 'method')}, not {self.method}")
+        if "train.mini_batch_size" in lacks and self.train.trainer_args.get("gradient_checkpointing"):
+            why = start_kind_refusal(self.model.name, "train.mini_batch_size")
+            raise ValueError(f"train.trainer_args.gradient_checkpointing: {why}; unset it")
         return self
 
     @model_validator(mode="after")

@@ -253,6 +253,7 @@ MODEL_ROLES = {
     "supervised.loss_args.guide": "Guide model",
     "rankcse.teachers": "Teacher",
     "rank.base_encoder": "Base encoder (E1)",
+    "tsdae.decoder": "Decoder",
 }
 
 
@@ -337,8 +338,8 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: 
             lines.append(f"| {task} | {value:.2f} | {before} |")
     else:
         lines += ["", "Not scored at the end of training: `sentlab eval --model PATH` scores it."]
-    kind = "prompt pooler" if cfg.model.pooler == "prompt" else cfg.method
-    if kind in PLAIN_LOADING:
+    kinds = [k for k in (cfg.method, "prompt pooler" if cfg.model.pooler == "prompt" else "") if k in PLAIN_LOADING]
+    for kind in kinds:  # a RankEncoder over the prompt pooler: both notes
         lines += ["", f"**Loading it**: {PLAIN_LOADING[kind]}."]
     if cfg.model.adapter is not None:
         a, base = cfg.model.adapter, start_hub_base(cfg.model.name)

@@ -128,7 +128,14 @@ def run_fingerprint(cfg) -> dict[str, str]:
 
 
 # the config's keys that name a model the run learns from or against
-MODEL_KEYS = ("model.name", "supervised.teacher", "supervised.loss_args.guide", "rankcse.teachers", "rank.base_encoder")
+MODEL_KEYS = (
+    "model.name",
+    "supervised.teacher",
+    "supervised.loss_args.guide",
+    "rankcse.teachers",
+    "rank.base_encoder",
+    "tsdae.decoder",
+)
 
 
 def named_models(cfg) -> dict[str, str]:

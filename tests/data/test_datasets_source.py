@@ -89,6 +89,13 @@ def test_a_parquet_file_trains_by_role_memory_mapped_and_is_fingerprinted_by_its
     before = run_fingerprint(cfg)["train_sha256"]
     Dataset.from_dict({"question": QUESTIONS[:5], "answer": ANSWERS[:5]}).to_parquet(str(parquet))
     assert run_fingerprint(config(parquet, tiny_backbone, tmp_path / "run"))["train_sha256"] != before
+    # an edit that keeps the file's time (datasets keys its converted copy by path and time): read again
+    import os
+
+    stat = parquet.stat()
+    Dataset.from_dict({"question": QUESTIONS[:5], "answer": [a.upper() for a in ANSWERS[:5]]}).to_parquet(str(parquet))
+    os.utime(parquet, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert open_source(parquet)["answer"] == [a.upper() for a in ANSWERS[:5]]
     with pytest.raises(DataError, match="a Parquet file is one table"):
         open_source(parquet, split="dev")
     (tmp_path / "text.parquet").write_text("not parquet\n")

@@ -83,8 +83,13 @@ def _parquet(path: Path, split: str | None, subset: str | None) -> Dataset:
         raise DataError(f"{path}: file not found")
     if split is not None or subset is not None:
         raise DataError(f"{path}: a Parquet file is one table; data.split and data.subset are not read")
+    from sentlab.cache import file_sha256
+
+    # datasets keys its converted copy by the file's path and time; a folder of its own per content means
+    # an edit that keeps both (the same size, the same second) is converted again, never served stale
+    cache = Path(datasets.config.HF_DATASETS_CACHE) / "sentlab-parquet" / file_sha256(path)[:32]
     try:
-        return datasets.load_dataset("parquet", data_files=str(path.resolve()), split="train")
+        return datasets.load_dataset("parquet", data_files=str(path.resolve()), split="train", cache_dir=str(cache))
     except Exception as err:  # noqa: BLE001 - pyarrow's errors vary; one line says which file
         raise DataError(f"{path}: not a Parquet table datasets can read ({type(err).__name__}: {err})") from None
 

@@ -241,7 +241,8 @@ def evaluate(plan: AdaptPlan, name: str, model_path: str, folder: Path) -> EvalR
     path = folder / "evaluation.json"
     report = EvalReport.read(path) if path.is_file() else EvalReport(model=name)
     cards = {card.name: card for card in map(load_task_card, [*plan.cards, *filter(None, [plan.settings.dev_card])])}
-    identities = {task: card.identity() for task, card in cards.items()}
+    identities = {task: plan.card_identities.get(task) or card.identity() for task, card in cards.items()}
+    plan.card_identities.update(identities)
     kept = report.settings.setdefault("task_card_identity", {})
     for task in cards:  # a card whose settings or data changed since it was scored: scored again
         if task in report.tasks and kept.get(task) != identities[task]:

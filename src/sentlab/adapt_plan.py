@@ -6,7 +6,7 @@ read these, so neither imports the other's module for them.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +119,5 @@ class AdaptPlan:
     seeds: list[int]
     output: Path
     progress_bar: bool = False
+    # each card's identity (TaskCard.identity), hashed once a run for every model it scores
+    card_identities: dict[str, str] = field(default_factory=dict, repr=False, compare=False)

@@ -6,6 +6,7 @@ bad source, split, subset or column in one line."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from datasets import Dataset, DatasetDict
@@ -86,6 +87,10 @@ def test_a_parquet_file_trains_by_role_memory_mapped_and_is_fingerprinted_by_its
     cfg = config(parquet, tiny_backbone, tmp_path / "run")
     rows = Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
     assert rows.column_names == ["anchor", "positive"] and rows["positive"] == ANSWERS and rows.cache_files
+    from sentlab.cache import cache_root
+
+    # converted once into sentlab's own cache (sentlab cache info / clear own it), memory-mapped from there
+    assert all(Path(f["filename"]).is_relative_to(cache_root() / "text") for f in rows.cache_files)
     before = run_fingerprint(cfg)["train_sha256"]
     Dataset.from_dict({"question": QUESTIONS[:5], "answer": ANSWERS[:5]}).to_parquet(str(parquet))
     assert run_fingerprint(config(parquet, tiny_backbone, tmp_path / "run"))["train_sha256"] != before

@@ -7,8 +7,8 @@ never copied into Python lists.
 - a folder that ``Dataset.save_to_disk`` / ``DatasetDict.save_to_disk`` wrote (``data.split`` picks a
   split of a ``DatasetDict``, default ``train``);
 - a ``.arrow`` file (``Dataset.from_file``);
-- a ``.parquet`` file, the format hub datasets are stored in (``datasets``' parquet builder, which
-  converts it once into its cache's Arrow files, then memory-maps them);
+- a ``.parquet`` file, the format hub datasets are stored in (``datasets``' parquet builder converts
+  it once into sentlab's cache, keyed by the file's bytes; the Arrow files are memory-mapped);
 - ``hf:OWNER/NAME`` for a hub dataset (``datasets.load_dataset(OWNER/NAME, data.subset,
   split=data.split)``; offline, from the cache, when ``HF_HUB_OFFLINE`` is set).
 
@@ -75,23 +75,48 @@ def open_source(train: str | Path, split: str | None = None, subset: str | None 
     return found
 
 
+PARQUET_FORMAT = 1
+
+
 def _parquet(path: Path, split: str | None, subset: str | None) -> Dataset:
-    """A Parquet file as one memory-mapped table (``datasets``' parquet builder)."""
+    """A Parquet file as one memory-mapped table: converted once by ``datasets``' parquet builder into
+    sentlab's cache (its ``text`` part, so ``sentlab cache`` counts and clears it), keyed by the file's
+    bytes (an edit that keeps its size and time is converted again, never served stale)."""
+    import tempfile
+
     import datasets
+
+    from sentlab.cache import cache_root, evict_cache, file_sha256
+    from sentlab.cache_folder import cached_folder
 
     if not path.is_file():
         raise DataError(f"{path}: file not found")
     if split is not None or subset is not None:
         raise DataError(f"{path}: a Parquet file is one table; data.split and data.subset are not read")
-    from sentlab.cache import file_sha256
+    digest = file_sha256(path)
+    folder = cache_root() / "text" / f"parquet-{digest[:32]}"
 
-    # datasets keys its converted copy by the file's path and time; a folder of its own per content means
-    # an edit that keeps both (the same size, the same second) is converted again, never served stale
-    cache = Path(datasets.config.HF_DATASETS_CACHE) / "sentlab-parquet" / file_sha256(path)[:32]
-    try:
-        return datasets.load_dataset("parquet", data_files=str(path.resolve()), split="train", cache_dir=str(cache))
-    except Exception as err:  # noqa: BLE001 - pyarrow's errors vary; one line says which file
-        raise DataError(f"{path}: not a Parquet table datasets can read ({type(err).__name__}: {err})") from None
+    def build(partial: Path) -> dict:
+        with tempfile.TemporaryDirectory() as scratch:  # datasets' own converted copy, dropped once saved
+            try:
+                table = datasets.load_dataset(
+                    "parquet", data_files=str(path.resolve()), split="train", cache_dir=scratch
+                )
+            except Exception as err:  # noqa: BLE001 - pyarrow's errors vary; one line says which file
+                raise DataError(
+                    f"{path}: not a Parquet table datasets can read ({type(err).__name__}: {err})"
+                ) from None
+            table.save_to_disk(str(partial))
+        return {"format": PARQUET_FORMAT, "sha256": digest, "rows": len(table)}
+
+    root = cache_root()
+    cached_folder(
+        folder,
+        {"format": PARQUET_FORMAT, "sha256": digest},
+        build,
+        after_build=lambda built: evict_cache(root, keep=[built]),
+    )
+    return datasets.load_from_disk(str(folder))
 
 
 def _split(found: DatasetDict, split: str, where: str) -> Dataset:

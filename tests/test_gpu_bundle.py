@@ -120,3 +120,30 @@ def test_the_install_part_fails_when_pip_check_finds_a_missing_requirement(tmp_p
     assert ran == ["install", "check"]
     monkeypatch.setattr(check, "run", lambda command, timeout, env=None, cwd=None: {"exit_code": 0})
     check.install_bundle(args, {})  # everything there: no error
+
+
+def test_the_raw_lm_rows_carry_a_null_score_through(tmp_path, monkeypatch):
+    """A record writes a non-finite score (the rank correlation of a tiny model's tied scores) as null;
+    claim-a's table keeps it null instead of failing on it (the check failed this way at tiny sizes)."""
+    from benchmarks.studies import rawlm_simcse
+
+    report = {
+        "summary": {"sts_avg": 50.123, "note": "text"},
+        "tasks": {
+            "STS12": {"spearman": 53.234},
+            "STS13-ranking": {"kcc": None, "ndcg": None},
+            "STS-B-ranking": {"kcc": 55.561, "ndcg": 99.741},
+            "MR": {"main_metric": "accuracy", "scores": {"accuracy": None}},
+        },
+    }
+    monkeypatch.setattr(rawlm_simcse, "common_scores", lambda *args: report)
+    row = rawlm_simcse.scores(tmp_path / "model", "mean", tmp_path / "out.json")
+    assert row == {
+        "sts_avg": 50.12,
+        "tasks": {
+            "STS12": 53.23,
+            "STS13-ranking": {"kcc": None, "ndcg": None},
+            "STS-B-ranking": {"kcc": 55.56, "ndcg": 99.74},
+            "MR": None,
+        },
+    }

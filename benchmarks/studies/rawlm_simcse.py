@@ -33,14 +33,19 @@ def scores(model: Path, pooler: str, output: Path, tasks: str = "sts") -> dict:
     """``sentlab eval`` of ``model`` on ``tasks`` (reused when ``output`` exists): the summary and the
     headline of every task."""
     report = common_scores(model, tasks, output, ["--pooler", pooler])
+
+    def rounded(value: float | None) -> float | None:
+        # a record writes a non-finite score (a correlation of constant vectors) as null
+        return None if value is None else round(value, 2)
+
     headlines = {}
     for task, result in report["tasks"].items():
         if "spearman" in result:
-            headlines[task] = round(result["spearman"], 2)
+            headlines[task] = rounded(result["spearman"])
         elif "kcc" in result:
-            headlines[task] = {"kcc": round(result["kcc"], 2), "ndcg": round(result["ndcg"], 2)}
+            headlines[task] = {"kcc": rounded(result["kcc"]), "ndcg": rounded(result["ndcg"])}
         elif "main_metric" in result:
-            headlines[task] = round(result["scores"][result["main_metric"]], 2)
+            headlines[task] = rounded(result["scores"][result["main_metric"]])
     summary = {k: round(v, 2) for k, v in report["summary"].items() if isinstance(v, (int, float))}
     return {**summary, "tasks": headlines}
 
@@ -126,6 +131,9 @@ def main() -> None:
             train(cfg, resume=RunPaths(folder).checkpoints.is_dir())
         report = json.loads(RunPaths(folder).results.read_text("utf-8"))
         seeds[seed] = report["summary"]["sts_avg"]
+    if any(value is None for value in seeds.values()):
+        # a record writes a non-finite average as null: no mean to report, and the run says so
+        raise SystemExit(f"error: a SimCSE seed's sts_avg is not a finite number: {seeds}")
     mean = statistics.mean(seeds.values())
     sd = statistics.stdev(seeds.values()) if len(seeds) > 1 else 0.0
     print(

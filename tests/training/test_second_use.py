@@ -107,7 +107,7 @@ def write_pairs(path, first_word: str, rows: int = 12):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("form", ["file", "datasets", "sets"])
+@pytest.mark.parametrize("form", ["file", "datasets", "sets", "set-losses"])
 def test_supervised_data_forms_resume_and_reproduce(form, tiny, tmp_path, monkeypatch):
     _, models = tiny
     pairs = write_pairs(tmp_path / "pairs.jsonl", "a")
@@ -123,6 +123,25 @@ def test_supervised_data_forms_resume_and_reproduce(form, tiny, tmp_path, monkey
             "sets": {
                 "red": {"train": str(pairs), "columns": {"anchor": "q", "positive": "p"}},
                 "blue": {"train": str(other), "columns": ["q", "p"], "limit": 8},
+            }
+        }
+    if form == "set-losses":  # a loss and prompts per set; SoftmaxLoss's classifier resumes with the model
+        labelled = tmp_path / "labelled.jsonl"
+        rows = [{"a": f"x {i} runs", "b": f"y {i} runs", "l": i % 2} for i in range(8)]
+        labelled.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        tree["data"] = {
+            "sets": {
+                "red": {
+                    "train": str(pairs),
+                    "columns": {"anchor": "q", "positive": "p"},
+                    "prompts": {"anchor": "dog "},
+                },
+                "blue": {
+                    "train": str(labelled),
+                    "columns": {"text1": "a", "text2": "b", "label": "l"},
+                    "loss": "SoftmaxLoss",
+                    "loss_args": {"num_labels": 2},
+                },
             }
         }
     check_second_use(tree, tmp_path, monkeypatch)

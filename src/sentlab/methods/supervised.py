@@ -46,12 +46,12 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from datasets import Dataset, DatasetDict
-from pydantic import Field, FiniteFloat, field_validator, model_validator
+from pydantic import Field, FiniteFloat, ValidationError, field_validator, model_validator
 from sentence_transformers import SentenceTransformer
 from torch import nn
 
@@ -73,6 +73,7 @@ from sentlab.methods.base import Method, column_roles, data_columns, register
 from sentlab.progress import say
 from sentlab.training.config import (
     DEFAULT_TEMPERATURE,
+    SET_LOSS_KEYS,
     TrainConfig,
     _Section,
     deprecation_notice,
@@ -155,12 +156,14 @@ class SupervisedConfig(TrainConfig):
         "data.columns": "outside format table",
     }
 
-    def unread(self) -> dict[str, str]:
-        s, idle = self.supervised, super().unread()
+    def loss_idle(self, s: SupervisedSection) -> dict[str, str]:
+        """The keys the loss of section ``s`` leaves idle, each with why (none for a loss that does not
+        exist: :meth:`_known_loss` says why, in one line)."""
         try:
             cls = s.loss_class
         except ConfigError:
-            return idle  # _known_loss says why, in one line
+            return {}
+        idle = {}
         spec, name = LOSSES[cls.__name__], s.loss if s.loss in SHORT_NAMES else cls.__name__
         if s.format != "snli":
             where = "the split is data.train's file name, sts-<split>.csv" if s.format == "stsb" else "data.train"
@@ -179,6 +182,44 @@ class SupervisedConfig(TrainConfig):
             idle["supervised.teacher"] = f"supervised.loss {name} is not a distillation loss"
         if s.format != "table":
             idle["data.columns"] = f"supervised.format {s.format} has its own columns"
+        return idle
+
+    def set_section(self, name: str) -> SupervisedSection:
+        """The ``supervised`` section the training set ``name`` trains with: its own loss keys
+        (:data:`~sentlab.training.config.SET_LOSS_KEYS`) in place of ``supervised``'s; a set that names
+        a ``loss`` takes none of ``supervised``'s loss keys."""
+        own = self.data.sets[name].own_loss_keys()
+        shared = self.supervised.model_dump(exclude=set(SET_LOSS_KEYS) if "loss" in own else set())
+        return SupervisedSection(**{**shared, **own})
+
+    def set_inherits(self, name: str, key: str) -> bool:
+        """Whether the training set ``name`` reads ``supervised.KEY`` (a loss key it does not give)."""
+        own = self.data.sets[name].own_loss_keys()
+        return key not in own and "loss" not in own
+
+    def unread(self) -> dict[str, str]:
+        idle = super().unread()
+        if not self.data.sets:
+            return {**idle, **self.loss_idle(self.supervised)}
+        try:
+            sections = {name: self.set_section(name) for name in self.data.sets}
+        except ValidationError:  # a set's bad key: _each_set_trains says which, in one line
+            return idle
+        per_set = {name: self.loss_idle(section) for name, section in sections.items()}
+        for key, why in per_set[next(iter(per_set))].items():  # idle for every set: no set reads it
+            if all(key in other for other in per_set.values()):
+                idle[key] = why
+        for key in SET_LOSS_KEYS:  # a loss key of supervised no set takes (each gives its own)
+            readers = [n for n in sections if self.set_inherits(n, key)]
+            dotted = f"supervised.{key}"
+            if not readers:
+                idle[dotted] = "every set of data.sets " + (
+                    "names its own loss" if key == "loss" else f"gives its own {key} or names its own loss"
+                )
+            elif all(dotted in per_set[n] for n in readers):
+                idle[dotted] = per_set[readers[0]][dotted]
+        if all(part.prompts is not None for part in self.data.sets.values()):
+            idle["data.prompts"] = "every set of data.sets gives its own prompts"
         return idle
 
     @model_validator(mode="before")
@@ -242,8 +283,64 @@ class SupervisedConfig(TrainConfig):
 
     @model_validator(mode="after")
     def _known_loss(self) -> SupervisedConfig:
-        """The loss's class, its arguments against its signature, and what it needs beside them."""
-        s = self.supervised
+        """The loss's class, its arguments against its signature, and what it needs beside them; with
+        ``data.sets``, each set's loss as it trains (:meth:`set_section`), its errors naming the set."""
+        if not self.data.sets:
+            self.check_loss(self.supervised, lambda key: f"supervised.{key}")
+        return self
+
+    @model_validator(mode="after")
+    def _each_set_trains(self) -> SupervisedConfig:
+        """Each training set's loss passes every check ``supervised.loss`` passes (:meth:`check_loss`);
+        a set's own key its loss does not read is refused; the trainer's one batch sampler and
+        ``train.matryoshka_dims`` hold for every set."""
+        sets = self.data.sets
+        if not sets:
+            return self
+        kinds = {}
+        for name, part in sets.items():
+            own = part.own_loss_keys()
+
+            def key(dotted: str, name: str = name, own: dict = own) -> str:
+                first = dotted.split(".")[0]
+                return (
+                    f"data.sets.{name}.{dotted}"
+                    if first in own or "loss" in own
+                    else f"supervised.{dotted} (data.sets.{name})"
+                )
+
+            try:
+                section = self.set_section(name)
+            except ValidationError as err:
+                error = err.errors()[0]
+                where = ".".join(str(p) for p in error["loc"])
+                raise ValueError(f"data.sets.{name}.{where}: {error['msg'].removeprefix('Value error, ')}") from None
+            self.check_loss(section, key)
+            idle = self.loss_idle(section)
+            for given in own:
+                why = idle.get(f"supervised.{given}")
+                if why:
+                    raise ValueError(f"data.sets.{name}.{given}: {why}; unset it")
+            if self.train.matryoshka_dims is not None and "train.matryoshka_dims" in idle:
+                raise ValueError(
+                    f"train.matryoshka_dims: the saved model claims every set trained its truncated embeddings, and "
+                    f"data.sets.{name}'s loss cannot: {idle['train.matryoshka_dims']}"
+                )
+            kinds[name] = LOSSES[section.loss_class.__name__].kind
+        grouped = sorted(n for n, kind in kinds.items() if kind == "classes")
+        if grouped and len(grouped) < len(kinds):
+            others = sorted(set(kinds) - set(grouped))
+            raise ValueError(
+                f"data.sets.{grouped[0]}: its loss batches texts two of a class at a time (sentence-transformers' "
+                f"GroupByLabelBatchSampler), and the trainer takes one batch sampler for every set; "
+                f"data.sets.{others[0]} is batched otherwise: train them in two runs"
+            )
+        return self
+
+    def check_loss(self, s: SupervisedSection, key: Callable[[str], str]) -> None:
+        """The checks every loss passes: its class, its arguments against its signature, and what it
+        needs beside them; ``key`` names a key of ``s`` in the message (``supervised.teacher``, or a
+        training set's own ``data.sets.NAME.teacher``)."""
         try:
             cls = s.loss_class
             check_arguments(cls, s.loss_args)
@@ -251,7 +348,7 @@ class SupervisedConfig(TrainConfig):
             raise ValueError(str(error)) from None
         if _takes(cls, "scale") and "scale" in s.loss_args:  # a 0.2.0 key beside loss.temperature (_moved_arguments)
             raise ValueError(
-                "supervised.loss_args.scale: it is loss.temperature now, which is set too; set loss.temperature "
+                f"{key('loss_args.scale')}: it is loss.temperature now, which is set too; set loss.temperature "
                 "only (a scale is 1 / temperature: 0.05 for a scale of 20)"
             )
         spec = LOSSES[cls.__name__]
@@ -261,13 +358,13 @@ class SupervisedConfig(TrainConfig):
             and cached_class_name(cls.__name__)
         ):
             raise ValueError(
-                "supervised.loss_args.mini_batch_size: train.mini_batch_size is set too, and it is the same setting "
+                f"{key('loss_args.mini_batch_size')}: train.mini_batch_size is set too, and it is the same setting "
                 f"for {cls.__name__}; set train.mini_batch_size only"
             )
         if spec.chunks_itself and s.loss_args.get("use_mini_batched_version") is False:
             if "mini_batch_size" in s.loss_args:
                 raise ValueError(
-                    "supervised.loss_args.mini_batch_size: use_mini_batched_version: false embeds the batch whole; "
+                    f"{key('loss_args.mini_batch_size')}: use_mini_batched_version: false embeds the batch whole; "
                     "remove one of the two"
                 )
         if spec.kind == "classes" and (self.train.batch_size < 4 or self.train.batch_size % 2):
@@ -277,15 +374,14 @@ class SupervisedConfig(TrainConfig):
             )
         if spec.kind == "distill" and s.teacher is None:
             raise ValueError(
-                f"supervised.teacher: {cls.__name__} learns a teacher model's outputs; name the teacher (a model "
+                f"{key('teacher')}: {cls.__name__} learns a teacher model's outputs; name the teacher (a model "
                 "name or folder)"
             )
         if cls.__name__ == "CosineSimilarityLoss" and s.format == "table" and s.score_range is None:
             raise ValueError(
-                "supervised.score_range: cosine-mse regresses the cosine on the score scaled to [0, 1], so state "
+                f"{key('score_range')}: cosine-mse regresses the cosine on the score scaled to [0, 1], so state "
                 "the scores' scale, e.g. [0, 5] (the data's own lowest and highest need not be the scale's ends)"
             )
-        return self
 
 
 def _number(value: object) -> float | None:
@@ -316,12 +412,19 @@ class Supervised(Method):
     def keeps_start_normalize(self) -> bool:
         """A loss of directions keeps the start model's ``Normalize``; one of dot products or distances
         (MarginMSE, triplet, MSE distillation, MNRL with ``dot_score``) saves its embeddings as it trained
-        them (:class:`~sentlab.losses.catalog.Capabilities`)."""
+        them (:class:`~sentlab.losses.catalog.Capabilities`); with a loss per training set, only when
+        every set's loss keeps it."""
+        if self.cfg.data.sets:
+            return all(self.set_method(name).keeps_start_normalize for name in self.cfg.data.sets)
         s = self.cfg.supervised
         return capabilities(s.loss_class, s.loss_args).keeps_start_normalize
 
     @property
     def in_batch_negatives(self) -> bool:
+        """The loss scores a row against the batch's other rows; with ``data.sets``, any set's does
+        (``train.no_duplicates`` then batches every set without a repeated text)."""
+        if self.cfg.data.sets:
+            return any(self.set_method(name).in_batch_negatives for name in self.cfg.data.sets)
         return self.spec.kind == "texts" and self.spec.compares_rows
 
     @property
@@ -335,24 +438,32 @@ class Supervised(Method):
         return len(columns) if kind in ("texts", "distill") else len(columns) - 1
 
     def training_arguments(self) -> dict[str, object]:
-        if self.spec.kind == "classes":  # a batch needs several texts of a class (sentence-transformers' advice)
+        # data.sets: every set's loss is of this kind or none is (SupervisedConfig._each_set_trains)
+        kinds = [self.set_method(n).spec.kind for n in self.cfg.data.sets] if self.cfg.data.sets else [self.spec.kind]
+        if "classes" in kinds:  # a batch needs several texts of a class (sentence-transformers' advice)
             from sentence_transformers.base.sampler import GroupByLabelBatchSampler
 
             return {"batch_sampler": GroupByLabelBatchSampler}
         return {}
 
-    def training_prompts(self, dataset: Dataset, model: SentenceTransformer) -> dict[str, str]:
+    def training_prompts(
+        self, dataset: Dataset | DatasetDict, model: SentenceTransformer
+    ) -> dict[str, str] | dict[str, dict[str, str]]:
         """``data.prompts`` by the table's columns: one text for every text column, or a mapping whose
         keys are the table's columns (anchor, positive ...) or the file's (``data.columns``); a key that
         names no text column is one line. Unset, the start model's own prompts
         (:func:`~sentlab.encoders.prompts.role_prompt`) for a loss of queries and documents (texts,
-        distillation): its query prompt before the anchor, its document prompt before the others."""
+        distillation): its query prompt before the anchor, its document prompt before the others.
+        With ``data.sets``, each set's (its own ``prompts``, else ``data.prompts``), by the set's name
+        where they differ (sentence-transformers gives each set's batches its own)."""
         from sentlab.encoders.prompts import check_prompts_apply, role_prompt
 
+        if isinstance(dataset, DatasetDict):
+            chosen = {name: self.set_method(name).training_prompts(dataset[name], model) for name in dataset}
+            first = next(iter(chosen.values()))
+            return first if all(other == first for other in chosen.values()) else chosen
         given, kind = self.cfg.data.prompts, self.spec.kind
         names = dataset.column_names
-        if isinstance(names, dict):  # data.sets: every set has the same columns (train_dataset)
-            names = next(iter(names.values()))
         texts = [c for c in names if c not in ("label", "score")]
         if given is None:
             if kind not in ("texts", "distill"):
@@ -367,8 +478,6 @@ class Supervised(Method):
             chosen = dict.fromkeys(texts, given)
         else:
             columns = self.cfg.data.columns
-            if self.cfg.data.sets:  # the sets' own file columns may differ: by role only
-                columns = {}
             by_file = dict(zip(columns.values(), columns.keys())) if isinstance(columns, dict) else {}
             if isinstance(columns, list) and self.cfg.supervised.format == "table":
                 by_file = dict(zip(columns, texts))
@@ -392,25 +501,50 @@ class Supervised(Method):
 
     # -- data ------------------------------------------------------------------------------------
     def set_method(self, name: str) -> Supervised:
-        """This method on the training set ``name`` of ``data.sets`` alone (its ``data`` keys in place
-        of ``data.sets``), so a set is read, checked and labelled as ``data.train`` would be."""
-        part = self.cfg.data.sets[name].model_dump(exclude_unset=True)
-        data = self.cfg.data.model_copy(update={"sets": {}, **part})
-        return type(self)(self.cfg.model_copy(update={"data": data}), self.paths)
+        """This method on the training set ``name`` of ``data.sets`` alone: its ``data`` keys in place of
+        ``data.sets``, its prompts, and its loss (:meth:`SupervisedConfig.set_section`), so a set is
+        read, checked, labelled and trained as ``data.train`` would be. One for each set, kept (a
+        teacher's width, read as it labels, is checked when the loss is built)."""
+        kept = self.__dict__.setdefault("_set_methods", {})
+        if name not in kept:
+            cfg, part = self.cfg, self.cfg.data.sets[name]
+            read = part.model_dump(exclude_unset=True, include={"train", "columns", "limit", "split", "subset"})
+            if part.prompts is not None:
+                read["prompts"] = part.prompts
+            section = cfg.set_section(name)
+            update = {"data": cfg.data.model_copy(update={"sets": {}, **read}), "supervised": section}
+            if "train.mini_batch_size" in cfg.loss_idle(section):  # read by another set's loss only
+                update["train"] = cfg.train.model_copy(update={"mini_batch_size": None})
+            kept[name] = type(self)(cfg.model_copy(update=update), self.paths)
+        return kept[name]
+
+    @property
+    def set_losses(self) -> bool:
+        """Whether the training sets train with losses of their own (a set gives a loss key): each set's
+        loss is then built apart (:class:`~sentlab.losses.sets.SetLosses`); else one loss serves all."""
+        return any(part.own_loss_keys() for part in self.cfg.data.sets.values())
+
+    def training_loss(self, model: SentenceTransformer) -> nn.Module:
+        """With a loss per training set, each set's as that set alone would train it (its chunking
+        and Matryoshka included), held by the set's name; else the one loss (:meth:`Method.training_loss`)."""
+        sets = self.cfg.data.sets
+        if not sets or not self.set_losses:
+            if sets:  # one loss for every set: the width of the teacher they share, read as they were labelled
+                widths = [self.set_method(name).teacher_width for name in sets]
+                self.teacher_width = next((w for w in widths if w is not None), None)
+            return super().training_loss(model)
+        from sentlab.losses.sets import SetLosses
+
+        losses = SetLosses({name: self.set_method(name).training_loss(model) for name in sets})
+        losses.chunking = {"sets": {name: getattr(loss, "chunking", None) for name, loss in losses.items()}}
+        say("data.sets: a loss per set: " + ", ".join(f"{n} {self.set_method(n).cfg.supervised.loss}" for n in sets))
+        return losses
 
     def train_dataset(self) -> Dataset | DatasetDict:
         """The rows of ``data.train``, or a ``DatasetDict`` of ``data.sets`` by name (each read as
         ``data.train`` is), which sentence-transformers batches a set at a time (``data.sampler``)."""
-        if self.cfg.data.sets:
-            sets = DatasetDict({name: self._one_set(name) for name in self.cfg.data.sets})
-            shapes = {tuple(part.column_names) for part in sets.values()}
-            if len(shapes) > 1:
-                columns = "; ".join(f"{name}: {', '.join(part.column_names)}" for name, part in sets.items())
-                raise ConfigError(
-                    f"data.sets: supervised.loss {self.cfg.supervised.loss} is one loss for every set, so every set "
-                    f"needs its columns ({columns})"
-                )
-            return sets
+        if self.cfg.data.sets:  # a batch is one set's, so the sets' columns may differ
+            return DatasetDict({name: self._one_set(name) for name in self.cfg.data.sets})
         return self.one_dataset()
 
     def _one_set(self, name: str) -> Dataset:

@@ -13,7 +13,7 @@ from torch import nn
 from transformers import TrainerCallback
 
 from sentlab.errors import ConfigError, TrainingDivergedError
-from sentlab.losses.gradcache import innermost
+from sentlab.losses.sets import own_losses
 from sentlab.paths import atomic_path, write_text_atomic
 
 LOSS_STATE_FILE = "loss_state.safetensors"
@@ -47,7 +47,11 @@ class LossComponentsLog(TrainerCallback):
         self.loss = loss
 
     def on_log(self, args, state, control, logs=None, **kwargs):
-        components = getattr(innermost(self.loss), "last_components", None)  # under Matryoshka: the smallest dims'
+        components = {  # under Matryoshka: the smallest dims'; with a loss per set, each set's by its name
+            f"{prefix}{name}": value
+            for prefix, inner in own_losses(self.loss).items()
+            for name, value in (getattr(inner, "last_components", None) or {}).items()
+        }
 
         if logs is not None and "loss" in logs and components:
             logs.update({f"{name}_last": float(value) for name, value in components.items()})
@@ -114,21 +118,40 @@ class MetricsLog(TrainerCallback):
                 f.write(json.dumps({"step": state.global_step, **logs}) + "\n")
 
 
+def loss_tensors(loss: nn.Module) -> dict[str, torch.Tensor]:
+    """Every tensor of the method's own loss (inside Gradient Cache and Matryoshka; each set's under
+    its name with a loss per training set, :func:`~sentlab.losses.sets.own_losses`) by the name a
+    checkpoint gives it, less the modules the loss names as read only (``read_only_modules``:
+    GISTEmbed's guide model, loaded afresh when the loss is built)."""
+    tensors = {}
+    for prefix, inner in own_losses(loss).items():
+        read_only = tuple(f"{name}." for name in getattr(inner, "read_only_modules", ()))
+        for name, tensor in inner.state_dict(keep_vars=True).items():  # names whatever wraps it
+            if not name.startswith(read_only):
+                tensors[prefix + name] = tensor
+    return tensors
+
+
 def loss_only_state(loss: nn.Module, model: nn.Module) -> dict[str, torch.Tensor]:
-    """The trainable state a loss holds beyond the model: TSDAE's decoder (cross-attention, LM head),
-    CT's first encoder. Tensors shared with the model (tied weights) are left out; they are in the
-    model's checkpoint already, and so are the modules the loss names as read only
-    (``read_only_modules``: GISTEmbed's guide model, loaded afresh when the loss is built)."""
+    """The trainable state a loss holds beyond the model (:func:`loss_tensors`): TSDAE's decoder
+    (cross-attention, LM head), CT's first encoder, a SoftmaxLoss classifier. Tensors shared with the
+    model (tied weights) are left out; they are in the model's checkpoint already."""
     in_model = {id(t) for t in model.state_dict(keep_vars=True).values()}
-    inner = innermost(loss)
-    read_only = tuple(f"{name}." for name in getattr(inner, "read_only_modules", ()))
     state, seen = {}, set()
-    for name, tensor in inner.state_dict(keep_vars=True).items():  # names whatever wraps it
-        if id(tensor) in in_model or id(tensor) in seen or name.startswith(read_only):
+    for name, tensor in loss_tensors(loss).items():
+        if id(tensor) in in_model or id(tensor) in seen:
             continue
         seen.add(id(tensor))
         state[name] = tensor.detach().contiguous().cpu()
     return state
+
+
+def restore_loss_state(loss: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Copy ``state`` (:func:`loss_only_state`'s names) into the loss's own tensors, in place."""
+    current = loss_tensors(loss)
+    with torch.no_grad():
+        for name, tensor in state.items():
+            current[name].copy_(tensor)
 
 
 class LossStateCheckpoint(TrainerCallback):
@@ -170,10 +193,7 @@ def load_loss_state(loss: nn.Module, model: nn.Module, checkpoint: Path) -> None
     saved = load_file(str(path))
     if set(saved) != set(expected):
         raise ConfigError(f"{path}: holds other loss parameters than this run's loss (was the config changed?)")
-    with torch.no_grad():
-        current = innermost(loss).state_dict(keep_vars=True)
-        for name, tensor in saved.items():
-            current[name].copy_(tensor)
+    restore_loss_state(loss, saved)
 
 
 class WallClockBudget(TrainerCallback):

@@ -17,6 +17,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    FiniteFloat,
     PrivateAttr,
     TypeAdapter,
     ValidationError,
@@ -179,8 +180,15 @@ COLUMN_NAMES = frozenset(
 )
 
 
+# a training set's own loss keys (data.sets.NAME.KEY): each in place of supervised.KEY for that set
+SET_LOSS_KEYS = ("loss", "loss_args", "teacher", "score_range", "format")
+
+
 class TrainingSet(_Section):
-    """One named training set of ``data.sets``: the keys of ``data`` that say what to read."""
+    """One named training set of ``data.sets``: the keys of ``data`` that say what to read, and,
+    optionally, its own loss (``loss``, ``loss_args``, ``teacher``, ``score_range``, ``format``: each in
+    place of ``supervised``'s key for this set; a set that names a ``loss`` takes none of
+    ``supervised``'s loss keys) and its own training ``prompts``."""
 
     train: str = Field(
         description="as data.train: a file, a datasets folder, an .arrow or .parquet file or hf:OWNER/NAME"
@@ -189,6 +197,24 @@ class TrainingSet(_Section):
     limit: int | None = Field(None, gt=0, description="as data.limit")
     split: str | None = Field(None, description="as data.split")
     subset: str | None = Field(None, description="as data.subset")
+    loss: str | None = Field(
+        None,
+        description="this set's loss, as supervised.loss (unset: supervised.loss with its loss_args, teacher, "
+        "score_range and format); a set that names one takes only its own loss_args, teacher, score_range, format",
+    )
+    loss_args: dict[str, Any] | None = Field(None, description="as supervised.loss_args, for this set's loss")
+    teacher: str | None = Field(None, description="as supervised.teacher, for this set's loss")
+    score_range: tuple[FiniteFloat, FiniteFloat] | None = Field(
+        None, description="as supervised.score_range, for this set's scores"
+    )
+    format: Literal["table", "snli", "stsb"] | None = Field(None, description="as supervised.format, for this set")
+    prompts: str | dict[str, str] | None = Field(
+        None, description="as data.prompts, for this set's columns (unset: data.prompts)"
+    )
+
+    def own_loss_keys(self) -> dict[str, Any]:
+        """The loss keys this set gives (:data:`SET_LOSS_KEYS`), by name."""
+        return {key: getattr(self, key) for key in SET_LOSS_KEYS if getattr(self, key) is not None}
 
 
 class DataSection(_Section):

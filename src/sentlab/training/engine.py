@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
-from datasets import DatasetDict
+from datasets import Dataset, DatasetDict
 from sentence_transformers import (
     SentenceTransformer,
     SentenceTransformerTrainer,
@@ -50,6 +50,7 @@ from sentence_transformers.sentence_transformer.data_collator import (
 from sentence_transformers.sentence_transformer.evaluation import (
     EmbeddingSimilarityEvaluator,
 )
+from torch import nn
 from transformers import EarlyStoppingCallback, PrinterCallback, TrainerCallback, set_seed
 
 from sentlab.data.sts import load_sts_task
@@ -63,6 +64,7 @@ from sentlab.encoders.prompts import keep_training_prompts
 from sentlab.encoders.static import is_static
 from sentlab.errors import ConfigError, DataError, TrainingDivergedError, extra_hint
 from sentlab.losses.gradcache import innermost
+from sentlab.losses.sets import SetLosses
 from sentlab.methods import Method, get_method, validate_config
 from sentlab.paths import write_text_atomic
 from sentlab.precision import (
@@ -82,6 +84,7 @@ from sentlab.training.callbacks import (
     WallClockBudget,
     load_loss_state,
     loss_only_state,
+    restore_loss_state,
 )
 from sentlab.training.checkpoints import (
     MarkCheckpointComplete,
@@ -291,7 +294,14 @@ class SentlabTrainer(SentenceTransformerTrainer):
     compile_requested: bool = False
     trainer_args_given: tuple[str, ...] = ()  # train.trainer_args' keys, read back into runtime.json
     compiled: list[str] | tuple[()] = ()  # the networks train.compile compiled
+    sentlab_loss: nn.Module | None = None  # the loss as one module (a loss per set: SetLosses; the trainer's is a dict)
     graphs_before: int = 0  # torch.compile's graph count in this process when training began
+
+    @property
+    def own_loss(self) -> nn.Module:
+        """The loss as one module: :class:`~sentlab.losses.sets.SetLosses` where the trainer holds a loss
+        per set as a mapping."""
+        return self.sentlab_loss if self.sentlab_loss is not None else self.loss
 
     def _save(self, output_dir: str | None = None, state_dict=None) -> None:
         # transformers 5 calls ``_save`` on every process and checks ``should_save`` inside its own;
@@ -307,7 +317,7 @@ class SentlabTrainer(SentenceTransformerTrainer):
             # them at the next step; the probed step runs eagerly instead (autocast gives both the same
             # dtypes), and the compiled graphs are built once, at the second step
             stance = torch.compiler.set_stance("force_eager") if self.compiled else contextlib.nullcontext()
-            with stance, PrecisionProbe(self.loss) as probe:
+            with stance, PrecisionProbe(self.own_loss) as probe:
                 result = super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
             loss = result[0] if isinstance(result, tuple) else result
             self.precision_record = probe.record(
@@ -335,8 +345,8 @@ class SentlabTrainer(SentenceTransformerTrainer):
             self.optimizer,
             workers=self.args.dataloader_num_workers,
             pin_memory=self.args.dataloader_pin_memory,
-            chunking=chunking_record(self.loss),
-            frozen=frozen_placements(self.loss),
+            chunking=chunking_record(self.own_loss),
+            frozen=frozen_placements(self.own_loss),
             batch_sampler=getattr(self.args.batch_sampler, "__name__", str(self.args.batch_sampler)),
         )
         # the trainer's own settings the config passed, as the trainer holds them
@@ -430,10 +440,11 @@ def build_trainer(
         train_dataset, collator = method.batching(train_dataset, model)
     # text columns only: packed blocks are cut from the stream, never truncated
     prompts = method.training_prompts(train_dataset, model)
-    for part in parts.values():
-        report_truncation(model, part, cfg.model.max_seq_length, prompts)
-    columns = next(iter(parts.values())).column_names  # data.sets: every set has the same (train_dataset)
-    keep_training_prompts(model, prompts, columns)  # the dev card encodes queries and documents as training does
+    by_set = isinstance(train_dataset, DatasetDict) and any(isinstance(p, dict) for p in prompts.values())
+    for name, part in parts.items():
+        report_truncation(model, part, cfg.model.max_seq_length, prompts.get(name, {}) if by_set else prompts)
+    kept, columns = saved_prompts(prompts, parts) if by_set else (prompts, next(iter(parts.values())).column_names)
+    keep_training_prompts(model, kept, columns)  # the dev card encodes queries and documents as training does
     args.prompts = prompts or None  # the trainer's own setting: its model card and multi-dataset batches read it
     if collator is None:
         collator = SentenceTransformerDataCollator(
@@ -450,7 +461,7 @@ def build_trainer(
             model=model,
             args=args,
             train_dataset=train_dataset,
-            loss=loss,
+            loss=dict(loss) if isinstance(loss, SetLosses) else loss,  # the trainer's own loss per set
             evaluator=evaluator,
             data_collator=collator,
             callbacks=[
@@ -476,8 +487,9 @@ def build_trainer(
     if not bars():  # quiet: transformers prints every log record when its progress bar is off
         trainer.remove_callback(PrinterCallback)
     trainer.sentlab_method = method
+    trainer.sentlab_loss = loss
     trainer.sentlab_rows = rows  # the training rows as read (a method may regroup them: MLM's packed blocks)
-    trainer.sentlab_prompts = (prompts, columns)  # the saved model keeps them (keep_training_prompts)
+    trainer.sentlab_prompts = (kept, columns)  # the saved model keeps them (keep_training_prompts)
     trainer.sentlab_precision = resolve_precision(cfg.train.mixed_precision, training_device_type())
     trainer.precision_file = paths.precision
     trainer.runtime_file = paths.runtime
@@ -563,10 +575,10 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
             else None
         )
         if checkpoint is not None:
-            load_loss_state(trainer.loss, trainer.model, Path(checkpoint))
+            load_loss_state(trainer.own_loss, trainer.model, Path(checkpoint))
         with (
-            networks_compiled(trainer.loss, cfg.train.compile) as trainer.compiled,
-            networks_in_half_precision(trainer.loss, trainer.sentlab_precision),
+            networks_compiled(trainer.own_loss, cfg.train.compile) as trainer.compiled,
+            networks_in_half_precision(trainer.own_loss, trainer.sentlab_precision),
         ):
             trainer.graphs_before = compiled_graphs()
             if trainer.compiled:
@@ -576,7 +588,7 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
                 trainer._record_runtime(training_device(), compiled_step=False)
         best = trainer.state.best_model_checkpoint
         if trainer.args.load_best_model_at_end and best and Path(best).is_dir():
-            load_loss_state(trainer.loss, trainer.model, Path(best))  # the trainer restores only the model
+            load_loss_state(trainer.own_loss, trainer.model, Path(best))  # the trainer restores only the model
         kept = start.keep_if_best() if start is not None else None
         if kept is None and trainer.args.load_best_model_at_end and best:
             kept = int(Path(best).name.split("-")[1])  # the trainer's best checkpoint, reloaded
@@ -606,7 +618,9 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
             say("the saved model's prompts: " + ", ".join(f"{name} {text!r}" for name, text in kept_prompts.items()))
         describe_kept(final, kept, trainer.state.log_history)  # the card describes the weights saved
         method.save(final)
-        trained = trainer.loss  # what ran, read back: MatryoshkaLoss holds its dimensions and weights
+        trained = trainer.own_loss  # what ran, read back: MatryoshkaLoss holds its dimensions and weights
+        if isinstance(trained, SetLosses):  # every set's loss takes the same dimensions (SupervisedConfig)
+            trained = next(iter(trained.values()))
         if hasattr(trained, "matryoshka_dims") and kept != 0:  # kept 0: the start model, never trained so
             save_dims(paths.model, list(trained.matryoshka_dims), list(trained.matryoshka_weights))
         fingerprint = run_fingerprint(cfg)
@@ -680,7 +694,7 @@ class StartCandidate:
         self.metric = trainer.args.metric_for_best_model
         self.model_state = {k: v.detach().to("cpu", copy=True) for k, v in trainer.model.state_dict().items()}
         # the loss's own state (RSE's relation vectors), copied: on a CPU the detached tensors share memory
-        self.loss_state = {k: v.clone() for k, v in loss_only_state(trainer.loss, trainer.model).items()}
+        self.loss_state = {k: v.clone() for k, v in loss_only_state(trainer.own_loss, trainer.model).items()}
         recorded = json.loads(paths.start_dev.read_text("utf-8")) if paths.start_dev.is_file() else {}
         if recorded.get("metric") != self.metric:
             say(f"scoring the start model on the dev task ({self.metric})")
@@ -695,7 +709,7 @@ class StartCandidate:
         kept = int(Path(state.best_model_checkpoint).name.split("-")[1]) if state.best_model_checkpoint else None
         if best is None or self.value > best:
             self.trainer.model.load_state_dict(self.model_state)
-            innermost(self.trainer.loss).load_state_dict(self.loss_state, strict=False)
+            restore_loss_state(self.trainer.own_loss, self.loss_state)
             say(
                 f"the start model scores {self.value:.4g} on {self.metric}, higher than every checkpoint "
                 f"(best {best if best is not None else 'none'}): kept step 0, the start model"
@@ -755,6 +769,24 @@ def _distinct_stored_texts(dataset, columns: list[str], cap: int) -> tuple[list[
                 if len(seen) >= cap:
                     return list(seen)[:cap], True
     return list(seen), False
+
+
+def saved_prompts(prompts: dict[str, dict[str, str]], parts: dict[str, Dataset]) -> tuple[dict | None, list[str]]:
+    """The query and document prompts the saved model keeps when each training set has its own
+    (``prompts`` by set name): those of the sets of anchors, where they agree, with those sets'
+    columns; where they differ, none (the start model's own stay, said in one line)."""
+    anchored = {name: p for name, p in prompts.items() if "anchor" in parts[name].column_names}
+    pairs = {(p.get("anchor", ""), p.get("positive", "")) for p in anchored.values()}
+    if len(pairs) <= 1 and anchored:
+        name = next(iter(anchored))
+        return anchored[name], parts[name].column_names
+    if anchored:
+        say(
+            "data.sets: the sets' query and document prompts differ ("
+            + "; ".join(f"{n}: {p}" for n, p in anchored.items())
+            + "), so the saved model keeps the start model's own"
+        )
+    return None, []
 
 
 def report_truncation(

@@ -207,10 +207,10 @@ def portable_tree(cfg: TrainConfig) -> tuple[dict[str, Any], list[str]]:
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, str) and item and not os.path.isabs(item) and Path(item).exists():
                 needed.append(item)
-    for part in (tree.get("data", {}).get("sets") or {}).values():  # data.sets: each set's own file
-        item = part.get("train")
-        if isinstance(item, str) and item and not os.path.isabs(item) and Path(item).exists():
-            needed.append(item)
+    for part in (tree.get("data", {}).get("sets") or {}).values():  # data.sets: each set's own file, teacher
+        for item in (part.get("train"), part.get("teacher")):
+            if isinstance(item, str) and item and not os.path.isabs(item) and Path(item).exists():
+                needed.append(item)
     tree.pop("about", None)
     tree["data"].pop("data_dir", None)
     tree["train"]["output_dir"] = "runs/reproduced"
@@ -218,7 +218,15 @@ def portable_tree(cfg: TrainConfig) -> tuple[dict[str, Any], list[str]]:
 
 
 # the keys whose value is a local file or folder when it names one (a relative one is listed as needed)
-PATH_KEYS = ("model.name", "data.train", "eval.dev_task", "rank.base_encoder", "rank.corpus", "rankcse.teachers")
+PATH_KEYS = (
+    "model.name",
+    "data.train",
+    "eval.dev_task",
+    "supervised.teacher",
+    "rank.base_encoder",
+    "rank.corpus",
+    "rankcse.teachers",
+)
 
 
 def _under(path: Path, root: Path) -> bool:
@@ -251,6 +259,8 @@ def _local_name(name: str) -> str:
 MODEL_ROLES = {
     "supervised.teacher": "Teacher",
     "supervised.loss_args.guide": "Guide model",
+    "data.sets.*.teacher": "Teacher of the set",
+    "data.sets.*.loss_args.guide": "Guide model of the set",
     "rankcse.teachers": "Teacher",
     "rank.base_encoder": "Base encoder (E1)",
     "tsdae.decoder": "Decoder",
@@ -267,9 +277,12 @@ def _models_lines(cfg: TrainConfig) -> list[str]:
 
     lines = [f"- **Start model**: `{_local_name(cfg.model.name) or cfg.model.label}`" + files("model.name")]
     for key, name in named_models(cfg).items():
-        role = MODEL_ROLES.get(key.rsplit(".", 1)[0] if key[-1].isdigit() else key)
+        parts = key.split(".")
+        pattern = ".".join(["data", "sets", "*", *parts[3:]]) if parts[:2] == ["data", "sets"] else key
+        role = MODEL_ROLES.get(pattern.rsplit(".", 1)[0] if key[-1].isdigit() else pattern)
         if role:
-            lines.append(f"- **{role}**: `{_local_name(name)}`" + files(key))
+            of_set = f" {parts[2]}" if pattern != key else ""
+            lines.append(f"- **{role}{of_set}**: `{_local_name(name)}`" + files(key))
     return lines
 
 

@@ -127,11 +127,13 @@ def run_fingerprint(cfg) -> dict[str, str]:
     return found
 
 
-# the config's keys that name a model the run learns from or against
+# the config's keys that name a model the run learns from or against (* for each training set's name)
 MODEL_KEYS = (
     "model.name",
     "supervised.teacher",
     "supervised.loss_args.guide",
+    "data.sets.*.teacher",
+    "data.sets.*.loss_args.guide",
     "rankcse.teachers",
     "rank.base_encoder",
     "tsdae.decoder",
@@ -139,15 +141,24 @@ MODEL_KEYS = (
 
 
 def named_models(cfg) -> dict[str, str]:
-    """The models ``cfg`` names (:data:`MODEL_KEYS`), by key (``rankcse.teachers.0`` for a list)."""
+    """The models ``cfg`` names (:data:`MODEL_KEYS`), by key (``rankcse.teachers.0`` for a list,
+    ``data.sets.NAME.teacher`` for a training set's)."""
     tree, named = cfg.model_dump(), {}
+
+    def walk(node: object, parts: list[str], at: str) -> None:
+        if not parts:
+            for index, value in enumerate(node if isinstance(node, list) else [node]):
+                if isinstance(value, str) and value:
+                    named[f"{at}.{index}" if isinstance(node, list) else at] = value
+            return
+        if not isinstance(node, dict):
+            return
+        keys = list(node) if parts[0] == "*" else [parts[0]]
+        for key in keys:
+            walk(node.get(key), parts[1:], f"{at}.{key}" if at else key)
+
     for dotted in MODEL_KEYS:
-        node = tree
-        for part in dotted.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        for index, value in enumerate(node if isinstance(node, list) else [node]):
-            if isinstance(value, str) and value:
-                named[f"{dotted}.{index}" if isinstance(node, list) else dotted] = value
+        walk(tree, dotted.split("."), "")
     return named
 
 

@@ -131,7 +131,8 @@ def optimizer_record(optimizer: Any) -> dict[str, Any]:
 
 def chunking_record(loss: nn.Module) -> dict[str, Any] | None:
     """How the loss splits a batch, as its method recorded it (``loss.chunking``: Gradient Cache, ``train.mini_batch_size``,
-    ``{"mini_batch_size": rows or None for the whole batch, "source": "set" | "auto"}``), or None."""
+    ``{"mini_batch_size": rows or None for the whole batch, "source": "set" | "auto"}``; with a loss per
+    training set, ``{"sets": {name: that or None}}``), or None."""
     recorded = getattr(loss, "chunking", None)
     return dict(recorded) if recorded is not None else None
 
@@ -203,9 +204,13 @@ def runtime_summary(record: dict[str, Any]) -> str:
     if loader.get("batch_sampler"):
         line += f", batches from {loader['batch_sampler']}"
     chunking = record["chunking"]
-    if chunking:
-        size = chunking["mini_batch_size"]
-        line += f", {f'Gradient Cache in chunks of {size} rows' if size else 'whole batch'} ({chunking['source']})"
+    parts = chunking.get("sets", {}) if chunking else {}  # a loss per training set: each set's, by its name
+    for name, part in parts.items() if parts else [("", chunking)]:
+        if part:
+            size, where = part["mini_batch_size"], f"{name}: " if name else ""
+            line += (
+                f", {where}{f'Gradient Cache in chunks of {size} rows' if size else 'whole batch'} ({part['source']})"
+            )
     for name, placement in record.get("frozen_tables", {}).items():
         line += f", frozen table {name} read on the {placement}"
     if compile_["requested"] and compile_["graphs"] == 0:

@@ -92,3 +92,37 @@ def test_a_models_own_task_prompts_reach_the_sts_and_transfer_families_and_are_r
     report = run_families(["sts"], inputs, EvalReport(model="tiny"))
     assert seen and not any(text.startswith(("sts: ", "query: ")) for text in seen)
     assert "prompts" not in report.settings
+
+
+def test_a_models_own_task_type_prompts_reach_each_useb_task_and_are_recorded(tiny_backbone, tmp_path):
+    """Each USEB task gets the model's prompt for its MTEB task type (AskUbuntu: Reranking; TwitterPara:
+    PairClassification) before every text, the questions and candidates alike; the report says which."""
+    from sentlab.encoders import build_encoder
+    from sentlab.evaluation.scoring import CosineScorer
+    from tests.fake_data import write_askubuntu, write_twitterpara
+
+    model = build_encoder(str(tiny_backbone), "mean")
+    model.prompts = {"query": "query: ", "Reranking": "rerank: ", "PairClassification": "pair: "}
+    seen: list[str] = []
+
+    class Spy(CosineScorer):
+        def encode(self, sentences):
+            seen.extend(sentences)
+            return super().encode(sentences)
+
+    for write, task, name, prompt in [
+        (write_askubuntu, "AskUbuntu", "Reranking", "rerank: "),
+        (write_twitterpara, "TwitterPara", "PairClassification", "pair: "),
+    ]:
+        seen.clear()
+        root = tmp_path / task
+        write(root)
+        report = run_families(["useb"], SuiteInputs(Spy(model), features=None, data_dir=root), EvalReport(model="t"))
+        assert list(report.tasks) == [task]
+        assert seen and all(text.startswith(prompt) for text in seen)
+        assert report.settings["prompts"] == {"useb": {task: {"name": name, "text": prompt}}}
+    model.prompts = {"query": "query: "}  # no prompt of the task's type: plain
+    seen.clear()
+    report = run_families(["useb"], SuiteInputs(Spy(model), features=None, data_dir=root), EvalReport(model="t"))
+    assert seen and not any(text.startswith(("pair: ", "query: ")) for text in seen)
+    assert "prompts" not in report.settings

@@ -69,15 +69,21 @@ def calibrate_for_prompts(encoder: object, prompts: Sequence[str]) -> None:
 FAMILY_PROMPT_NAMES = {"sts": ("STS",), "transfer": ("Classification",)}
 
 
-def family_prompt(model: SentenceTransformer | None, family: str) -> tuple[str, str]:
-    """The model's own prompt for the built-in family ``family`` (its name and text: ``("STS", "task:
-    sentence similarity | query: ")``), or ``("", "")`` when it has none."""
+def task_prompt(model: SentenceTransformer | None, names: Sequence[str]) -> tuple[str, str]:
+    """The model's own prompt named by the first of ``names`` it has (MTEB's task types, matched
+    without case: ``STS``, ``Reranking``), as its name and text, or ``("", "")`` when it has none."""
     prompts = getattr(model, "prompts", None) or {}
-    for name in FAMILY_PROMPT_NAMES.get(family, ()):
+    for name in names:
         for key, text in prompts.items():
             if key.lower() == name.lower() and text:
                 return key, text
     return "", ""
+
+
+def family_prompt(model: SentenceTransformer | None, family: str) -> tuple[str, str]:
+    """The model's own prompt for the built-in family ``family`` (its name and text: ``("STS", "task:
+    sentence similarity | query: ")``), or ``("", "")`` when it has none."""
+    return task_prompt(model, FAMILY_PROMPT_NAMES.get(family, ()))
 
 
 def check_prompts_apply(model: SentenceTransformer | None, prompts: Sequence[str], where: str) -> None:

@@ -21,7 +21,14 @@ from sentlab.data.sts import STS_TASKS
 from sentlab.data.transfer import TRANSFER_TASKS, missing_files
 from sentlab.data.useb import USEB_TASKS
 from sentlab.data.useb import missing_data as useb_missing
-from sentlab.encoders.prompts import calibrate_for_prompts, check_prompts_apply, family_prompt, model_of, prompted
+from sentlab.encoders.prompts import (
+    calibrate_for_prompts,
+    check_prompts_apply,
+    family_prompt,
+    model_of,
+    prompted,
+    task_prompt,
+)
 from sentlab.errors import DataError, SentlabError
 from sentlab.evaluation.evalrank import evaluate_evalrank
 from sentlab.evaluation.evalrank import missing_data as evalrank_missing
@@ -107,6 +114,25 @@ class PromptedScorer:
         return getattr(self.scorer, name)
 
 
+def useb_prompts(scorer, tasks: Sequence[str], report: EvalReport) -> dict[str, str]:
+    """Each USEB task's prompt: the model's own for the task's type as MTEB names it
+    (:data:`~sentlab.evaluation.useb.TASK_TYPES`: ``Reranking``, ``Retrieval``, ``PairClassification``),
+    checked, calibrated for (``--embedding-precision int8``), said and recorded by task."""
+    from sentlab.evaluation.useb import TASK_TYPES
+
+    model, chosen = model_of(scorer), {}
+    for task in tasks:
+        name, prompt = task_prompt(model, (TASK_TYPES[task],))
+        if prompt:
+            check_prompts_apply(model, [prompt], f"the useb task {task}")
+            chosen[task] = prompt
+            say(f"[useb] {task}: the model's own prompt {name!r} ({prompt!r}) before every text")
+            report.settings.setdefault("prompts", {}).setdefault("useb", {})[task] = {"name": name, "text": prompt}
+    if chosen:
+        calibrate_for_prompts(scorer, sorted(set(chosen.values())))
+    return chosen
+
+
 def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalReport) -> EvalReport:
     root = inputs.data_dir
     for family in families:
@@ -156,6 +182,7 @@ def run_families(families: Sequence[str], inputs: SuiteInputs, report: EvalRepor
                 device=inputs.device,
                 query_rows=getattr(inputs.scorer, "query_rows", None),
                 items=inputs.items,
+                prompts=useb_prompts(inputs.scorer, tasks, report),
             )
         else:
             evaluate_evalrank(

@@ -44,6 +44,7 @@ from sentlab.data.useb import (
     missing_data,
     task_folder,
 )
+from sentlab.encoders.prompts import prompted
 from sentlab.evaluation.results import EvalReport, MetricsResult
 from sentlab.evaluation.uncertainty import (
     items_key,
@@ -243,6 +244,20 @@ def score_scidocs(
     )
 
 
+# each task's type as MTEB names it (AskUbuntuDupQuestions, CQADupstack*Retrieval, TwitterSemEval2015 /
+# TwitterURLCorpus, SciDocsRR): a model's own prompt of that name is put before the task's every text
+TASK_TYPES = {
+    "AskUbuntu": "Reranking",
+    "CQADupStack": "Retrieval",
+    "TwitterPara": "PairClassification",
+    "SciDocs": "Reranking",
+}
+
+
+def _prompted(vectors: VectorFn, prompt: str) -> VectorFn:
+    return lambda texts: vectors(prompted(list(texts), prompt))
+
+
 def run_useb_task(
     name: str,
     vectors: VectorFn,
@@ -250,7 +265,13 @@ def run_useb_task(
     device: str | torch.device = "cpu",
     query_rows: VectorFn | None = None,
     items: bool = False,
+    prompt: str = "",
 ) -> MetricsResult:
+    """The task ``name`` scored with ``vectors`` (and RSE's ``query_rows``), ``prompt`` put before
+    every text: the questions and the candidates are texts of one kind, so one prompt serves both."""
+    if prompt:
+        vectors = _prompted(vectors, prompt)
+        query_rows = _prompted(query_rows, prompt) if query_rows is not None else None
     folder = task_folder(name, data_dir)
     if name == "AskUbuntu":
         return score_askubuntu(vectors, load_askubuntu(folder), query_rows, items=items)
@@ -270,9 +291,11 @@ def evaluate_useb(
     model_name: str = "model",
     query_rows: VectorFn | None = None,
     items: bool = False,
+    prompts: dict[str, str] | None = None,
 ) -> EvalReport:
     """Run the USEB tasks whose data is present; the others go to ``summary["skipped"]`` with the
-    reason. ``useb_avg`` (the TSDAE table's average) needs all four."""
+    reason. ``useb_avg`` (the TSDAE table's average) needs all four. ``prompts``: a task's prompt
+    (the model's own for the task's type, :data:`TASK_TYPES`), by task."""
     report = report or EvalReport(model=model_name)
     done = []
     for name in tasks:
@@ -280,7 +303,8 @@ def evaluate_useb(
         if reason:
             report.summary.setdefault("skipped", {})[name] = reason
             continue
-        report.tasks[name] = run_useb_task(name, vectors, data_dir, device, query_rows, items=items)
+        prompt = (prompts or {}).get(name, "")
+        report.tasks[name] = run_useb_task(name, vectors, data_dir, device, query_rows, items=items, prompt=prompt)
         done.append(report.tasks[name].main)
     if len(done) == len(USEB_TASKS):
         report.summary["useb_avg"] = float(np.mean(done))

@@ -9,6 +9,8 @@ Layout (root: ``$SENTLAB_CACHE``, else ``~/.cache/sentlab``)::
                                                         its row numbers and the packed blocks made from
                                                         it (sentlab.data.tables)
     ROOT/rse/<key>/                                     RSE's triples table (sentlab.data.relations)
+    ROOT/models/<org>--<name>/                          a reference model fetched from the package index
+                                                        by its hub id (benchmarks/reference_models.py)
 
 An embedding entry's key is a sha256 over the model setting (the fp32 model's fingerprint, the
 setting's fingerprint, pooling, backend, precision, max length) and the texts, in order. Entries are
@@ -54,6 +56,28 @@ def cache_root(root: str | Path | None = None) -> Path:
 
 def exports_dir(root: str | Path | None = None) -> Path:
     return cache_root(root) / "exports"
+
+
+def fetched_model_dir(hub_id: str, root: str | Path | None = None) -> Path:
+    """Where a reference model fetched by its hub id lives (``ROOT/models/<org>--<name>``)."""
+    return cache_root(root) / "models" / hub_id.replace("/", "--")
+
+
+def fetched_model(hub_id: str, root: str | Path | None = None) -> Path | None:
+    """The complete fetched copy of the model ``hub_id`` in the cache (its record valid, every file it
+    lists of its size), else None; read only."""
+    from sentlab.cache_folder import read_record
+
+    folder = fetched_model_dir(hub_id, root)
+    record = read_record(folder, {"hub_id": hub_id})
+    if record is None:
+        return None
+    sizes = record.get("sizes", {})  # every file of the folder, its sub-folders' too
+    if not isinstance(sizes, dict) or any(
+        not (folder / name).is_file() or (folder / name).stat().st_size != size for name, size in sizes.items()
+    ):
+        return None
+    return folder
 
 
 def max_bytes_from_env() -> int:
@@ -107,8 +131,14 @@ def _folder_bytes(folder: Path) -> int:
 
 
 # every part of the cache, as cache info and clear name them, and how deep its entries lie
-PARTS = ("embeddings", "exports", "text", "rse")
-DEPTH = {"embeddings": 1, "exports": 2, "text": 1, "rse": 1}  # exports: ROOT/exports/<fingerprint>/<setting>
+PARTS = ("embeddings", "exports", "text", "rse", "models")
+DEPTH = {
+    "embeddings": 1,
+    "exports": 2,
+    "text": 1,
+    "rse": 1,
+    "models": 1,
+}  # exports: ROOT/exports/<fingerprint>/<setting>
 RECORD_OF = {"exports": "export.json"}  # a folder's record (its mtime: last used); else complete.json
 # what a build in progress writes, with the writer's PID: write_folder's folders, atomic_path's files,
 # and the temporary files of earlier versions of the embedding store

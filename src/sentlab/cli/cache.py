@@ -1,4 +1,5 @@
-"""``sentlab cache``: every part of sentlab's cache (embeddings, exported models, text tables, RSE's triples)."""
+"""``sentlab cache``: every part of sentlab's cache (embeddings, exported models, text tables, RSE's triples,
+fetched reference models)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ PART_HELP = {
     "exports": "models exported for onnx / OpenVINO",
     "text": "training texts and table files as memory-mapped tables (with their row numbers and packed blocks)",
     "rse": "RSE's relational triples as memory-mapped tables",
+    "models": "reference models fetched from the package index by their hub ids (benchmarks/reference_models.py)",
 }
 
 
@@ -47,7 +49,7 @@ def cmd_cache_clear(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "cache",
-        help="sentlab's cache: embeddings, exported models, text tables, RSE's triples "
+        help="sentlab's cache: embeddings, exported models, text tables, RSE's triples, fetched reference models "
         "($SENTLAB_CACHE, default ~/.cache/sentlab)",
     )
     cache_sub = p.add_subparsers(dest="cache_command", required=True)

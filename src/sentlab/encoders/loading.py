@@ -70,6 +70,11 @@ def resolve_model_path(name: str | Path) -> str:
     if looks_like_path or not HUB_NAME.match(name):
         raise ModelLoadError(f"{name}: model folder not found (and not an alias: {', '.join(MODEL_ALIASES)})")
     if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes") and not in_hub_cache(name):
+        from sentlab.cache import fetched_model
+
+        fetched = fetched_model(name)  # a reference model fetched from the package index by its hub id
+        if fetched is not None:
+            return str(fetched)
         raise ModelLoadError(
             f"{name}: not a local folder or alias, nor in the local hub cache, and the hub is offline "
             "(HF_HUB_OFFLINE=1); download the model first or pass a local path"

@@ -46,7 +46,11 @@ def scores(model: Path, pooler: str, output: Path, tasks: str = "sts") -> dict:
             headlines[task] = {"kcc": rounded(result["kcc"]), "ndcg": rounded(result["ndcg"])}
         elif "main_metric" in result:
             headlines[task] = rounded(result["scores"][result["main_metric"]])
-    summary = {k: round(v, 2) for k, v in report["summary"].items() if isinstance(v, (int, float))}
+    summary = {  # numbers, and a null a record wrote for a non-finite one; never a bool or a text
+        k: rounded(v)
+        for k, v in report["summary"].items()
+        if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+    }
     return {**summary, "tasks": headlines}
 
 
@@ -144,7 +148,10 @@ def main() -> None:
                 "simcse_sts_avg_by_seed": seeds,
                 "simcse_mean": round(mean, 2),
                 "simcse_sd": round(sd, 2),
-                "gain_over": {name: round(mean - row["sts_avg"], 2) for name, row in rows.items() if "sts_avg" in row},
+                "gain_over": {  # a baseline without a finite average has no gain to give (null)
+                    name: None if row.get("sts_avg") is None else round(mean - row["sts_avg"], 2)
+                    for name, row in rows.items()
+                },
             },
             indent=1,
         )

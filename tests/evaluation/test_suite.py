@@ -95,14 +95,14 @@ def test_a_models_own_task_prompts_reach_the_sts_and_transfer_families_and_are_r
 
 
 def test_a_models_own_task_type_prompts_reach_each_useb_task_and_are_recorded(tiny_backbone, tmp_path):
-    """Each USEB task gets the model's prompt for its MTEB task type (AskUbuntu: Reranking; TwitterPara:
-    PairClassification) before every text, the questions and candidates alike; the report says which."""
+    """Each USEB task gets the model's prompts as MTEB chooses them for its task type: a reranking or
+    retrieval task's queries and candidates their sides' (``TYPE-query``, ``TYPE``, then ``query``), a pair
+    classification task's both texts ``PairClassification``; the report says which ran."""
     from sentlab.encoders import build_encoder
     from sentlab.evaluation.scoring import CosineScorer
-    from tests.fake_data import write_askubuntu, write_twitterpara
+    from tests.fake_data import write_askubuntu, write_cqadupstack, write_twitterpara
 
     model = build_encoder(str(tiny_backbone), "mean")
-    model.prompts = {"query": "query: ", "Reranking": "rerank: ", "PairClassification": "pair: "}
     seen: list[str] = []
 
     class Spy(CosineScorer):
@@ -110,19 +110,28 @@ def test_a_models_own_task_type_prompts_reach_each_useb_task_and_are_recorded(ti
             seen.extend(sentences)
             return super().encode(sentences)
 
-    for write, task, name, prompt in [
-        (write_askubuntu, "AskUbuntu", "Reranking", "rerank: "),
-        (write_twitterpara, "TwitterPara", "PairClassification", "pair: "),
-    ]:
+    def run(write, task, prompts):
+        model.prompts = prompts
         seen.clear()
         root = tmp_path / task
         write(root)
         report = run_families(["useb"], SuiteInputs(Spy(model), features=None, data_dir=root), EvalReport(model="t"))
         assert list(report.tasks) == [task]
-        assert seen and all(text.startswith(prompt) for text in seen)
-        assert report.settings["prompts"] == {"useb": {task: {"name": name, "text": prompt}}}
-    model.prompts = {"query": "query: "}  # no prompt of the task's type: plain
-    seen.clear()
-    report = run_families(["useb"], SuiteInputs(Spy(model), features=None, data_dir=root), EvalReport(model="t"))
-    assert seen and not any(text.startswith(("pair: ", "query: ")) for text in seen)
-    assert "prompts" not in report.settings
+        return report.settings.get("prompts", {}).get("useb", {}).get(task), {t.split(": ")[0] for t in seen}
+
+    gemma = {"Retrieval-query": "rq: ", "Retrieval-document": "rd: ", "Reranking": "rr: ", "query": "q: "}
+    gemma["PairClassification"] = "pc: "
+    said, firsts = run(write_askubuntu, "AskUbuntu", gemma)  # no Reranking-query: Reranking on both sides
+    assert said == {"query": {"name": "Reranking", "text": "rr: "}, "document": {"name": "Reranking", "text": "rr: "}}
+    assert firsts == {"rr"}
+    said, firsts = run(write_cqadupstack, "CQADupStack", gemma)  # its own side's prompt before each
+    assert said["query"] == {"name": "Retrieval-query", "text": "rq: "} and said["document"]["text"] == "rd: "
+    assert firsts == {"rq", "rd"}
+    said, firsts = run(write_twitterpara, "TwitterPara", gemma)  # a pair's two texts alike
+    assert said["query"] == said["document"] == {"name": "PairClassification", "text": "pc: "} and firsts == {"pc"}
+    e5 = {"query": "query: ", "document": "passage: "}  # role prompts only: MTEB's last choice on a side
+    said, firsts = run(write_cqadupstack, "CQADupStack", e5)
+    assert said["query"]["text"] == "query: " and said["document"]["text"] == "passage: "
+    assert firsts == {"query", "passage"}
+    said, firsts = run(write_twitterpara, "TwitterPara", e5)  # a pair has no query side: plain
+    assert said is None and not firsts & {"query", "passage"}

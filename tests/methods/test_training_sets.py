@@ -166,8 +166,6 @@ def mixed(two_sets, tmp_path):
 
 
 def test_each_set_trains_with_its_own_loss_and_a_batch_goes_to_its_sets_loss(mixed, tmp_path):
-    from sentence_transformers.sentence_transformer import losses
-
     cfg = config(tmp_path, mixed, sampler="round_robin")
     trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "r"))
     assert {n: type(loss).__name__ for n, loss in trainer.loss.items()} == {
@@ -181,7 +179,6 @@ def test_each_set_trains_with_its_own_loss_and_a_batch_goes_to_its_sets_loss(mix
         loss.forward = lambda *a, _n=name, _f=forward, **k: (calls.append(_n), _f(*a, **k))[1]
     trainer.train()
     assert calls == ["red", "blue", "red", "blue"]  # round robin: one batch of each set, each to its own loss
-    assert isinstance(losses.CoSENTLoss(trainer.model), losses.CoSENTLoss)
     paths = engine.train(config(tmp_path, mixed, train_args={"output_dir": str(tmp_path / "run2")}), evaluate=False)
     runtime = json.loads(paths.runtime.read_text())
     assert runtime["chunking"] == {"sets": {"red": None, "blue": None}}
@@ -197,8 +194,13 @@ def test_each_sets_loss_passes_every_check_supervised_loss_passes(mixed, two_set
             r"data.sets.blue.score_range: supervised.loss mnrl reads no scores",
         ),
         ({**blue, "score_range": [5, 0]}, r"data.sets.blue.score_range: needs low < high"),
-        ({**blue, "loss": "NoSuchLoss"}, r"NoSuchLoss"),
-        ({**blue, "loss_args": {"margin": 1}}, r"margin"),
+        ({**blue, "loss": "NoSuchLoss"}, r"data.sets.blue.loss NoSuchLoss: not a sentence-transformers loss"),
+        ({**blue, "loss_args": {"margin": 1}}, r"data.sets.blue.loss_args.margin: CoSENTLoss takes no"),
+        ({**blue, "loss_args": {"scale": 30}}, r"data.sets.blue.loss_args.scale: a loss's scale is loss.temperature"),
+        (
+            {**blue, "format": "stsb", "loss": "cosent", "score_range": None, "columns": ["a", "b", "s"]},
+            r"data.sets.blue.columns: supervised.format stsb has its own columns; unset it",
+        ),
         ({**blue, "loss": "BatchAllTripletLoss", "score_range": None}, r"GroupByLabelBatchSampler.*two runs"),
     ]
     for part, message in cases:
@@ -224,7 +226,7 @@ def test_each_sets_loss_passes_every_check_supervised_loss_passes(mixed, two_set
                 data={"sets": sets},
             )
     # an inherited key names the set it failed for
-    with pytest.raises(ValueError, match=r"supervised.teacher \(data.sets.red\): MSELoss learns"):
+    with pytest.raises(ValueError, match=r"data.sets.red: supervised.teacher: MSELoss learns"):
         method_config(
             "supervised",
             tmp_path / "backbone",
@@ -233,6 +235,16 @@ def test_each_sets_loss_passes_every_check_supervised_loss_passes(mixed, two_set
             section={"supervised": {"loss": "MSELoss"}},
             data={"sets": {"red": two_sets["red"], "blue": blue}},
         )
+    # what is found while the data is read names the set too: a teacher of another width, a prompt's column
+    narrow = tmp_path / "narrow"
+    from tests.conftest import make_tiny_backbone
+
+    make_tiny_backbone(narrow, hidden=16)
+    teacher = {**two_sets["red"], "loss": "MSELoss", "columns": ["q"], "teacher": str(narrow)}
+    with pytest.raises(ConfigError, match=r"data.sets.blue.teacher: its embeddings have 16 dimensions"):
+        engine.build_trainer(config(tmp_path, {"red": mixed["red"], "blue": teacher}), engine.RunPaths(tmp_path / "t"))
+    with pytest.raises(ConfigError, match=r"data.sets.blue: data.prompts: 'anchor' is not a text column"):
+        engine.build_trainer(config(tmp_path, mixed, prompts={"anchor": "dog "}), engine.RunPaths(tmp_path / "t"))
     # no set has in-batch negatives: no_duplicates would do nothing
     both = {"blue": blue, "green": {**blue}}
     with pytest.raises(ConfigError, match="train.no_duplicates: supervised has no in-batch negatives"):
@@ -267,6 +279,28 @@ def test_prompts_per_set_reach_each_sets_batches(mixed, tmp_path):
     paths = engine.train(config(tmp_path, sets, train_args={"output_dir": str(tmp_path / "run2")}), evaluate=False)
     saved = json.loads((paths.model / "config_sentence_transformers.json").read_text())["prompts"]
     assert saved["query"] == "dog " and saved["document"] == ""  # the one set of anchors: its prompts
+
+
+def test_a_set_that_gives_its_loss_keys_at_supervised_values_shares_the_one_loss(two_sets, tmp_path):
+    """A set's key equal to what it would take from supervised changes nothing: one loss (one SoftmaxLoss
+    classifier) for both sets, its state named as a single loss's."""
+    from sentlab.training.callbacks import loss_only_state
+
+    soft = {"train": str(labelled(tmp_path / "l.jsonl", 9)), "columns": {"text1": "a", "text2": "b", "label": "l"}}
+    sets = {"one": soft, "two": {**soft, "format": "table", "loss_args": {"num_labels": 3}}}
+    cfg = method_config(
+        "supervised",
+        tmp_path / "backbone",
+        "",
+        tmp_path / "run",
+        section={"supervised": {"loss": "SoftmaxLoss", "loss_args": {"num_labels": 3}}},
+        data={"sets": sets},
+        max_steps=2,
+        batch_size=4,
+    )
+    trainer = engine.build_trainer(cfg, engine.RunPaths(tmp_path / "r"))
+    assert sorted(loss_only_state(trainer.own_loss, trainer.model)) == ["classifier.bias", "classifier.weight"]
+    assert not isinstance(trainer.loss, dict)
 
 
 def test_a_sets_loss_state_resumes_and_a_guide_is_never_saved(two_sets, tmp_path):

@@ -42,10 +42,10 @@ def same_weights(a: np.ndarray, b: np.ndarray) -> None:
     np.testing.assert_allclose(a, b, atol=1e-5)
 
 
-def check_second_use(tree: dict, tmp_path, monkeypatch) -> None:
-    """Train ``tree`` two steps (a checkpoint after each); its dumped config, a resume from step 1 and the
-    card's Reproduce command must each give back the same run."""
-    tree["train"].update(max_steps=2, save_steps=1, eval_steps=1)
+def check_second_use(tree: dict, tmp_path, monkeypatch, steps: int = 2) -> None:
+    """Train ``tree`` ``steps`` steps (a checkpoint after each); its dumped config, a resume from the step
+    before the last and the card's Reproduce command must each give back the same run."""
+    tree["train"].update(max_steps=steps, save_steps=1, eval_steps=1)
     cfg = validate_config(tree)
     paths = engine.train(cfg, evaluate=False)
     first = embeddings(paths.model)
@@ -125,26 +125,29 @@ def test_supervised_data_forms_resume_and_reproduce(form, tiny, tmp_path, monkey
                 "blue": {"train": str(other), "columns": ["q", "p"], "limit": 8},
             }
         }
-    if form == "set-losses":  # a loss and prompts per set; SoftmaxLoss's classifier resumes with the model
+    if form == "set-losses":  # a loss and prompts per set, a batch of each in turn: blue, red, blue. Step 1
+        # trains SoftmaxLoss's classifier and step 3 reads it, so a resume from step 2 ends on the uninterrupted
+        # weights only if it restored the classifier
         labelled = tmp_path / "labelled.jsonl"
         rows = [{"a": f"x {i} runs", "b": f"y {i} runs", "l": i % 2} for i in range(8)]
         labelled.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
         tree["data"] = {
+            "sampler": "round_robin",
             "sets": {
-                "red": {
-                    "train": str(pairs),
-                    "columns": {"anchor": "q", "positive": "p"},
-                    "prompts": {"anchor": "dog "},
-                },
                 "blue": {
                     "train": str(labelled),
                     "columns": {"text1": "a", "text2": "b", "label": "l"},
                     "loss": "SoftmaxLoss",
                     "loss_args": {"num_labels": 2},
                 },
-            }
+                "red": {
+                    "train": str(pairs),
+                    "columns": {"anchor": "q", "positive": "p"},
+                    "prompts": {"anchor": "dog "},
+                },
+            },
         }
-    check_second_use(tree, tmp_path, monkeypatch)
+    check_second_use(tree, tmp_path, monkeypatch, steps=3 if form == "set-losses" else 2)
 
 
 @pytest.mark.slow

@@ -80,6 +80,13 @@ def task_prompt(model: SentenceTransformer | None, names: Sequence[str]) -> tupl
     return "", ""
 
 
+def mteb_prompt(model: SentenceTransformer | None, task_type: str, side: str | None = None) -> tuple[str, str]:
+    """The model's own prompt as MTEB chooses it for a task of ``task_type`` (``Retrieval``) on ``side``
+    (``query`` / ``document``; None for a symmetric task): ``TYPE-side``, then ``TYPE``, then ``side``."""
+    names = [f"{task_type}-{side}", task_type, side] if side else [task_type]
+    return task_prompt(model, names)
+
+
 def family_prompt(model: SentenceTransformer | None, family: str) -> tuple[str, str]:
     """The model's own prompt for the built-in family ``family`` (its name and text: ``("STS", "task:
     sentence similarity | query: ")``), or ``("", "")`` when it has none."""

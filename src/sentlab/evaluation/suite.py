@@ -26,8 +26,8 @@ from sentlab.encoders.prompts import (
     check_prompts_apply,
     family_prompt,
     model_of,
+    mteb_prompt,
     prompted,
-    task_prompt,
 )
 from sentlab.errors import DataError, SentlabError
 from sentlab.evaluation.evalrank import evaluate_evalrank
@@ -114,22 +114,26 @@ class PromptedScorer:
         return getattr(self.scorer, name)
 
 
-def useb_prompts(scorer, tasks: Sequence[str], report: EvalReport) -> dict[str, str]:
-    """Each USEB task's prompt: the model's own for the task's type as MTEB names it
-    (:data:`~sentlab.evaluation.useb.TASK_TYPES`: ``Reranking``, ``Retrieval``, ``PairClassification``),
-    checked, calibrated for (``--embedding-precision int8``), said and recorded by task."""
-    from sentlab.evaluation.useb import TASK_TYPES
+def useb_prompts(scorer, tasks: Sequence[str], report: EvalReport) -> dict[str, tuple[str, str]]:
+    """Each USEB task's query and document prompts, the model's own as MTEB chooses them for the task's
+    type (:data:`~sentlab.evaluation.useb.TASK_TYPES`: ``Reranking-query``, ``Reranking``, then ``query``
+    for the queries of a reranking task; ``PairClassification`` for both texts of a pair), checked,
+    calibrated for (``--embedding-precision int8``), said and recorded by task and side."""
+    from sentlab.evaluation.useb import TASK_TYPES, TWO_SIDES
 
     model, chosen = model_of(scorer), {}
     for task in tasks:
-        name, prompt = task_prompt(model, (TASK_TYPES[task],))
-        if prompt:
-            check_prompts_apply(model, [prompt], f"the useb task {task}")
-            chosen[task] = prompt
-            say(f"[useb] {task}: the model's own prompt {name!r} ({prompt!r}) before every text")
-            report.settings.setdefault("prompts", {}).setdefault("useb", {})[task] = {"name": name, "text": prompt}
+        sides = ("query", "document") if TWO_SIDES[task] else (None, None)
+        found = [mteb_prompt(model, TASK_TYPES[task], side) for side in sides]
+        if not any(text for _, text in found):
+            continue
+        check_prompts_apply(model, [text for _, text in found], f"the useb task {task}")
+        chosen[task] = (found[0][1], found[1][1])
+        said = {side: {"name": name, "text": text} for side, (name, text) in zip(("query", "document"), found)}
+        say(f"[useb] {task}: the model's own prompts " + ", ".join(f"{s} {p['name']!r}" for s, p in said.items()))
+        report.settings.setdefault("prompts", {}).setdefault("useb", {})[task] = said
     if chosen:
-        calibrate_for_prompts(scorer, sorted(set(chosen.values())))
+        calibrate_for_prompts(scorer, sorted({p for pair in chosen.values() for p in pair if p}))
     return chosen
 
 

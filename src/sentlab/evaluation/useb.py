@@ -245,17 +245,19 @@ def score_scidocs(
 
 
 # each task's type as MTEB names it (AskUbuntuDupQuestions, CQADupstack*Retrieval, TwitterSemEval2015 /
-# TwitterURLCorpus, SciDocsRR): a model's own prompt of that name is put before the task's every text
+# TwitterURLCorpus, SciDocsRR), and whether MTEB encodes its queries and documents as two sides (retrieval
+# and reranking: a query prompt and a document prompt) or its texts alike (pair classification)
 TASK_TYPES = {
     "AskUbuntu": "Reranking",
     "CQADupStack": "Retrieval",
     "TwitterPara": "PairClassification",
     "SciDocs": "Reranking",
 }
+TWO_SIDES = {"AskUbuntu": True, "CQADupStack": True, "TwitterPara": False, "SciDocs": True}
 
 
 def _prompted(vectors: VectorFn, prompt: str) -> VectorFn:
-    return lambda texts: vectors(prompted(list(texts), prompt))
+    return (lambda texts: vectors(prompted(list(texts), prompt))) if prompt else vectors
 
 
 def run_useb_task(
@@ -265,13 +267,18 @@ def run_useb_task(
     device: str | torch.device = "cpu",
     query_rows: VectorFn | None = None,
     items: bool = False,
-    prompt: str = "",
+    prompts: tuple[str, str] = ("", ""),
 ) -> MetricsResult:
-    """The task ``name`` scored with ``vectors`` (and RSE's ``query_rows``), ``prompt`` put before
-    every text: the questions and the candidates are texts of one kind, so one prompt serves both."""
-    if prompt:
-        vectors = _prompted(vectors, prompt)
-        query_rows = _prompted(query_rows, prompt) if query_rows is not None else None
+    """The task ``name`` scored with ``vectors`` (and RSE's ``query_rows``), ``prompts`` (query, document)
+    put before its queries and its candidates (a pair's two texts: the same prompt)."""
+    query, document = prompts
+    if query or document:
+        plain, plain_query = vectors, query_rows
+        vectors = _prompted(plain, document)
+        if plain_query is not None:
+            query_rows = _prompted(plain_query, query)
+        elif query != document:  # the query side: the model's unit rows of the query-prompted texts
+            query_rows = lambda texts: unit_rows(plain(prompted(list(texts), query)))  # noqa: E731
     folder = task_folder(name, data_dir)
     if name == "AskUbuntu":
         return score_askubuntu(vectors, load_askubuntu(folder), query_rows, items=items)
@@ -291,11 +298,11 @@ def evaluate_useb(
     model_name: str = "model",
     query_rows: VectorFn | None = None,
     items: bool = False,
-    prompts: dict[str, str] | None = None,
+    prompts: dict[str, tuple[str, str]] | None = None,
 ) -> EvalReport:
     """Run the USEB tasks whose data is present; the others go to ``summary["skipped"]`` with the
-    reason. ``useb_avg`` (the TSDAE table's average) needs all four. ``prompts``: a task's prompt
-    (the model's own for the task's type, :data:`TASK_TYPES`), by task."""
+    reason. ``useb_avg`` (the TSDAE table's average) needs all four. ``prompts``: a task's query and
+    document prompts (the model's own for the task's type, :data:`TASK_TYPES`), by task."""
     report = report or EvalReport(model=model_name)
     done = []
     for name in tasks:
@@ -303,8 +310,8 @@ def evaluate_useb(
         if reason:
             report.summary.setdefault("skipped", {})[name] = reason
             continue
-        prompt = (prompts or {}).get(name, "")
-        report.tasks[name] = run_useb_task(name, vectors, data_dir, device, query_rows, items=items, prompt=prompt)
+        given = (prompts or {}).get(name, ("", ""))
+        report.tasks[name] = run_useb_task(name, vectors, data_dir, device, query_rows, items=items, prompts=given)
         done.append(report.tasks[name].main)
     if len(done) == len(USEB_TASKS):
         report.summary["useb_avg"] = float(np.mean(done))

@@ -128,7 +128,7 @@ ELSEWHERE = {
     "MatryoshkaLoss": "Matryoshka wraps the loss through train.matryoshka_dims / train.matryoshka_weights",
     "Matryoshka2dLoss": "Matryoshka over layers too is not offered; train.matryoshka_dims wraps the loss over dimensions",
     "AdaptiveLayerLoss": "it wraps another loss to train early exits, which sentlab's saved models do not use",
-    "GlobalOrthogonalRegularizationLoss": "it is a regulariser added to another loss; a supervised stage trains one loss",
+    "GlobalOrthogonalRegularizationLoss": "it is a regulariser added to another loss on the same batch, and sentlab trains one loss a batch",
 }
 
 # arguments that name a function or module: the value is a name in these namespaces

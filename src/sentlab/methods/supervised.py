@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -151,9 +152,11 @@ class SupervisedConfig(TrainConfig):
         "train.matryoshka_dims": "with a loss not scored by cosines alone",
         "supervised.split": "outside format snli (stsb takes its split from the file's name)",
         "loss.temperature": "with a loss without a similarity scale",
-        "supervised.score_range": "outside scored pairs",
-        "supervised.teacher": "outside distillation losses",
-        "data.columns": "outside format table",
+        "supervised.score_range": "outside scored pairs, or with data.sets that each give their own",
+        "supervised.teacher": "outside distillation losses, or with data.sets that each give their own",
+        "supervised.loss": "with data.sets that each name their own loss (so loss_args and format too)",
+        "data.columns": "outside format table, or with data.sets (each set has its own)",
+        "data.prompts": "with data.sets that each give their own prompts",
     }
 
     def loss_idle(self, s: SupervisedSection) -> dict[str, str]:
@@ -286,8 +289,25 @@ class SupervisedConfig(TrainConfig):
         """The loss's class, its arguments against its signature, and what it needs beside them; with
         ``data.sets``, each set's loss as it trains (:meth:`set_section`), its errors naming the set."""
         if not self.data.sets:
-            self.check_loss(self.supervised, lambda key: f"supervised.{key}")
+            try:
+                self.check_loss(self.supervised)
+            except ConfigError as error:
+                raise ValueError(str(error)) from None
         return self
+
+    def name_the_set(self, name: str, message: str) -> str:
+        """``message`` about the training set ``name``'s loss, naming the key as the config holds it:
+        ``data.sets.NAME.teacher`` for a key the set gives (or any loss key of a set that names its
+        loss), else ``data.sets.NAME: supervised.teacher ...`` (a key the set takes from supervised)."""
+        if message.startswith("data.sets."):
+            return message
+        own = self.data.sets[name].own_loss_keys()
+        found = re.match(r"supervised\.(\w+)", message)
+        if found and (found.group(1) in own or ("loss" in own and found.group(1) in SET_LOSS_KEYS)):
+            return f"data.sets.{name}.{message.removeprefix('supervised.')}"
+        if message.startswith("data.prompts") and self.data.sets[name].prompts is not None:
+            return f"data.sets.{name}.{message.removeprefix('data.')}"
+        return f"data.sets.{name}: {message}"
 
     @model_validator(mode="after")
     def _each_set_trains(self) -> SupervisedConfig:
@@ -299,28 +319,22 @@ class SupervisedConfig(TrainConfig):
             return self
         kinds = {}
         for name, part in sets.items():
-            own = part.own_loss_keys()
-
-            def key(dotted: str, name: str = name, own: dict = own) -> str:
-                first = dotted.split(".")[0]
-                return (
-                    f"data.sets.{name}.{dotted}"
-                    if first in own or "loss" in own
-                    else f"supervised.{dotted} (data.sets.{name})"
-                )
-
             try:
                 section = self.set_section(name)
             except ValidationError as err:
                 error = err.errors()[0]
                 where = ".".join(str(p) for p in error["loc"])
                 raise ValueError(f"data.sets.{name}.{where}: {error['msg'].removeprefix('Value error, ')}") from None
-            self.check_loss(section, key)
+            try:
+                self.check_loss(section, in_set=True)
+            except ConfigError as error:
+                raise ValueError(self.name_the_set(name, str(error))) from None
             idle = self.loss_idle(section)
-            for given in own:
-                why = idle.get(f"supervised.{given}")
+            given = [*part.own_loss_keys(), *(["columns"] if part.columns else [])]
+            for key in given:
+                why = idle.get("data.columns" if key == "columns" else f"supervised.{key}")
                 if why:
-                    raise ValueError(f"data.sets.{name}.{given}: {why}; unset it")
+                    raise ValueError(f"data.sets.{name}.{key}: {why}; unset it")
             if self.train.matryoshka_dims is not None and "train.matryoshka_dims" in idle:
                 raise ValueError(
                     f"train.matryoshka_dims: the saved model claims every set trained its truncated embeddings, and "
@@ -337,18 +351,20 @@ class SupervisedConfig(TrainConfig):
             )
         return self
 
-    def check_loss(self, s: SupervisedSection, key: Callable[[str], str]) -> None:
+    def check_loss(self, s: SupervisedSection, in_set: bool = False) -> None:
         """The checks every loss passes: its class, its arguments against its signature, and what it
-        needs beside them; ``key`` names a key of ``s`` in the message (``supervised.teacher``, or a
-        training set's own ``data.sets.NAME.teacher``)."""
-        try:
-            cls = s.loss_class
-            check_arguments(cls, s.loss_args)
-        except ConfigError as error:
-            raise ValueError(str(error)) from None
-        if _takes(cls, "scale") and "scale" in s.loss_args:  # a 0.2.0 key beside loss.temperature (_moved_arguments)
-            raise ValueError(
-                f"{key('loss_args.scale')}: it is loss.temperature now, which is set too; set loss.temperature "
+        needs beside them, as one-line :class:`ConfigError` naming ``supervised``'s keys (a training
+        set's are renamed by :meth:`name_the_set`)."""
+        cls = s.loss_class
+        check_arguments(cls, s.loss_args)
+        if _takes(cls, "scale") and "scale" in s.loss_args:
+            if in_set:  # only supervised's 0.2.0 key is moved (_moved_arguments)
+                raise ConfigError(
+                    "supervised.loss_args.scale: a loss's scale is loss.temperature, 1 / scale, for every set "
+                    "(0.05 for a scale of 20); set loss.temperature"
+                )
+            raise ConfigError(  # a 0.2.0 key beside loss.temperature (_moved_arguments)
+                "supervised.loss_args.scale: it is loss.temperature now, which is set too; set loss.temperature "
                 "only (a scale is 1 / temperature: 0.05 for a scale of 20)"
             )
         spec = LOSSES[cls.__name__]
@@ -357,29 +373,29 @@ class SupervisedConfig(TrainConfig):
             and self.train.mini_batch_size is not None
             and cached_class_name(cls.__name__)
         ):
-            raise ValueError(
-                f"{key('loss_args.mini_batch_size')}: train.mini_batch_size is set too, and it is the same setting "
+            raise ConfigError(
+                "supervised.loss_args.mini_batch_size: train.mini_batch_size is set too, and it is the same setting "
                 f"for {cls.__name__}; set train.mini_batch_size only"
             )
         if spec.chunks_itself and s.loss_args.get("use_mini_batched_version") is False:
             if "mini_batch_size" in s.loss_args:
-                raise ValueError(
-                    f"{key('loss_args.mini_batch_size')}: use_mini_batched_version: false embeds the batch whole; "
+                raise ConfigError(
+                    "supervised.loss_args.mini_batch_size: use_mini_batched_version: false embeds the batch whole; "
                     "remove one of the two"
                 )
         if spec.kind == "classes" and (self.train.batch_size < 4 or self.train.batch_size % 2):
-            raise ValueError(
+            raise ConfigError(
                 f"train.batch_size: {cls.__name__} batches texts two of a class at a time "
                 f"(sentence-transformers' GroupByLabelBatchSampler): an even number of at least 4, not {self.train.batch_size}"
             )
         if spec.kind == "distill" and s.teacher is None:
-            raise ValueError(
-                f"{key('teacher')}: {cls.__name__} learns a teacher model's outputs; name the teacher (a model "
+            raise ConfigError(
+                f"supervised.teacher: {cls.__name__} learns a teacher model's outputs; name the teacher (a model "
                 "name or folder)"
             )
         if cls.__name__ == "CosineSimilarityLoss" and s.format == "table" and s.score_range is None:
-            raise ValueError(
-                f"{key('score_range')}: cosine-mse regresses the cosine on the score scaled to [0, 1], so state "
+            raise ConfigError(
+                "supervised.score_range: cosine-mse regresses the cosine on the score scaled to [0, 1], so state "
                 "the scores' scale, e.g. [0, 5] (the data's own lowest and highest need not be the scale's ends)"
             )
 
@@ -459,7 +475,7 @@ class Supervised(Method):
         from sentlab.encoders.prompts import check_prompts_apply, role_prompt
 
         if isinstance(dataset, DatasetDict):
-            chosen = {name: self.set_method(name).training_prompts(dataset[name], model) for name in dataset}
+            chosen = {name: self.in_set(name, lambda m: m.training_prompts(dataset[name], model)) for name in dataset}
             first = next(iter(chosen.values()))
             return first if all(other == first for other in chosen.values()) else chosen
         given, kind = self.cfg.data.prompts, self.spec.kind
@@ -518,11 +534,20 @@ class Supervised(Method):
             kept[name] = type(self)(cfg.model_copy(update=update), self.paths)
         return kept[name]
 
+    def in_set(self, name: str, call: Callable[[Supervised], Any]) -> Any:
+        """``call`` on the training set ``name``'s method, a one-line error naming the set
+        (:meth:`SupervisedConfig.name_the_set`)."""
+        try:
+            return call(self.set_method(name))
+        except ConfigError as err:
+            raise ConfigError(self.cfg.name_the_set(name, str(err))) from None
+
     @property
     def set_losses(self) -> bool:
-        """Whether the training sets train with losses of their own (a set gives a loss key): each set's
-        loss is then built apart (:class:`~sentlab.losses.sets.SetLosses`); else one loss serves all."""
-        return any(part.own_loss_keys() for part in self.cfg.data.sets.values())
+        """Whether the training sets train with losses of their own (a set's loss keys differ from
+        ``supervised``'s): each set's loss is then built apart (:class:`~sentlab.losses.sets.SetLosses`);
+        else one loss serves all (a key given at its own default changes nothing)."""
+        return any(self.cfg.set_section(name) != self.cfg.supervised for name in self.cfg.data.sets)
 
     def training_loss(self, model: SentenceTransformer) -> nn.Module:
         """With a loss per training set, each set's as that set alone would train it (its chunking
@@ -535,7 +560,7 @@ class Supervised(Method):
             return super().training_loss(model)
         from sentlab.losses.sets import SetLosses
 
-        losses = SetLosses({name: self.set_method(name).training_loss(model) for name in sets})
+        losses = SetLosses({name: self.in_set(name, lambda m: m.training_loss(model)) for name in sets})
         losses.chunking = {"sets": {name: getattr(loss, "chunking", None) for name, loss in losses.items()}}
         say("data.sets: a loss per set: " + ", ".join(f"{n} {self.set_method(n).cfg.supervised.loss}" for n in sets))
         return losses

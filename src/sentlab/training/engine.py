@@ -443,7 +443,10 @@ def build_trainer(
     by_set = isinstance(train_dataset, DatasetDict) and any(isinstance(p, dict) for p in prompts.values())
     for name, part in parts.items():
         report_truncation(model, part, cfg.model.max_seq_length, prompts.get(name, {}) if by_set else prompts)
-    kept, columns = saved_prompts(prompts, parts) if by_set else (prompts, next(iter(parts.values())).column_names)
+    # one prompt for all: the columns of a set of anchors, whose prompts the saved model keeps, where there is one
+    anchored = [p.column_names for p in parts.values() if "anchor" in p.column_names]
+    columns = anchored[0] if anchored else next(iter(parts.values())).column_names
+    kept, columns = saved_prompts(prompts, parts) if by_set else (prompts, columns)
     keep_training_prompts(model, kept, columns)  # the dev card encodes queries and documents as training does
     args.prompts = prompts or None  # the trainer's own setting: its model card and multi-dataset batches read it
     if collator is None:

@@ -330,9 +330,15 @@ def sentlab_section(cfg: TrainConfig, run: Path, record: dict[str, Any], since: 
     ]
     runtime = json.loads((run / "runtime.json").read_text("utf-8")) if _fresh(run / "runtime.json", since) else {}
     if runtime.get("prompts"):
+        prompts = runtime["prompts"]
+
+        def listed(by_column: dict) -> str:
+            return ", ".join(f"{column} `{prompt}`" for column, prompt in by_column.items()) or "none"
+
+        by_set = all(isinstance(v, dict) for v in prompts.values())  # a set's own prompts, by the set's name
         lines.append(
             "- **Prompts** in training: "
-            + ", ".join(f"{column} `{prompt}`" for column, prompt in runtime["prompts"].items())
+            + ("; ".join(f"set {name}: {listed(p)}" for name, p in prompts.items()) if by_set else listed(prompts))
             + " (encode queries and documents with the same prompts)"
         )
     if selection.get("metric"):

@@ -17,6 +17,7 @@ from pathlib import Path
 from sentence_transformers import SentenceTransformer
 
 from sentlab.errors import ConfigError, extra_hint
+from sentlab.progress import say
 
 
 def _peft():
@@ -36,11 +37,44 @@ def linear_names(model: SentenceTransformer) -> list[str]:
     )
 
 
+# the attention's query and value projections as architectures name them (BERT's, decoders', MPNet's and
+# T5's, DistilBERT's, DeBERTa's): LoRA's default targets (Hu et al. 2021, Sec. 7.1) where peft has none
+QUERY_VALUE_NAMES = (
+    ("query", "value"),
+    ("q_proj", "v_proj"),
+    ("q", "v"),
+    ("q_lin", "v_lin"),
+    ("query_proj", "value_proj"),
+)
+
+
+def default_targets(model: SentenceTransformer) -> list[str] | None:
+    """None where peft has default target modules for the encoder's architecture; else the attention's
+    query and value projections by their names (MPNet's ``q`` and ``v``), said in one line; an
+    architecture with neither is one line asking for ``model.adapter.target_modules``."""
+    from peft.utils.constants import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as PEFT_DEFAULTS
+
+    kind = getattr(model[0].auto_model.config, "model_type", None)
+    if kind in PEFT_DEFAULTS:
+        return None
+    known = set(linear_names(model))
+    for pair in QUERY_VALUE_NAMES:
+        if set(pair) <= known:
+            say(
+                f"model.adapter.target_modules: peft has no default for {kind}; its query and value projections {list(pair)}"
+            )
+            return list(pair)
+    raise ConfigError(
+        f"model.adapter.target_modules: peft has no default for {kind}, and its linear layers name no query and value "
+        f"projection; name the layers to adapt (its linear layers: {', '.join(sorted(known))})"
+    )
+
+
 def add_lora(
     model: SentenceTransformer, rank: int, alpha: float, dropout: float, target_modules: list[str] | None
 ) -> None:
     """Put a LoRA adapter on ``model``'s encoder (its other weights frozen). ``target_modules`` None:
-    peft's default for the architecture."""
+    peft's default for the architecture, else its query and value projections (:func:`default_targets`)."""
     peft = _peft()
     if target_modules is not None:
         known = linear_names(model)
@@ -50,6 +84,8 @@ def add_lora(
                 f"model.adapter.target_modules: the encoder has no linear layer named {missing[0]!r} "
                 f"(its linear layers: {', '.join(known)})"
             )
+    else:
+        target_modules = default_targets(model)
     config = peft.LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout, target_modules=target_modules)
     encoder = model[0].auto_model
     start = Path(encoder.config._name_or_path)

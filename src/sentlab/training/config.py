@@ -42,7 +42,9 @@ class AdapterSection(_Section):
     alpha: float = Field(16.0, gt=0, description="the update is scaled by alpha / r")
     dropout: float = Field(0.0, ge=0, lt=1, description="dropout on the adapter's input")
     target_modules: list[str] | None = Field(
-        None, description="the encoder's linear layers to adapt, by name (e.g. [query, value]); default: peft's"
+        None,
+        description="the encoder's linear layers to adapt, by name (e.g. [query, value]); default: peft's for the "
+        "architecture, else its attention's query and value projections (MPNet: [q, v])",
     )
 
 

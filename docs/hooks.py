@@ -181,6 +181,14 @@ def config_reference() -> str:
         for name in [*own, *overridden]:
             field = config.model_fields[name]
             _fields(field.annotation, f"{name}.", rows)
+        # a key the method refuses whatever its settings is not one of its keys (RSE's data.train, data.sets)
+        never = [
+            key
+            for key, when in {**refused, **config.idle_when}.items()
+            if key in refused or "supervised method" in when
+        ]
+        never += ["data.sampler"] if "data.sets" in never else []  # it batches data.sets only
+        rows = [row for row in rows if not any(row.startswith((f"| `{key}` ", f"| `{key}.")) for key in never)]
         lines += [*header, *rows, ""]
     return "\n".join(lines).rstrip()
 
@@ -650,6 +658,10 @@ def losses_table() -> str:
                 chunks = "its own `loss_args.mini_batch_size`" if spec.chunks_itself else "refused"
             matryoshka = "yes" if can.no_matryoshka is None else "refused"
             held = columns[kind]
+            if kind == "texts" and spec.max_negatives == 0:  # pairs only
+                held = "`anchor`, `positive`"
+            elif kind == "texts" and spec.max_negatives == 1:  # one negative column
+                held = "`anchor`, `positive`" + (", `negative`" if spec.min_negatives else "[, `negative`]")
             if spec.teacher == "embedding":  # every column learns the teacher's embedding of the first
                 held = "`[text]` or `[source, translation]`; the labels: `supervised.teacher`'s embedding of the first"
                 negatives = "none (refused)"

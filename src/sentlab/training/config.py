@@ -229,7 +229,8 @@ class DataSection(_Section):
     sets: dict[str, TrainingSet] = Field(
         default_factory=dict,
         description="supervised: several named training sets instead of data.train, each {train, columns, limit, "
-        "split, subset}; a batch is drawn from one set at a time (data.sampler)",
+        "split, subset} and, optionally, its own loss keys and prompts; a batch is drawn from one set at a time "
+        "(data.sampler)",
     )
     train_required: ClassVar[bool] = True  # False where a method names its data elsewhere (RSE's sources)
     sampler: Literal["proportional", "round_robin"] = Field(

@@ -155,6 +155,35 @@ def test_the_teacher_gives_the_distillation_labels(tiny_backbone, tmp_path):
     torch.testing.assert_close(labels[:, 0], (cosine[0] - cosine[1]).cpu().float(), rtol=1e-4, atol=1e-4)
 
 
+def test_the_teachers_labels_are_encoded_once_and_read_from_the_cache_after(tiny_backbone, tmp_path):
+    """Another seed (another run) labels from the embedding cache without encoding, the same labels;
+    a changed text is encoded again; what labelling cost is kept beside the run."""
+    data = rows_of("distill", LOSSES["MarginMSELoss"])
+    train = table(tmp_path / "rows.jsonl", data)
+    labels, records = [], []
+    for seed in (1, 2):
+        cfg = supervised(tmp_path, tiny_backbone, train, list(data), loss="MarginMSELoss", teacher=str(tiny_backbone))
+        run = tmp_path / f"run-{seed}"
+        run.mkdir()
+        labels.append(Supervised(cfg, engine.RunPaths(run)).train_dataset()["label"])
+        records.append(json.loads((run / "teacher_labels.json").read_text()))
+    assert labels[0] == labels[1]
+    assert records[0]["texts_encoded"] > 0 and not records[0]["from_cache"]
+    assert records[1]["texts_encoded"] == 0 and records[1]["from_cache"] and records[1]["rows"] == records[0]["rows"]
+    changed = {c: [f"{t} again" for t in texts] if i == 0 else texts for i, (c, texts) in enumerate(data.items())}
+    cfg = supervised(
+        tmp_path,
+        tiny_backbone,
+        table(tmp_path / "changed.jsonl", changed),
+        list(data),
+        loss="MarginMSELoss",
+        teacher=str(tiny_backbone),
+    )
+    method = Supervised(cfg, engine.RunPaths(tmp_path / "run-3"))
+    method.train_dataset()
+    assert method.labelling["texts_encoded"] == len(set(changed[next(iter(changed))]))  # the anchors only
+
+
 @pytest.mark.parametrize("loss", ["MSELoss", "EmbedDistillLoss"])
 def test_a_negative_under_an_embedding_distillation_is_refused(loss, tiny_backbone, tmp_path):
     """MSE / EmbedDistill pull every column toward the teacher's embedding of the first: a negative

@@ -419,6 +419,7 @@ class Supervised(Method):
     no_matryoshka = None  # losses of cosines take it; the others refuse it (SupervisedConfig.unread)
     no_gradient_cache = None  # losses that compare the batch's rows take it; the others refuse it (unread)
     teacher_width: int | None = None  # distillation: the teacher's embedding width (train_dataset)
+    labelling: dict | None = None  # distillation: what labelling cost (teacher_labels), written beside the run
 
     @property
     def spec(self) -> LossSpec:
@@ -569,8 +570,16 @@ class Supervised(Method):
         """The rows of ``data.train``, or a ``DatasetDict`` of ``data.sets`` by name (each read as
         ``data.train`` is), which sentence-transformers batches a set at a time (``data.sampler``)."""
         if self.cfg.data.sets:  # a batch is one set's, so the sets' columns may differ
-            return DatasetDict({name: self._one_set(name) for name in self.cfg.data.sets})
-        return self.one_dataset()
+            table = DatasetDict({name: self._one_set(name) for name in self.cfg.data.sets})
+            costs = {n: self.set_method(n).labelling for n in self.cfg.data.sets if self.set_method(n).labelling}
+        else:
+            table = self.one_dataset()
+            costs = {"": self.labelling} if self.labelling else {}
+        if costs and self.paths is not None and self.paths.root.is_dir():  # what the teacher's labels cost
+            from sentlab.paths import json_text, write_text_atomic
+
+            write_text_atomic(self.paths.root / "teacher_labels.json", json_text(costs.get("", costs)))
+        return table
 
     def _one_set(self, name: str) -> Dataset:
         """The set ``name`` read as ``data.train`` is; its errors name the set (``data.sets.NAME.columns``)."""
@@ -733,12 +742,19 @@ class Supervised(Method):
         """Distillation: the teacher's outputs as each row's ``label`` - its embedding of the first text
         (MSE, EmbedDistill), its margins sim(anchor, positive) - sim(anchor, negative_i) (MarginMSE) or its
         scores [sim(anchor, positive), sim(anchor, negative_i) ...] (DistillKLDiv), sim being the loss's
-        own ``similarity_fct`` so the student is scored as the teacher was. Encoded a batch of rows at a
-        time; the labels are held in memory (rows × width floats)."""
+        own ``similarity_fct`` so the student is scored as the teacher was. Each column is encoded once
+        through the embedding cache (:class:`~sentlab.evaluation.scoring.EmbeddingCache`, on disk: keyed
+        by the teacher's weights, modules and length and by the texts), so another seed or a rerun reads
+        the labels instead of encoding; what labelling cost is kept as ``labelling`` (the run's
+        ``teacher_labels.json``). The labels are held in memory (rows × width floats)."""
+        import time
+
         import torch
 
+        from sentlab.cache import EmbeddingStore
         from sentlab.encoders.loading import is_cross_encoder, load_encoder
         from sentlab.encoders.prompts import check_prompts_apply, prompted, role_prompt
+        from sentlab.evaluation.scoring import EmbeddingCache
 
         s = self.cfg.supervised
         if is_cross_encoder(s.teacher):
@@ -758,21 +774,39 @@ class Supervised(Method):
             say(f"{refused}; the teacher encodes without its query and document prompts")
             prompts = [""] * len(texts)
         say(f"supervised.teacher: labelling {len(table):,} rows with {s.teacher} ({self.spec.teacher})")
-
-        def label(rows: dict[str, list]) -> dict[str, list]:
-            with torch.no_grad():
-                vectors = [
-                    teacher.encode(prompted(rows[c], p), batch_size=batch, convert_to_tensor=True)
-                    for c, p in zip(texts, prompts)
-                ]
-                if self.spec.teacher == "embedding":
-                    return {"label": vectors[0].float().cpu().tolist()}
-                scores = torch.stack([similarity(vectors[0], v) for v in vectors[1:]], dim=1).float()
-                if self.spec.teacher == "margins":
-                    scores = scores[:, :1] - scores[:, 1:]
-                return {"label": scores.cpu().tolist()}
-
-        return table.map(label, batched=True, batch_size=max(batch, 256), keep_in_memory=True)
+        started = time.perf_counter()
+        # each column encoded once through the embedding cache, kept on disk under the teacher's weights,
+        # modules, length and the (prompted) texts: a second run, another seed, labels without encoding
+        cache = EmbeddingCache(teacher, max_rows=0, store=EmbeddingStore.default(), min_store_rows=1)
+        with torch.no_grad():
+            vectors = [
+                torch.as_tensor(cache.encode(prompted(list(table[c]), p), batch_size=batch))
+                for c, p in zip(texts, prompts)
+            ]
+        if self.spec.teacher == "embedding":
+            labels = vectors[0]
+        else:
+            # the loss's similarity_fct is pairwise (a score a row): taken 4,096 rows at a time
+            scores = [
+                torch.cat([similarity(a, b) for a, b in zip(vectors[0].split(4096), v.split(4096))])
+                for v in vectors[1:]
+            ]
+            labels = torch.stack(scores, dim=1).float()
+            if self.spec.teacher == "margins":
+                labels = labels[:, :1] - labels[:, 1:]
+        seconds = time.perf_counter() - started
+        self.labelling = {
+            "teacher": s.teacher,
+            "rows": len(table),
+            "texts_encoded": cache.encoded,
+            "from_cache": cache.encoded == 0,
+            "seconds": round(seconds, 1),
+        }
+        say(
+            f"supervised.teacher: {len(table):,} rows labelled in {seconds:.1f} s "
+            + ("(read from the embedding cache)" if cache.encoded == 0 else f"({cache.encoded:,} texts encoded)")
+        )
+        return table.add_column("label", labels.tolist())
 
     def cross_encoder_labels(self, table: Dataset) -> Dataset:
         """Distillation from a cross-encoder (``supervised.teacher`` one): its scores of (anchor, positive)

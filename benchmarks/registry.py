@@ -148,6 +148,7 @@ BENCHMARKS = _declare(
         + "retrieval_cqadupstack --output runs/retrieval-cqadupstack --pairs 2000 --mine-titles 20000 --dev-others 2000",
     ),
     B("mine-guard-minilm", "study", S + "mine_guard"),
+    B("distill-mpnet-minilm", "study", S + "distill_mpnet --output runs/distill-mpnet"),
     B("static-student-minilm", "study", S + "static_student --output runs/static-student"),
     B(
         "minilm-evalrank",

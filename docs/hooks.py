@@ -549,6 +549,67 @@ def retrieval_verdict(records: Path = RECORDS) -> str:
     )
 
 
+def distill_table(records: Path = RECORDS) -> str:
+    """Route (a), all-mpnet-base-v2 regressed into all-MiniLM-L6-v2 (record ``distill-mpnet-minilm``):
+    the start model, each config over seeds and the teacher on the STS average, STS-B test and nDCG@10 of
+    the dev and test forums; each config minus the start model on the test forum and the STS average with
+    its 95 % interval over seeds and items; the share of the gap to the teacher each closes."""
+    result = record("distill-mpnet-minilm", records)["result"]
+    scores, chosen = result["scores"], result["chosen_on_dev"]
+    keys = ("sts_avg", "stsb_test", "dev", "test")
+    rows = [
+        "| | STS avg | STS-B test | dev nDCG@10 | test nDCG@10 | test minus start [95 %] | STS avg minus start [95 %] |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    mark = lambda name: f"**{name}** (chosen on dev)" if name == chosen else name  # noqa: E731
+    start = scores["start model"]
+    rows.append(f"| {mark('start model')} | " + " | ".join(f"{start[k]:.2f}" for k in keys) + " | | |")
+    test_task = next(t for t in next(iter(result["minus_start"].values())) if t.endswith("-test"))
+    for name in ("mse-distill", "simcse"):
+        row, minus = scores[name], result["minus_start"][name]
+        interval = lambda d: f"{d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"  # noqa: E731
+        cells = " | ".join(f"{row[k]['mean']:.2f}" for k in keys)
+        rows.append(f"| {mark(name)} | {cells} | {interval(minus[test_task])} | {interval(minus['sts_avg'])} |")
+    teacher = result["teacher_scores"]
+    rows.append("| teacher (all-mpnet-base-v2) | " + " | ".join(f"{teacher[k]:.2f}" for k in keys) + " | | |")
+    data, settings, labels = result["data"], result["settings"], result["teacher_labels"]["first_run"]
+    rows += [
+        "",
+        f"{data['texts']:,} unlabelled texts ({data['wikipedia_sentences']:,} Wikipedia sentences, "
+        f"{data['domain_titles']:,} titles of the training forums); dev: {data['dev_forum']}, test: "
+        f"{data['test_forum']}; seeds {settings['seeds']}, one epoch, batch {settings['batch_size']}, length "
+        f"{settings['max_seq_length']}. A config's cells: the mean over seeds. The teacher's labels: "
+        f"{labels['rows']:,} texts in {labels['seconds']:.0f} s on the record's machine, read from the "
+        "embedding cache by the later seeds.",
+    ]
+    return "\n".join(rows)
+
+
+def distill_verdict(records: Path = RECORDS) -> str:
+    """What the distillation table says, from its record: whether route (a) beat its start beyond the
+    noise on both the STS average and the test forum, the share of the gap to the teacher it closed,
+    against SimCSE, and what dev chose."""
+    result = record("distill-mpnet-minilm", records)["result"]
+    minus = result["minus_start"]["mse-distill"]
+    test_task = next(t for t in minus if t.endswith("-test"))
+    gap = result["gap_closed"]["mse-distill"]
+    both = minus["sts_avg"]["beyond_noise"] and minus[test_task]["beyond_noise"]
+    half = all(gap[k] is not None and gap[k] >= 0.5 for k in ("sts_avg", "test"))
+    said = (
+        "The regression beat its start beyond the noise on both the STS average and the test forum"
+        if both
+        else "The regression did not beat its start beyond the noise on both the STS average and the test forum"
+    )
+    against = result["minus_simcse"]["mse-distill"]
+    return (
+        f"{said} ({minus['sts_avg']['difference']:+.2f} and {minus[test_task]['difference']:+.2f} points), and it "
+        f"closed {gap['sts_avg']:.0%} of the gap to its teacher on the STS average and {gap['test']:.0%} on the "
+        f"test forum: the target (both beyond the noise, half the gap) is {'met' if both and half else 'missed'}. "
+        f"Against SimCSE on the same text: {against['sts_avg']['difference']:+.2f} on the STS average, "
+        f"{against[test_task]['difference']:+.2f} on the test forum. The dev forum chose {result['chosen_on_dev']}."
+    )
+
+
 def _index_rows(found: dict, first: str, timing: str) -> list[str]:
     """A table of indexes: bytes a passage, Recall@10 kept against float32, nDCG@10 where the record
     holds it, time a query."""
@@ -1046,6 +1107,8 @@ GENERATORS = {
     "matryoshka": matryoshka_table,
     "adapters": adapters_table,
     "retrieval": retrieval_table,
+    "distill": distill_table,
+    "distill_verdict": distill_verdict,
     "retrieval_expect": retrieval_expect,
     "retrieval_verdict": retrieval_verdict,
     "retrieval_index": retrieval_index_table,

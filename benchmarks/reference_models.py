@@ -25,7 +25,6 @@ line and a non-zero exit. Importing this module writes nothing.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import shutil
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sentlab.cache import file_sha256
 from sentlab.errors import SentlabError
 
 
@@ -153,14 +153,6 @@ MODELS: dict[str, ReferenceModel] = {
 }
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def model_of(name: str, models: dict[str, ReferenceModel] | None = None) -> ReferenceModel:
     models = MODELS if models is None else models
     if name in models:
@@ -258,7 +250,7 @@ def check_files(spec: ReferenceModel, folder: Path) -> None:
         path = folder / relative
         if not path.is_file():
             raise ReferenceModelError(f"{spec.hub_id}: {relative} is missing from the fetched folder")
-        got = sha256_of(path)
+        got = file_sha256(path)
         if got != expected:
             raise ReferenceModelError(f"{spec.hub_id}: {relative}: sha256 {got}, expected {expected}")
 

@@ -22,7 +22,15 @@ import shlex
 from dataclasses import dataclass
 
 KINDS = ("perf", "study")
-GPU_PARTS = ("install", "suite-1", "suite-2", "speed", "presets", "claim-a")  # benchmarks/gpu/check.py's PARTS
+GPU_PARTS = (
+    "install",
+    "suite-1",
+    "suite-2",
+    "speed",
+    "presets",
+    "claim-a",
+    "distill",
+)  # benchmarks/gpu/check.py's PARTS
 
 
 @dataclass(frozen=True)

@@ -579,8 +579,12 @@ def distill_table(records: Path = RECORDS) -> str:
         f"{data['domain_titles']:,} titles of the training forums); dev: {data['dev_forum']}, test: "
         f"{data['test_forum']}; seeds {settings['seeds']}, one epoch, batch {settings['batch_size']}, length "
         f"{settings['max_seq_length']}. A config's cells: the mean over seeds. The teacher's labels: "
-        f"{labels['rows']:,} texts in {labels['seconds']:.0f} s on the record's machine, read from the "
-        "embedding cache by the later seeds.",
+        f"{labels['rows']:,} texts in {labels['seconds']:.0f} s on the record's machine, "
+        + (
+            "read from the embedding cache by the later seeds."
+            if all(result["teacher_labels"]["later_runs_from_cache"])
+            else "encoded again by a later seed."
+        ),
     ]
     return "\n".join(rows)
 

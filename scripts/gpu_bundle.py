@@ -53,6 +53,10 @@ NODE_NEEDS = [
     "normflows",
     "regex",  # transformers imports it
     "peft",  # model.adapter (LoRA) and its tests
+    "model2vec",  # sentlab distill-static (the distill part), with what it needs beyond the image
+    "rich",
+    "markdown-it-py",
+    "mdurl",
     "pytest",  # the suite part, with what it needs
     "iniconfig",
     "pluggy",

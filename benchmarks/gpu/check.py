@@ -60,7 +60,7 @@ from benchmarks.record import last_json  # noqa: E402
 from sentlab.cache import file_sha256  # noqa: E402
 from sentlab.paths import write_text_atomic  # noqa: E402 - the one atomic writer
 
-PARTS = ("install", "suite-1", "suite-2", "speed", "presets", "claim-a")
+PARTS = ("install", "suite-1", "suite-2", "speed", "presets", "claim-a", "distill")
 SUITE_SHARDS = 2
 PART_SECONDS = 540  # each part stays under nine minutes (a job step is ten)
 DEADLINE = float("inf")  # the running part's end (time.monotonic()): no child command runs past it
@@ -344,7 +344,12 @@ def random_bert(folder: Path, data: Path, tiny: bool) -> Path:
     trainer = BertWordPieceTokenizer(lowercase=True)
     trainer.train_from_iterator(lines, vocab_size=2000 if tiny else 30522)
     trainer.save_model(str(folder))
-    BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True).save_pretrained(folder)
+    # the vocabulary itself (transformers 5 builds an empty one from vocab_file: every word [UNK])
+    words = (folder / "vocab.txt").read_text("utf-8").splitlines()
+    tokenizer = BertTokenizerFast(vocab={w: i for i, w in enumerate(words)}, do_lower_case=True)
+    if tokenizer.tokenize("the")[0] == "[UNK]" or len(tokenizer) != len(words):
+        raise RuntimeError(f"the random BERT's tokenizer lost its vocabulary ({len(tokenizer)} of {len(words)})")
+    tokenizer.save_pretrained(folder)
     shape = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128) if tiny else {}
     # BERT-base's own vocabulary size (the embedding matrix is a fifth of its weights), whatever was learnt
     vocab = trainer.get_vocab_size() if tiny else max(30522, trainer.get_vocab_size())
@@ -601,6 +606,70 @@ def part_claim_a(args, record: dict) -> None:
         raise RuntimeError("SimCSE from the raw LM failed or printed no result")
 
 
+def part_distill(args, record: dict) -> None:
+    """A stronger teacher into a smaller student, and a static student, so a card runs both: a random
+    BERT-base (tiny: 2 x 64, a WordPiece vocabulary learnt from the bundle's Wikipedia lines) labels
+    Wikipedia lines, and a random student of half its width (6 x 384, MiniLM's shape; tiny: 2 x 32) on its
+    vocabulary learns the teacher's embeddings with ``MSELoss`` through ``loss_args.projection_dim`` (the
+    embedding-regression route of the page "A small model from a big one"), in the card's precision;
+    then ``sentlab distill-static`` makes the teacher's static student. Both: exit code, seconds, the
+    losses, the labelling cost and the runtime read back."""
+    import yaml
+
+    env = {"HF_HUB_OFFLINE": "1", "SENTLAB_DATA": str(args.data)}
+    teacher = random_bert(args.work / "random-bert", args.data, args.tiny)
+    width = json.loads((teacher / "config.json").read_text())["hidden_size"]
+    lines = (args.data / "wikipedia" / "wiki_sentences.txt").read_text("utf-8").splitlines()
+    texts = args.work / "distill-texts.jsonl"
+    count = 256 if args.tiny else 20000
+    texts.write_text("".join(json.dumps({"text": t}) + "\n" for t in lines[:count] if t.strip()), encoding="utf-8")
+    shape = {"layers": 2, "hidden_size": 32, "heads": 2, "intermediate_size": 64} if args.tiny else {}
+    shape = shape or {"layers": 6, "hidden_size": 384, "heads": 12, "intermediate_size": 1536}
+    out = args.work / "distill"
+    shutil.rmtree(out, ignore_errors=True)
+    tree = {
+        "method": "supervised",
+        "model": {"name": "", "random_init": {**shape, "tokenizer": str(teacher)}, "max_seq_length": 64},
+        "data": {"train": str(texts), "columns": ["text"]},
+        "supervised": {"loss": "MSELoss", "loss_args": {"projection_dim": width}, "teacher": str(teacher)},
+        "train": {
+            "output_dir": str(out),
+            "max_steps": 4 if args.tiny else 100,
+            "batch_size": 8 if args.tiny else 64,
+            "mixed_precision": "no" if args.tiny else "bf16",
+            "progress_bar": False,
+            "logging_steps": 1,
+        },
+        "eval": {"dev_task": "none", "final_tasks": []},
+    }
+    config = args.work / "distill.yaml"
+    config.write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    done = run([sys.executable, "-m", "sentlab.cli", "train", str(config), "--quiet"], PART_SECONDS / 2, env=env)
+    record["regression"] = {"exit_code": done["exit_code"], "seconds": done["seconds"]}
+    if done["exit_code"]:
+        record["regression"]["tail"] = done.get("tail", [])
+    for name in ("metrics.jsonl", "teacher_labels.json", "runtime.json", "precision.json"):
+        path = out / name
+        if path.is_file() and name == "metrics.jsonl":
+            rows = [json.loads(line) for line in path.read_text().splitlines()]
+            record["regression"]["losses"] = [r["loss"] for r in rows if r.get("loss") is not None]
+        elif path.is_file():
+            record["regression"][name.split(".")[0]] = json.loads(path.read_text())
+    args.save()
+    student = args.work / "static-student"
+    shutil.rmtree(student, ignore_errors=True)
+    command = [sys.executable, "-m", "sentlab.cli", "distill-static", "--model", str(teacher), "--output", str(student)]
+    command += ["--pca-dims", str(min(width, 256)), "--quiet"]
+    done = run(command, PART_SECONDS / 2, env=env)
+    record["static"] = {
+        "exit_code": done["exit_code"],
+        "seconds": done["seconds"],
+        **({"tail": done.get("tail", [])} if done["exit_code"] else {}),
+    }
+    if record["regression"]["exit_code"] or record["static"]["exit_code"]:
+        raise RuntimeError("the regression route or the static student failed")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("part", choices=[*PARTS, "all"])
@@ -642,6 +711,7 @@ def main() -> int:
                 "speed": part_speed,
                 "presets": part_presets,
                 "claim-a": part_claim_a,
+                "distill": part_distill,
             }[part](args, record)
             record["status"] = record.pop("status_when_done", "ok")
         except Exception as err:  # the part failed: what it measured so far is still written

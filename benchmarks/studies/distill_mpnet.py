@@ -10,7 +10,7 @@ best dev mean (the start model counts) is confirmed once on the test forum. The 
 encoded once (the embedding cache) and their cost is reported. The models are fetched from the package
 index by ``benchmarks/reference_models.py`` and named by their hub ids.
 
-Feeds: records distill-mpnet-minilm; pages docs/guides/distillation.md.
+Feeds: no record (its figures are quoted by hand); pages docs/guides/distillation.md.
 
     python -m benchmarks.studies.distill_mpnet --output runs/distill-mpnet
 """

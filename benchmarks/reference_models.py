@@ -256,11 +256,18 @@ def check_files(spec: ReferenceModel, folder: Path) -> None:
 
 
 def _installed_folder(spec: ReferenceModel) -> Path | None:
+    """The installed package's model folder, when the package installed is the pinned version (its
+    files are still checked one by one); else None, and the wheel is downloaded."""
+    from importlib import metadata
+
     if spec.installed is None:
         return None
+    (package,) = spec.packages
     try:
+        if metadata.version(package.name) != package.version:
+            return None
         module = __import__(spec.installed)
-    except ImportError:
+    except (ImportError, metadata.PackageNotFoundError):
         return None
     return Path(module.get_model_path())
 

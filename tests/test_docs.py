@@ -465,3 +465,24 @@ def test_every_guide_and_method_page_says_what_to_expect():
             if record and f"`{record}`" not in body:
                 wrong.append(f"{page.name}: figure {name} without its record `{record}` in the box")
     assert not wrong, wrong
+
+
+def test_the_distillation_verdict_calls_only_a_gain_above_zero_a_beat(tmp_path):
+    """beyond_noise is two-sided: a regression reliably *worse* than its start on both headlines must not
+    read as having beaten it; without a record the table says it is not measured."""
+    hooks = load_hooks()
+    assert hooks.distill_table(tmp_path).startswith("Not measured yet: no record `distill-mpnet-minilm`")
+    worse = {"difference": -2.0, "low": -3.0, "high": -1.0, "beyond_noise": True}
+    result = {
+        "minus_start": {"mse-distill": {"sts_avg": worse, "forum-test": worse}},
+        "minus_simcse": {"mse-distill": {"sts_avg": worse, "forum-test": worse}},
+        "gap_closed": {"mse-distill": {"sts_avg": -0.4, "test": None}},
+        "chosen_on_dev": "start model",
+    }
+    (tmp_path / "distill-mpnet-minilm.json").write_text(json.dumps({"name": "distill-mpnet-minilm", "result": result}))
+    hooks._records_module = lambda: type(
+        "R", (), {"read": staticmethod(lambda name, where: json.loads((where / f"{name}.json").read_text()))}
+    )
+    said = hooks.distill_verdict(tmp_path)
+    assert said.startswith("The regression did not beat its start") and "missed" in said
+    assert "no share (the teacher scores no higher)" in said

@@ -338,7 +338,11 @@ def random_bert(folder: Path, data: Path, tiny: bool) -> Path:
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     if (folder / "config.json").is_file():
-        return folder
+        from transformers import AutoTokenizer
+
+        if len(AutoTokenizer.from_pretrained(str(folder))) > 5:  # an earlier call's, with its vocabulary
+            return folder
+        shutil.rmtree(folder)  # an earlier version's empty tokenizer (every word [UNK]): built again
     folder.mkdir(parents=True, exist_ok=True)
     lines = (data / "wikipedia" / "wiki_sentences.txt").read_text("utf-8").splitlines()[:20000]
     trainer = BertWordPieceTokenizer(lowercase=True)
@@ -611,13 +615,16 @@ def part_distill(args, record: dict) -> None:
     BERT-base (tiny: 2 x 64, a WordPiece vocabulary learnt from the bundle's Wikipedia lines) labels
     Wikipedia lines, and a random student of half its width (6 x 384, MiniLM's shape; tiny: 2 x 32) on its
     vocabulary learns the teacher's embeddings with ``MSELoss`` through ``loss_args.projection_dim`` (the
-    embedding-regression route of the page "A small model from a big one"), in the card's precision;
+    embedding-regression route of the page "A small model from a big one"), in bf16 where the card has it;
     then ``sentlab distill-static`` makes the teacher's static student. Both: exit code, seconds, the
     losses, the labelling cost and the runtime read back."""
+    import torch
     import yaml
 
-    env = {"HF_HUB_OFFLINE": "1", "SENTLAB_DATA": str(args.data)}
-    teacher = random_bert(args.work / "random-bert", args.data, args.tiny)
+    cache = args.work / "distill-cache"  # a fresh cache: the labels' cost is an encoding, never a cache read
+    shutil.rmtree(cache, ignore_errors=True)
+    env = {"HF_HUB_OFFLINE": "1", "SENTLAB_DATA": str(args.data), "SENTLAB_CACHE": str(cache)}
+    teacher = random_bert(args.work / ("random-bert-tiny" if args.tiny else "random-bert"), args.data, args.tiny)
     width = json.loads((teacher / "config.json").read_text())["hidden_size"]
     lines = (args.data / "wikipedia" / "wiki_sentences.txt").read_text("utf-8").splitlines()
     texts = args.work / "distill-texts.jsonl"
@@ -636,7 +643,7 @@ def part_distill(args, record: dict) -> None:
             "output_dir": str(out),
             "max_steps": 4 if args.tiny else 100,
             "batch_size": 8 if args.tiny else 64,
-            "mixed_precision": "no" if args.tiny else "bf16",
+            "mixed_precision": "no" if args.tiny or not torch.cuda.is_bf16_supported() else "bf16",
             "progress_bar": False,
             "logging_steps": 1,
         },

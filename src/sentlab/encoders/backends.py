@@ -507,8 +507,15 @@ def accelerate(
 def inference_setting(model) -> dict:
     """Backend and precision a model runs with (torch fp32 unless :func:`accelerate` changed it)."""
     info = getattr(model, "sentlab_inference", None)
-    return (
-        {"backend": info["backend"], "precision": info["precision"]}
-        if info
-        else {"backend": "torch", "precision": "fp32"}
-    )
+    if info:
+        return {"backend": info["backend"], "precision": info["precision"]}
+    # torch's float32 matmuls as this process runs them: TF32 where a run allowed it (train.tf32)
+    return {"backend": "torch", "precision": "tf32" if tf32_allowed() else "fp32"}
+
+
+def tf32_allowed() -> bool:
+    """Whether CUDA float32 matmuls run in TF32 in this process (:func:`pin_float32_math`)."""
+    matmul = torch.backends.cuda.matmul
+    if hasattr(matmul, "fp32_precision"):
+        return matmul.fp32_precision == "tf32"
+    return bool(getattr(matmul, "allow_tf32", False))

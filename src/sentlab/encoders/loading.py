@@ -74,6 +74,10 @@ def resolve_model_path(name: str | Path) -> str:
 
         fetched = fetched_model(name)  # a reference model fetched from the package index by its hub id
         if fetched is not None:
+            from sentlab.cache_folder import hold_in_use, mark_used
+
+            hold_in_use(fetched)  # in use while this process runs: the cache's eviction passes over it
+            mark_used(fetched)
             return str(fetched)
         raise ModelLoadError(
             f"{name}: not a local folder or alias, nor in the local hub cache, and the hub is offline "

@@ -575,10 +575,12 @@ class Supervised(Method):
         else:
             table = self.one_dataset()
             costs = {"": self.labelling} if self.labelling else {}
-        if costs and self.paths is not None and self.paths.root.is_dir():  # what the teacher's labels cost
+        kept = self.paths.root / "teacher_labels.json" if self.paths is not None else None
+        # what the teacher's labels cost, as the run first labelled them (a resume reads them from the cache)
+        if costs and kept is not None and self.paths.root.is_dir() and not kept.is_file():
             from sentlab.paths import json_text, write_text_atomic
 
-            write_text_atomic(self.paths.root / "teacher_labels.json", json_text(costs.get("", costs)))
+            write_text_atomic(kept, json_text(costs.get("", costs)))
         return table
 
     def _one_set(self, name: str) -> Dataset:
@@ -778,10 +780,12 @@ class Supervised(Method):
         # each column encoded once through the embedding cache, kept on disk under the teacher's weights,
         # modules, length and the (prompted) texts: a second run, another seed, labels without encoding
         cache = EmbeddingCache(teacher, max_rows=0, store=EmbeddingStore.default(), min_store_rows=1)
+        # an embedding route learns the first column's embedding only: the others are not encoded
+        read = 1 if self.spec.teacher == "embedding" else len(texts)
         with torch.no_grad():
             vectors = [
                 torch.as_tensor(cache.encode(prompted(list(table[c]), p), batch_size=batch))
-                for c, p in zip(texts, prompts)
+                for c, p in zip(texts[:read], prompts[:read])
             ]
         if self.spec.teacher == "embedding":
             labels = vectors[0]
@@ -806,7 +810,15 @@ class Supervised(Method):
             f"supervised.teacher: {len(table):,} rows labelled in {seconds:.1f} s "
             + ("(read from the embedding cache)" if cache.encoded == 0 else f"({cache.encoded:,} texts encoded)")
         )
-        return table.add_column("label", labels.tolist())
+        # a batch of rows at a time into the table: never the whole label matrix as Python floats
+        matrix = labels.numpy()
+        return table.map(
+            lambda _, index: {"label": matrix[index[0] : index[-1] + 1].tolist()},
+            with_indices=True,
+            batched=True,
+            batch_size=4096,
+            keep_in_memory=True,
+        )
 
     def cross_encoder_labels(self, table: Dataset) -> Dataset:
         """Distillation from a cross-encoder (``supervised.teacher`` one): its scores of (anchor, positive)

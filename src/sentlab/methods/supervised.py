@@ -811,7 +811,7 @@ class Supervised(Method):
             + ("(read from the embedding cache)" if cache.encoded == 0 else f"({cache.encoded:,} texts encoded)")
         )
         # a batch of rows at a time into the table: never the whole label matrix as Python floats
-        matrix = labels.numpy()
+        matrix = labels.cpu().numpy()
         return table.map(
             lambda _, index: {"label": matrix[index[0] : index[-1] + 1].tolist()},
             with_indices=True,

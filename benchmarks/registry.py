@@ -156,7 +156,11 @@ BENCHMARKS = _declare(
         + "retrieval_cqadupstack --output runs/retrieval-cqadupstack --pairs 2000 --mine-titles 20000 --dev-others 2000",
     ),
     B("mine-guard-minilm", "study", S + "mine_guard"),
-    B("distill-mpnet-minilm", "study", S + "distill_mpnet --output runs/distill-mpnet"),
+    B(
+        "distill-mpnet-minilm",
+        "study",
+        S + "distill_mpnet --output runs/distill-mpnet-4k --wikipedia 1000 --domain 3000 --dev-others 2000",
+    ),
     B("static-student-minilm", "study", S + "static_student --output runs/static-student"),
     B(
         "minilm-evalrank",

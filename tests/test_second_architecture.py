@@ -158,6 +158,8 @@ def test_encode_on_mpnet_agrees_with_torch(backend, precision, mpnet, pairs, tmp
         argv = ["encode", "--model", str(model), "--backend", b, "--precision", p, "--input", str(sentences)]
         assert main([*argv, "--output", str(out), "--quiet"]) == 0
         outputs[name] = np.load(out)
+        ran = json.loads(out.with_name(out.name + ".json").read_text())["plan"]["model"]
+        assert (ran["backend"], ran["precision"]) == (b, p)  # what ran, read back: never a silent torch
     a, b = outputs["torch"], outputs[backend]
     cosine = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
     assert cosine.min() > 0.99  # int8 weights (and activations) on a tiny model: a few thousandths off fp32

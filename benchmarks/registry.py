@@ -87,6 +87,13 @@ BENCHMARKS = _declare(
     B("gradient-cache-cpu", "perf", P + "gradient_cache --batches 64 512 --chunks whole 64 16 --steps 1 --warmup 1"),
     B("gradient-cache-plan-16gib", "perf", P + "gradient_cache --plan 16"),
     B("inference-backends-minilm", "perf", P + "inference_backends"),
+    B(
+        "inference-backends-mpnet",
+        "perf",
+        P + "inference_backends --model sentence-transformers/all-mpnet-base-v2 --sentences 2000 --titles 2000"
+        " --settings torch-fp32 onnx-int8",
+        what="all-mpnet-base-v2 as a teacher: how close onnx int8's labels are to torch fp32's, and its rate",
+    ),
     B("index-codes-minilm", "perf", P + "index_codes --model minilm --forum mathematica --rounds 3"),
     B("int8-static-minilm", "perf", P + "int8_static --sentences 4000 --calibration 300 --rounds 3"),
     B("mlm-head-shape", "perf", P + "mlm_head_shape"),

@@ -1,6 +1,7 @@
 """Encode throughput per inference backend, against the machine's own compute limit.
 
-Feeds: records inference-backends-minilm; pages docs/guides/inference.md, docs/results.md.
+Feeds: records inference-backends-minilm, inference-backends-mpnet; pages
+docs/guides/distillation.md, docs/guides/inference.md, docs/results.md.
 
 For each setting (torch fp32 through plain ``SentenceTransformer.encode`` — the reference — and
 torch / onnx / openvino through sentlab's length-batched encoding), on the first N Wikipedia

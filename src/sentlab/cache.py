@@ -72,12 +72,21 @@ def fetched_model(hub_id: str, root: str | Path | None = None) -> Path | None:
     record = read_record(folder, {"hub_id": hub_id})
     if record is None:
         return None
-    sizes = record.get("sizes", {})  # every file of the folder, its sub-folders' too
-    if not isinstance(sizes, dict) or any(
-        not (folder / name).is_file() or (folder / name).stat().st_size != size for name, size in sizes.items()
-    ):
+    sizes, hashes = record.get("sizes", {}), record.get("sha256", {})  # every file, its sub-folders' too
+    if not isinstance(sizes, dict) or not isinstance(hashes, dict) or set(hashes) - set(sizes):
         return None
+    if any(not (folder / name).is_file() or (folder / name).stat().st_size != size for name, size in sizes.items()):
+        return None
+    # a same-size edit keeps every size: each file's sha256 against the record, once a process per state
+    state = tuple((name, (folder / name).stat().st_mtime_ns) for name in sorted(hashes))
+    if _verified.get(folder) != state:
+        if any(file_sha256(folder / name) != digest for name, digest in hashes.items()):
+            return None
+        _verified[folder] = state
     return folder
+
+
+_verified: dict[Path, tuple] = {}  # fetched folders whose files matched their sha256, by the files' mtimes
 
 
 def max_bytes_from_env() -> int:

@@ -26,6 +26,7 @@ __all__ = [
     "emit",
     "fed",
     "last_json",
+    "produced_by",
     "scores",
     "scripts",
     "sentlab",
@@ -56,6 +57,37 @@ def last_json(text: str) -> dict | list:
     if found is None:
         raise SystemExit(f"the child printed no JSON object; its output ended: {text.strip()[-300:]!r}")
     return found
+
+
+def produced_by(out: Path, files: list[Path], before: bool) -> dict[str, list[str]]:
+    """Which commit produced each of ``files`` (under ``out``): a study's outputs, which a rerun reuses.
+    Called once ``before`` the study's steps, it notes the files missing, to be written by this run's
+    commit (``sha``, ``+changes`` where the tree differed from it); called after, each file it noted and
+    now finds is this commit's. ``out/produced-by.json`` keeps the ledger; a file there before the
+    ledger knew of it (an older run, an interrupted one, a hand) is ``unrecorded``. Returns
+    ``{commit: [files]}`` relative to ``out``."""
+    ledger_path = out / "produced-by.json"
+    ledger = json.loads(ledger_path.read_text("utf-8")) if ledger_path.is_file() else {"pending": {}, "by": {}}
+    this = record.commit()
+    name = f"{this.get('sha')}{'+changes' if this.get('dirty') else ''}"
+    for path in files:
+        key = path.resolve().relative_to(out.resolve()).as_posix()
+        if key in ledger["by"]:
+            continue
+        if not path.exists():
+            if before:
+                ledger["pending"][key] = name
+        elif not before and ledger["pending"].get(key) == name:
+            ledger["by"][key] = name
+            del ledger["pending"][key]
+        else:
+            ledger["by"][key] = "unrecorded"
+    ledger_path.write_text(json.dumps(ledger, indent=1), encoding="utf-8")
+    grouped: dict[str, list[str]] = {}
+    for key, by in sorted(ledger["by"].items()):
+        if any(path.resolve().relative_to(out.resolve()).as_posix() == key for path in files):
+            grouped.setdefault(by, []).append(key)
+    return grouped
 
 
 def spread(values: list[float], digits: int | None = None) -> dict:

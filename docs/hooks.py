@@ -552,11 +552,80 @@ def retrieval_verdict(records: Path = RECORDS) -> str:
 NOT_MEASURED = "Not measured yet: no record `{name}` (`python -m benchmarks run {name}` writes it)."
 
 
+def static_potion(records: Path = RECORDS) -> str:
+    """sentlab's static students against potion-base-8M (records ``static-potion-minilm`` and
+    ``static-potion-mpnet``): for each teacher, potion-base-8M, all-MiniLM-L6-v2, the teacher and each
+    student on the STS average, STS-B and the domain card, with its rate as a multiple of
+    all-MiniLM-L6-v2's torch fp32 rate; a student's difference to potion-base-8M with its 95 % interval;
+    each target, met or missed."""
+    parts = []
+    for name in ("static-potion-minilm", "static-potion-mpnet"):
+        if not (records / f"{name}.json").is_file():
+            parts.append(NOT_MEASURED.format(name=name))
+            continue
+        result = record(name, records)["result"]
+        scores, speed, minus = result["scores"], result["speed"], result["minus_potion"]
+        keys = ("sts_avg", "sts_b", "domain_ndcg_at_10")
+        teacher = result["teacher"].split("/")[-1]
+        rows = [
+            f"Teacher {teacher} (record `{name}`):",
+            "",
+            "| model | STS avg | STS-B test | domain nDCG@10 | × all-MiniLM-L6-v2 fp32 rate | minus potion-base-8M: STS avg, STS-B, domain [95 %] |",
+            "|---|---:|---:|---:|---:|---|",
+        ]
+        rate = {
+            "potion-base-8M": "potion-base-8M",
+            "all-MiniLM-L6-v2": "all-MiniLM-L6-v2 torch fp32",
+            "teacher": "teacher torch fp32",
+        }
+        for label in ("potion-base-8M", "all-MiniLM-L6-v2", "teacher"):
+            if label in scores:
+                cells = " | ".join(f"{scores[label][k]:.2f}" for k in keys)
+                times = speed[rate[label]]["times_minilm_fp32"]
+                rows.append(f"| {teacher if label == 'teacher' else label} | {cells} | {times:g}× | |")
+        for label in ("distilled", "trained"):
+            cells = " | ".join(f"{scores[label][k]['mean']:.2f}" for k in keys)
+            diff = ", ".join(
+                f"{minus[label][k]['difference']:+.2f} [{minus[label][k]['low']:+.2f}, {minus[label][k]['high']:+.2f}]"
+                for k in keys
+            )
+            rows.append(f"| student: {label} | {cells} | {speed[label]['times_minilm_fp32']:g}× | {diff} |")
+        t, data, labels = result["targets"], result["data"], result["labels"]
+        said = lambda ok: "met" if ok else "missed"  # noqa: E731
+        fraction = scores["trained"]
+        rows += [
+            "",
+            f"Students: {data['student_tokens']:,} tokens × {data['student_dims']} dimensions; 'trained' is the "
+            f"mean of seeds {', '.join(map(str, result['seeds']))}, on {data['wikipedia_sentences']:,} Wikipedia "
+            f"sentences and the {data['domain_titles']:,} titles of the {data['test_forum']} collection, labelled "
+            f"in {labels['backend']} {labels['precision']} ({result['label_check']['chosen']} was the fastest "
+            f"setting keeping a mean cosine of 0.99 to torch fp32). Targets for 'trained': potion-base-8M's STS "
+            f"average or above {said(t['sts_avg_at_least_potion'])}, its STS-B or above "
+            f"{said(t['sts_b_at_least_potion'])}, beyond it on the domain card {said(t['domain_beyond_potion'])}, "
+            f"100× all-MiniLM-L6-v2's torch fp32 rate {said(t['speed_100x_minilm'])}; 95 % of all-MiniLM-L6-v2: "
+            + ", ".join(
+                f"{k.replace('_', ' ')} {fraction[k]['fraction_of_teacher']:.1%} ({said(ok)})"
+                for k, ok in t["fraction_of_minilm_095"].items()
+            )
+            + ".",
+        ]
+        parts.append("\n".join(rows))
+    return "\n\n".join(parts)
+
+
+ROUTE_NAMES = {  # the record's configs, as the distillation page names them
+    "mse-distill": "regression (a)",
+    "rankcse": "listwise route (b, RankCSE)",
+    "margin-mse": "margin route (c, MarginMSE)",
+    "simcse": "SimCSE (no teacher)",
+}
+
+
 def distill_table(records: Path = RECORDS) -> str:
-    """Route (a), all-mpnet-base-v2 regressed into all-MiniLM-L6-v2 (record ``distill-mpnet-minilm``):
-    the start model, each config over seeds and the teacher on the STS average, STS-B test and nDCG@10 of
+    """all-mpnet-base-v2 into all-MiniLM-L6-v2 by each route (record ``distill-mpnet-minilm``): the
+    start model, each config over seeds and the teacher on the STS average, STS-B test and nDCG@10 of
     the dev and test forums; each config minus the start model on the test forum and the STS average with
-    its 95 % interval over seeds and items; the share of the gap to the teacher each closes."""
+    its 95 % interval over seeds and items; what the teacher's labels cost."""
     if not (records / "distill-mpnet-minilm.json").is_file():
         return NOT_MEASURED.format(name="distill-mpnet-minilm")
     result = record("distill-mpnet-minilm", records)["result"]
@@ -570,57 +639,85 @@ def distill_table(records: Path = RECORDS) -> str:
     start = scores["start model"]
     rows.append(f"| {mark('start model')} | " + " | ".join(f"{start[k]:.2f}" for k in keys) + " | | |")
     test_task = next(t for t in next(iter(result["minus_start"].values())) if t.endswith("-test"))
-    for name in ("mse-distill", "simcse"):
+    for name in [*result.get("routes", {"mse-distill": "a"}), "simcse"]:
         row, minus = scores[name], result["minus_start"][name]
         interval = lambda d: f"{d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"  # noqa: E731
         cells = " | ".join(f"{row[k]['mean']:.2f}" for k in keys)
-        rows.append(f"| {mark(name)} | {cells} | {interval(minus[test_task])} | {interval(minus['sts_avg'])} |")
+        label = f"{ROUTE_NAMES.get(name, name)}: `{name}`"
+        rows.append(
+            f"| {mark(label) if name == chosen else label} | {cells} | {interval(minus[test_task])} | {interval(minus['sts_avg'])} |"
+        )
     teacher = result["teacher_scores"]
     rows.append("| teacher (all-mpnet-base-v2) | " + " | ".join(f"{teacher[k]:.2f}" for k in keys) + " | | |")
-    data, settings, labels = result["data"], result["settings"], result["teacher_labels"]["first_run"]
+    data, settings, labels = result["data"], result["settings"], result["teacher_labels"]
+    if "first_run" in labels:  # a record of route (a) alone
+        labels = {"mse-distill": labels}
+    cost = "; ".join(
+        f"{ROUTE_NAMES.get(name, name)}: {kept['first_run']['texts_encoded']:,} texts "
+        f"encoded in {kept['first_run']['seconds']:.0f} s"
+        + (
+            ", read from the embedding cache by the later seeds"
+            if all(kept["later_runs_from_cache"])
+            else ", encoded again by a later seed"
+        )
+        for name, kept in labels.items()
+    )
     rows += [
         "",
         f"{data['texts']:,} unlabelled texts ({data['wikipedia_sentences']:,} Wikipedia sentences, "
-        f"{data['domain_titles']:,} titles of the training forums); dev: {data['dev_forum']}, test: "
-        f"{data['test_forum']}; seeds {settings['seeds']}, one epoch, batch {settings['batch_size']}, length "
-        f"{settings['max_seq_length']}. A config's cells: the mean over seeds. The teacher's labels: "
-        f"{labels['texts_encoded']:,} texts encoded in {labels['seconds']:.0f} s on the record's machine, "
+        f"{data['domain_titles']:,} titles of the training forums)"
         + (
-            "read from the embedding cache by the later seeds."
-            if all(result["teacher_labels"]["later_runs_from_cache"])
-            else "encoded again by a later seed."
-        ),
+            f"; route (c): {data['triplets']:,} (title, duplicate, negative) rows from {data['training_pairs']:,} "
+            f"duplicate links, the negatives mined by the start model from {data['mined_from_titles']:,} titles"
+            if "triplets" in data
+            else ""
+        )
+        + f". Dev: {data['dev_forum']}, test: {data['test_forum']}; seeds {settings['seeds']}, one epoch, "
+        f"batch {settings['batch_size']}, length {settings['max_seq_length']}. A config's cells: the mean over "
+        f"seeds. The teacher's labels, on the record's machine: {cost}.",
     ]
     return "\n".join(rows)
 
 
 def distill_verdict(records: Path = RECORDS) -> str:
-    """What the distillation table says, from its record: whether route (a) beat its start beyond the
-    noise on both the STS average and the test forum, the share of the gap to the teacher it closed,
-    against SimCSE, and what dev chose."""
+    """What the distillation table says, from its record: for each route whether it beat its start beyond
+    the noise on both the STS average and the test forum, the share of the gap to the teacher it closed,
+    and its difference to SimCSE; what dev chose; sentence-transformers' trainer beside sentlab's."""
     if not (records / "distill-mpnet-minilm.json").is_file():
         return ""
     result = record("distill-mpnet-minilm", records)["result"]
-    minus = result["minus_start"]["mse-distill"]
-    test_task = next(t for t in minus if t.endswith("-test"))
-    gap = result["gap_closed"]["mse-distill"]
-    # beyond the noise is two-sided (the interval excludes 0): a gain is that, above 0
-    both = all(minus[t]["beyond_noise"] and minus[t]["difference"] > 0 for t in ("sts_avg", test_task))
-    half = all(gap[k] is not None and gap[k] >= 0.5 for k in ("sts_avg", "test"))
-    share = lambda k: "no share (the teacher scores no higher)" if gap[k] is None else f"{gap[k]:.0%}"  # noqa: E731
-    said = (
-        "The regression beat its start beyond the noise on both the STS average and the test forum"
-        if both
-        else "The regression did not beat its start beyond the noise on both the STS average and the test forum"
+    said = []
+    for name in result.get("routes", {"mse-distill": "a"}):
+        minus, gap, against = result["minus_start"][name], result["gap_closed"][name], result["minus_simcse"][name]
+        test_task = next(t for t in minus if t.endswith("-test"))
+        # beyond the noise is two-sided (the interval excludes 0): a gain is that, above 0
+        both = all(minus[t]["beyond_noise"] and minus[t]["difference"] > 0 for t in ("sts_avg", test_task))
+        half = all(gap[k] is not None and gap[k] >= 0.5 for k in ("sts_avg", "test"))
+        share = lambda k: "no share (the teacher scores no higher)" if gap[k] is None else f"{gap[k]:.0%}"  # noqa: E731
+        better = against["sts_avg"]["beyond_noise"] and against["sts_avg"]["difference"] > 0
+        route = ROUTE_NAMES.get(name, name)
+        said.append(
+            f"The {route} {'beat' if both else 'did not beat'} its start beyond the noise on both the STS average "
+            f"and the test forum ({minus['sts_avg']['difference']:+.2f} and {minus[test_task]['difference']:+.2f} "
+            f"points) and closed {share('sts_avg')} of the gap to its teacher on the STS average and "
+            f"{share('test')} on the test forum: the target (both beyond the noise, half the gap) is "
+            f"{'met' if both and half else 'missed'}. Against SimCSE on the same start: "
+            f"{against['sts_avg']['difference']:+.2f} on the STS average "
+            f"({'beyond the noise' if better else 'not a gain beyond the noise'}), "
+            f"{against[test_task]['difference']:+.2f} on the test forum."
+        )
+    chosen = result["chosen_on_dev"]
+    said.append(
+        f"The dev forum chose {'the start model' if chosen == 'start model' else ROUTE_NAMES.get(chosen, chosen)}."
     )
-    against = result["minus_simcse"]["mse-distill"]
-    return (
-        f"{said} ({minus['sts_avg']['difference']:+.2f} and {minus[test_task]['difference']:+.2f} points), and it "
-        f"closed {share('sts_avg')} of the gap to its teacher on the STS average and {share('test')} on the "
-        f"test forum: the target (both beyond the noise, half the gap) is {'met' if both and half else 'missed'}. "
-        f"Against SimCSE on the same text: {against['sts_avg']['difference']:+.2f} on the STS average, "
-        f"{against[test_task]['difference']:+.2f} on the test forum. The dev forum chose {result['chosen_on_dev']}."
-    )
+    parity = result.get("sentence_transformers_parity")
+    if parity:
+        said.append(
+            f"The regression through sentence-transformers' own trainer, seed {parity['seed']} without dev "
+            f"selection, scores {parity['sentence_transformers_trainer']:.2f} nDCG@10 on the test forum; sentlab's "
+            f"run of the same config {parity['sentlab']:.2f} ({parity['difference']:+.2f})."
+        )
+    return "\n\n".join(f"- {line}" for line in said)
 
 
 def _index_rows(found: dict, first: str, timing: str) -> list[str]:
@@ -1122,6 +1219,7 @@ GENERATORS = {
     "retrieval": retrieval_table,
     "distill": distill_table,
     "distill_verdict": distill_verdict,
+    "static_potion": static_potion,
     "retrieval_expect": retrieval_expect,
     "retrieval_verdict": retrieval_verdict,
     "retrieval_index": retrieval_index_table,

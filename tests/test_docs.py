@@ -473,16 +473,28 @@ def test_the_distillation_verdict_calls_only_a_gain_above_zero_a_beat(tmp_path):
     hooks = load_hooks()
     assert hooks.distill_table(tmp_path).startswith("Not measured yet: no record `distill-mpnet-minilm`")
     worse = {"difference": -2.0, "low": -3.0, "high": -1.0, "beyond_noise": True}
+    better = {"difference": 2.0, "low": 1.0, "high": 3.0, "beyond_noise": True}
     result = {
-        "minus_start": {"mse-distill": {"sts_avg": worse, "forum-test": worse}},
-        "minus_simcse": {"mse-distill": {"sts_avg": worse, "forum-test": worse}},
-        "gap_closed": {"mse-distill": {"sts_avg": -0.4, "test": None}},
+        "routes": {"mse-distill": "a", "rankcse": "b"},
+        "minus_start": {
+            "mse-distill": {"sts_avg": worse, "forum-test": worse},
+            "rankcse": {"sts_avg": better, "forum-test": better},
+        },
+        "minus_simcse": {
+            "mse-distill": {"sts_avg": worse, "forum-test": worse},
+            "rankcse": {"sts_avg": better, "forum-test": better},
+        },
+        "gap_closed": {"mse-distill": {"sts_avg": -0.4, "test": None}, "rankcse": {"sts_avg": 0.6, "test": 0.5}},
         "chosen_on_dev": "start model",
     }
     (tmp_path / "distill-mpnet-minilm.json").write_text(json.dumps({"name": "distill-mpnet-minilm", "result": result}))
     hooks._records_module = lambda: type(
         "R", (), {"read": staticmethod(lambda name, where: json.loads((where / f"{name}.json").read_text()))}
     )
-    said = hooks.distill_verdict(tmp_path)
-    assert said.startswith("The regression did not beat its start") and "missed" in said
-    assert "no share (the teacher scores no higher)" in said
+    regression, listwise, chosen = hooks.distill_verdict(tmp_path).split("\n\n")
+    assert regression.startswith("- The regression (a) did not beat its start") and "is missed" in regression
+    assert "no share (the teacher scores no higher)" in regression
+    assert "-2.00 on the STS average (not a gain beyond the noise)" in regression
+    assert listwise.startswith("- The listwise route (b, RankCSE) beat its start") and "is met" in listwise
+    assert "+2.00 on the STS average (beyond the noise)" in listwise
+    assert chosen == "- The dev forum chose the start model."

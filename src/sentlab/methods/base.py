@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 from datasets import Dataset
@@ -452,6 +452,28 @@ def read_train_sentences(cfg: TrainConfig, first: int | None = None) -> list[str
     """:func:`train_table`'s sentences as a list (for the few that need them all in memory, e.g. the
     first N lines that initialise a flow or hold out an MLM evaluation)."""
     return train_table(cfg, first)["sentence"]
+
+
+TeacherSetting = Literal[
+    "torch fp32", "onnx fp32", "onnx int8", "openvino fp32", "openvino int8", "openvino int8-static"
+]
+TEACHER_SETTING_HELP = (
+    "the runtime and precision the teacher encodes in (onnx / openvino run on the CPU, with their extras); "
+    "check first that it keeps the teacher's embeddings (benchmarks inference-backends-*)"
+)
+
+
+def load_teacher(name: str, setting: str, trust_remote_code: bool) -> SentenceTransformer:
+    """The frozen teacher ``name`` in ``setting`` ("BACKEND PRECISION", :data:`TeacherSetting`): torch
+    fp32 on the best device; onnx / openvino on the CPU. Its fingerprint
+    (:func:`~sentlab.rank.index.encoder_fingerprint`) names the setting, so its cached outputs are never
+    taken for another setting's."""
+    backend, precision = setting.split()
+    if setting == "torch fp32":
+        return load_encoder(name, trust_remote_code=trust_remote_code)
+    from sentlab.encoders.backends import accelerate
+
+    return accelerate(load_encoder(name, device="cpu", trust_remote_code=trust_remote_code), backend, precision)
 
 
 def frozen_vectors(

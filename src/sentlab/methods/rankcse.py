@@ -16,9 +16,17 @@ from sentence_transformers import SentenceTransformer
 from torch import nn
 
 from sentlab.data.tables import with_row_index
-from sentlab.encoders.loading import load_encoder
 from sentlab.losses.rankcse import RankCSELoss
-from sentlab.methods.base import Method, frozen_vectors, register, train_sha256, train_table
+from sentlab.methods.base import (
+    TEACHER_SETTING_HELP,
+    Method,
+    TeacherSetting,
+    frozen_vectors,
+    load_teacher,
+    register,
+    train_sha256,
+    train_table,
+)
 from sentlab.rank.index import encoder_fingerprint
 from sentlab.training.config import TrainConfig, _Section
 
@@ -35,6 +43,7 @@ class RankCSESection(_Section):
     tau_teacher: float = Field(0.05, gt=0, description="tau_3 (ListNet)")
     use_infonce: bool = Field(True, description="keep InfoNCE (Eq. 1)")
     encode_batch_size: int = Field(256, gt=0, description="batch size for the teachers' one-off encoding")
+    teacher_setting: TeacherSetting = Field("torch fp32", description=f"every teacher: {TEACHER_SETTING_HELP}")
 
 
 class RankCSEConfig(TrainConfig):
@@ -75,7 +84,7 @@ class RankCSEMethod(Method):
         self.teacher_vectors = []
         sha256 = train_sha256(self.cfg)
         for k, name in enumerate(self.cfg.rankcse.teachers):
-            teacher = load_encoder(name, trust_remote_code=self.cfg.model.trust_remote_code)
+            teacher = load_teacher(name, self.cfg.rankcse.teacher_setting, self.cfg.model.trust_remote_code)
             self.teacher_vectors.append(
                 frozen_vectors(
                     teacher,

@@ -70,7 +70,15 @@ from sentlab.losses.catalog import (
     check_arguments,
     loss_class,
 )
-from sentlab.methods.base import Method, column_roles, data_columns, register
+from sentlab.methods.base import (
+    TEACHER_SETTING_HELP,
+    Method,
+    TeacherSetting,
+    column_roles,
+    data_columns,
+    load_teacher,
+    register,
+)
 from sentlab.progress import say
 from sentlab.training.config import (
     DEFAULT_TEMPERATURE,
@@ -107,6 +115,10 @@ class SupervisedSection(_Section):
         None,
         description="distillation losses (MSELoss, MarginMSELoss ...): the model whose outputs are the labels; a "
         "cross-encoder gives MarginMSELoss / DistillKLDivLoss their labels from its scores of each pair",
+    )
+    teacher_setting: TeacherSetting = Field(
+        "torch fp32",
+        description=f"a sentence-transformers teacher: {TEACHER_SETTING_HELP}; every training set's teacher labels in it",
     )
     format: Literal["table", "snli", "stsb"] = "table"
     split: str = Field("train", description="format snli: the split of the SNLI folder")
@@ -154,6 +166,7 @@ class SupervisedConfig(TrainConfig):
         "loss.temperature": "with a loss without a similarity scale",
         "supervised.score_range": "outside scored pairs, or with data.sets that each give their own",
         "supervised.teacher": "outside distillation losses, or with data.sets that each give their own",
+        "supervised.teacher_setting": "without a teacher",
         "supervised.loss": "with data.sets that each name their own loss (so loss_args and format too)",
         "data.columns": "outside format table, or with data.sets (each set has its own)",
         "data.prompts": "with data.sets that each give their own prompts",
@@ -183,6 +196,10 @@ class SupervisedConfig(TrainConfig):
             idle["supervised.score_range"] = f"supervised.loss {name} reads no scores"
         if spec.kind != "distill":
             idle["supervised.teacher"] = f"supervised.loss {name} is not a distillation loss"
+        if spec.kind != "distill" or s.teacher is None:
+            idle["supervised.teacher_setting"] = "no teacher labels the rows" + (
+                f" (supervised.loss {name} is not a distillation loss)" if spec.kind != "distill" else ""
+            )
         if s.format != "table":
             idle["data.columns"] = f"supervised.format {s.format} has its own columns"
         return idle
@@ -754,14 +771,15 @@ class Supervised(Method):
         import torch
 
         from sentlab.cache import EmbeddingStore
-        from sentlab.encoders.loading import is_cross_encoder, load_encoder
+        from sentlab.encoders.loading import is_cross_encoder
         from sentlab.encoders.prompts import check_prompts_apply, prompted, role_prompt
         from sentlab.evaluation.scoring import EmbeddingCache
 
         s = self.cfg.supervised
         if is_cross_encoder(s.teacher):
             return self.cross_encoder_labels(table)
-        teacher = load_encoder(s.teacher, trust_remote_code=self.cfg.model.trust_remote_code)
+        # its setting is in its fingerprint: the cache keys the labels by it
+        teacher = load_teacher(s.teacher, s.teacher_setting, self.cfg.model.trust_remote_code)
         self.teacher_width = teacher.get_embedding_dimension()
         similarity = check_arguments(s.loss_class, s.loss_args).get("similarity_fct")
         if similarity is None and self.spec.teacher != "embedding":
@@ -775,7 +793,10 @@ class Supervised(Method):
         except ConfigError as refused:  # no setting chooses a teacher's prompts: it encodes as it is
             say(f"{refused}; the teacher encodes without its query and document prompts")
             prompts = [""] * len(texts)
-        say(f"supervised.teacher: labelling {len(table):,} rows with {s.teacher} ({self.spec.teacher})")
+        say(
+            f"supervised.teacher: labelling {len(table):,} rows with {s.teacher} ({self.spec.teacher}, "
+            f"{s.teacher_setting})"
+        )
         started = time.perf_counter()
         # each column encoded once through the embedding cache, kept on disk under the teacher's weights,
         # modules, length and the (prompted) texts: a second run, another seed, labels without encoding
@@ -801,6 +822,8 @@ class Supervised(Method):
         seconds = time.perf_counter() - started
         self.labelling = {
             "teacher": s.teacher,
+            "setting": s.teacher_setting,
+            "device": str(teacher.device),
             "rows": len(table),
             "texts_encoded": cache.encoded,
             "from_cache": cache.encoded == 0,
@@ -833,6 +856,11 @@ class Supervised(Method):
                 f"supervised.teacher: {s.teacher} is a cross-encoder, which scores pairs and gives no embedding; "
                 f"{s.loss} learns a teacher's embeddings: take MarginMSELoss or DistillKLDivLoss, or a "
                 "sentence-transformers teacher"
+            )
+        if s.teacher_setting != "torch fp32":
+            raise ConfigError(
+                f"supervised.teacher_setting: {s.teacher_setting}, but {s.teacher} is a cross-encoder, which "
+                "scores in torch fp32; leave teacher_setting out"
             )
         teacher = load_cross_encoder(s.teacher, trust_remote_code=self.cfg.model.trust_remote_code)
         texts = table.column_names

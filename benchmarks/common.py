@@ -27,6 +27,7 @@ __all__ = [
     "fed",
     "last_json",
     "produced_by",
+    "commit_name",
     "scores",
     "scripts",
     "sentlab",
@@ -59,34 +60,37 @@ def last_json(text: str) -> dict | list:
     return found
 
 
-def produced_by(out: Path, files: list[Path], before: bool) -> dict[str, list[str]]:
+def commit_name() -> str:
+    """This checkout's commit as a ledger names it: the sha, and ``+changes:DIGEST`` (the diff's sha256,
+    12 hex digits) where the tree differs from it."""
+    this = record.commit()
+    return f"{this.get('sha')}" + (f"+changes:{this.get('diff_sha256', '?')[:12]}" if this.get("dirty") else "")
+
+
+def produced_by(out: Path, files: list[Path], before: bool, made_by: str) -> dict[str, list[str]]:
     """Which commit produced each of ``files`` (under ``out``): a study's outputs, which a rerun reuses.
-    Called once ``before`` the study's steps, it notes the files missing, to be written by this run's
-    commit (``sha``, ``+changes`` where the tree differed from it); called after, each file it noted and
-    now finds is this commit's. ``out/produced-by.json`` keeps the ledger; a file there before the
-    ledger knew of it (an older run, an interrupted one, a hand) is ``unrecorded``. Returns
-    ``{commit: [files]}`` relative to ``out``."""
+    Called ``before`` a step, it notes the files missing, to be written by ``made_by``
+    (:func:`commit_name`, read once when the study starts); called after, each file it noted and now
+    finds is ``made_by``'s. A file noted as another commit's and found before the step was written by
+    that commit's run, cut short before it could say so. ``out/produced-by.json`` keeps the ledger; a
+    file found before the ledger knew of it (an older run, a hand) is ``unrecorded``; a known file found
+    missing is noted again. Returns ``{commit: [files]}`` of ``files``, relative to ``out``."""
     ledger_path = out / "produced-by.json"
     ledger = json.loads(ledger_path.read_text("utf-8")) if ledger_path.is_file() else {"pending": {}, "by": {}}
-    this = record.commit()
-    name = f"{this.get('sha')}{'+changes' if this.get('dirty') else ''}"
-    for path in files:
-        key = path.resolve().relative_to(out.resolve()).as_posix()
-        if key in ledger["by"]:
-            continue
+    keys = [path.resolve().relative_to(out.resolve()).as_posix() for path in files]
+    for path, key in zip(files, keys):
         if not path.exists():
+            ledger["by"].pop(key, None)
             if before:
-                ledger["pending"][key] = name
-        elif not before and ledger["pending"].get(key) == name:
-            ledger["by"][key] = name
-            del ledger["pending"][key]
-        else:
-            ledger["by"][key] = "unrecorded"
+                ledger["pending"][key] = made_by
+        elif key not in ledger["by"]:
+            noted = ledger["pending"].pop(key, None)
+            ledger["by"][key] = noted or "unrecorded"
     ledger_path.write_text(json.dumps(ledger, indent=1), encoding="utf-8")
     grouped: dict[str, list[str]] = {}
-    for key, by in sorted(ledger["by"].items()):
-        if any(path.resolve().relative_to(out.resolve()).as_posix() == key for path in files):
-            grouped.setdefault(by, []).append(key)
+    for key in keys:
+        if key in ledger["by"]:
+            grouped.setdefault(ledger["by"][key], []).append(key)
     return grouped
 
 

@@ -169,6 +169,7 @@ BENCHMARKS = _declare(
         S + "distill_mpnet --output runs/distill-mpnet-4k --wikipedia 1000 --domain 3000 --dev-others 2000",
     ),
     B("static-student-minilm", "study", S + "static_student --output runs/static-student"),
+    B("mpnet-paths", "study", S + "mpnet_paths --output runs/mpnet-paths"),
     B("static-potion-minilm", "study", S + "static_potion --teacher sentence-transformers/all-MiniLM-L6-v2"),
     B("static-potion-mpnet", "study", S + "static_potion --teacher sentence-transformers/all-mpnet-base-v2"),
     B(

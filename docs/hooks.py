@@ -598,8 +598,7 @@ def static_potion(records: Path = RECORDS) -> str:
             f"Students: {data['student_tokens']:,} tokens × {data['student_dims']} dimensions; 'trained' is the "
             f"mean of seeds {', '.join(map(str, result['seeds']))}, on {data['wikipedia_sentences']:,} Wikipedia "
             f"sentences and the {data['domain_titles']:,} titles of the {data['test_forum']} collection, labelled "
-            f"in {labels['backend']} {labels['precision']} ({result['label_check']['chosen']} was the fastest "
-            f"setting keeping a mean cosine of 0.99 to torch fp32). Targets for 'trained': potion-base-8M's STS "
+            f"in {labels['backend']} {labels['precision']} ({result['label_check'].get('why', '')}). Targets for 'trained': potion-base-8M's STS "
             f"average or above {said(t['sts_avg_at_least_potion'])}, its STS-B or above "
             f"{said(t['sts_b_at_least_potion'])}, beyond it on the domain card {said(t['domain_beyond_potion'])}, "
             f"100× all-MiniLM-L6-v2's torch fp32 rate {said(t['speed_100x_minilm'])}; 95 % of all-MiniLM-L6-v2: "
@@ -644,24 +643,47 @@ def distill_table(records: Path = RECORDS) -> str:
         interval = lambda d: f"{d['difference']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"  # noqa: E731
         cells = " | ".join(f"{row[k]['mean']:.2f}" for k in keys)
         label = f"{ROUTE_NAMES.get(name, name)}: `{name}`"
-        rows.append(
-            f"| {mark(label) if name == chosen else label} | {cells} | {interval(minus[test_task])} | {interval(minus['sts_avg'])} |"
-        )
+        label = f"**{label}** (chosen on dev)" if name == chosen else label
+        rows.append(f"| {label} | {cells} | {interval(minus[test_task])} | {interval(minus['sts_avg'])} |")
     teacher = result["teacher_scores"]
     rows.append("| teacher (all-mpnet-base-v2) | " + " | ".join(f"{teacher[k]:.2f}" for k in keys) + " | | |")
     data, settings, labels = result["data"], result["settings"], result["teacher_labels"]
     if "first_run" in labels:  # a record of route (a) alone
         labels = {"mse-distill": labels}
-    cost = "; ".join(
-        f"{ROUTE_NAMES.get(name, name)}: {kept['first_run']['texts_encoded']:,} texts "
-        f"encoded in {kept['first_run']['seconds']:.0f} s"
-        + (
-            ", read from the embedding cache by the later seeds"
-            if all(kept["later_runs_from_cache"])
-            else ", encoded again by a later seed"
+    reread = all(all(kept["later_runs_from_cache"]) for kept in labels.values())
+    timed, check = result.get("label_cost"), result.get("label_check")
+    if timed:  # timed apart, from an empty cache
+        cost = (
+            f"the teacher in {timed['setting']} on the {timed['device']} encoded route (a)'s and (b)'s "
+            f"{timed['a_b']['texts']:,} texts in {timed['a_b']['seconds']:.0f} s and route (c)'s "
+            f"{timed['c']['texts']:,} in {timed['c']['seconds']:.0f} s from an empty cache"
         )
-        for name, kept in labels.items()
+    else:
+        cost = "; ".join(
+            f"{ROUTE_NAMES.get(name, name)}: {kept['first_run']['texts_encoded']:,} texts encoded in "
+            f"{kept['first_run']['seconds']:.0f} s"
+            for name, kept in labels.items()
+        )
+    cost += (
+        "; later seeds of (a) and (c) read their labels from the embedding cache"
+        if reread
+        else "; a later seed of (a) or (c) encoded its labels again"
     )
+    if "rankcse" in result.get("routes", {}):
+        cost += "; RankCSE keeps its teacher's vectors in its run folder, so each seed encodes them"
+    if check:
+        cost += (
+            ". Each CPU setting against torch fp32 on the training text (mean cosine on Wikipedia sentences / titles, sentences a second): "
+            + ", ".join(
+                f"{name} {v['cosine_to_fp32']['wikipedia']['mean']:.4f} / {v['cosine_to_fp32']['titles']['mean']:.4f}, "
+                f"{v['sentences_per_second']:g}/s"
+                for name, v in check["settings"].items()
+            )
+            + (
+                f"; torch fp32 {check['torch_fp32_sentences_per_second']:g}/s. The runs labelled in {check['chosen']} "
+                f"({check['why']})"
+            )
+        )
     rows += [
         "",
         f"{data['texts']:,} unlabelled texts ({data['wikipedia_sentences']:,} Wikipedia sentences, "

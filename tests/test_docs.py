@@ -498,3 +498,90 @@ def test_the_distillation_verdict_calls_only_a_gain_above_zero_a_beat(tmp_path):
     assert listwise.startswith("- The listwise route (b, RankCSE) beat its start") and "is met" in listwise
     assert "+2.00 on the STS average (beyond the noise)" in listwise
     assert chosen == "- The dev forum chose the start model."
+    # the table: the route dev chose is the one marked, the labels' check and cost under it
+    cells = {k: 1.0 for k in ("sts_avg", "stsb_test", "dev", "test")}
+    mean = {k: {"mean": 1.0} for k in cells}
+    result |= {
+        "chosen_on_dev": "rankcse",
+        "scores": {"start model": cells, "mse-distill": mean, "rankcse": mean, "simcse": mean},
+        "minus_start": {**result["minus_start"], "simcse": {"sts_avg": worse, "forum-test": worse}},
+        "teacher_scores": cells,
+        "data": {"texts": 4, "wikipedia_sentences": 2, "domain_titles": 2, "dev_forum": "d", "test_forum": "t"},
+        "settings": {"seeds": "1,2,3", "batch_size": 64, "max_seq_length": 64},
+        "teacher_labels": {"mse-distill": {"first_run": {}, "later_runs_from_cache": [True, True]}},
+        "label_cost": {
+            "setting": "openvino int8",
+            "device": "cpu",
+            "a_b": {"texts": 4, "seconds": 2.0},
+            "c": {"texts": 6, "seconds": 3.0},
+        },
+        "label_check": {
+            "settings": {
+                "onnx int8": {
+                    "cosine_to_fp32": {"wikipedia": {"mean": 0.88}, "titles": {"mean": 0.89}},
+                    "sentences_per_second": 40,
+                }
+            },
+            "torch_fp32_sentences_per_second": 25,
+            "chosen": "torch fp32",
+            "why": "no faster setting keeps 0.99",
+        },
+    }
+    (tmp_path / "distill-mpnet-minilm.json").write_text(json.dumps({"name": "distill-mpnet-minilm", "result": result}))
+    table = hooks.distill_table(tmp_path)
+    assert "| **listwise route (b, RankCSE): `rankcse`** (chosen on dev) |" in table
+    assert "| regression (a): `mse-distill` |" in table
+    assert "The runs labelled in torch fp32 (no faster setting keeps 0.99)" in table
+    assert "encoded route (a)'s and (b)'s 4 texts in 2 s and route (c)'s 6 in 3 s from an empty cache" in table
+
+
+def test_the_static_students_table_reads_its_targets_from_the_record(tmp_path):
+    """One teacher's record renders its rows and says each target met or missed as the record has it;
+    the other teacher, without a record, is said not measured."""
+    hooks = load_hooks()
+    cell = lambda mean, fraction: {"mean": mean, "fraction_of_teacher": fraction}  # noqa: E731
+    diff = {"difference": 1.0, "low": 0.5, "high": 1.5, "beyond_noise": True}
+    keys = ("sts_avg", "sts_b", "domain_ndcg_at_10")
+    result = {
+        "teacher": "sentence-transformers/all-MiniLM-L6-v2",
+        "seeds": [1, 2, 3],
+        "data": {
+            "wikipedia_sentences": 100000,
+            "domain_titles": 16705,
+            "student_tokens": 40000,
+            "student_dims": 256,
+            "test_forum": "mathematica",
+        },
+        "label_check": {"chosen": "openvino int8"},
+        "labels": {"backend": "openvino", "precision": "int8"},
+        "scores": {
+            "potion-base-8M": dict(zip(keys, (70.0, 75.0, 10.0))),
+            "all-MiniLM-L6-v2": dict(zip(keys, (78.9, 82.0, 25.0))),
+            "distilled": {k: cell(60.0, 0.76) for k in keys},
+            "trained": {k: cell(71.0, 0.9) for k in keys},
+        },
+        "minus_potion": {row: {k: diff for k in keys} for row in ("distilled", "trained")},
+        "speed": {
+            "all-MiniLM-L6-v2 torch fp32": {"times_minilm_fp32": 1.0},
+            "potion-base-8M": {"times_minilm_fp32": 120.0},
+            "distilled": {"times_minilm_fp32": 110.0},
+            "trained": {"times_minilm_fp32": 95.5},
+        },
+        "targets": {
+            "sts_avg_at_least_potion": True,
+            "sts_b_at_least_potion": False,
+            "domain_beyond_potion": True,
+            "speed_100x_minilm": False,
+            "fraction_of_minilm_095": {k: False for k in keys},
+        },
+    }
+    (tmp_path / "static-potion-minilm.json").write_text(json.dumps({"name": "static-potion-minilm", "result": result}))
+    hooks._records_module = lambda: type(
+        "R", (), {"read": staticmethod(lambda name, where: json.loads((where / f"{name}.json").read_text()))}
+    )
+    minilm, mpnet = hooks.static_potion(tmp_path).split("\n\n", 1)[0], hooks.static_potion(tmp_path)
+    assert "| student: trained | 71.00 | 71.00 | 71.00 | 95.5× | +1.00 [+0.50, +1.50]" in mpnet
+    assert "STS average or above met, its STS-B or above missed, beyond it on the domain card met" in mpnet
+    assert "100× all-MiniLM-L6-v2's torch fp32 rate missed" in mpnet and "sts b 90.0% (missed)" in mpnet
+    assert minilm.startswith("Teacher all-MiniLM-L6-v2 (record `static-potion-minilm`)")
+    assert "Not measured yet: no record `static-potion-mpnet`" in mpnet

@@ -1,9 +1,11 @@
 """A stronger teacher into the small model: all-mpnet-base-v2 distilled into all-MiniLM-L6-v2 by three
 routes, each against unsupervised SimCSE from the same start on the same unlabelled text (the in-batch
-contrastive baseline), over three seeds:
+contrastive baseline), over three seeds.
 
 Feeds: no record (its figures are quoted by hand); pages docs/changelog.md,
 docs/guides/distillation.md.
+
+The routes:
 
 - (a) regression: ``MSELoss`` onto the teacher's embeddings of unlabelled text (Wikipedia sentences and
   titles of CQADupStack's training forums), sentence-transformers' model-distillation recipe (the
@@ -21,8 +23,9 @@ on a tie), and its test score is the one the page reads as confirmed.
 
 The teacher's labels: before training, each CPU int8 setting is checked against torch fp32 on the
 training text (``label-check.json``); the fastest that keeps a mean cosine of 0.99 labels every route
-(``teacher_setting``). The labels are encoded once (the embedding cache), and their cost is timed
-apart from an empty cache (``label-cost.json``). Route (a) also runs through sentence-transformers' own
+(``teacher_setting``). Routes (a) and (c) encode their labels once, through the embedding cache (a
+later seed reads them); RankCSE keeps its teacher's vectors in each run's folder, so each seed encodes
+them. The labels' cost is timed apart, from an empty cache (``label-cost-SETTING.json``). Route (a) also runs through sentence-transformers' own
 trainer, seed 1 without selection, beside sentlab's run of the same config. The record says which
 commit produced each score file it reuses (``produced_by``). The models are fetched from the package
 index by ``benchmarks/reference_models.py`` and named by their hub ids.
@@ -42,7 +45,7 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks.common import emit, produced_by, sentlab
+from benchmarks.common import commit_name, emit, produced_by, sentlab
 from benchmarks.reference_models import fetch
 from benchmarks.studies.retrieval_cqadupstack import (
     DEV_FORUM,
@@ -148,8 +151,12 @@ def labels_check(out: Path, text: Path, count: int = 500) -> dict:
     ``count`` Wikipedia sentences and ``count`` titles of the training text (``chosen``: the fastest
     setting that keeps them, else torch fp32), kept in ``label-check.json``."""
     from benchmarks.studies.static_potion import label_check
+    from sentlab.cache import file_sha256
 
     check_file = out / "label-check.json"
+    digest = file_sha256(text)
+    if check_file.is_file() and json.loads(check_file.read_text("utf-8")).get("text_sha256") != digest:
+        check_file.unlink()  # checked on other text
     if not check_file.is_file():
         rows = [json.loads(line)["text"] for line in text.open(encoding="utf-8")]
         wikipedia = set(json.loads((out / "data" / "wikipedia.json").read_text("utf-8")))
@@ -157,7 +164,7 @@ def labels_check(out: Path, text: Path, count: int = 500) -> dict:
             "wikipedia": [t for t in rows if t in wikipedia][:count],
             "titles": [t for t in rows if t not in wikipedia][:count],
         }
-        check_file.write_text(json.dumps(label_check(TEACHER, sets)), encoding="utf-8")
+        check_file.write_text(json.dumps({**label_check(TEACHER, sets), "text_sha256": digest}), encoding="utf-8")
     return json.loads(check_file.read_text("utf-8"))
 
 
@@ -168,7 +175,7 @@ def labels_cost(out: Path, text: Path, triplets: Path, setting: str) -> dict:
     from sentlab.encoders.batching import encode_by_length
     from sentlab.methods.base import load_teacher
 
-    cost_file = out / "label-cost.json"
+    cost_file = out / f"label-cost-{setting.replace(' ', '-')}.json"
     if not cost_file.is_file():
         teacher = load_teacher(TEACHER, setting, False)  # as the runs load it
         rows = [json.loads(line)["text"] for line in text.open(encoding="utf-8")]
@@ -220,13 +227,15 @@ def st_trainer_mse(text: Path, folder: Path, cfg: dict, seed: int) -> None:
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
     from sentence_transformers import SentenceTransformerTrainingArguments as Arguments
     from sentence_transformers.sentence_transformer.losses import MSELoss
+    from transformers import set_seed
 
     from sentlab.encoders.loading import inference_max_seq_length, resolve_model_path
 
     t = cfg["train"]
+    set_seed(seed)  # before the model, as sentlab seeds: the projection's initialisation draws from it
     student = SentenceTransformer(resolve_model_path(STUDENT))
     teacher = SentenceTransformer(resolve_model_path(TEACHER))
-    student.max_seq_length = teacher.max_seq_length = cfg["model"]["max_seq_length"]
+    student.max_seq_length = cfg["model"]["max_seq_length"]  # the teacher labels at its own length, as sentlab's
     data = load_dataset("json", data_files=str(text), split="train")
     data = data.map(lambda batch: {"label": teacher.encode(batch["text"], batch_size=t["batch_size"])}, batched=True)
     args = Arguments(
@@ -292,6 +301,16 @@ def main() -> None:
     )
     (data / "titles.txt").write_text("".join(" ".join(t.split()) + "\n" for t in mined_from), encoding="utf-8")
     triplets = data / "triplets.jsonl"
+    # which commit produced each file the record reads (a rerun reuses them; compare's start-model.json is
+    # scored again at every call)
+    made_by = commit_name()
+    seeds = args.seeds.split(",")
+    runs = {c: [out / "compare" / c / f"seed-{s}" for s in seeds] for c in CONFIGS}
+    outputs = [r / "scores.json" for c in CONFIGS for r in runs[c]]
+    outputs += [out / f for f in ("teacher-dev.json", "teacher-test.json", "teacher-sts.json", "label-check.json")]
+    outputs += [out / f"parity-{n}-test.json" for n in ("sentence_transformers_trainer", "sentlab")]
+    outputs.append(triplets)
+    produced_by(out, outputs, before=True, made_by=made_by)
     if not triplets.is_file():
         sentlab(
             ["mine", "--model", STUDENT, "--input", str(data / "pairs.jsonl")]
@@ -303,13 +322,9 @@ def main() -> None:
     check = labels_check(out, text)  # the fastest setting that keeps the labels labels every route
     setting = check["chosen"]
     files = configs(out, text, triplets, dev_card, made["texts"], triplet_rows, setting, args)
-    seeds = args.seeds.split(",")
-    runs = {c: [out / "compare" / c / f"seed-{s}" for s in seeds] for c in CONFIGS}
-    outputs = [r / "scores.json" for c in CONFIGS for r in runs[c]] + [out / "compare" / "start-model.json"]
-    outputs += [out / f for f in ("teacher-dev.json", "teacher-test.json", "teacher-sts.json", "label-check.json")]
-    outputs += [out / f"parity-{n}-test.json" for n in ("sentence_transformers_trainer", "sentlab")]
-    outputs += [out / "label-cost.json", triplets]
-    produced_by(out, outputs, before=True)
+    cost_file = out / "label-cost-{}.json".format(setting.replace(" ", "-"))
+    outputs.append(cost_file)
+    produced_by(out, [cost_file], before=True, made_by=made_by)
     sentlab(
         ["compare", *(str(files[c]) for c in CONFIGS), "--task-card", str(dev_card), "--task-card", str(test_card)]
         + ["--sts", "--start-model", STUDENT, "--seeds", args.seeds, "--output", str(out / "compare"), "--quiet"]
@@ -417,7 +432,7 @@ def main() -> None:
             "sentence_transformers_parity": parity,
             "label_check": check,
             "label_cost": cost,
-            "produced_by": produced_by(out, outputs, before=False),
+            "produced_by": produced_by(out, outputs, before=False, made_by=made_by),
             "seconds": round(time.perf_counter() - started, 1),
         }
     )

@@ -219,6 +219,27 @@ def test_the_teacher_labels_in_its_setting_under_that_settings_cache_key(tiny_ba
         supervised(tmp_path, tiny_backbone, train, ["a", "p"], loss="mnrl", teacher_setting="onnx int8")
 
 
+def test_a_teacher_setting_at_its_default_leaves_a_runs_fingerprint_as_it_was(tiny_backbone, tmp_path):
+    """supervised.teacher_setting is newer than the run fingerprints written before it: at its default it is
+    left out of the hashed tree (a run made before is found again); set, it is a setting of the run."""
+    from sentlab.training.config import as_fingerprinted
+    from sentlab.training.run_folder import run_fingerprint
+
+    train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS})
+    plain = supervised(tmp_path, tiny_backbone, train, ["a", "p"], loss="MSELoss", teacher=str(tiny_backbone))
+    assert "teacher_setting" not in as_fingerprinted(plain.model_dump())["supervised"]
+    other = supervised(
+        tmp_path,
+        tiny_backbone,
+        train,
+        ["a", "p"],
+        loss="MSELoss",
+        teacher=str(tiny_backbone),
+        teacher_setting="onnx int8",
+    )
+    assert run_fingerprint(other)["config_sha256"] != run_fingerprint(plain)["config_sha256"]
+
+
 @pytest.mark.parametrize("loss", ["MSELoss", "EmbedDistillLoss"])
 def test_a_negative_under_an_embedding_distillation_is_refused(loss, tiny_backbone, tmp_path):
     """MSE / EmbedDistill pull every column toward the teacher's embedding of the first: a negative

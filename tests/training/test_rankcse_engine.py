@@ -67,6 +67,10 @@ def test_the_teachers_encode_in_their_setting_and_its_vectors_are_kept_apart(
         vectors[setting] = np.load(folder / "vectors.npy")
         made[setting] = next(json.loads(f.read_text()) for f in folder.glob("*.json"))
     assert made["onnx int8"] != made["torch fp32"]
+    from sentlab.training.config import as_fingerprinted
+
+    # newer than the fingerprints written before it: at its default, out of the hashed tree
+    assert "teacher_setting" not in as_fingerprinted(cfg.model_dump())["rankcse"]
     texts = corpus_file.read_text().splitlines()[:2]
     int8 = accelerate(build_encoder(str(tiny_backbone_no_dropout), "cls"), "onnx", "int8")
     # the same int8 session in other batch shapes: int8 rounding moves unit-vector entries by about 1e-3

@@ -39,7 +39,17 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
         raise ConfigError("--sentences N reads the first N sentences of --corpus; give --corpus")
     if args.seed is not None and not args.train:
         raise ConfigError("--seed draws --train's PCA and batch order; distillation alone draws nothing")
-    labelled = (args.label_backend, args.label_precision) != ("torch", "fp32")
+    from typing import get_args
+
+    from sentlab.methods.base import TeacherSetting
+
+    setting = f"{args.label_backend} {args.label_precision}"
+    labelled = setting != "torch fp32"
+    if setting not in get_args(TeacherSetting):
+        raise ConfigError(
+            f"--label-backend {args.label_backend} --label-precision {args.label_precision}: not a setting a teacher "
+            f"labels in; choose one of {', '.join(get_args(TeacherSetting))}"
+        )
     if args.no_cache and not args.train:
         raise ConfigError("--no-cache keeps --train's labels out of the embedding cache; give --train, or leave it out")
     if labelled and not args.train:
@@ -71,7 +81,7 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
         "train": args.train,
         "seed": seed if args.train else None,
         "trust_remote_code": args.trust_remote_code,
-        **({"labels": f"{args.label_backend} {args.label_precision}"} if args.train else {}),
+        **({"labels": setting} if labelled else {}),  # torch fp32, as students were labelled before the choice
     }
     record_path = output / RECORD
     if record_path.is_file():
@@ -94,7 +104,7 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
         timings["teacher_seconds"] = round(time.perf_counter() - started, 1)
         started = time.perf_counter()
         say(f"training the student toward them with tokenlearn {tokenlearn.version.__version__}")
-        student = train_on_corpus(student, texts, targets, args.pca_dims, labelling["device"], seed)
+        student = train_on_corpus(student, texts, targets, args.pca_dims, str(teacher.device), seed)
         timings["train_seconds"] = round(time.perf_counter() - started, 1)
     normalize = any(isinstance(module, Normalize) for module in teacher)
     partial = output.with_name(output.name + ".partial")
@@ -128,28 +138,29 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
 
 def teacher_labels(teacher, texts: list[str], args: argparse.Namespace) -> tuple:
     """The teacher's embeddings of ``texts`` (tokenlearn's targets), in ``--label-backend`` /
-    ``--label-precision`` (the teacher is accelerated in place, after model2vec has read its torch
-    weights), each distinct text encoded once through the embedding cache on disk (keyed by the
-    teacher's weights, backend, precision and length and by the texts): a second seed, or another student
-    of the same text, reads them. Returns the targets and what labelling ran and cost."""
+    ``--label-precision`` (onnx / openvino: a copy of the teacher on the CPU,
+    :func:`~sentlab.methods.base.load_teacher`), each distinct text encoded once through the embedding
+    cache on disk (keyed by the teacher's weights, backend, precision and length and by the texts): a
+    second seed, or another student of the same text, reads them. Returns the targets and what labelling
+    ran and cost."""
     import numpy as np
 
     from sentlab.cache import EmbeddingStore
-    from sentlab.encoders.backends import accelerate
     from sentlab.evaluation.scoring import EmbeddingCache
+    from sentlab.methods.base import load_teacher
     from sentlab.progress import say
 
-    device = str(teacher.device)
-    if (args.label_backend, args.label_precision) != ("torch", "fp32"):
-        teacher = accelerate(teacher, args.label_backend, args.label_precision)
+    setting = f"{args.label_backend} {args.label_precision}"
+    if setting != "torch fp32":
+        teacher = load_teacher(args.model, setting, args.trust_remote_code)
     store = None if args.no_cache else EmbeddingStore.default()
     cache = EmbeddingCache(teacher, max_rows=0, store=store, min_store_rows=1)
-    say(f"the teacher labels {len(texts):,} sentences of {args.corpus} ({args.label_backend} {args.label_precision})")
+    say(f"the teacher labels {len(texts):,} sentences of {args.corpus} ({setting} on {teacher.device})")
     targets = np.asarray(cache.encode(texts, batch_size=args.batch_size), dtype=np.float32)
     labelling = {
         "backend": args.label_backend,
         "precision": args.label_precision,
-        "device": device,
+        "device": str(teacher.device),
         "texts_encoded": cache.encoded,
         "from_cache": cache.encoded == 0,
     }
@@ -190,9 +201,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--label-precision",
-        choices=("fp32", "tf32", "fp16", "bf16", "int8", "int8-static"),
+        choices=("fp32", "int8", "int8-static"),
         default="fp32",
-        help="--train: the labels' precision in --label-backend, as `sentlab encode --precision` takes it; "
+        help="--train: the labels' precision in --label-backend (int8: onnx or openvino; int8-static: openvino); "
         "check first that it keeps your teacher's embeddings (benchmarks: inference-backends-*)",
     )
     p.add_argument(

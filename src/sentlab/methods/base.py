@@ -465,9 +465,9 @@ TEACHER_SETTING_HELP = (
 
 def load_teacher(name: str, setting: str, trust_remote_code: bool) -> SentenceTransformer:
     """The frozen teacher ``name`` in ``setting`` ("BACKEND PRECISION", :data:`TeacherSetting`): torch
-    fp32 on the best device; onnx / openvino on the CPU. Its fingerprint
-    (:func:`~sentlab.rank.index.encoder_fingerprint`) names the setting, so its cached outputs are never
-    taken for another setting's."""
+    fp32 on the best device; onnx / openvino on the CPU. An int8 setting's fingerprint
+    (:func:`~sentlab.rank.index.encoder_fingerprint`) names it; an fp32 runtime's is the weights' own, so
+    a cache of its outputs keys the setting too (the embedding cache does: backend and precision)."""
     backend, precision = setting.split()
     if setting == "torch fp32":
         return load_encoder(name, trust_remote_code=trust_remote_code)

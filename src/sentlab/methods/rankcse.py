@@ -84,11 +84,13 @@ class RankCSEMethod(Method):
         self.teacher_vectors = []
         sha256 = train_sha256(self.cfg)
         for k, name in enumerate(self.cfg.rankcse.teachers):
-            teacher = load_teacher(name, self.cfg.rankcse.teacher_setting, self.cfg.model.trust_remote_code)
+            setting = self.cfg.rankcse.teacher_setting
+            teacher = load_teacher(name, setting, self.cfg.model.trust_remote_code)
             self.teacher_vectors.append(
                 frozen_vectors(
                     teacher,
-                    encoder_fingerprint(teacher),
+                    # the setting named: onnx / openvino fp32 keep torch fp32's weights fingerprint
+                    encoder_fingerprint(teacher) + ("" if setting == "torch fp32" else f":{setting}"),
                     dataset,
                     sha256,
                     self.paths.teacher_vectors / f"teacher{k}",

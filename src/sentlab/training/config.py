@@ -743,6 +743,8 @@ ADDED_SINCE_RELEASE = {
     "model.model_kwargs": {},
     "model.trust_remote_code": False,
     "train.trainer_args": {},
+    "supervised.teacher_setting": "torch fp32",
+    "rankcse.teacher_setting": "torch fp32",
 }
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "fed",
     "last_json",
     "produced_by",
+    "same_settings",
     "commit_name",
     "scores",
     "scripts",
@@ -58,6 +59,15 @@ def last_json(text: str) -> dict | list:
     if found is None:
         raise SystemExit(f"the child printed no JSON object; its output ended: {text.strip()[-300:]!r}")
     return found
+
+
+def same_settings(out: Path, asked: dict) -> None:
+    """A study's output folder, whose finished pieces a rerun reuses, holds runs of one set of settings:
+    ``asked`` is kept in ``out/asked.json``; other settings into the same folder stop in one line."""
+    kept = out / "asked.json"
+    if kept.is_file() and json.loads(kept.read_text("utf-8")) != asked:
+        raise SystemExit(f"{out} holds a run at other settings ({kept}); give another --output")
+    kept.write_text(json.dumps(asked), encoding="utf-8")
 
 
 def commit_name() -> str:

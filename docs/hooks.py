@@ -701,6 +701,46 @@ def distill_table(records: Path = RECORDS) -> str:
     return "\n".join(rows)
 
 
+def distill_expect(records: Path = RECORDS) -> str:
+    """The distillation page's what-to-expect lines, indented into its note: how many routes beat the start
+    model on both headlines (record ``distill-mpnet-minilm``) and what dev chose; whether the static
+    students against potion-base-8M are measured yet."""
+    lines = []
+    if (records / "distill-mpnet-minilm.json").is_file():
+        found = record("distill-mpnet-minilm", records)
+        result, cpu = found["result"], found["machine"]["cpu"]
+        routes = result.get("routes", {"mse-distill": "a"})
+        beat = [
+            name
+            for name in routes
+            if all(
+                d["beyond_noise"] and d["difference"] > 0
+                for task, d in result["minus_start"][name].items()
+                if task == "sts_avg" or task.endswith("-test")
+            )
+        ]
+        chosen = result["chosen_on_dev"]
+        said = "the start model" if chosen == "start model" else ROUTE_NAMES.get(chosen, chosen)
+        lines.append(
+            f"**Measured** (record `distill-mpnet-minilm`, a {cpu['cores']}-core {cpu['model'].split(' (')[0]} CPU): "
+            f"{len(beat)} of the {len(routes)} routes from all-mpnet-base-v2 into all-MiniLM-L6-v2 beat the start "
+            f"model beyond the noise on both the STS average and the test forum"
+            + (f" ({', '.join(ROUTE_NAMES.get(n, n) for n in beat)})" if beat else "")
+            + f"; the dev forum chose {said}. Each route's verdict is under the table."
+        )
+    else:
+        lines.append("**" + NOT_MEASURED.format(name="distill-mpnet-minilm").replace(":", "**:", 1))
+    missing = [n for n in ("static-potion-minilm", "static-potion-mpnet") if not (records / f"{n}.json").is_file()]
+    if missing:
+        lines += [
+            "",
+            "**Not measured yet**: static students against potion-base-8M ("
+            + ", ".join(f"record `{n}`" for n in missing)
+            + ").",
+        ]
+    return "\n".join("    " + line if line else "" for line in lines)
+
+
 def distill_verdict(records: Path = RECORDS) -> str:
     """What the distillation table says, from its record: for each route whether it beat its start beyond
     the noise on both the STS average and the test forum, the share of the gap to the teacher it closed,
@@ -1241,6 +1281,7 @@ GENERATORS = {
     "retrieval": retrieval_table,
     "distill": distill_table,
     "distill_verdict": distill_verdict,
+    "distill_expect": distill_expect,
     "static_potion": static_potion,
     "retrieval_expect": retrieval_expect,
     "retrieval_verdict": retrieval_verdict,

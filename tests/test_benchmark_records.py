@@ -306,3 +306,27 @@ def test_the_storage_benchmark_times_a_search_over_the_codes_it_scores():
         storage.search_index(vectors, "bogus")
     with pytest.raises(ValueError, match="ranges are needed"):
         storage.search_index(vectors, "int8")
+
+
+def test_the_ledger_names_the_commit_that_wrote_each_reused_file(tmp_path):
+    """A file the run found missing and then wrote is its commit's; a file there before the ledger is
+    unrecorded; a rerun by another commit leaves the first one's files theirs, and names itself for a
+    file it rewrote; a file written by a run cut short before it could say so is that run's."""
+    from benchmarks.common import produced_by
+
+    made, old, cut = tmp_path / "made.json", tmp_path / "old.json", tmp_path / "cut.json"
+    old.write_text("{}")
+    files = [made, old, cut]
+    produced_by(tmp_path, files, before=True, made_by="A")
+    made.write_text("{}")
+    assert produced_by(tmp_path, files, before=False, made_by="A") == {"A": ["made.json"], "unrecorded": ["old.json"]}
+    produced_by(tmp_path, [cut], before=True, made_by="B")  # B notes cut.json missing, writes it, is killed
+    cut.write_text("{}")
+    made.unlink()
+    produced_by(tmp_path, files, before=True, made_by="C")
+    made.write_text("{}")
+    assert produced_by(tmp_path, files, before=False, made_by="C") == {
+        "C": ["made.json"],
+        "unrecorded": ["old.json"],
+        "B": ["cut.json"],
+    }

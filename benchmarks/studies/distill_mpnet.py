@@ -55,6 +55,7 @@ from benchmarks.studies.retrieval_cqadupstack import (
     forum_card,
     jsonl,
     link_pairs,
+    st_arguments,
 )
 
 STUDENT, TEACHER = "sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2"
@@ -225,7 +226,6 @@ def st_trainer_mse(text: Path, folder: Path, cfg: dict, seed: int) -> None:
 
     from datasets import load_dataset
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
-    from sentence_transformers import SentenceTransformerTrainingArguments as Arguments
     from sentence_transformers.sentence_transformer.losses import MSELoss
     from transformers import set_seed
 
@@ -238,18 +238,7 @@ def st_trainer_mse(text: Path, folder: Path, cfg: dict, seed: int) -> None:
     student.max_seq_length = cfg["model"]["max_seq_length"]  # the teacher labels at its own length, as sentlab's
     data = load_dataset("json", data_files=str(text), split="train")
     data = data.map(lambda batch: {"label": teacher.encode(batch["text"], batch_size=t["batch_size"])}, batched=True)
-    args = Arguments(
-        output_dir=str(folder / "checkpoints"),
-        per_device_train_batch_size=t["batch_size"],
-        learning_rate=t["learning_rate"],
-        num_train_epochs=1,
-        warmup_steps=t["warmup_ratio"],  # transformers 5: a float below 1 is the warm-up ratio
-        seed=seed,
-        data_seed=seed,
-        save_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
-    )
+    args = st_arguments(folder, t, seed)
     loss = MSELoss(student, projection_dim=cfg["supervised"]["loss_args"]["projection_dim"])
     trainer = SentenceTransformerTrainer(model=student, args=args, train_dataset=data, loss=loss)
     with contextlib.redirect_stdout(sys.stderr):  # stdout holds the study's one JSON object

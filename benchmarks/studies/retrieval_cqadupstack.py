@@ -105,11 +105,30 @@ def configs(out: Path, triplets: Path, dev_card: Path, base: dict) -> dict[str, 
     return files
 
 
+def st_arguments(folder: Path, train: dict, seed: int, **extra):
+    """sentence-transformers' training arguments at a sentlab config's ``train`` settings: one epoch, its
+    batch size, learning rate and warm-up ratio, ``seed`` for the model and the data, nothing saved."""
+    from sentence_transformers import SentenceTransformerTrainingArguments as Arguments
+
+    return Arguments(
+        output_dir=str(folder / "checkpoints"),
+        per_device_train_batch_size=train["batch_size"],
+        learning_rate=train["learning_rate"],
+        num_train_epochs=1,
+        warmup_steps=train["warmup_ratio"],  # transformers 5: a float below 1 is the warm-up ratio
+        seed=seed,
+        data_seed=seed,
+        save_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        **extra,
+    )
+
+
 def st_trainer_run(triplets: Path, folder: Path, cfg: dict, seed: int) -> Path:
     """The MNRL run through sentence-transformers' own trainer, at the config's settings."""
     from datasets import load_dataset
     from sentence_transformers import SentenceTransformer, SentenceTransformerTrainer
-    from sentence_transformers import SentenceTransformerTrainingArguments as Arguments
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
     from sentence_transformers.training_args import BatchSamplers
 
@@ -119,19 +138,7 @@ def st_trainer_run(triplets: Path, folder: Path, cfg: dict, seed: int) -> Path:
     model = SentenceTransformer(resolve_model_path("minilm"))  # its best device, as sentlab's run takes
     model.max_seq_length = cfg["model"]["max_seq_length"]
     data = load_dataset("json", data_files=str(triplets), split="train")
-    args = Arguments(
-        output_dir=str(folder / "checkpoints"),
-        per_device_train_batch_size=t["batch_size"],
-        learning_rate=t["learning_rate"],
-        num_train_epochs=1,
-        warmup_steps=t["warmup_ratio"],  # transformers 5: a float below 1 is the warm-up ratio
-        seed=seed,
-        data_seed=seed,
-        batch_sampler=BatchSamplers.NO_DUPLICATES,
-        save_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
-    )
+    args = st_arguments(folder, t, seed, batch_sampler=BatchSamplers.NO_DUPLICATES)
     trainer = SentenceTransformerTrainer(
         model=model, args=args, train_dataset=data, loss=MultipleNegativesRankingLoss(model, scale=20.0)
     )

@@ -38,7 +38,7 @@ import statistics
 import time
 from pathlib import Path
 
-from benchmarks.common import emit, sentlab
+from benchmarks.common import emit, same_settings, sentlab
 from benchmarks.reference_models import fetch
 from benchmarks.studies.static_student import FAST_SETTINGS, fraction_cells, rates, scores
 
@@ -127,11 +127,7 @@ def main() -> None:
     out = Path(args.output or f"runs/static-potion-{short}").resolve()
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
-    asked = {k: v for k, v in vars(args).items() if k != "output"}
-    kept = out / "asked.json"  # the folder's students and scores are reused: only for the settings they ran at
-    if kept.is_file() and json.loads(kept.read_text("utf-8")) != asked:
-        raise SystemExit(f"{out} holds a run at other settings ({kept}); give another --output")
-    kept.write_text(json.dumps(asked), encoding="utf-8")
+    same_settings(out, {k: v for k, v in vars(args).items() if k != "output"})  # its pieces are reused
     seeds = [int(s) for s in args.seeds.split(",")]
 
     wiki = data_dir(args.data_dir) / "wikipedia" / "wiki_sentences.txt"

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks.common import emit, sentlab
+from benchmarks.common import emit, same_settings, sentlab
 
 TRAIN_FORUMS = ("gaming", "unix")
 TEST_FORUM = "mathematica"
@@ -153,11 +153,7 @@ def main() -> None:
     out = Path(args.output).resolve()
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
-    asked = {k: v for k, v in vars(args).items() if k != "output"}
-    kept = out / "asked.json"  # the folder's students and scores are reused: only for the settings they ran at
-    if kept.is_file() and json.loads(kept.read_text("utf-8")) != asked:
-        raise SystemExit(f"{out} holds a run at other settings ({kept}); give another --output")
-    kept.write_text(json.dumps(asked), encoding="utf-8")
+    same_settings(out, {k: v for k, v in vars(args).items() if k != "output"})  # its pieces are reused
     wiki = data_dir(args.data_dir) / "wikipedia" / "wiki_sentences.txt"
     forums = load_cqadupstack(task_folder("CQADupStack", args.data_dir))
     card = forum_card(forums[TEST_FORUM], f"{TEST_FORUM}-test", data / "test", None, 0)

@@ -209,6 +209,7 @@ def test_the_teacher_labels_in_its_setting_under_that_settings_cache_key(tiny_ba
         labels[setting] = torch.tensor(Supervised(cfg, engine.RunPaths(run)).train_dataset()["label"])
         records[setting] = json.loads((run / "teacher_labels.json").read_text())
     assert records["onnx int8"]["setting"] == "onnx int8" and records["onnx int8"]["device"] == "cpu"
+    assert records["onnx int8"]["ran"] == "onnx int8" and records["torch fp32"]["ran"] == "torch fp32"
     assert records["torch fp32"]["texts_encoded"] == len(set(WORDS))  # int8's labels are not fp32's
     int8 = accelerate(load_encoder(str(tiny_backbone), device="cpu"), "onnx", "int8")
     expected = torch.tensor(int8.encode(WORDS))

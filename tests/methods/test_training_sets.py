@@ -352,3 +352,24 @@ def test_a_dumped_config_with_a_loss_per_set_loads_back_and_names_each_sets_teac
     before = run_fingerprint(cfg)["models_sha256"]["data.sets.green.teacher"]
     (tmp_path / "backbone" / "extra.txt").write_text("another model's file")
     assert run_fingerprint(cfg)["models_sha256"]["data.sets.green.teacher"] != before
+
+
+def test_every_sets_teacher_labels_in_supervised_teacher_setting(mixed, tmp_path):
+    """supervised.teacher_setting reaches a set whose own loss reads a teacher (the set names its loss, yet
+    the setting is every teacher's); with no set that reads a teacher, the key is refused in one line."""
+    pytest.importorskip("onnxruntime")
+    from sentlab.methods.supervised import Supervised
+
+    teacher = {**mixed["red"], "loss": "MSELoss", "columns": ["q"], "teacher": str(tmp_path / "backbone")}
+    section = {"supervised": {"loss": "mnrl", "teacher_setting": "onnx int8"}}
+
+    def build(sets):
+        return method_config(
+            "supervised", tmp_path / "backbone", "", tmp_path / "run", section=section, data={"sets": sets}, max_steps=4
+        )
+
+    method = Supervised(build({**mixed, "green": teacher}), engine.RunPaths(tmp_path / "run"))
+    method.train_dataset()
+    assert method.set_method("green").labelling["setting"] == "onnx int8"
+    with pytest.raises(ValueError, match="supervised.teacher_setting.*no teacher labels the rows"):
+        build(mixed)

@@ -204,7 +204,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=("fp32", "int8", "int8-static"),
         default="fp32",
         help="--train: the labels' precision in --label-backend (int8: onnx or openvino; int8-static: openvino); "
-        "check first that it keeps your teacher's embeddings (benchmarks: inference-backends-*)",
+        "check first that it keeps your teacher's embeddings (the distillation guide: the teacher's setting)",
     )
     p.add_argument(
         "--no-cache",

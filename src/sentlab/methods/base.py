@@ -458,8 +458,9 @@ TeacherSetting = Literal[
     "torch fp32", "onnx fp32", "onnx int8", "openvino fp32", "openvino int8", "openvino int8-static"
 ]
 TEACHER_SETTING_HELP = (
-    "the runtime and precision the teacher encodes in (onnx / openvino run on the CPU, with their extras); "
-    "check first that it keeps the teacher's embeddings (benchmarks inference-backends-*)"
+    "the runtime and precision the teacher encodes in: torch fp32 on the best device; onnx / openvino on the "
+    "CPU, with their extras (on a GPU machine keep torch fp32). Check first that it keeps the teacher's "
+    "embeddings (the distillation guide: the teacher's setting)"
 )
 
 

@@ -771,6 +771,7 @@ class Supervised(Method):
         import torch
 
         from sentlab.cache import EmbeddingStore
+        from sentlab.encoders.backends import inference_setting
         from sentlab.encoders.loading import is_cross_encoder
         from sentlab.encoders.prompts import check_prompts_apply, prompted, role_prompt
         from sentlab.evaluation.scoring import EmbeddingCache
@@ -823,6 +824,8 @@ class Supervised(Method):
         self.labelling = {
             "teacher": s.teacher,
             "setting": s.teacher_setting,
+            # what ran, read back: a torch fp32 teacher on a GPU labels in TF32 under train.tf32
+            "ran": " ".join(inference_setting(teacher).values()),
             "device": str(teacher.device),
             "rows": len(table),
             "texts_encoded": cache.encoded,

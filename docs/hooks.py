@@ -777,7 +777,8 @@ def distill_verdict(records: Path = RECORDS) -> str:
         said.append(
             f"The regression through sentence-transformers' own trainer, seed {parity['seed']} without dev "
             f"selection, scores {parity['sentence_transformers_trainer']:.2f} nDCG@10 on the test forum; sentlab's "
-            f"run of the same config {parity['sentlab']:.2f} ({parity['difference']:+.2f})."
+            f"run of the same config, labelled in torch fp32 as the recipe labels, {parity['sentlab']:.2f} "
+            f"({parity['difference']:+.2f})."
         )
     return "\n\n".join(f"- {line}" for line in said)
 

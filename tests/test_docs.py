@@ -527,7 +527,14 @@ def test_the_distillation_verdict_calls_only_a_gain_above_zero_a_beat(tmp_path):
             "why": "no faster setting keeps 0.99",
         },
     }
-    (tmp_path / "distill-mpnet-minilm.json").write_text(json.dumps({"name": "distill-mpnet-minilm", "result": result}))
+    machine = {"cpu": {"cores": 2, "model": "AMD EPYC (family 25)"}}
+    (tmp_path / "distill-mpnet-minilm.json").write_text(
+        json.dumps({"name": "distill-mpnet-minilm", "result": result, "machine": machine})
+    )
+    expect = hooks.distill_expect(tmp_path)
+    assert "(record `distill-mpnet-minilm`, a 2-core AMD EPYC CPU): 1 of the 2 routes" in expect
+    assert "(listwise route (b, RankCSE)); the dev forum chose listwise route (b, RankCSE)." in expect
+    assert "**Not measured yet**: static students against potion-base-8M" in expect
     table = hooks.distill_table(tmp_path)
     assert "| **listwise route (b, RankCSE): `rankcse`** (chosen on dev) |" in table
     assert "| regression (a): `mse-distill` |" in table

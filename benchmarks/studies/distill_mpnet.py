@@ -2,8 +2,7 @@
 routes, each against unsupervised SimCSE from the same start on the same unlabelled text (the in-batch
 contrastive baseline), over three seeds.
 
-Feeds: no record (its figures are quoted by hand); pages docs/changelog.md,
-docs/guides/distillation.md.
+Feeds: records distill-mpnet-minilm; pages docs/guides/distillation.md.
 
 The routes:
 
@@ -45,7 +44,7 @@ from pathlib import Path
 
 import yaml
 
-from benchmarks.common import commit_name, emit, produced_by, sentlab
+from benchmarks.common import commit_name, emit, produced_by, same_settings, sentlab
 from benchmarks.reference_models import fetch
 from benchmarks.studies.retrieval_cqadupstack import (
     DEV_FORUM,
@@ -147,6 +146,15 @@ def configs(
     return files
 
 
+def drop_stale_check(out: Path, text: Path) -> None:
+    """A label check made on other text is removed (before the ledger notes what this run writes)."""
+    from sentlab.cache import file_sha256
+
+    check_file = out / "label-check.json"
+    if check_file.is_file() and json.loads(check_file.read_text("utf-8")).get("text_sha256") != file_sha256(text):
+        check_file.unlink()
+
+
 def labels_check(out: Path, text: Path, count: int = 500) -> dict:
     """Whether a faster CPU setting keeps the teacher's labels: :func:`static_potion.label_check` on
     ``count`` Wikipedia sentences and ``count`` titles of the training text (``chosen``: the fastest
@@ -156,8 +164,7 @@ def labels_check(out: Path, text: Path, count: int = 500) -> dict:
 
     check_file = out / "label-check.json"
     digest = file_sha256(text)
-    if check_file.is_file() and json.loads(check_file.read_text("utf-8")).get("text_sha256") != digest:
-        check_file.unlink()  # checked on other text
+    drop_stale_check(out, text)
     if not check_file.is_file():
         rows = [json.loads(line)["text"] for line in text.open(encoding="utf-8")]
         wikipedia = set(json.loads((out / "data" / "wikipedia.json").read_text("utf-8")))
@@ -276,6 +283,7 @@ def main() -> None:
     out = Path(args.output).resolve()
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
+    same_settings(out, {k: v for k, v in vars(args).items() if k != "output"})  # its pieces are reused
     forums = load_cqadupstack(task_folder("CQADupStack", args.data_dir))
     text = data / "text.jsonl"
     wiki = data_dir(args.data_dir) / "wikipedia" / "wiki_sentences.txt"
@@ -299,6 +307,7 @@ def main() -> None:
     outputs += [out / f for f in ("teacher-dev.json", "teacher-test.json", "teacher-sts.json", "label-check.json")]
     outputs += [out / f"parity-{n}-test.json" for n in ("sentence_transformers_trainer", "sentlab")]
     outputs.append(triplets)
+    drop_stale_check(out, text)
     produced_by(out, outputs, before=True, made_by=made_by)
     if not triplets.is_file():
         sentlab(

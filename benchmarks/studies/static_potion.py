@@ -57,7 +57,7 @@ def label_check(teacher: str, sets: dict[str, list[str]]) -> dict:
     import numpy as np
     import torch
 
-    from sentlab.encoders.backends import accelerate
+    from sentlab.encoders.backends import accelerate, require_extra
     from sentlab.encoders.batching import encode_by_length
     from sentlab.encoders.loading import load_encoder
     from sentlab.errors import SentlabError
@@ -66,12 +66,11 @@ def label_check(teacher: str, sets: dict[str, list[str]]) -> dict:
     unavailable = {}
     for backend, precision in FAST_SETTINGS:
         try:
-            models[f"{backend} {precision}"] = (
-                accelerate(load_encoder(teacher, device="cpu"), backend, precision),
-                128,
-            )
+            require_extra(backend)
         except SentlabError as missing:  # its extra is not installed: one line, the others still run
             unavailable[f"{backend} {precision}"] = str(missing).splitlines()[0]
+            continue
+        models[f"{backend} {precision}"] = (accelerate(load_encoder(teacher, device="cpu"), backend, precision), 128)
     reference = {name: encode_by_length(models["torch fp32"][0], texts, 128) for name, texts in sets.items()}
     checked = {}
     for setting, (model, _) in models.items():

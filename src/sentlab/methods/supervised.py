@@ -779,7 +779,7 @@ class Supervised(Method):
         s = self.cfg.supervised
         if is_cross_encoder(s.teacher):
             return self.cross_encoder_labels(table)
-        # its setting is in its fingerprint: the cache keys the labels by it
+        # the embedding cache keys the labels by the teacher's backend and precision too
         teacher = load_teacher(s.teacher, s.teacher_setting, self.cfg.model.trust_remote_code)
         self.teacher_width = teacher.get_embedding_dimension()
         similarity = check_arguments(s.loss_class, s.loss_args).get("similarity_fct")

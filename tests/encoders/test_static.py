@@ -205,6 +205,7 @@ def test_the_labels_run_in_the_chosen_backend_are_cached_under_it_and_recorded(c
     # torch fp32 is what every student was labelled in before the choice: its asked settings are unchanged
     assert first["asked"]["labels"] == "onnx int8" and "labels" not in fp32["asked"]
     assert (first["labels"]["backend"], first["labels"]["precision"]) == ("onnx", "int8")
+    assert first["labels"]["ran"] == "onnx int8" and fp32["labels"]["ran"] == "torch fp32"
     distinct = len(set(corpus.read_text().splitlines()[:40]))
     assert first["labels"]["texts_encoded"] == distinct and not first["labels"]["from_cache"]
     assert second["labels"]["from_cache"] and second["labels"]["texts_encoded"] == 0

@@ -146,6 +146,7 @@ def teacher_labels(teacher, texts: list[str], args: argparse.Namespace) -> tuple
     import numpy as np
 
     from sentlab.cache import EmbeddingStore
+    from sentlab.encoders.backends import inference_setting
     from sentlab.evaluation.scoring import EmbeddingCache
     from sentlab.methods.base import load_teacher
     from sentlab.progress import say
@@ -160,6 +161,7 @@ def teacher_labels(teacher, texts: list[str], args: argparse.Namespace) -> tuple
     labelling = {
         "backend": args.label_backend,
         "precision": args.label_precision,
+        "ran": " ".join(inference_setting(teacher).values()),  # what ran, read back
         "device": str(teacher.device),
         "texts_encoded": cache.encoded,
         "from_cache": cache.encoded == 0,

@@ -168,6 +168,11 @@ BENCHMARKS = _declare(
         "study",
         S + "distill_mpnet --output runs/distill-mpnet-4k --wikipedia 1000 --domain 3000 --dev-others 2000",
     ),
+    B(
+        "distill-mse-parity",
+        "study",
+        S + "distill_mpnet --parity-only --output runs/distill-parity --wikipedia 1000 --domain 3000 --dev-others 2000",
+    ),
     B("static-student-minilm", "study", S + "static_student --output runs/static-student"),
     B("mpnet-paths", "study", S + "mpnet_paths --output runs/mpnet-paths"),
     B("static-potion-minilm", "study", S + "static_potion --teacher sentence-transformers/all-MiniLM-L6-v2"),

@@ -612,8 +612,64 @@ def static_potion(records: Path = RECORDS) -> str:
     return "\n\n".join(parts)
 
 
+def mpnet_paths(records: Path = RECORDS) -> str:
+    """Each path on all-mpnet-base-v2 (record ``mpnet-paths``): its status, seconds and what it read back
+    (a trained model's width, type and reload difference; LoRA's targets; Matryoshka's dimensions; each
+    encode setting's cosine to torch fp32; the static student's size; the mined triplets; the card's
+    nDCG@10)."""
+    name = "mpnet-paths"
+    if not (records / f"{name}.json").is_file():
+        return NOT_MEASURED.format(name=name)
+    found = record(name, records)
+    result, cpu = found["result"], found["machine"]["cpu"]
+
+    def read_back(path: str, row: dict) -> str:
+        if row["status"] != "ok":
+            return f"failed: {row['error']}"
+        said = []
+        if "dims" in row and "model_type" in row:
+            losses = row.get("losses") or []
+            said.append(
+                f"{row['model_type']}, {row['dims']} dimensions, reloaded to {row['reload_max_abs_difference']:.1g}"
+                + (f"; loss {losses[0]:.3f} → {losses[-1]:.3f}" if losses else "")
+            )
+        if "target_modules" in row:
+            said.append("LoRA targets " + ", ".join(f"`{m}`" for m in row["target_modules"]))
+        if "trained_dims" in row:
+            said.append("trained dimensions " + ", ".join(map(str, row["trained_dims"])))
+        if "settings" in row:
+            said += [
+                f"{k}: ran {v['ran']}, cosine to torch fp32 {v['cosine_mean']:.4f} (lowest {v['cosine_min']:.4f})"
+                for k, v in row["settings"].items()
+                if k != "torch fp32"
+            ]
+        if path == "distill-static":
+            said.append(f"{row['tokens']:,} tokens × {row['dims']} dimensions")
+        if "triplets" in row:
+            said.append(
+                f"{row['triplets']} triplets, {row['negative_is_anchor_or_positive']} negatives equal to their pair"
+            )
+        if "ndcg_at_10" in row:
+            said.append(f"nDCG@10 {row['ndcg_at_10']:.2f} on the {row['card']} card")
+        return "; ".join(said)
+
+    rows = [
+        f"Each path on all-mpnet-base-v2 for {result['steps']} steps of {result['batch_size']} (record `{name}`, a "
+        f"{cpu['cores']}-core {cpu['model'].split(' (')[0]} CPU):",
+        "",
+        "| path | status | seconds | read back |",
+        "|---|---|---:|---|",
+    ]
+    rows += [
+        f"| {path} | {row['status']} | {row['seconds']:.0f} | {read_back(path, row)} |"
+        for path, row in result["paths"].items()
+    ]
+    return "\n".join(rows)
+
+
 ROUTE_NAMES = {  # the record's configs, as the distillation page names them
     "mse-distill": "regression (a)",
+    "mse-fitted": "regression (a) with a fitted projection",
     "rankcse": "listwise route (b, RankCSE)",
     "margin-mse": "margin route (c, MarginMSE)",
     "simcse": "SimCSE (no teacher)",
@@ -730,6 +786,22 @@ def distill_expect(records: Path = RECORDS) -> str:
         )
     else:
         lines.append("**" + NOT_MEASURED.format(name="distill-mpnet-minilm").replace(":", "**:", 1))
+    names = {"sts_avg_at_least_potion": "STS average", "sts_b_at_least_potion": "STS-B"}
+    names |= {"domain_beyond_potion": "domain card", "speed_100x_minilm": "100× all-MiniLM-L6-v2's rate"}
+    for name in ("static-potion-minilm", "static-potion-mpnet"):
+        if (records / f"{name}.json").is_file():
+            result = record(name, records)["result"]
+            targets = {said: result["targets"][key] for key, said in names.items()}
+            met, missed = [t for t, ok in targets.items() if ok], [t for t, ok in targets.items() if not ok]
+            lines += [
+                "",
+                f"**Measured** (record `{name}`): the trained static student of {result['teacher'].split('/')[-1]} "
+                f"meets {len(met)} of the {len(targets)} targets against potion-base-8M"
+                + (f" (met: {', '.join(met)}" if met else " (")
+                + ("; " if met and missed else "")
+                + (f"missed: {', '.join(missed)})" if missed else ")")
+                + ".",
+            ]
     missing = [n for n in ("static-potion-minilm", "static-potion-mpnet") if not (records / f"{n}.json").is_file()]
     if missing:
         lines += [
@@ -772,13 +844,21 @@ def distill_verdict(records: Path = RECORDS) -> str:
     said.append(
         f"The dev forum chose {'the start model' if chosen == 'start model' else ROUTE_NAMES.get(chosen, chosen)}."
     )
-    parity = result.get("sentence_transformers_parity")
-    if parity:
+    if result.get("settings", {}).get("model_pooler", "mean") is not None:  # named before the key was kept
         said.append(
-            f"The regression through sentence-transformers' own trainer, seed {parity['seed']} without dev "
-            f"selection, scores {parity['sentence_transformers_trainer']:.2f} nDCG@10 on the test forum; sentlab's "
-            f"run of the same config, labelled in torch fp32 as the recipe labels, {parity['sentlab']:.2f} "
-            f"({parity['difference']:+.2f})."
+            "Its configs name `model.pooler: mean`, which trains the student without its `Normalize` module "
+            "(the regression and the margins then read unnormalised embeddings); the parity run below shows "
+            "what that changes."
+        )
+    if (records / "distill-mse-parity.json").is_file():
+        found = record("distill-mse-parity", records)["result"]
+        rows = found["rows"]
+        said.append(
+            f"The regression through sentence-transformers' own trainer, seed {found['seed']} without dev selection "
+            f"(record `distill-mse-parity`), scores {rows['sentence_transformers_trainer']['test']:.2f} nDCG@10 on "
+            f"the test forum; sentlab's run of the same config {rows['sentlab']['test']:.2f} "
+            f"({found['difference']:+.2f}); with `model.pooler: mean` named, which leaves the student's "
+            f"`Normalize` out of training, {rows['sentlab_pooler_named']['test']:.2f}."
         )
     return "\n\n".join(f"- {line}" for line in said)
 
@@ -1284,6 +1364,7 @@ GENERATORS = {
     "distill_verdict": distill_verdict,
     "distill_expect": distill_expect,
     "static_potion": static_potion,
+    "mpnet_paths": mpnet_paths,
     "retrieval_expect": retrieval_expect,
     "retrieval_verdict": retrieval_verdict,
     "retrieval_index": retrieval_index_table,

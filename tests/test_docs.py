@@ -486,6 +486,7 @@ def test_the_distillation_verdict_calls_only_a_gain_above_zero_a_beat(tmp_path):
         },
         "gap_closed": {"mse-distill": {"sts_avg": -0.4, "test": None}, "rankcse": {"sts_avg": 0.6, "test": 0.5}},
         "chosen_on_dev": "start model",
+        "settings": {"model_pooler": None},
     }
     (tmp_path / "distill-mpnet-minilm.json").write_text(json.dumps({"name": "distill-mpnet-minilm", "result": result}))
     hooks._records_module = lambda: type(
@@ -498,6 +499,11 @@ def test_the_distillation_verdict_calls_only_a_gain_above_zero_a_beat(tmp_path):
     assert listwise.startswith("- The listwise route (b, RankCSE) beat its start") and "is met" in listwise
     assert "+2.00 on the STS average (beyond the noise)" in listwise
     assert chosen == "- The dev forum chose the start model."
+    # a record whose configs named model.pooler (or before the key was kept) says its routes trained unnormalised
+    named = {**result, "settings": {}}
+    (tmp_path / "distill-mpnet-minilm.json").write_text(json.dumps({"name": "distill-mpnet-minilm", "result": named}))
+    assert "without its `Normalize` module" in hooks.distill_verdict(tmp_path).split("\n\n")[3]
+    (tmp_path / "distill-mpnet-minilm.json").write_text(json.dumps({"name": "distill-mpnet-minilm", "result": result}))
     # the table: the route dev chose is the one marked, the labels' check and cost under it
     cells = {k: 1.0 for k in ("sts_avg", "stsb_test", "dev", "test")}
     mean = {k: {"mean": 1.0} for k in cells}
@@ -507,7 +513,7 @@ def test_the_distillation_verdict_calls_only_a_gain_above_zero_a_beat(tmp_path):
         "minus_start": {**result["minus_start"], "simcse": {"sts_avg": worse, "forum-test": worse}},
         "teacher_scores": cells,
         "data": {"texts": 4, "wikipedia_sentences": 2, "domain_titles": 2, "dev_forum": "d", "test_forum": "t"},
-        "settings": {"seeds": "1,2,3", "batch_size": 64, "max_seq_length": 64},
+        "settings": {"seeds": "1,2,3", "batch_size": 64, "max_seq_length": 64, "model_pooler": None},
         "teacher_labels": {"mse-distill": {"first_run": {}, "later_runs_from_cache": [True, True]}},
         "label_cost": {
             "setting": "openvino int8",
@@ -592,3 +598,22 @@ def test_the_static_students_table_reads_its_targets_from_the_record(tmp_path):
     assert "100× all-MiniLM-L6-v2's torch fp32 rate missed" in mpnet and "sts b 90.0% (missed)" in mpnet
     assert minilm.startswith("Teacher all-MiniLM-L6-v2 (record `static-potion-minilm`)")
     assert "Not measured yet: no record `static-potion-mpnet`" in mpnet
+
+
+def test_the_second_architecture_table_says_each_paths_status_from_its_record(tmp_path):
+    """No record: not measured; a path that failed shows its error line, one that ran what it read back."""
+    hooks = load_hooks()
+    assert hooks.mpnet_paths(tmp_path).startswith("Not measured yet: no record `mpnet-paths`")
+    paths = {
+        "supervised": {"status": "ok", "seconds": 12.3, "dims": 768, "model_type": "mpnet", "losses": [1.5, 0.5]}
+        | {"reload_max_abs_difference": 0.0},
+        "mine": {"status": "failed", "error": "no corpus", "seconds": 1.0},
+    }
+    found = {"result": {"steps": 4, "batch_size": 8, "paths": paths}, "machine": {"cpu": {"cores": 2, "model": "X"}}}
+    (tmp_path / "mpnet-paths.json").write_text(json.dumps(found))
+    hooks._records_module = lambda: type(
+        "R", (), {"read": staticmethod(lambda name, where: json.loads((where / f"{name}.json").read_text()))}
+    )
+    table = hooks.mpnet_paths(tmp_path)
+    assert "| supervised | ok | 12 | mpnet, 768 dimensions, reloaded to 0; loss 1.500 → 0.500 |" in table
+    assert "| mine | failed | 1 | failed: no corpus |" in table

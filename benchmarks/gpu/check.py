@@ -614,8 +614,9 @@ def part_distill(args, record: dict) -> None:
     """A stronger teacher into a smaller student, and a static student, so a card runs both: a random
     BERT-base (tiny: 2 x 64, a WordPiece vocabulary learnt from the bundle's Wikipedia lines) labels
     Wikipedia lines, and a random student of half its width (6 x 384, MiniLM's shape; tiny: 2 x 32) on its
-    vocabulary learns the teacher's embeddings with ``MSELoss`` through ``loss_args.projection_dim`` (the
-    embedding-regression route of the page "A small model from a big one"), in bf16 where the card has it;
+    vocabulary learns the teacher's embeddings with ``MSELoss`` through ``loss_args.projection_dim``, fitted
+    by least squares first (the embedding-regression route of the page "A small model from a big one"), in
+    bf16 where the card has it;
     then ``sentlab distill-static`` makes the teacher's static student. Both: exit code, seconds, the
     losses, the labelling cost and the runtime read back."""
     import torch
@@ -638,7 +639,12 @@ def part_distill(args, record: dict) -> None:
         "method": "supervised",
         "model": {"name": "", "random_init": {**shape, "tokenizer": str(teacher)}, "max_seq_length": 64},
         "data": {"train": str(texts), "columns": ["text"]},
-        "supervised": {"loss": "MSELoss", "loss_args": {"projection_dim": width}, "teacher": str(teacher)},
+        "supervised": {  # the projection fitted before training: its least squares on the card's device
+            "loss": "MSELoss",
+            "loss_args": {"projection_dim": width},
+            "teacher": str(teacher),
+            "projection_init": "least_squares",
+        },
         "train": {
             "output_dir": str(out),
             "max_steps": 4 if args.tiny else 100,
@@ -655,7 +661,7 @@ def part_distill(args, record: dict) -> None:
     record["regression"] = {"exit_code": done["exit_code"], "seconds": done["seconds"]}
     if done["exit_code"]:
         record["regression"]["tail"] = done.get("tail", [])
-    for name in ("metrics.jsonl", "teacher_labels.json", "runtime.json", "precision.json"):
+    for name in ("metrics.jsonl", "teacher_labels.json", "projection_init.json", "runtime.json", "precision.json"):
         path = out / name
         if path.is_file() and name == "metrics.jsonl":
             rows = [json.loads(line) for line in path.read_text().splitlines()]

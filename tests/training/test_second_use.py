@@ -107,7 +107,7 @@ def write_pairs(path, first_word: str, rows: int = 12):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("form", ["file", "datasets", "sets", "set-losses"])
+@pytest.mark.parametrize("form", ["file", "datasets", "sets", "set-losses", "fitted-projection"])
 def test_supervised_data_forms_resume_and_reproduce(form, tiny, tmp_path, monkeypatch):
     _, models = tiny
     pairs = write_pairs(tmp_path / "pairs.jsonl", "a")
@@ -146,6 +146,18 @@ def test_supervised_data_forms_resume_and_reproduce(form, tiny, tmp_path, monkey
                     "prompts": {"anchor": "dog "},
                 },
             },
+        }
+    if form == "fitted-projection":  # MSE onto a teacher through a projection fitted before training: a resume
+        # must end on the uninterrupted weights, the projection restored as trained, not fitted again
+        from transformers import AutoConfig
+
+        width = AutoConfig.from_pretrained(backbone_folder := str(models.backbone("bert"))).hidden_size
+        tree["data"]["columns"] = ["q"]
+        tree["supervised"] = {
+            "loss": "MSELoss",
+            "teacher": backbone_folder,
+            "loss_args": {"projection_dim": width},
+            "projection_init": "least_squares",
         }
     check_second_use(tree, tmp_path, monkeypatch, steps=3 if form == "set-losses" else 2)
 

@@ -52,6 +52,7 @@ from sentlab.encoders.loading import (
     is_static_model,
     keep_first_layers,
     load_encoder,
+    normalizes,
     refuse_static_settings,
     start_kind_refusal,
 )
@@ -172,6 +173,12 @@ class Method:
             model = load_encoder(start, **kwargs)
         else:
             model = build_encoder(start, m.pooler, prompt_template=m.prompt_template, **kwargs)
+            if not self.keeps_start_normalize and normalizes(start):
+                say(
+                    f"model.pooler {m.pooler}: {start} is rebuilt from its backbone without its Normalize module; "
+                    "the loss reads the embeddings' length, so they train and are saved unnormalised (leave "
+                    "model.pooler unset to train the model as saved)"
+                )
         halves = sorted({str(p.dtype) for p in model.parameters() if p.is_floating_point()} - {"torch.float32"})
         if halves:  # model.model_kwargs.dtype: auto on a half-precision checkpoint (train.mixed_precision is the way)
             model.float()

@@ -100,6 +100,9 @@ KIND_ROLES = {
 }
 
 
+PROJECTION_FIT_ROWS = 20_000  # supervised.projection_init least_squares: the rows its fit reads
+
+
 class SupervisedSection(_Section):
     loss: str = Field(
         "mnrl",
@@ -119,6 +122,13 @@ class SupervisedSection(_Section):
     teacher_setting: TeacherSetting = Field(
         "torch fp32",
         description=f"a sentence-transformers teacher: {TEACHER_SETTING_HELP}; every training set's teacher labels in it",
+    )
+    projection_init: Literal["random", "least_squares"] = Field(
+        "random",
+        description="a projection onto a teacher's embeddings (MSELoss / EmbedDistillLoss with loss_args."
+        "projection_dim) starts random, as sentence-transformers builds it, or least_squares: fitted to the "
+        f"teacher's labels of the first {PROJECTION_FIT_ROWS:,} rows from the start model's embeddings before "
+        "training (a linear probe first, as LP-FT; the run's projection_init.json says what the fit left)",
     )
     format: Literal["table", "snli", "stsb"] = "table"
     split: str = Field("train", description="format snli: the split of the SNLI folder")
@@ -167,6 +177,7 @@ class SupervisedConfig(TrainConfig):
         "supervised.score_range": "outside scored pairs, or with data.sets that each give their own",
         "supervised.teacher": "outside distillation losses, or with data.sets that each give their own",
         "supervised.teacher_setting": "without a teacher",
+        "supervised.projection_init": "without a projection onto a teacher's embeddings",
         "supervised.loss": "with data.sets that each name their own loss (so loss_args and format too)",
         "data.columns": "outside format table, or with data.sets (each set has its own)",
         "data.prompts": "with data.sets that each give their own prompts",
@@ -199,6 +210,11 @@ class SupervisedConfig(TrainConfig):
         if spec.kind != "distill" or s.teacher is None:
             idle["supervised.teacher_setting"] = "no teacher labels the rows" + (
                 f" (supervised.loss {name} is not a distillation loss)" if spec.kind != "distill" else ""
+            )
+        if spec.teacher != "embedding" or s.teacher is None or not s.loss_args.get("projection_dim"):
+            idle["supervised.projection_init"] = (
+                "no projection onto a teacher's embeddings is trained (a teacher's embeddings as the labels, "
+                "MSELoss or EmbedDistillLoss, and supervised.loss_args.projection_dim)"
             )
         if s.format != "table":
             idle["data.columns"] = f"supervised.format {s.format} has its own columns"
@@ -437,6 +453,9 @@ class Supervised(Method):
     no_gradient_cache = None  # losses that compare the batch's rows take it; the others refuse it (unread)
     teacher_width: int | None = None  # distillation: the teacher's embedding width (train_dataset)
     labelling: dict | None = None  # distillation: what labelling cost (teacher_labels), written beside the run
+    # distillation onto embeddings: the first column's texts and the teacher's labels of them, for the
+    # least-squares projection (supervised.projection_init), at most PROJECTION_FIT_ROWS of each
+    fit_rows: tuple[list[str], Any] | None = None
 
     @property
     def spec(self) -> LossSpec:
@@ -838,6 +857,9 @@ class Supervised(Method):
         )
         # a batch of rows at a time into the table: never the whole label matrix as Python floats
         matrix = labels.cpu().numpy()
+        if self.spec.teacher == "embedding":
+            kept = matrix[:PROJECTION_FIT_ROWS].copy()  # a copy: the whole matrix is not kept alive for it
+            self.fit_rows = (list(table[texts[0]][:PROJECTION_FIT_ROWS]), kept)
         return table.map(
             lambda _, index: {"label": matrix[index[0] : index[-1] + 1].tolist()},
             with_indices=True,
@@ -970,6 +992,12 @@ class Supervised(Method):
             )
         loss = build_loss(cls, model, arguments)
         if (
+            spec.teacher == "embedding"
+            and s.projection_init == "least_squares"
+            and getattr(loss, "projection", None) is not None
+        ):
+            self.fit_projection(model, loss)
+        if (
             mini_batch_size is None
             and LOSSES[cls.__name__].chunks_itself
             and getattr(loss, "use_mini_batched_version", True)
@@ -983,6 +1011,82 @@ class Supervised(Method):
         for argument in spec.model_arguments:  # read only: left out of the checkpoints' loss state
             loss.read_only_modules = (*getattr(loss, "read_only_modules", ()), argument)
         return loss
+
+    def fit_projection(self, model: SentenceTransformer, loss: nn.Module) -> None:
+        """``supervised.projection_init: least_squares``: the loss's projection ``P(x) = W x + b`` (an
+        ``nn.Linear`` from the model's width to the teacher's) set, before training, to the ordinary
+        least-squares fit of the teacher's labels T from the start model's embeddings S of the same rows,
+        ``argmin_{W, b} ||S W^T + b - T||^2`` (scikit-learn's ``LinearRegression``), over the first
+        :data:`PROJECTION_FIT_ROWS` rows. sentence-transformers starts the projection random, so the
+        student's first steps follow a random map's error; fitted first, only what no linear map of the
+        start model's embeddings explains is left for training to change (LP-FT: Kumar et al., 2022,
+        "Fine-Tuning can Distort Pretrained Features and Underperform Out-of-Distribution", a linear
+        probe before fine-tuning). Written as ``projection_init.safetensors`` and loaded through the
+        loss's own ``load_projection``; ``projection_init.json`` holds the rows, the prompt and the MSE
+        of the random and of the fitted projection on those rows. A resumed run's checkpoint then
+        restores the projection as trained."""
+        import tempfile
+        import time
+
+        import numpy as np
+        import torch
+        from safetensors.torch import save_file
+        from sklearn.linear_model import LinearRegression
+
+        from sentlab.encoders.prompts import role_prompt
+        from sentlab.paths import atomic_path, json_text, write_text_atomic
+
+        found = [self.fit_rows] if self.fit_rows else []
+        for name in self.cfg.data.sets if not found else ():  # one loss for every set: theirs together
+            if self.set_method(name).fit_rows:
+                found.append(self.set_method(name).fit_rows)
+        if not found:
+            raise ConfigError("supervised.projection_init: least_squares needs the teacher's labels of the rows")
+        texts = [t for rows, _ in found for t in rows][:PROJECTION_FIT_ROWS]
+        targets = np.concatenate([labels for _, labels in found])[:PROJECTION_FIT_ROWS].astype(np.float64)
+        prompts = self.cfg.data.prompts
+        if isinstance(prompts, dict):
+            raise ConfigError(
+                "supervised.projection_init: least_squares with data.prompts by column; give one prompt for "
+                "every text (or none), which the fit puts before the texts as training does"
+            )
+        prompt = role_prompt(model, "query") if prompts is None else prompts  # the first column's, as trained
+        started = time.perf_counter()
+        training = model.training
+        with torch.no_grad():
+            student = model.encode(
+                [prompt + t for t in texts], batch_size=self.cfg.train.batch_size, convert_to_numpy=True
+            ).astype(np.float64)
+            model.train(training)
+            projection = loss.projection
+            before = projection(
+                torch.as_tensor(student, dtype=projection.weight.dtype, device=projection.weight.device)
+            )
+            random_mse = float(((before.double().cpu().numpy() - targets) ** 2).mean())
+        fit = LinearRegression().fit(student, targets)
+        fitted_mse = float(((fit.predict(student) - targets) ** 2).mean())
+        weights = {
+            "weight": torch.as_tensor(fit.coef_, dtype=torch.float32).contiguous(),
+            "bias": torch.as_tensor(fit.intercept_, dtype=torch.float32).contiguous(),
+        }
+        folder = self.paths.root if self.paths is not None else Path(tempfile.mkdtemp(prefix="sentlab-projection-"))
+        path = folder / "projection_init.safetensors"
+        with atomic_path(path) as temporary:
+            save_file(weights, str(temporary))
+        loss.load_projection(path)  # sentence-transformers' own loader: its shape checks
+        record = {
+            "rows": len(texts),
+            "prompt": prompt,
+            "mse_random_projection": random_mse,
+            "mse_least_squares": fitted_mse,
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+        if self.paths is not None:
+            write_text_atomic(folder / "projection_init.json", json_text(record, indent=1))
+        say(
+            f"supervised.projection_init: least_squares on {len(texts):,} rows: MSE to the teacher "
+            f"{random_mse:.3g} (the random projection) -> {fitted_mse:.3g} (fitted), {record['seconds']} s"
+        )
 
 
 def text_columns(

@@ -745,6 +745,7 @@ ADDED_SINCE_RELEASE = {
     "train.trainer_args": {},
     "supervised.teacher_setting": "torch fp32",
     "rankcse.teacher_setting": "torch fp32",
+    "supervised.projection_init": "random",
 }
 
 

@@ -625,12 +625,13 @@ def mpnet_paths(records: Path = RECORDS) -> str:
 
     def read_back(path: str, row: dict) -> str:
         if row["status"] != "ok":
-            return f"failed: {row['error']}"
+            return "failed: " + row["error"].replace("|", "\\|")  # a cell of the table
         said = []
         if "dims" in row and "model_type" in row:
             losses = row.get("losses") or []
             said.append(
-                f"{row['model_type']}, {row['dims']} dimensions, reloaded to {row['reload_max_abs_difference']:.1g}"
+                f"{row['model_type'] or 'a static model'}, {row['dims']} dimensions, reloaded to "
+                f"{row['reload_max_abs_difference']:.1g}"
                 + (f"; loss {losses[0]:.3f} → {losses[-1]:.3f}" if losses else "")
             )
         if "target_modules" in row:
@@ -684,7 +685,7 @@ def distill_table(records: Path = RECORDS) -> str:
     if not (records / "distill-mpnet-minilm.json").is_file():
         return NOT_MEASURED.format(name="distill-mpnet-minilm")
     result = record("distill-mpnet-minilm", records)["result"]
-    scores, chosen = result["scores"], result["chosen_on_dev"]
+    scores, chosen, seconds = result["scores"], result["chosen_on_dev"], result.get("seconds")
     keys = ("sts_avg", "stsb_test", "dev", "test")
     rows = [
         "| | STS avg | STS-B test | dev nDCG@10 | test nDCG@10 | test minus start [95 %] | STS avg minus start [95 %] |",
@@ -736,8 +737,8 @@ def distill_table(records: Path = RECORDS) -> str:
                 for name, v in check["settings"].items()
             )
             + (
-                f"; torch fp32 {check['torch_fp32_sentences_per_second']:g}/s. The runs labelled in {check['chosen']} "
-                f"({check['why']})"
+                f"; torch fp32 {check['torch_fp32_sentences_per_second']:g}/s (batch 128). The runs were labelled in "
+                f"{check['chosen']} ({check['why']})"
             )
         )
     rows += [
@@ -750,9 +751,20 @@ def distill_table(records: Path = RECORDS) -> str:
             if "triplets" in data
             else ""
         )
-        + f". Dev: {data['dev_forum']}, test: {data['test_forum']}; seeds {settings['seeds']}, one epoch, "
-        f"batch {settings['batch_size']}, length {settings['max_seq_length']}. A config's cells: the mean over "
-        f"seeds. The teacher's labels, on the record's machine: {cost}.",
+        + f". Dev: {data['dev_forum']}, test: {data['test_forum']}; seeds {settings['seeds']}, one epoch "
+        f"({-(-data['texts'] // settings['batch_size'])} steps of {settings['batch_size']}), length "
+        f"{settings['max_seq_length']}"
+        + (
+            f"; learning rate {settings['learning_rate']:g} for the regression, "
+            f"{settings['simcse_learning_rate']:g} for the others"
+            if "learning_rate" in settings and "simcse_learning_rate" in settings
+            else ""
+        )
+        + (f", route (c) in batches of {settings['margin_batch_size']}" if "margin_batch_size" in settings else "")
+        + ". STS avg: the mean Spearman correlation (×100) over the seven STS tasks; nDCG@10 ×100; a config's "
+        "cells: the mean over seeds; intervals: 95 % over seeds and items, in points"
+        + (f"; the whole study took {seconds / 3600:.1f} h on the record's machine" if seconds else "")
+        + f". The teacher's labels, on the record's machine: {cost}.",
     ]
     return "\n".join(rows)
 
@@ -779,7 +791,7 @@ def distill_expect(records: Path = RECORDS) -> str:
         said = "the start model" if chosen == "start model" else ROUTE_NAMES.get(chosen, chosen)
         lines.append(
             f"**Measured** (record `distill-mpnet-minilm`, a {cpu['cores']}-core {cpu['model'].split(' (')[0]} CPU): "
-            f"{len(beat)} of the {len(routes)} routes from all-mpnet-base-v2 into all-MiniLM-L6-v2 beat the start "
+            f"{len(beat)} of the {len(routes)} teacher-labelled configs from all-mpnet-base-v2 into all-MiniLM-L6-v2 beat the start "
             f"model beyond the noise on both the STS average and the test forum"
             + (f" ({', '.join(ROUTE_NAMES.get(n, n) for n in beat)})" if beat else "")
             + f"; the dev forum chose {said}. Each route's verdict is under the table."
@@ -828,29 +840,50 @@ def distill_verdict(records: Path = RECORDS) -> str:
         both = all(minus[t]["beyond_noise"] and minus[t]["difference"] > 0 for t in ("sts_avg", test_task))
         half = all(gap[k] is not None and gap[k] >= 0.5 for k in ("sts_avg", "test"))
         share = lambda k: "no share (the teacher scores no higher)" if gap[k] is None else f"{gap[k]:.0%}"  # noqa: E731
-        better = against["sts_avg"]["beyond_noise"] and against["sts_avg"]["difference"] > 0
+        ahead = against["sts_avg"]["beyond_noise"]
+        versus = (
+            ("beyond the noise" if against["sts_avg"]["difference"] > 0 else "SimCSE ahead beyond the noise")
+            if ahead
+            else "within the noise"
+        )
         route = ROUTE_NAMES.get(name, name)
+        kept = result.get("kept_steps", {}).get(name)
+        if kept and all(step in (0, None) for step in kept):
+            kept_said = " Every seed kept step 0, the start model: no checkpoint scored higher on the dev forum."
+        elif kept:
+            kept_said = (
+                " Kept steps by seed: " + ", ".join("0 (the start)" if s in (0, None) else str(s) for s in kept) + "."
+            )
+        else:
+            kept_said = ""
         said.append(
             f"The {route} {'beat' if both else 'did not beat'} its start beyond the noise on both the STS average "
             f"and the test forum ({minus['sts_avg']['difference']:+.2f} and {minus[test_task]['difference']:+.2f} "
             f"points) and closed {share('sts_avg')} of the gap to its teacher on the STS average and "
             f"{share('test')} on the test forum: the target (both beyond the noise, half the gap) is "
             f"{'met' if both and half else 'missed'}. Against SimCSE on the same start: "
-            f"{against['sts_avg']['difference']:+.2f} on the STS average "
-            f"({'beyond the noise' if better else 'not a gain beyond the noise'}), "
-            f"{against[test_task]['difference']:+.2f} on the test forum."
+            f"{against['sts_avg']['difference']:+.2f} on the STS average ({versus}), "
+            f"{against[test_task]['difference']:+.2f} on the test forum.{kept_said}"
         )
     chosen = result["chosen_on_dev"]
     said.append(
         f"The dev forum chose {'the start model' if chosen == 'start model' else ROUTE_NAMES.get(chosen, chosen)}."
     )
+    parity_run = (records / "distill-mse-parity.json").is_file()
     if result.get("settings", {}).get("model_pooler", "mean") is not None:  # named before the key was kept
         said.append(
             "Its configs name `model.pooler: mean`, which trains the student without its `Normalize` module "
-            "(the regression and the margins then read unnormalised embeddings); the parity run below shows "
-            "what that changes."
+            "(the regression and the margins then read unnormalised embeddings)"
+            + ("; the parity run below shows what that changes." if parity_run else ".")
         )
-    if (records / "distill-mse-parity.json").is_file():
+        old = result.get("sentence_transformers_parity")
+        if old and not parity_run:  # the study's own parity, of its pooler-named config
+            said.append(
+                f"Without dev selection (seed {old['seed']}), its regression ends at {old['sentlab']:.2f} test "
+                f"nDCG@10 (start {result['scores']['start model']['test']:.2f}); sentence-transformers' own "
+                f"trainer, which keeps the student's `Normalize`, at {old['sentence_transformers_trainer']:.2f}."
+            )
+    if parity_run:
         found = record("distill-mse-parity", records)["result"]
         rows = found["rows"]
         said.append(

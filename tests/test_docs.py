@@ -495,7 +495,7 @@ def test_the_distillation_verdict_calls_only_a_gain_above_zero_a_beat(tmp_path):
     regression, listwise, chosen = hooks.distill_verdict(tmp_path).split("\n\n")
     assert regression.startswith("- The regression (a) did not beat its start") and "is missed" in regression
     assert "no share (the teacher scores no higher)" in regression
-    assert "-2.00 on the STS average (not a gain beyond the noise)" in regression
+    assert "-2.00 on the STS average (SimCSE ahead beyond the noise)" in regression
     assert listwise.startswith("- The listwise route (b, RankCSE) beat its start") and "is met" in listwise
     assert "+2.00 on the STS average (beyond the noise)" in listwise
     assert chosen == "- The dev forum chose the start model."
@@ -538,13 +538,13 @@ def test_the_distillation_verdict_calls_only_a_gain_above_zero_a_beat(tmp_path):
         json.dumps({"name": "distill-mpnet-minilm", "result": result, "machine": machine})
     )
     expect = hooks.distill_expect(tmp_path)
-    assert "(record `distill-mpnet-minilm`, a 2-core AMD EPYC CPU): 1 of the 2 routes" in expect
+    assert "(record `distill-mpnet-minilm`, a 2-core AMD EPYC CPU): 1 of the 2 teacher-labelled configs" in expect
     assert "(listwise route (b, RankCSE)); the dev forum chose listwise route (b, RankCSE)." in expect
     assert "**Not measured yet**: static students against potion-base-8M" in expect
     table = hooks.distill_table(tmp_path)
     assert "| **listwise route (b, RankCSE): `rankcse`** (chosen on dev) |" in table
     assert "| regression (a): `mse-distill` |" in table
-    assert "The runs labelled in torch fp32 (no faster setting keeps 0.99)" in table
+    assert "The runs were labelled in torch fp32 (no faster setting keeps 0.99)" in table
     assert "encoded route (a)'s and (b)'s 4 texts in 2 s and route (c)'s 6 in 3 s from an empty cache" in table
 
 
@@ -617,3 +617,36 @@ def test_the_second_architecture_table_says_each_paths_status_from_its_record(tm
     table = hooks.mpnet_paths(tmp_path)
     assert "| supervised | ok | 12 | mpnet, 768 dimensions, reloaded to 0; loss 1.500 → 0.500 |" in table
     assert "| mine | failed | 1 | failed: no corpus |" in table
+
+
+def test_the_parity_run_is_read_from_its_own_record_once_it_exists(tmp_path):
+    """Before record distill-mse-parity the verdict quotes the study's own parity (its pooler-named
+    config); with it, the three rows of the parity record and nothing said of a run "below" that is absent."""
+    hooks = load_hooks()
+    hooks._records_module = lambda: type(
+        "R", (), {"read": staticmethod(lambda name, where: json.loads((where / f"{name}.json").read_text()))}
+    )
+    same = {"difference": 0.0, "low": 0.0, "high": 0.0, "beyond_noise": False}
+    result = {
+        "routes": {"mse-distill": "a"},
+        "minus_start": {"mse-distill": {"sts_avg": same, "forum-test": same}},
+        "minus_simcse": {"mse-distill": {"sts_avg": same, "forum-test": same}},
+        "gap_closed": {"mse-distill": {"sts_avg": 0.0, "test": 0.0}},
+        "chosen_on_dev": "start model",
+        "scores": {"start model": {"test": 24.95}},
+        "sentence_transformers_parity": {"sentence_transformers_trainer": 8.66, "sentlab": 3.54, "seed": 1},
+    }
+    (tmp_path / "distill-mpnet-minilm.json").write_text(json.dumps({"result": result}))
+    before = hooks.distill_verdict(tmp_path)
+    assert "ends at 3.54 test nDCG@10 (start 24.95)" in before and "below" not in before
+    rows = {
+        "sentence_transformers_trainer": {"test": 9.0},
+        "sentlab": {"test": 8.5},
+        "sentlab_pooler_named": {"test": 3.5},
+    }
+    (tmp_path / "distill-mse-parity.json").write_text(
+        json.dumps({"result": {"rows": rows, "difference": -0.5, "seed": 1}})
+    )
+    after = hooks.distill_verdict(tmp_path)
+    assert "the parity run below shows" in after and "ends at 3.54" not in after
+    assert "scores 9.00 nDCG@10" in after and "same config 8.50 (-0.50)" in after and "out of training, 3.50" in after

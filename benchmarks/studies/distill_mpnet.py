@@ -2,7 +2,8 @@
 routes, each against unsupervised SimCSE from the same start on the same unlabelled text (the in-batch
 contrastive baseline), over three seeds.
 
-Feeds: records distill-mpnet-minilm; pages docs/changelog.md, docs/guides/distillation.md.
+Feeds: records distill-mpnet-minilm, distill-mse-parity; pages docs/changelog.md,
+docs/guides/distillation.md.
 
 The routes:
 
@@ -244,8 +245,10 @@ def st_parity(out: Path, config: Path, text: Path, card: Path, task: str, seed: 
     def train_loss(folder: Path) -> float | None:  # the trainer's mean over the run, as each logged it
         if (folder / "log_history.json").is_file():
             entries = json.loads((folder / "log_history.json").read_text("utf-8"))
-        else:
+        elif (folder / "metrics.jsonl").is_file():
             entries = [json.loads(line) for line in (folder / "metrics.jsonl").open(encoding="utf-8")]
+        else:  # a run made before its log was kept
+            entries = []
         found = [e["train_loss"] for e in entries if "train_loss" in e]
         return round(found[-1], 6) if found else None
 

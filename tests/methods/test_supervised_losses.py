@@ -574,10 +574,10 @@ def test_a_local_teacher_is_named_on_the_card_and_known_by_its_files(tiny_backbo
 
 
 def test_a_least_squares_projection_starts_at_the_best_linear_map_to_the_teachers_labels(tiny_backbone, tmp_path):
-    """supervised.projection_init least_squares: before any step the loss's projection is the least-squares
-    map [S, 1] -> T from the start model's embeddings S to the teacher's labels T (numpy's lstsq, a second
-    implementation), its MSE recorded below the random projection's; random leaves sentence-transformers'
-    initialisation; without a projection the key is idle, refused in one line."""
+    """supervised.projection_init least_squares: before any step the loss's projection is the ridge
+    least-squares map from the start model's embeddings S to the teacher's labels T (its closed form in
+    numpy, a second implementation), its MSE recorded below the random projection's; random leaves
+    sentence-transformers' initialisation; without a projection the key is idle, refused in one line."""
     import numpy as np
 
     texts = [f"{a} and {b}" for a in WORDS for b in WORDS]  # 64 rows: more than the 33 unknowns of each output
@@ -591,16 +591,18 @@ def test_a_least_squares_projection_starts_at_the_best_linear_map_to_the_teacher
     model = method.build_model()
     loss = method.loss(model)
     student = model.encode(texts, batch_size=8).astype(np.float64)
-    design = np.hstack([student, np.ones((len(texts), 1))])
-    solution = np.linalg.lstsq(design, labels, rcond=None)[0]
-    # a random tiny BERT's states are nearly collinear, so many maps fit as well: the fitted values are
-    # the one answer (float32 weights of a float64 fit, the student encoded in batches of another size:
-    # 1e-3 of labels ~1)
+    # the ridge solution in closed form, a second implementation: centred, W = (Xc'Xc + alpha I)^-1 Xc'Tc
+    record = json.loads((run / "projection_init.json").read_text())
+    centred = student - student.mean(0)
+    gram = centred.T @ centred + record["ridge_alpha"] * np.eye(student.shape[1])
+    weight = np.linalg.solve(gram, centred.T @ (labels - labels.mean(0)))
+    expected = student @ weight + (labels.mean(0) - student.mean(0) @ weight)
+    # float32 weights of a float64 fit, the student encoded in batches of another size: 1e-3 of labels ~1
     with torch.no_grad():
         projected = loss.projection(torch.as_tensor(student, dtype=torch.float32, device=model.device))
-    np.testing.assert_allclose(projected.cpu().numpy(), design @ solution, atol=1e-3, rtol=1e-3)
-    record = json.loads((run / "projection_init.json").read_text())
-    assert record["rows"] == len(texts) and record["mse_least_squares"] < record["mse_random_projection"] / 10
+    np.testing.assert_allclose(projected.cpu().numpy(), expected, atol=1e-3, rtol=1e-3)
+    assert record["rows"] == len(texts) and record["mse_fitted"] < record["mse_random_projection"] / 10
+    assert record["mse_fitted_held_out"] < record["mse_random_projection"] and record["condition_number"] >= 1
     assert (run / "projection_init.safetensors").is_file()
     torch.manual_seed(0)
     plain = Supervised(supervised(tmp_path, tiny_backbone, train, ["t"], **common), engine.RunPaths(tmp_path / "r"))

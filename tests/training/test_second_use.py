@@ -107,7 +107,7 @@ def write_pairs(path, first_word: str, rows: int = 12):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("form", ["file", "datasets", "sets", "set-losses", "fitted-projection"])
+@pytest.mark.parametrize("form", ["file", "datasets", "sets", "set-losses"])
 def test_supervised_data_forms_resume_and_reproduce(form, tiny, tmp_path, monkeypatch):
     _, models = tiny
     pairs = write_pairs(tmp_path / "pairs.jsonl", "a")
@@ -147,18 +147,6 @@ def test_supervised_data_forms_resume_and_reproduce(form, tiny, tmp_path, monkey
                 },
             },
         }
-    if form == "fitted-projection":  # MSE onto a teacher through a projection fitted before training: a resume
-        # must end on the uninterrupted weights, the projection restored as trained, not fitted again
-        from transformers import AutoConfig
-
-        width = AutoConfig.from_pretrained(backbone_folder := str(models.backbone("bert"))).hidden_size
-        tree["data"]["columns"] = ["q"]
-        tree["supervised"] = {
-            "loss": "MSELoss",
-            "teacher": backbone_folder,
-            "loss_args": {"projection_dim": width},
-            "projection_init": "least_squares",
-        }
     check_second_use(tree, tmp_path, monkeypatch, steps=3 if form == "set-losses" else 2)
 
 
@@ -178,3 +166,39 @@ def test_each_kind_of_start_model_resumes_and_reproduces(kind, tiny, tiny_static
     if kind == "static":  # a static model has no training length; its card does not claim one
         card = (tmp_path / "run" / "model" / "README.md").read_text("utf-8")
         assert "training length" not in card and "max_seq_length" not in (tmp_path / "run" / "config.yaml").read_text()
+
+
+@pytest.mark.slow
+def test_a_fitted_projection_resumes_as_trained_and_reproduces(tiny, tmp_path, monkeypatch):
+    """MSE onto a teacher through a projection fitted before training (supervised.projection_init
+    least_squares): a resume from step 2 ends with the projection of the uninterrupted step 3 (restored as
+    trained, not fitted again: the fit alone is ~lr per step away), and the run's second use holds."""
+    from safetensors.torch import load_file
+    from transformers import AutoConfig
+
+    from sentlab.training.callbacks import LOSS_STATE_FILE
+
+    _, models = tiny
+    backbone = str(models.backbone("bert"))
+    tree = pairs_tree(backbone, write_pairs(tmp_path / "pairs.jsonl", "a", 48), tmp_path / "run")
+    tree["data"]["columns"] = ["q"]
+    tree["supervised"] = {
+        "loss": "MSELoss",
+        "teacher": backbone,
+        "loss_args": {"projection_dim": AutoConfig.from_pretrained(backbone).hidden_size},
+        "projection_init": "least_squares",
+    }
+    tree["train"].update(max_steps=3, save_steps=1, eval_steps=1)
+    cfg = validate_config(tree)
+    paths = engine.train(cfg, evaluate=False)
+    last = checkpoint_folders(paths.checkpoints)[-1]
+    uninterrupted = load_file(str(last / LOSS_STATE_FILE))
+    assert json.loads((paths.root / "projection_init.json").read_text())["rows"] == 48
+    shutil.rmtree(last)
+    shutil.rmtree(paths.model)
+    engine.train(cfg, resume=True, evaluate=False)
+    resumed = load_file(str(checkpoint_folders(paths.checkpoints)[-1] / LOSS_STATE_FILE))
+    assert resumed.keys() == uninterrupted.keys() and any("projection" in k for k in resumed)
+    for key in resumed:  # the same float32 steps from the same state: 1e-6 absorbs a BLAS's reordering
+        np.testing.assert_allclose(resumed[key].float().numpy(), uninterrupted[key].float().numpy(), atol=1e-6)
+    check_second_use(dict(tree, train=dict(tree["train"], output_dir=str(tmp_path / "again"))), tmp_path, monkeypatch)

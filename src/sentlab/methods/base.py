@@ -173,7 +173,8 @@ class Method:
             model = load_encoder(start, **kwargs)
         else:
             model = build_encoder(start, m.pooler, prompt_template=m.prompt_template, **kwargs)
-            if not self.keeps_start_normalize and normalizes(start):
+            if not self.keeps_start_normalize and normalizes(start) and not self.__dict__.get("_said_pooler"):
+                self._said_pooler = True  # once: the start model is built again to be scored
                 say(
                     f"model.pooler {m.pooler}: {start} is rebuilt from its backbone without its Normalize module; "
                     "the loss reads the embeddings' length, so they train and are saved unnormalised (leave "

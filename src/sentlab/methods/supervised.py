@@ -101,6 +101,7 @@ KIND_ROLES = {
 
 
 PROJECTION_FIT_ROWS = 20_000  # supervised.projection_init least_squares: the rows its fit reads
+PROJECTION_RIDGE = 1e-3  # its ridge, a share of the embeddings' mean variance (Supervised.fit_projection)
 
 
 class SupervisedSection(_Section):
@@ -126,9 +127,10 @@ class SupervisedSection(_Section):
     projection_init: Literal["random", "least_squares"] = Field(
         "random",
         description="a projection onto a teacher's embeddings (MSELoss / EmbedDistillLoss with loss_args."
-        "projection_dim) starts random, as sentence-transformers builds it, or least_squares: fitted to the "
-        f"teacher's labels of the first {PROJECTION_FIT_ROWS:,} rows from the start model's embeddings before "
-        "training (a linear probe first, as LP-FT; the run's projection_init.json says what the fit left)",
+        "projection_dim) starts random, as sentence-transformers builds it, or least_squares: a ridge "
+        f"least-squares fit to the teacher's labels of the first {PROJECTION_FIT_ROWS:,} rows from the start "
+        "model's embeddings before training (a linear probe first, as LP-FT; the run's projection_init.json "
+        "says what the fit left)",
     )
     format: Literal["table", "snli", "stsb"] = "table"
     split: str = Field("train", description="format snli: the split of the SNLI folder")
@@ -456,6 +458,7 @@ class Supervised(Method):
     # distillation onto embeddings: the first column's texts and the teacher's labels of them, for the
     # least-squares projection (supervised.projection_init), at most PROJECTION_FIT_ROWS of each
     fit_rows: tuple[list[str], Any] | None = None
+    set_name: str | None = None  # the training set of data.sets this method reads alone (set_method)
 
     @property
     def spec(self) -> LossSpec:
@@ -569,6 +572,7 @@ class Supervised(Method):
             if "train.mini_batch_size" in cfg.loss_idle(section):  # read by another set's loss only
                 update["train"] = cfg.train.model_copy(update={"mini_batch_size": None})
             kept[name] = type(self)(cfg.model_copy(update=update), self.paths)
+            kept[name].set_name = name
         return kept[name]
 
     def in_set(self, name: str, call: Callable[[Supervised], Any]) -> Any:
@@ -857,7 +861,7 @@ class Supervised(Method):
         )
         # a batch of rows at a time into the table: never the whole label matrix as Python floats
         matrix = labels.cpu().numpy()
-        if self.spec.teacher == "embedding":
+        if self.spec.teacher == "embedding" and s.projection_init == "least_squares":
             kept = matrix[:PROJECTION_FIT_ROWS].copy()  # a copy: the whole matrix is not kept alive for it
             self.fit_rows = (list(table[texts[0]][:PROJECTION_FIT_ROWS]), kept)
         return table.map(
@@ -1014,24 +1018,29 @@ class Supervised(Method):
 
     def fit_projection(self, model: SentenceTransformer, loss: nn.Module) -> None:
         """``supervised.projection_init: least_squares``: the loss's projection ``P(x) = W x + b`` (an
-        ``nn.Linear`` from the model's width to the teacher's) set, before training, to the ordinary
+        ``nn.Linear`` from the model's width to the teacher's) set, before training, to the ridge
         least-squares fit of the teacher's labels T from the start model's embeddings S of the same rows,
-        ``argmin_{W, b} ||S W^T + b - T||^2`` (scikit-learn's ``LinearRegression``), over the first
-        :data:`PROJECTION_FIT_ROWS` rows. sentence-transformers starts the projection random, so the
-        student's first steps follow a random map's error; fitted first, only what no linear map of the
-        start model's embeddings explains is left for training to change (LP-FT: Kumar et al., 2022,
-        "Fine-Tuning can Distort Pretrained Features and Underperform Out-of-Distribution", a linear
-        probe before fine-tuning). Written as ``projection_init.safetensors`` and loaded through the
-        loss's own ``load_projection``; ``projection_init.json`` holds the rows, the prompt and the MSE
-        of the random and of the fitted projection on those rows. A resumed run's checkpoint then
-        restores the projection as trained."""
+        ``argmin_{W, b} ||S W^T + b - T||^2 + alpha ||W||^2`` (scikit-learn's ``Ridge``; ``alpha``
+        :data:`PROJECTION_RIDGE` times the mean variance of S's columns times the rows, so a few rows or
+        nearly collinear embeddings give a bounded map, not an exact fit through the labels), over the first
+        :data:`PROJECTION_FIT_ROWS` rows, encoded as training reads them (its length, its prompt).
+        sentence-transformers starts the projection random, so the student's first steps follow a random
+        map's error; fitted first, only what no linear map of the start model's embeddings explains is left
+        for training to change (LP-FT: Kumar et al., 2022, "Fine-Tuning can Distort Pretrained Features and
+        Underperform Out-of-Distribution", a linear probe before fine-tuning). Written as
+        ``projection_init[-SET].safetensors`` and loaded through the loss's own ``load_projection``;
+        ``projection_init[-SET].json`` holds the rows, the prompt, alpha, the condition number of S's
+        covariance, the weights' norm and the MSE of the random and the fitted projection, on the rows and
+        on a tenth held out of a second fit. A resumed run's checkpoint then restores the projection as
+        trained (the fit runs again first, and is replaced). The fit is of the MSE, whatever distance the
+        loss trains (EmbedDistillLoss's cosine included)."""
         import tempfile
         import time
 
         import numpy as np
         import torch
         from safetensors.torch import save_file
-        from sklearn.linear_model import LinearRegression
+        from sklearn.linear_model import Ridge
 
         from sentlab.encoders.prompts import role_prompt
         from sentlab.paths import atomic_path, json_text, write_text_atomic
@@ -1048,44 +1057,63 @@ class Supervised(Method):
         if isinstance(prompts, dict):
             raise ConfigError(
                 "supervised.projection_init: least_squares with data.prompts by column; give one prompt for "
-                "every text (or none), which the fit puts before the texts as training does"
+                "every text (or none), which the fit encodes with as training does"
             )
         prompt = role_prompt(model, "query") if prompts is None else prompts  # the first column's, as trained
         started = time.perf_counter()
-        training = model.training
-        with torch.no_grad():
-            student = model.encode(
-                [prompt + t for t in texts], batch_size=self.cfg.train.batch_size, convert_to_numpy=True
-            ).astype(np.float64)
+        training, length = model.training, model.max_seq_length
+        if self.cfg.model.max_seq_length is not None:
+            model.max_seq_length = self.cfg.model.max_seq_length  # training's collator truncates there
+        try:
+            with torch.no_grad():
+                student = model.encode(
+                    texts, prompt=prompt, batch_size=self.cfg.train.batch_size, convert_to_numpy=True
+                ).astype(np.float64)
+                projection = loss.projection
+                weight = projection.weight
+                before = projection(torch.as_tensor(student, dtype=weight.dtype, device=weight.device))
+        finally:
+            model.max_seq_length = length
             model.train(training)
-            projection = loss.projection
-            before = projection(
-                torch.as_tensor(student, dtype=projection.weight.dtype, device=projection.weight.device)
-            )
-            random_mse = float(((before.double().cpu().numpy() - targets) ** 2).mean())
-        fit = LinearRegression().fit(student, targets)
+        random_mse = float(((before.double().cpu().numpy() - targets) ** 2).mean())
+        centred = student - student.mean(0)
+        eigenvalues = np.linalg.eigvalsh(centred.T @ centred / max(1, len(texts)))
+        alpha = PROJECTION_RIDGE * float(eigenvalues.mean()) * len(texts)
+        held = max(1, len(texts) // 10)
+        probe = Ridge(alpha=alpha * (len(texts) - held) / len(texts)).fit(student[:-held], targets[:-held])
+        held_out_mse = float(((probe.predict(student[-held:]) - targets[-held:]) ** 2).mean())
+        fit = Ridge(alpha=alpha).fit(student, targets)
         fitted_mse = float(((fit.predict(student) - targets) ** 2).mean())
         weights = {
             "weight": torch.as_tensor(fit.coef_, dtype=torch.float32).contiguous(),
             "bias": torch.as_tensor(fit.intercept_, dtype=torch.float32).contiguous(),
         }
-        folder = self.paths.root if self.paths is not None else Path(tempfile.mkdtemp(prefix="sentlab-projection-"))
-        path = folder / "projection_init.safetensors"
-        with atomic_path(path) as temporary:
-            save_file(weights, str(temporary))
-        loss.load_projection(path)  # sentence-transformers' own loader: its shape checks
+        suffix = f"-{self.set_name}" if self.set_name else ""
+        with tempfile.TemporaryDirectory(prefix="sentlab-projection-") as scratch:
+            folder = self.paths.root if self.paths is not None else Path(scratch)
+            path = folder / f"projection_init{suffix}.safetensors"
+            with atomic_path(path) as temporary:
+                save_file(weights, str(temporary))
+            loss.load_projection(path)  # sentence-transformers' own loader: its shape checks
         record = {
             "rows": len(texts),
             "prompt": prompt,
+            "max_seq_length": self.cfg.model.max_seq_length or length,
+            "ridge_alpha": alpha,
+            "condition_number": float(eigenvalues.max() / max(eigenvalues.min(), 1e-300)),
+            "weight_norm": float(np.linalg.norm(fit.coef_)),
             "mse_random_projection": random_mse,
-            "mse_least_squares": fitted_mse,
+            "mse_fitted": fitted_mse,
+            "mse_fitted_held_out": held_out_mse,
+            "held_out_rows": held,
             "seconds": round(time.perf_counter() - started, 1),
         }
         if self.paths is not None:
-            write_text_atomic(folder / "projection_init.json", json_text(record, indent=1))
+            write_text_atomic(self.paths.root / f"projection_init{suffix}.json", json_text(record, indent=1))
         say(
             f"supervised.projection_init: least_squares on {len(texts):,} rows: MSE to the teacher "
-            f"{random_mse:.3g} (the random projection) -> {fitted_mse:.3g} (fitted), {record['seconds']} s"
+            f"{random_mse:.3g} (the random projection) -> {fitted_mse:.3g} (fitted; {held_out_mse:.3g} on "
+            f"{held:,} rows held out of a second fit), {record['seconds']} s"
         )
 
 

@@ -630,7 +630,8 @@ def mpnet_paths(records: Path = RECORDS) -> str:
         if "dims" in row and "model_type" in row:
             losses = row.get("losses") or []
             said.append(
-                f"{row['model_type'] or 'a static model'}, {row['dims']} dimensions, reloaded to "
+                f"{row['model_type'] or ('an adapter folder' if 'target_modules' in row else 'no config.json')}, "
+                f"{row['dims']} dimensions, reloaded to "
                 f"{row['reload_max_abs_difference']:.1g}"
                 + (f"; loss {losses[0]:.3f} → {losses[-1]:.3f}" if losses else "")
             )

@@ -2,7 +2,7 @@
 buckets, attention modules named q / k / v / o, its own tokenizer) through each of sentlab's paths for a
 few steps, each run in turn and reported with its exit status, seconds and what it read back.
 
-Feeds: no record (its figures are quoted by hand); pages docs/changelog.md, docs/scope.md.
+Feeds: records mpnet-paths; pages docs/changelog.md, docs/scope.md.
 
 - ``supervised``: MNRL on duplicate-question pairs of CQADupStack's training forums; the saved model
   reloads and encodes as the run's last state did (the largest difference of the probe's embeddings);

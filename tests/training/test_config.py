@@ -161,6 +161,7 @@ def test_the_keys_a_config_idles_under_some_settings_are_the_ones_the_reference_
             "supervised.score_range",
             "supervised.teacher",
             "supervised.teacher_setting",
+            "supervised.projection_init",
             "data.columns",
             "train.mini_batch_size",
             "train.matryoshka_dims",

@@ -200,5 +200,7 @@ def test_a_fitted_projection_resumes_as_trained_and_reproduces(tiny, tmp_path, m
     resumed = load_file(str(checkpoint_folders(paths.checkpoints)[-1] / LOSS_STATE_FILE))
     assert resumed.keys() == uninterrupted.keys() and any("projection" in k for k in resumed)
     for key in resumed:  # the same float32 steps from the same state: 1e-6 absorbs a BLAS's reordering
-        np.testing.assert_allclose(resumed[key].float().numpy(), uninterrupted[key].float().numpy(), atol=1e-6)
+        np.testing.assert_allclose(
+            resumed[key].float().cpu().numpy(), uninterrupted[key].float().cpu().numpy(), atol=1e-6
+        )
     check_second_use(dict(tree, train=dict(tree["train"], output_dir=str(tmp_path / "again"))), tmp_path, monkeypatch)

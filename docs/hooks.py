@@ -625,7 +625,7 @@ def mpnet_paths(records: Path = RECORDS) -> str:
 
     def read_back(path: str, row: dict) -> str:
         if row["status"] != "ok":
-            return "failed: " + row["error"].replace("|", "\\|")  # a cell of the table
+            return "failed: " + " ".join(row["error"].split()).replace("|", "\\|")  # one cell of the table
         said = []
         if "dims" in row and "model_type" in row:
             losses = row.get("losses") or []

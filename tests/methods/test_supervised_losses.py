@@ -575,40 +575,59 @@ def test_a_local_teacher_is_named_on_the_card_and_known_by_its_files(tiny_backbo
 
 def test_a_least_squares_projection_starts_at_the_best_linear_map_to_the_teachers_labels(tiny_backbone, tmp_path):
     """supervised.projection_init least_squares: before any step the loss's projection is the ridge
-    least-squares map from the start model's embeddings S to the teacher's labels T (its closed form in
-    numpy, a second implementation), its MSE recorded below the random projection's; random leaves
-    sentence-transformers' initialisation; without a projection the key is idle, refused in one line."""
+    least-squares map from the start model's embeddings S (encoded as training reads them: data.prompts
+    before each text, at model.max_seq_length) to another model's labels T: its closed form in numpy, a
+    second implementation, and not the unregularised fit; the model's length and mode are left as they
+    were; its MSE is recorded below the random projection's; random leaves sentence-transformers'
+    initialisation; without a projection the key is idle, refused in one line."""
     import numpy as np
 
+    from tests.conftest import make_tiny_backbone
+    from tests.methods.test_baselines import method_config
+
+    teacher = make_tiny_backbone(tmp_path / "teacher", seed=7)  # other weights: no exact linear map to it
     texts = [f"{a} and {b}" for a in WORDS for b in WORDS]  # 64 rows: more than the 33 unknowns of each output
     train = table(tmp_path / "rows.jsonl", {"t": texts})
-    common = {"loss": "MSELoss", "teacher": str(tiny_backbone), "loss_args": {"projection_dim": 32}}
-    cfg = supervised(tmp_path, tiny_backbone, train, ["t"], projection_init="least_squares", **common)
+    common = {"loss": "MSELoss", "teacher": str(teacher), "loss_args": {"projection_dim": 32}}
+
+    def config(out, **extra):
+        section = {"supervised": {**common, **extra}}
+        data = {"columns": ["t"], "prompts": "q: "}
+        return method_config("supervised", tiny_backbone, train, out, section=section, data=data, max_steps=1)
+
     run = tmp_path / "run"
     run.mkdir()
-    method = Supervised(cfg, engine.RunPaths(run))
+    method = Supervised(config(run, projection_init="least_squares"), engine.RunPaths(run))
     labels = np.asarray(method.train_dataset()["label"], dtype=np.float64)
     model = method.build_model()
+    length, training = model.max_seq_length, model.training
     loss = method.loss(model)
-    student = model.encode(texts, batch_size=8).astype(np.float64)
-    # the ridge solution in closed form, a second implementation: centred, W = (Xc'Xc + alpha I)^-1 Xc'Tc
+    assert (model.max_seq_length, model.training) == (length, training)
     record = json.loads((run / "projection_init.json").read_text())
+    assert record["prompts"] == ["q: "] and record["max_seq_length"] == 16 != length
+    model.max_seq_length = 16
+    student = model.encode(texts, prompt="q: ", batch_size=8).astype(np.float64)
+    # the ridge solution in closed form: centred, W = (Xc'Xc + alpha I)^-1 Xc'Tc
     centred = student - student.mean(0)
     gram = centred.T @ centred + record["ridge_alpha"] * np.eye(student.shape[1])
     weight = np.linalg.solve(gram, centred.T @ (labels - labels.mean(0)))
-    expected = student @ weight + (labels.mean(0) - student.mean(0) @ weight)
-    # float32 weights of a float64 fit, the student encoded in batches of another size: 1e-3 of labels ~1
-    with torch.no_grad():
-        projected = loss.projection(torch.as_tensor(student, dtype=torch.float32, device=model.device))
-    np.testing.assert_allclose(projected.cpu().numpy(), expected, atol=1e-3, rtol=1e-3)
-    assert record["rows"] == len(texts) and record["mse_fitted"] < record["mse_random_projection"] / 10
-    assert record["mse_fitted_held_out"] < record["mse_random_projection"] and record["condition_number"] >= 1
+    fitted = loss.projection.weight.detach().cpu().numpy()
+    # float32 weights of a float64 fit, the student encoded in batches of another size: 1e-3 of weights
+    # whose largest is ~1 (the unregularised fit's differ by more: asserted below)
+    np.testing.assert_allclose(fitted, weight.T, atol=1e-3 * np.abs(weight).max())
+    bias = labels.mean(0) - student.mean(0) @ weight
+    np.testing.assert_allclose(loss.projection.bias.detach().cpu().numpy(), bias, atol=1e-3 * np.abs(bias).max())
+    design = np.hstack([student, np.ones((len(texts), 1))])
+    plain_fit = np.linalg.lstsq(design, labels, rcond=None)[0][:-1].T
+    assert np.abs(plain_fit - fitted).max() > 10 * 1e-3 * np.abs(weight).max()
+    assert record["rows"] == len(texts) and record["mse_fitted"] < record["mse_random_projection"]
+    assert record["mse_fitted_held_out"] < record["mse_random_projection"] and record["held_out_rows"] == 6
     assert (run / "projection_init.safetensors").is_file()
     torch.manual_seed(0)
-    plain = Supervised(supervised(tmp_path, tiny_backbone, train, ["t"], **common), engine.RunPaths(tmp_path / "r"))
+    plain = Supervised(config(tmp_path / "r"), engine.RunPaths(tmp_path / "r"))
     plain.train_dataset()
     random_projection = plain.loss(plain.build_model()).projection.weight.detach().cpu().numpy()
-    assert not np.allclose(random_projection, loss.projection.weight.detach().cpu().numpy(), atol=1e-2)
+    assert not np.allclose(random_projection, fitted, atol=1e-2)
     with pytest.raises(ValueError, match="supervised.projection_init.*no projection onto a teacher's embeddings"):
         supervised(
             tmp_path,
@@ -616,7 +635,7 @@ def test_a_least_squares_projection_starts_at_the_best_linear_map_to_the_teacher
             train,
             ["t"],
             loss="MSELoss",
-            teacher=str(tiny_backbone),
+            teacher=str(teacher),
             projection_init="least_squares",
         )
 
@@ -640,3 +659,29 @@ def test_a_named_pooler_that_drops_the_start_models_normalize_under_a_loss_of_le
         capsys.readouterr()
         Supervised(cfg, engine.RunPaths(tmp_path / "run")).start_encoder()
         assert ("is rebuilt from its backbone without its Normalize module" in capsys.readouterr().err) is said
+
+
+def test_a_static_student_fits_its_projection_on_whole_texts(tiny_static, tiny_backbone, tmp_path):
+    """A static start model reads whole texts: the fit encodes them so (no length to set) and records none."""
+    texts = [f"{a} and {b}" for a in WORDS for b in WORDS]
+    train = table(tmp_path / "rows.jsonl", {"t": texts})
+    tree = {
+        "method": "supervised",
+        "model": {"name": str(tiny_static)},
+        "data": {"train": str(train), "columns": ["t"]},
+        "train": {"output_dir": str(tmp_path / "run"), "max_steps": 1, "batch_size": 8},
+        "eval": {"dev_task": "none", "final_tasks": []},
+        "supervised": {
+            "loss": "MSELoss",
+            "teacher": str(tiny_backbone),
+            "loss_args": {"projection_dim": 32},
+            "projection_init": "least_squares",
+        },
+    }
+    run = tmp_path / "run"
+    run.mkdir()
+    method = Supervised(validate_config(tree), engine.RunPaths(run))
+    method.train_dataset()
+    method.loss(method.build_model())
+    record = json.loads((run / "projection_init.json").read_text())
+    assert record["max_seq_length"] is None and record["mse_fitted"] < record["mse_random_projection"]

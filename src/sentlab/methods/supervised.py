@@ -457,7 +457,7 @@ class Supervised(Method):
     labelling: dict | None = None  # distillation: what labelling cost (teacher_labels), written beside the run
     # distillation onto embeddings: the first column's texts and the teacher's labels of them, for the
     # least-squares projection (supervised.projection_init), at most PROJECTION_FIT_ROWS of each
-    fit_rows: tuple[list[str], Any] | None = None
+    fit_rows: tuple[list[str], Any, Any] | None = None  # (texts, labels, the rows' data.prompts)
     set_name: str | None = None  # the training set of data.sets this method reads alone (set_method)
 
     @property
@@ -863,7 +863,7 @@ class Supervised(Method):
         matrix = labels.cpu().numpy()
         if self.spec.teacher == "embedding" and s.projection_init == "least_squares":
             kept = matrix[:PROJECTION_FIT_ROWS].copy()  # a copy: the whole matrix is not kept alive for it
-            self.fit_rows = (list(table[texts[0]][:PROJECTION_FIT_ROWS]), kept)
+            self.fit_rows = (list(table[texts[0]][:PROJECTION_FIT_ROWS]), kept, self.cfg.data.prompts)
         return table.map(
             lambda _, index: {"label": matrix[index[0] : index[-1] + 1].tolist()},
             with_indices=True,
@@ -1029,9 +1029,9 @@ class Supervised(Method):
         for training to change (LP-FT: Kumar et al., 2022, "Fine-Tuning can Distort Pretrained Features and
         Underperform Out-of-Distribution", a linear probe before fine-tuning). Written as
         ``projection_init[-SET].safetensors`` and loaded through the loss's own ``load_projection``;
-        ``projection_init[-SET].json`` holds the rows, the prompt, alpha, the condition number of S's
-        covariance, the weights' norm and the MSE of the random and the fitted projection, on the rows and
-        on a tenth held out of a second fit. A resumed run's checkpoint then restores the projection as
+        ``projection_init[-SET].json`` holds the rows, the prompts, alpha, the condition number of the
+        system the ridge solves, the weights' norm and the MSE of the random and the fitted projection, on
+        the rows and on a tenth (drawn with seed 0) held out of a second fit. A resumed run's checkpoint then restores the projection as
         trained (the fit runs again first, and is replaced). The fit is of the MSE, whatever distance the
         loss trains (EmbedDistillLoss's cosine included)."""
         import tempfile
@@ -1042,6 +1042,7 @@ class Supervised(Method):
         from safetensors.torch import save_file
         from sklearn.linear_model import Ridge
 
+        from sentlab.encoders.loading import finite_length
         from sentlab.encoders.prompts import role_prompt
         from sentlab.paths import atomic_path, json_text, write_text_atomic
 
@@ -1051,37 +1052,50 @@ class Supervised(Method):
                 found.append(self.set_method(name).fit_rows)
         if not found:
             raise ConfigError("supervised.projection_init: least_squares needs the teacher's labels of the rows")
-        texts = [t for rows, _ in found for t in rows][:PROJECTION_FIT_ROWS]
-        targets = np.concatenate([labels for _, labels in found])[:PROJECTION_FIT_ROWS].astype(np.float64)
-        prompts = self.cfg.data.prompts
-        if isinstance(prompts, dict):
-            raise ConfigError(
-                "supervised.projection_init: least_squares with data.prompts by column; give one prompt for "
-                "every text (or none), which the fit encodes with as training does"
-            )
-        prompt = role_prompt(model, "query") if prompts is None else prompts  # the first column's, as trained
+        groups, left = [], PROJECTION_FIT_ROWS
+        for texts, labels, prompts in found:  # each set's rows with its own prompt, as training gives them
+            if isinstance(prompts, dict):
+                raise ConfigError(
+                    "supervised.projection_init: least_squares with data.prompts by column; give one prompt for "
+                    "every text (or none), which the fit encodes with as training does"
+                )
+            prompt = role_prompt(model, "query") if prompts is None else prompts  # the first column's
+            if left > 0:
+                groups.append((texts[:left], labels[:left], prompt))
+                left -= len(groups[-1][0])
+        texts = [t for rows, _, _ in groups for t in rows]
+        if len(texts) < 2:
+            raise ConfigError(f"supervised.projection_init: least_squares needs two rows or more, not {len(texts)}")
+        targets = np.concatenate([labels for _, labels, _ in groups]).astype(np.float64)
         started = time.perf_counter()
-        training, length = model.training, model.max_seq_length
-        if self.cfg.model.max_seq_length is not None:
-            model.max_seq_length = self.cfg.model.max_seq_length  # training's collator truncates there
+        training, length = model.training, finite_length(model)  # None: a static model reads whole texts
+        trained_length = None if length is None else self.cfg.model.max_seq_length
         try:
+            if trained_length is not None:
+                model.max_seq_length = trained_length  # training's collator truncates there
             with torch.no_grad():
-                student = model.encode(
-                    texts, prompt=prompt, batch_size=self.cfg.train.batch_size, convert_to_numpy=True
+                student = np.concatenate(
+                    [
+                        model.encode(rows, prompt=prompt, batch_size=self.cfg.train.batch_size, convert_to_numpy=True)
+                        for rows, _, prompt in groups
+                    ]
                 ).astype(np.float64)
                 projection = loss.projection
                 weight = projection.weight
                 before = projection(torch.as_tensor(student, dtype=weight.dtype, device=weight.device))
         finally:
-            model.max_seq_length = length
+            if trained_length is not None:
+                model.max_seq_length = length
             model.train(training)
         random_mse = float(((before.double().cpu().numpy() - targets) ** 2).mean())
         centred = student - student.mean(0)
-        eigenvalues = np.linalg.eigvalsh(centred.T @ centred / max(1, len(texts)))
-        alpha = PROJECTION_RIDGE * float(eigenvalues.mean()) * len(texts)
-        held = max(1, len(texts) // 10)
-        probe = Ridge(alpha=alpha * (len(texts) - held) / len(texts)).fit(student[:-held], targets[:-held])
-        held_out_mse = float(((probe.predict(student[-held:]) - targets[-held:]) ** 2).mean())
+        eigenvalues = np.linalg.eigvalsh(centred.T @ centred / len(texts))
+        shift = PROJECTION_RIDGE * float(eigenvalues.mean())  # what the ridge adds to each eigenvalue
+        alpha = shift * len(texts)  # scikit-learn's Ridge sums its squares over the rows
+        order = np.random.default_rng(0).permutation(len(texts))  # a tenth held out, drawn across the sets
+        held, kept = order[: max(1, len(texts) // 10)], order[max(1, len(texts) // 10) :]
+        probe = Ridge(alpha=shift * len(kept)).fit(student[kept], targets[kept])
+        held_out_mse = float(((probe.predict(student[held]) - targets[held]) ** 2).mean())
         fit = Ridge(alpha=alpha).fit(student, targets)
         fitted_mse = float(((fit.predict(student) - targets) ** 2).mean())
         weights = {
@@ -1097,15 +1111,16 @@ class Supervised(Method):
             loss.load_projection(path)  # sentence-transformers' own loader: its shape checks
         record = {
             "rows": len(texts),
-            "prompt": prompt,
-            "max_seq_length": self.cfg.model.max_seq_length or length,
+            "prompts": sorted({prompt for _, _, prompt in groups}),
+            "max_seq_length": trained_length,
             "ridge_alpha": alpha,
-            "condition_number": float(eigenvalues.max() / max(eigenvalues.min(), 1e-300)),
+            # of the system the ridge solves: its covariance's eigenvalues, each raised by the ridge
+            "condition_number": float((eigenvalues.max() + shift) / (max(eigenvalues.min(), 0.0) + shift)),
             "weight_norm": float(np.linalg.norm(fit.coef_)),
             "mse_random_projection": random_mse,
             "mse_fitted": fitted_mse,
             "mse_fitted_held_out": held_out_mse,
-            "held_out_rows": held,
+            "held_out_rows": len(held),
             "seconds": round(time.perf_counter() - started, 1),
         }
         if self.paths is not None:
@@ -1113,7 +1128,7 @@ class Supervised(Method):
         say(
             f"supervised.projection_init: least_squares on {len(texts):,} rows: MSE to the teacher "
             f"{random_mse:.3g} (the random projection) -> {fitted_mse:.3g} (fitted; {held_out_mse:.3g} on "
-            f"{held:,} rows held out of a second fit), {record['seconds']} s"
+            f"{len(held):,} rows held out of a second fit), {record['seconds']} s"
         )
 
 

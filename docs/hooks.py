@@ -849,8 +849,14 @@ def distill_verdict(records: Path = RECORDS) -> str:
         )
         route = ROUTE_NAMES.get(name, name)
         kept = result.get("kept_steps", {}).get(name)
+        best = [b for b in result.get("best_trained_dev", {}).get(name) or [] if b is not None]
         if kept and all(step in (0, None) for step in kept):
-            kept_said = " Every seed kept step 0, the start model: no checkpoint scored higher on the dev forum."
+            kept_said = " Every seed kept step 0, the start model: no checkpoint scored higher on the dev forum" + (
+                f" (the best trained one, by seed: {', '.join(f'{b:.2f}' for b in best)}; the start: "
+                f"{result['scores']['start model']['dev']:.2f})."
+                if best
+                else "."
+            )
         elif kept:
             kept_said = (
                 " Kept steps by seed: " + ", ".join("0 (the start)" if s in (0, None) else str(s) for s in kept) + "."

@@ -499,6 +499,11 @@ def test_the_distillation_verdict_calls_only_a_gain_above_zero_a_beat(tmp_path):
     assert listwise.startswith("- The listwise route (b, RankCSE) beat its start") and "is met" in listwise
     assert "+2.00 on the STS average (beyond the noise)" in listwise
     assert chosen == "- The dev forum chose the start model."
+    # a route whose every seed kept the start says how far its best trained checkpoint got on dev
+    kept = {**result, "kept_steps": {"mse-distill": [0, 0]}, "best_trained_dev": {"mse-distill": [40.0, 41.5]}}
+    kept["scores"] = {"start model": {"dev": 48.48}}
+    (tmp_path / "distill-mpnet-minilm.json").write_text(json.dumps({"name": "distill-mpnet-minilm", "result": kept}))
+    assert "(the best trained one, by seed: 40.00, 41.50; the start: 48.48)." in hooks.distill_verdict(tmp_path)
     # a record whose configs named model.pooler (or before the key was kept) says its routes trained unnormalised
     named = {**result, "settings": {}}
     (tmp_path / "distill-mpnet-minilm.json").write_text(json.dumps({"name": "distill-mpnet-minilm", "result": named}))

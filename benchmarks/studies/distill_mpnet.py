@@ -445,8 +445,12 @@ def main() -> None:
         }
         for c in ("mse-distill", "mse-fitted", "margin-mse")
     }
-    kept = {
-        c: [json.loads((r / "selection.json").read_text("utf-8")).get("kept_step") for r in runs[c]] for c in CONFIGS
+    selections = {c: [json.loads((r / "selection.json").read_text("utf-8")) for r in runs[c]] for c in CONFIGS}
+    kept = {c: [chosen.get("kept_step") for chosen in selections[c]] for c in CONFIGS}
+    # each seed's best trained checkpoint on dev (nDCG@10 x 100), kept or not: how far training got
+    best_trained = {
+        c: [None if x.get("best_checkpoint") is None else round(100 * x["best_checkpoint"], 2) for x in selections[c]]
+        for c in CONFIGS
     }
     cost = labels_cost(out, text, triplets, setting)
     emit(
@@ -488,6 +492,7 @@ def main() -> None:
             if chosen == "start model"
             else table[chosen]["test"]["mean"],
             "kept_steps": kept,
+            "best_trained_dev": best_trained,
             "teacher_labels": labelling,
             "label_check": check,
             "label_cost": cost,

@@ -764,7 +764,16 @@ def distill_table(records: Path = RECORDS) -> str:
         + (f", route (c) in batches of {settings['margin_batch_size']}" if "margin_batch_size" in settings else "")
         + ". STS avg: the mean Spearman correlation (×100) over the seven STS tasks; nDCG@10 ×100; a config's "
         "cells: the mean over seeds; intervals: 95 % over seeds and items, in points"
-        + (f"; the whole study took {seconds / 3600:.1f} h on the record's machine" if seconds else "")
+        + (
+            (
+                f"; the record's run took {seconds / 60:.0f} min, reusing runs that earlier commits made (its "
+                "`produced_by` names each)"
+                if len(result.get("produced_by") or {}) > 1
+                else f"; the whole study took {seconds / 3600:.1f} h on the record's machine"
+            )
+            if seconds
+            else ""
+        )
         + f". The teacher's labels, on the record's machine: {cost}.",
     ]
     return "\n".join(rows)
@@ -789,7 +798,7 @@ def distill_expect(records: Path = RECORDS) -> str:
             )
         ]
         chosen = result["chosen_on_dev"]
-        said = "the start model" if chosen == "start model" else ROUTE_NAMES.get(chosen, chosen)
+        said = "the start model" if chosen == "start model" else "the " + ROUTE_NAMES.get(chosen, chosen)
         lines.append(
             f"**Measured** (record `distill-mpnet-minilm`, a {cpu['cores']}-core {cpu['model'].split(' (')[0]} CPU): "
             f"{len(beat)} of the {len(routes)} teacher-labelled configs from all-mpnet-base-v2 into all-MiniLM-L6-v2 beat the start "
@@ -874,7 +883,7 @@ def distill_verdict(records: Path = RECORDS) -> str:
         )
     chosen = result["chosen_on_dev"]
     said.append(
-        f"The dev forum chose {'the start model' if chosen == 'start model' else ROUTE_NAMES.get(chosen, chosen)}."
+        f"The dev forum chose {'the start model' if chosen == 'start model' else 'the ' + ROUTE_NAMES.get(chosen, chosen)}."
     )
     parity_run = (records / "distill-mse-parity.json").is_file()
     if result.get("settings", {}).get("model_pooler", "mean") is not None:  # named before the key was kept

@@ -544,7 +544,7 @@ def test_the_distillation_verdict_calls_only_a_gain_above_zero_a_beat(tmp_path):
     )
     expect = hooks.distill_expect(tmp_path)
     assert "(record `distill-mpnet-minilm`, a 2-core AMD EPYC CPU): 1 of the 2 teacher-labelled configs" in expect
-    assert "(listwise route (b, RankCSE)); the dev forum chose listwise route (b, RankCSE)." in expect
+    assert "(listwise route (b, RankCSE)); the dev forum chose the listwise route (b, RankCSE)." in expect
     assert "**Not measured yet**: static students against potion-base-8M" in expect
     table = hooks.distill_table(tmp_path)
     assert "| **listwise route (b, RankCSE): `rankcse`** (chosen on dev) |" in table

@@ -1031,9 +1031,9 @@ class Supervised(Method):
         ``projection_init[-SET].safetensors`` and loaded through the loss's own ``load_projection``;
         ``projection_init[-SET].json`` holds the rows, the prompts, alpha, the condition number of the
         system the ridge solves, the weights' norm and the MSE of the random and the fitted projection, on
-        the rows and on a tenth (drawn with seed 0) held out of a second fit. A resumed run's checkpoint then restores the projection as
-        trained (the fit runs again first, and is replaced). The fit is of the MSE, whatever distance the
-        loss trains (EmbedDistillLoss's cosine included)."""
+        the rows and on a tenth (drawn with seed 0) held out of a second fit. A resumed run's checkpoint
+        then restores the projection as trained (the fit runs again first, and is replaced). The fit is of
+        the MSE, whatever distance the loss trains (EmbedDistillLoss's cosine included)."""
         import tempfile
         import time
 

@@ -3,7 +3,7 @@ or all-mpnet-base-v2), trained on 100k Wikipedia sentences and the domain's own 
 potion-base-8M (a static student of bge-base-en-v1.5), all scored on the same tasks and timed in the same
 rounds.
 
-Feeds: records static-potion-minilm; pages docs/guides/distillation.md.
+Feeds: records static-potion-minilm, static-potion-mpnet; pages docs/guides/distillation.md.
 
 - **The teacher's labels.** Before training, each CPU setting sentlab ships (onnx int8, openvino int8,
   openvino int8-static) encodes held-out Wikipedia sentences and titles of the domain's collection (part

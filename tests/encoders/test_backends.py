@@ -295,3 +295,31 @@ def test_tf32_is_refused_without_a_gpu():
         pytest.skip("this machine has a GPU")
     with pytest.raises(ModelLoadError, match="tf32 needs an NVIDIA GPU"):
         check_backend("torch", "tf32", None)
+
+
+def test_an_int8_static_teacher_calibrates_on_the_runs_data_folder(tiny_backbone_no_dropout, tmp_path, monkeypatch):
+    """A training run's ``data.data_dir`` holds the Wikipedia sentences its int8-static teacher calibrates
+    on, not ``$SENTLAB_DATA`` (which here has none: reading it would be the one-line error)."""
+    from sentlab.encoders import backends
+    from sentlab.methods import base
+
+    data = tmp_path / "data"
+    (data / "wikipedia").mkdir(parents=True)
+    lines = [f"sentence number {i} of the run's own data" for i in range(40)]
+    (data / "wikipedia" / "wiki_sentences.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setenv("SENTLAB_DATA", str(tmp_path / "no-data"))
+    monkeypatch.setenv("SENTLAB_CACHE", str(tmp_path / "cache"))
+    seen = {}
+
+    def recorded(model, backend, precision, calibration=None, **_):
+        seen.update(backend=backend, precision=precision, calibration=calibration)
+        return model
+
+    monkeypatch.setattr(backends, "accelerate", recorded)  # the export itself is tested above
+    base.load_teacher(str(tiny_backbone_no_dropout), "openvino int8-static", False, data)
+    assert seen["precision"] == "int8-static"
+    assert sorted(seen["calibration"]) == sorted(lines)  # 40 lines: the whole file is the sample
+    base.load_teacher(str(tiny_backbone_no_dropout), "openvino int8", False, data)
+    assert seen["calibration"] is None  # dynamic int8 reads no calibration
+    with pytest.raises(ModelLoadError, match="int8-static calibrates on .*no-data"):
+        base.load_teacher(str(tiny_backbone_no_dropout), "openvino int8-static", False)

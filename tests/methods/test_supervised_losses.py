@@ -640,6 +640,58 @@ def test_a_least_squares_projection_starts_at_the_best_linear_map_to_the_teacher
         )
 
 
+def test_sets_sharing_one_projection_fit_it_with_each_sets_own_prompt(tiny_backbone, tmp_path):
+    """data.sets that share one MSE loss and its projection: the fit takes every set's rows, each encoded
+    with the set's own prompt, as training gives them: the ridge's closed form on those embeddings, and
+    not the fit of the same rows without the prompts."""
+    import numpy as np
+
+    from tests.conftest import make_tiny_backbone
+    from tests.methods.test_baselines import method_config
+
+    teacher = make_tiny_backbone(tmp_path / "teacher", seed=7)
+    red = [f"{a} and {b}" for a in WORDS for b in WORDS[:4]]
+    blue = [f"{b} or {a}" for a in WORDS for b in WORDS[4:]]
+    sets = {
+        "red": {"train": str(table(tmp_path / "red.jsonl", {"t": red})), "columns": ["t"], "prompts": "red: "},
+        "blue": {"train": str(table(tmp_path / "blue.jsonl", {"t": blue})), "columns": ["t"], "prompts": "blue: "},
+    }
+    section = {
+        "supervised": {
+            "loss": "MSELoss",
+            "teacher": str(teacher),
+            "loss_args": {"projection_dim": 32},
+            "projection_init": "least_squares",
+        }
+    }
+    run = tmp_path / "run"
+    run.mkdir()
+    cfg = method_config("supervised", tiny_backbone, "", run, section=section, data={"sets": sets}, max_steps=1)
+    method = Supervised(cfg, engine.RunPaths(run))
+    parts = method.train_dataset()
+    model = method.build_model()
+    loss = method.training_loss(model)
+    record = json.loads((run / "projection_init.json").read_text())
+    assert record["prompts"] == ["blue: ", "red: "] and record["rows"] == len(red) + len(blue)
+    model.max_seq_length = 16
+    labels = np.concatenate([np.asarray(parts[name]["label"], dtype=np.float64) for name in ("red", "blue")])
+
+    def ridge(student):
+        centred = student - student.mean(0)
+        gram = centred.T @ centred + record["ridge_alpha"] * np.eye(student.shape[1])
+        return np.linalg.solve(gram, centred.T @ (labels - labels.mean(0))).T
+
+    def encoded(prompts):
+        rows = [model.encode(texts, prompt=p, batch_size=8) for texts, p in zip((red, blue), prompts)]
+        return np.concatenate(rows).astype(np.float64)
+
+    expected = ridge(encoded(("red: ", "blue: ")))
+    fitted = loss.projection.weight.detach().cpu().numpy()
+    # float32 weights of a float64 fit, encoded in batches of another size: 1e-3 of the largest weight
+    np.testing.assert_allclose(fitted, expected, atol=1e-3 * np.abs(expected).max())
+    assert np.abs(ridge(encoded(("", ""))) - fitted).max() > 10 * 1e-3 * np.abs(expected).max()
+
+
 def test_a_named_pooler_that_drops_the_start_models_normalize_under_a_loss_of_lengths_is_said(
     tiny_backbone, tmp_path, capsys
 ):

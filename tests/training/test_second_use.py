@@ -196,7 +196,13 @@ def test_a_fitted_projection_resumes_as_trained_and_reproduces(tiny, tmp_path, m
     assert json.loads((paths.root / "projection_init.json").read_text())["rows"] == 48
     shutil.rmtree(last)
     shutil.rmtree(paths.model)
-    engine.train(cfg, resume=True, evaluate=False)
+    import sklearn.linear_model
+
+    fits, ridge_fit = [], sklearn.linear_model.Ridge.fit
+    with monkeypatch.context() as patched:
+        patched.setattr(sklearn.linear_model.Ridge, "fit", lambda *a, **k: fits.append(1) or ridge_fit(*a, **k))
+        engine.train(cfg, resume=True, evaluate=False)
+    assert fits == []  # the checkpoint restores the projection: no fit before it
     resumed = load_file(str(checkpoint_folders(paths.checkpoints)[-1] / LOSS_STATE_FILE))
     assert resumed.keys() == uninterrupted.keys() and any("projection" in k for k in resumed)
     for key in resumed:  # the same float32 steps from the same state: 1e-6 absorbs a BLAS's reordering

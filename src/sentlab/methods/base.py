@@ -472,17 +472,23 @@ TEACHER_SETTING_HELP = (
 )
 
 
-def load_teacher(name: str, setting: str, trust_remote_code: bool) -> SentenceTransformer:
+def load_teacher(
+    name: str, setting: str, trust_remote_code: bool, data_dir: str | Path | None = None
+) -> SentenceTransformer:
     """The frozen teacher ``name`` in ``setting`` ("BACKEND PRECISION", :data:`TeacherSetting`): torch
     fp32 on the best device; onnx / openvino on the CPU. An int8 setting's fingerprint
     (:func:`~sentlab.rank.index.encoder_fingerprint`) names it; an fp32 runtime's is the weights' own, so
-    a cache of its outputs keys the setting too (the embedding cache does: backend and precision)."""
+    a cache of its outputs keys the setting too (the embedding cache does: backend and precision).
+    int8-static calibrates on the Wikipedia sentences of ``data_dir`` (a run's ``data.data_dir``; None:
+    ``$SENTLAB_DATA``), whose digest is part of that fingerprint."""
     backend, precision = setting.split()
     if setting == "torch fp32":
         return load_encoder(name, trust_remote_code=trust_remote_code)
-    from sentlab.encoders.backends import accelerate
+    from sentlab.encoders.backends import accelerate, calibration_sentences
 
-    return accelerate(load_encoder(name, device="cpu", trust_remote_code=trust_remote_code), backend, precision)
+    calibration = calibration_sentences(data_dir) if precision == "int8-static" else None
+    model = load_encoder(name, device="cpu", trust_remote_code=trust_remote_code)
+    return accelerate(model, backend, precision, calibration=calibration)
 
 
 def frozen_vectors(

@@ -85,7 +85,7 @@ class RankCSEMethod(Method):
         sha256 = train_sha256(self.cfg)
         for k, name in enumerate(self.cfg.rankcse.teachers):
             setting = self.cfg.rankcse.teacher_setting
-            teacher = load_teacher(name, setting, self.cfg.model.trust_remote_code)
+            teacher = load_teacher(name, setting, self.cfg.model.trust_remote_code, self.cfg.data.data_dir)
             self.teacher_vectors.append(
                 frozen_vectors(
                     teacher,

@@ -803,7 +803,7 @@ class Supervised(Method):
         if is_cross_encoder(s.teacher):
             return self.cross_encoder_labels(table)
         # the embedding cache keys the labels by the teacher's backend and precision too
-        teacher = load_teacher(s.teacher, s.teacher_setting, self.cfg.model.trust_remote_code)
+        teacher = load_teacher(s.teacher, s.teacher_setting, self.cfg.model.trust_remote_code, self.cfg.data.data_dir)
         self.teacher_width = teacher.get_embedding_dimension()
         similarity = check_arguments(s.loss_class, s.loss_args).get("similarity_fct")
         if similarity is None and self.spec.teacher != "embedding":
@@ -1031,9 +1031,10 @@ class Supervised(Method):
         ``projection_init[-SET].safetensors`` and loaded through the loss's own ``load_projection``;
         ``projection_init[-SET].json`` holds the rows, the prompts, alpha, the condition number of the
         system the ridge solves, the weights' norm and the MSE of the random and the fitted projection, on
-        the rows and on a tenth (drawn with seed 0) held out of a second fit. A resumed run's checkpoint
-        then restores the projection as trained (the fit runs again first, and is replaced). The fit is of
-        the MSE, whatever distance the loss trains (EmbedDistillLoss's cosine included)."""
+        the rows and on a tenth (drawn with seed 0) held out of a second fit. A run with checkpoints (a
+        resume, which must keep its settings) is not fitted again: its checkpoint restores the projection as
+        trained. The fit is of the MSE, whatever distance the loss trains (EmbedDistillLoss's cosine
+        included)."""
         import tempfile
         import time
 
@@ -1045,7 +1046,15 @@ class Supervised(Method):
         from sentlab.encoders.loading import finite_length
         from sentlab.encoders.prompts import role_prompt
         from sentlab.paths import atomic_path, json_text, write_text_atomic
+        from sentlab.training.run_folder import checkpoint_folders
 
+        suffix = f"-{self.set_name}" if self.set_name else ""
+        if self.paths is not None and checkpoint_folders(self.paths.checkpoints):
+            say(
+                f"supervised.projection_init: not fitted again on resume; the checkpoint restores the projection "
+                f"as trained (the fit: {self.paths.root / f'projection_init{suffix}.json'})"
+            )
+            return
         found = [self.fit_rows] if self.fit_rows else []
         for name in self.cfg.data.sets if not found else ():  # one loss for every set: theirs together
             if self.set_method(name).fit_rows:
@@ -1102,7 +1111,6 @@ class Supervised(Method):
             "weight": torch.as_tensor(fit.coef_, dtype=torch.float32).contiguous(),
             "bias": torch.as_tensor(fit.intercept_, dtype=torch.float32).contiguous(),
         }
-        suffix = f"-{self.set_name}" if self.set_name else ""
         with tempfile.TemporaryDirectory(prefix="sentlab-projection-") as scratch:
             folder = self.paths.root if self.paths is not None else Path(scratch)
             path = folder / f"projection_init{suffix}.safetensors"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,17 @@ class RunPaths:
             return self.root / RUN_FILES[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")
+
+
+def checkpoint_folders(folder: Path) -> list[Path]:
+    """The ``checkpoint-N`` folders of a run's checkpoints folder, by step."""
+    if not folder.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := CHECKPOINT_NAME.match(p.name))]
+    return [p for _, p in sorted(found)]
 
 
 def add_run_files(files: dict[str, str]) -> None:

@@ -98,7 +98,8 @@ def configs(
         # the model as saved (its mean pooling and its Normalize), as sentence-transformers' trainer trains it;
         # naming model.pooler would rebuild it from the backbone without Normalize (see st_parity)
         "model": {"name": STUDENT, "max_seq_length": args.max_seq_length},
-        "data": {"train": str(text), "columns": ["text"]},
+        # the study's data folder, where it is not $SENTLAB_DATA: the runs' scores and calibration read it
+        "data": {"train": str(text), "columns": ["text"], **({"data_dir": args.data_dir} if args.data_dir else {})},
         "train": {
             "output_dir": "runs/unused",
             "epochs": 1,
@@ -140,7 +141,7 @@ def configs(
             "train": {**common["train"], "learning_rate": args.simcse_learning_rate},
         },
         "margin-mse": {  # the teacher's cosine margins of (title, duplicate, mined negative)
-            "data": {"train": str(triplets), "columns": ["anchor", "positive", "negative"]},
+            "data": {**common["data"], "train": str(triplets), "columns": ["anchor", "positive", "negative"]},
             "supervised": {"loss": "MarginMSELoss", "teacher": TEACHER, "teacher_setting": setting},
             "train": {
                 **common["train"],
@@ -171,7 +172,7 @@ def drop_stale_check(out: Path, text: Path) -> None:
         check_file.unlink()
 
 
-def labels_check(out: Path, text: Path, count: int = 500) -> dict:
+def labels_check(out: Path, text: Path, data_dir: str | None, count: int = 500) -> dict:
     """Whether a faster CPU setting keeps the teacher's labels: :func:`static_potion.label_check` on
     ``count`` Wikipedia sentences and ``count`` titles of the training text (``chosen``: the fastest
     setting that keeps them, else torch fp32), kept in ``label-check.json``."""
@@ -188,11 +189,13 @@ def labels_check(out: Path, text: Path, count: int = 500) -> dict:
             "wikipedia": [t for t in rows if t in wikipedia][:count],
             "titles": [t for t in rows if t not in wikipedia][:count],
         }
-        check_file.write_text(json.dumps({**label_check(TEACHER, sets), "text_sha256": digest}), encoding="utf-8")
+        check_file.write_text(
+            json.dumps({**label_check(TEACHER, sets, data_dir), "text_sha256": digest}), encoding="utf-8"
+        )
     return json.loads(check_file.read_text("utf-8"))
 
 
-def labels_cost(out: Path, text: Path, triplets: Path, setting: str) -> dict:
+def labels_cost(out: Path, text: Path, triplets: Path, setting: str, data_dir: str | None) -> dict:
     """What the labels cost from an empty cache: the teacher in ``setting`` encoding each route's distinct
     texts (a and b: the unlabelled text; c: the triplets' texts), timed here whatever the embedding cache
     held when the runs labelled; kept in ``label-cost.json``."""
@@ -201,7 +204,7 @@ def labels_cost(out: Path, text: Path, triplets: Path, setting: str) -> dict:
 
     cost_file = out / f"label-cost-{setting.replace(' ', '-')}.json"
     if not cost_file.is_file():
-        teacher = load_teacher(TEACHER, setting, False)  # as the runs load it
+        teacher = load_teacher(TEACHER, setting, False, data_dir)  # as the runs load it
         rows = [json.loads(line)["text"] for line in text.open(encoding="utf-8")]
         triplet_texts = {t for line in triplets.open(encoding="utf-8") for t in json.loads(line).values()}
         cost = {"device": str(teacher.device), "setting": setting, "batch_size": 64}
@@ -377,7 +380,7 @@ def main() -> None:
         )
     mining = json.loads(triplets.with_suffix(".report.json").read_text("utf-8"))
     triplet_rows = sum(1 for _ in triplets.open(encoding="utf-8"))
-    check = labels_check(out, text)  # the fastest setting that keeps the labels labels every route
+    check = labels_check(out, text, args.data_dir)  # the fastest setting that keeps the labels labels every route
     setting = check["chosen"]
     files = configs(out, text, triplets, dev_card, made["texts"], triplet_rows, setting, args)
     cost_file = out / "label-cost-{}.json".format(setting.replace(" ", "-"))
@@ -452,7 +455,7 @@ def main() -> None:
         c: [None if x.get("best_checkpoint") is None else round(100 * x["best_checkpoint"], 2) for x in selections[c]]
         for c in CONFIGS
     }
-    cost = labels_cost(out, text, triplets, setting)
+    cost = labels_cost(out, text, triplets, setting, args.data_dir)
     emit(
         {
             "student": STUDENT,

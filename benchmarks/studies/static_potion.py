@@ -48,19 +48,21 @@ TEST_FORUM = "mathematica"
 KEEPS = 0.99  # the mean cosine to torch fp32's labels a faster setting must keep
 
 
-def label_check(teacher: str, sets: dict[str, list[str]]) -> dict:
+def label_check(teacher: str, sets: dict[str, list[str]], data_dir: str | None = None) -> dict:
     """Each CPU setting of :data:`FAST_SETTINGS` against torch fp32 on each set of texts: the mean and
     lowest cosine of their embeddings and the setting's rate (sentences a second, batch 128, in the same
     rounds); a setting whose extra is missing is listed as unavailable. ``chosen``: the fastest setting
     whose mean cosine is :data:`KEEPS` or more on every set and that beats torch fp32's rate, else torch
-    fp32; on a machine with a CUDA GPU, torch fp32 there (the check compares CPU runtimes)."""
+    fp32; on a machine with a CUDA GPU, torch fp32 there (the check compares CPU runtimes). Each setting
+    is loaded as a run loads its teacher (int8-static calibrated on ``data_dir``'s Wikipedia sentences)."""
     import numpy as np
     import torch
 
-    from sentlab.encoders.backends import accelerate, require_extra
+    from sentlab.encoders.backends import require_extra
     from sentlab.encoders.batching import encode_by_length
     from sentlab.encoders.loading import load_encoder
     from sentlab.errors import SentlabError
+    from sentlab.methods.base import load_teacher
 
     models = {"torch fp32": (load_encoder(teacher, device="cpu"), 128)}
     unavailable = {}
@@ -70,7 +72,8 @@ def label_check(teacher: str, sets: dict[str, list[str]]) -> dict:
         except SentlabError as missing:  # its extra is not installed: one line, the others still run
             unavailable[f"{backend} {precision}"] = str(missing).splitlines()[0]
             continue
-        models[f"{backend} {precision}"] = (accelerate(load_encoder(teacher, device="cpu"), backend, precision), 128)
+        setting = f"{backend} {precision}"
+        models[setting] = (load_teacher(teacher, setting, False, data_dir), 128)
     reference = {name: encode_by_length(models["torch fp32"][0], texts, 128) for name, texts in sets.items()}
     checked = {}
     for setting, (model, _) in models.items():
@@ -148,7 +151,7 @@ def main() -> None:
     if not check_file.is_file():
         other_titles = random.Random(1).sample(collection, min(args.check_sentences, len(collection)))
         sets = {"wikipedia": held_out[: args.check_sentences], "titles": other_titles}
-        check_file.write_text(json.dumps(label_check(args.teacher, sets)), encoding="utf-8")
+        check_file.write_text(json.dumps(label_check(args.teacher, sets, args.data_dir)), encoding="utf-8")
     check = json.loads(check_file.read_text("utf-8"))
     backend, precision = check["chosen"].split()
 

@@ -78,15 +78,15 @@ def rates(models: dict[str, tuple[object, int]], texts: list[str], rounds: int) 
     return {name: round(value) for name, value in best.items()}
 
 
-def teacher_settings(name: str) -> dict[str, tuple[object, int]]:
-    """The teacher in torch fp32 and in each of :data:`FAST_SETTINGS`, at batch 128, for :func:`rates`."""
-    from sentlab.encoders.backends import accelerate
+def teacher_settings(name: str, data_dir: str | None = None) -> dict[str, tuple[object, int]]:
+    """The teacher in torch fp32 and in each of :data:`FAST_SETTINGS`, at batch 128, for :func:`rates`, all
+    on the CPU; each setting loaded as a run loads its teacher (int8-static calibrated on ``data_dir``)."""
     from sentlab.encoders.loading import load_encoder
+    from sentlab.methods.base import load_teacher
 
-    return {
-        f"{backend} {precision}": (accelerate(load_encoder(name, device="cpu"), backend, precision), 128)
-        for backend, precision in (("torch", "fp32"), *FAST_SETTINGS)
-    }
+    found = {"torch fp32": (load_encoder(name, device="cpu"), 128)}
+    found |= {f"{b} {p}": (load_teacher(name, f"{b} {p}", False, data_dir), 128) for b, p in FAST_SETTINGS}
+    return found
 
 
 def fraction_cells(runs: list[dict], teacher: dict, names: dict[str, str]) -> dict:
@@ -213,7 +213,7 @@ def main() -> None:
         table = {"teacher": {k: round(headline(task_items(teacher, t)), 2) for k, t in names.items()}}
         # speed first, the teacher's settings and its students timed in the same rounds; the teacher's
         # fastest int8 setting is then scored as a point of the frontier
-        timed = teacher_settings(teacher_name)
+        timed = teacher_settings(teacher_name, args.data_dir)
         timed |= {row: (SentenceTransformer(str(f[0]), device="cpu"), STATIC_BATCH_SIZE) for row, f in students.items()}
         measured = rates(timed, texts, 3)
         del timed

@@ -241,6 +241,37 @@ def test_a_teacher_setting_at_its_default_leaves_a_runs_fingerprint_as_it_was(ti
     assert run_fingerprint(other)["config_sha256"] != run_fingerprint(plain)["config_sha256"]
 
 
+def test_an_int8_static_teachers_calibration_is_in_the_runs_fingerprint(tiny_backbone, tmp_path):
+    """data.data_dir is not a learned setting, but an int8-static teacher calibrates on its Wikipedia
+    sentences: two data folders whose sentences differ give two fingerprints (a finished run is not found
+    for the other), the same config hash; another setting reads no calibration."""
+    from sentlab.training.run_folder import run_fingerprint
+
+    train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS})
+
+    def config(folder, setting):
+        cfg = supervised(
+            tmp_path,
+            tiny_backbone,
+            train,
+            ["a", "p"],
+            loss="MSELoss",
+            teacher=str(tiny_backbone),
+            teacher_setting=setting,
+        )
+        return cfg.model_copy(update={"data": cfg.data.model_copy(update={"data_dir": str(folder)})})
+
+    for folder, word in (("one", "red"), ("two", "blue")):
+        (tmp_path / folder / "wikipedia").mkdir(parents=True)
+        lines = [f"a {word} sentence number {i}" for i in range(12)]
+        (tmp_path / folder / "wikipedia" / "wiki_sentences.txt").write_text("\n".join(lines) + "\n")
+    one = run_fingerprint(config(tmp_path / "one", "openvino int8-static"))
+    two = run_fingerprint(config(tmp_path / "two", "openvino int8-static"))
+    assert one["config_sha256"] == two["config_sha256"]
+    assert one["teacher_calibration_sha256"] != two["teacher_calibration_sha256"]
+    assert "teacher_calibration_sha256" not in run_fingerprint(config(tmp_path / "one", "openvino int8"))
+
+
 @pytest.mark.parametrize("loss", ["MSELoss", "EmbedDistillLoss"])
 def test_a_negative_under_an_embedding_distillation_is_refused(loss, tiny_backbone, tmp_path):
     """MSE / EmbedDistill pull every column toward the teacher's embedding of the first: a negative

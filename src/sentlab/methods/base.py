@@ -103,6 +103,9 @@ class Method:
     # the saved model ends in the start model's Normalize module when it had one (cosine scores do not
     # change); False where the model's scores read the embeddings' length as training saw it
     keeps_start_normalize: ClassVar[bool] = True
+    # the checkpoint a --resume restores the model and the loss state from (set by the engine before the
+    # trainer is built): what it restores need not be prepared again
+    resume_from: str | None = None
 
     def __init__(self, cfg: TrainConfig, paths: RunPaths):
         if not isinstance(cfg, self.config_class):

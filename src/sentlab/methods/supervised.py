@@ -573,6 +573,7 @@ class Supervised(Method):
                 update["train"] = cfg.train.model_copy(update={"mini_batch_size": None})
             kept[name] = type(self)(cfg.model_copy(update=update), self.paths)
             kept[name].set_name = name
+            kept[name].resume_from = self.resume_from
         return kept[name]
 
     def in_set(self, name: str, call: Callable[[Supervised], Any]) -> Any:
@@ -855,6 +856,9 @@ class Supervised(Method):
             "from_cache": cache.encoded == 0,
             "seconds": round(seconds, 1),
         }
+        calibrated = getattr(teacher, "sentlab_inference", {}).get("calibration_sha256")
+        if calibrated:  # int8-static: the sentences its ranges came from (data.data_dir's Wikipedia)
+            self.labelling["calibration_sha256"] = calibrated
         say(
             f"supervised.teacher: {len(table):,} rows labelled in {seconds:.1f} s "
             + ("(read from the embedding cache)" if cache.encoded == 0 else f"({cache.encoded:,} texts encoded)")
@@ -1031,10 +1035,9 @@ class Supervised(Method):
         ``projection_init[-SET].safetensors`` and loaded through the loss's own ``load_projection``;
         ``projection_init[-SET].json`` holds the rows, the prompts, alpha, the condition number of the
         system the ridge solves, the weights' norm and the MSE of the random and the fitted projection, on
-        the rows and on a tenth (drawn with seed 0) held out of a second fit. A run with checkpoints (a
-        resume, which must keep its settings) is not fitted again: its checkpoint restores the projection as
-        trained. The fit is of the MSE, whatever distance the loss trains (EmbedDistillLoss's cosine
-        included)."""
+        the rows and on a tenth (drawn with seed 0) held out of a second fit. A resumed run
+        (:attr:`resume_from`) is not fitted again: its checkpoint restores the projection as trained. The
+        fit is of the MSE, whatever distance the loss trains (EmbedDistillLoss's cosine included)."""
         import tempfile
         import time
 
@@ -1046,13 +1049,12 @@ class Supervised(Method):
         from sentlab.encoders.loading import finite_length
         from sentlab.encoders.prompts import role_prompt
         from sentlab.paths import atomic_path, json_text, write_text_atomic
-        from sentlab.training.run_folder import checkpoint_folders
 
         suffix = f"-{self.set_name}" if self.set_name else ""
-        if self.paths is not None and checkpoint_folders(self.paths.checkpoints):
+        if self.resume_from is not None:
             say(
-                f"supervised.projection_init: not fitted again on resume; the checkpoint restores the projection "
-                f"as trained (the fit: {self.paths.root / f'projection_init{suffix}.json'})"
+                f"supervised.projection_init: not fitted again on resume; {Path(self.resume_from).name} restores "
+                f"the projection as trained (the first fit: projection_init{suffix}.json)"
             )
             return
         found = [self.fit_rows] if self.fit_rows else []

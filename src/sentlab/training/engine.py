@@ -565,7 +565,9 @@ def _train(cfg: TrainConfig, paths: RunPaths, checkpoint: str | None, created: b
     started = time.time() - 1  # files of this run are written after it (1 s: file systems' coarse mtimes)
     say(f"training {cfg.method} into {paths.root}" + (f" from {Path(checkpoint).name}" if checkpoint else ""))
     try:
-        trainer = build_trainer(cfg, paths)
+        method = get_method(cfg.method)(cfg, paths)
+        method.resume_from = checkpoint  # what the checkpoint restores, the method need not prepare
+        trainer = build_trainer(cfg, paths, method=method)
         every = trainer.args.save_steps
         say(
             f"a checkpoint every {every} steps: a crash loses at most the {every} steps since the last one, "

@@ -136,7 +136,28 @@ def run_fingerprint(cfg) -> dict[str, str]:
     weights = local_models(cfg)
     if weights:  # a local start model, teacher or guide by its files, not its path (a hub id is its name)
         found["models_sha256"] = weights
+    if "openvino int8-static" in teacher_settings(cfg.model_dump()):
+        # its ranges come from the data folder's Wikipedia sentences, a folder NOT_LEARNED leaves out
+        from sentlab.encoders.backends import calibration_sentences
+        from sentlab.errors import ModelLoadError
+
+        try:
+            sentences = calibration_sentences(cfg.data.data_dir)
+        except ModelLoadError:  # no such file: labelling says so in one line, where the setting is read
+            sentences = None
+        if sentences is not None:
+            found["teacher_calibration_sha256"] = hashlib.sha256("\n".join(sentences).encode()).hexdigest()
     return found
+
+
+def teacher_settings(tree: Any) -> set[str]:
+    """Every ``teacher_setting`` a config tree names (``supervised``'s, ``rankcse``'s, a training set's)."""
+    if isinstance(tree, dict):
+        found = {tree["teacher_setting"]} if isinstance(tree.get("teacher_setting"), str) else set()
+        return found.union(*(teacher_settings(v) for v in tree.values()))
+    if isinstance(tree, list):
+        return set().union(*(teacher_settings(v) for v in tree))
+    return set()
 
 
 # the config's keys that name a model the run learns from or against (* for each training set's name)

@@ -297,9 +297,12 @@ def test_tf32_is_refused_without_a_gpu():
         check_backend("torch", "tf32", None)
 
 
-def test_an_int8_static_teacher_calibrates_on_the_runs_data_folder(tiny_backbone_no_dropout, tmp_path, monkeypatch):
+def test_an_openvino_int8_static_teacher_calibrates_on_the_runs_data_folder(
+    tiny_backbone_no_dropout, tmp_path, monkeypatch
+):
     """A training run's ``data.data_dir`` holds the Wikipedia sentences its int8-static teacher calibrates
     on, not ``$SENTLAB_DATA`` (which here has none: reading it would be the one-line error)."""
+    pytest.importorskip("openvino")
     from sentlab.encoders import backends
     from sentlab.methods import base
 

@@ -487,8 +487,9 @@ def load_teacher(
     backend, precision = setting.split()
     if setting == "torch fp32":
         return load_encoder(name, trust_remote_code=trust_remote_code)
-    from sentlab.encoders.backends import accelerate, calibration_sentences
+    from sentlab.encoders.backends import accelerate, calibration_sentences, require_extra
 
+    require_extra(backend)  # a missing extra is the one line, before the calibration file is read
     calibration = calibration_sentences(data_dir) if precision == "int8-static" else None
     model = load_encoder(name, device="cpu", trust_remote_code=trust_remote_code)
     return accelerate(model, backend, precision, calibration=calibration)

@@ -653,6 +653,9 @@ def test_a_least_squares_projection_starts_at_the_best_linear_map_to_the_teacher
     assert np.abs(plain_fit - fitted).max() > 10 * 1e-3 * np.abs(weight).max()
     assert record["rows"] == len(texts) and record["mse_fitted"] < record["mse_random_projection"]
     assert record["mse_fitted_held_out"] < record["mse_random_projection"] and record["held_out_rows"] == 6
+    held = labels[np.random.default_rng(0).permutation(len(texts))[:6]]  # the tenth held out, as drawn there
+    spread = np.mean([np.var(column) for column in held.T])  # each dimension's variance, averaged
+    assert record["r2_held_out"] == pytest.approx(1 - record["mse_fitted_held_out"] / spread, rel=1e-9)
     assert (run / "projection_init.safetensors").is_file()
     torch.manual_seed(0)
     plain = Supervised(config(tmp_path / "r"), engine.RunPaths(tmp_path / "r"))

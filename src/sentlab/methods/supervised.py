@@ -1107,6 +1107,8 @@ class Supervised(Method):
         held, kept = order[: max(1, len(texts) // 10)], order[max(1, len(texts) // 10) :]
         probe = Ridge(alpha=shift * len(kept)).fit(student[kept], targets[kept])
         held_out_mse = float(((probe.predict(student[held]) - targets[held]) ** 2).mean())
+        # the share of the held-out labels' variance the map explains (R^2, all dimensions pooled)
+        spread = float(((targets[held] - targets[held].mean(0)) ** 2).mean())
         fit = Ridge(alpha=alpha).fit(student, targets)
         fitted_mse = float(((fit.predict(student) - targets) ** 2).mean())
         weights = {
@@ -1130,6 +1132,7 @@ class Supervised(Method):
             "mse_random_projection": random_mse,
             "mse_fitted": fitted_mse,
             "mse_fitted_held_out": held_out_mse,
+            "r2_held_out": 1 - held_out_mse / spread if spread > 0 else None,
             "held_out_rows": len(held),
             "seconds": round(time.perf_counter() - started, 1),
         }
@@ -1138,7 +1141,7 @@ class Supervised(Method):
         say(
             f"supervised.projection_init: least_squares on {len(texts):,} rows: MSE to the teacher "
             f"{random_mse:.3g} (the random projection) -> {fitted_mse:.3g} (fitted; {held_out_mse:.3g} on "
-            f"{len(held):,} rows held out of a second fit), {record['seconds']} s"
+            f"{len(held):,} rows held out of a second fit, R^2 {record['r2_held_out'] or 0:.3f}), {record['seconds']} s"
         )
 
 

@@ -162,6 +162,8 @@ def main() -> None:
     for seed in seeds:
         folder = out / f"trained-seed-{seed}"
         labels = ["--label-backend", backend, "--label-precision", precision]
+        if precision == "int8-static" and args.data_dir:  # its calibration: the study's data folder
+            labels += ["--data-dir", args.data_dir]
         sentlab(["distill-static", *base, "--train", "--seed", str(seed), *labels, "--output", str(folder)])
         students["trained"].append(folder)
 

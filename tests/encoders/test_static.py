@@ -115,6 +115,7 @@ def test_options_that_mean_nothing_for_a_static_model_are_one_line(student, tmp_
             "give --train, or leave",
         ),
         (["--no-cache"], "--no-cache keeps --train's labels out of the embedding cache"),
+        (["--data-dir", "elsewhere"], "--data-dir holds the Wikipedia sentences --label-precision int8-static"),
         (["--label-precision", "int8"], "--label-backend torch --label-precision int8: not a setting a teacher labels"),
     ],
 )

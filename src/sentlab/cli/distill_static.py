@@ -57,6 +57,11 @@ def cmd_distill_static(args: argparse.Namespace) -> int:
             "--label-backend / --label-precision choose the runtime the teacher labels --train's sentences in; "
             "give --train, or leave them out"
         )
+    if args.data_dir is not None and args.label_precision != "int8-static":
+        raise ConfigError(
+            "--data-dir holds the Wikipedia sentences --label-precision int8-static calibrates on; give that "
+            "precision, or leave --data-dir out"
+        )
     if args.corpus and not Path(args.corpus).is_file():
         raise ConfigError(f"{args.corpus}: file not found")
     output = Path(args.output)
@@ -153,7 +158,7 @@ def teacher_labels(teacher, texts: list[str], args: argparse.Namespace) -> tuple
 
     setting = f"{args.label_backend} {args.label_precision}"
     if setting != "torch fp32":
-        teacher = load_teacher(args.model, setting, args.trust_remote_code)
+        teacher = load_teacher(args.model, setting, args.trust_remote_code, args.data_dir)
     store = None if args.no_cache else EmbeddingStore.default()
     cache = EmbeddingCache(teacher, max_rows=0, store=store, min_store_rows=1)
     say(f"the teacher labels {len(texts):,} sentences of {args.corpus} ({setting} on {teacher.device})")
@@ -166,6 +171,9 @@ def teacher_labels(teacher, texts: list[str], args: argparse.Namespace) -> tuple
         "texts_encoded": cache.encoded,
         "from_cache": cache.encoded == 0,
     }
+    calibrated = getattr(teacher, "sentlab_inference", {}).get("calibration_sha256")
+    if calibrated:  # int8-static: the sentences its ranges came from (--data-dir's Wikipedia)
+        labelling["calibration_sha256"] = calibrated
     return targets, labelling
 
 
@@ -207,6 +215,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="fp32",
         help="--train: the labels' precision in --label-backend (int8: onnx or openvino; int8-static: openvino); "
         "check first that it keeps your teacher's embeddings (the distillation guide: the teacher's setting)",
+    )
+    p.add_argument(
+        "--data-dir",
+        default=None,
+        help="--label-precision int8-static: the data folder whose Wikipedia sentences calibrate it "
+        "(default: $SENTLAB_DATA or ../shared/data)",
     )
     p.add_argument(
         "--no-cache",

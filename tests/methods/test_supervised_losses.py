@@ -245,6 +245,7 @@ def test_an_int8_static_teachers_calibration_is_in_the_runs_fingerprint(tiny_bac
     """data.data_dir is not a learned setting, but an int8-static teacher calibrates on its Wikipedia
     sentences: two data folders whose sentences differ give two fingerprints (a finished run is not found
     for the other), the same config hash; another setting reads no calibration."""
+    pytest.importorskip("nncf")  # the digest names NNCF's version, as the labels' own record does
     from sentlab.training.run_folder import run_fingerprint
 
     train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS})

@@ -169,10 +169,12 @@ def test_each_kind_of_start_model_resumes_and_reproduces(kind, tiny, tiny_static
 
 
 @pytest.mark.slow
-def test_a_fitted_projection_resumes_as_trained_and_reproduces(tiny, tmp_path, monkeypatch):
+@pytest.mark.parametrize("form", ["one loss", "a loss per set"])
+def test_a_fitted_projection_resumes_as_trained_and_reproduces(form, tiny, tmp_path, monkeypatch):
     """MSE onto a teacher through a projection fitted before training (supervised.projection_init
-    least_squares): a resume from step 2 ends with the projection of the uninterrupted step 3 (restored as
-    trained, not fitted again: the fit alone is ~lr per step away), and the run's second use holds."""
+    least_squares), one loss or one per training set (each its own projection): a resume from step 2
+    ends with the projections of the uninterrupted step 3 (restored as trained, not fitted again: the fit
+    alone is ~lr per step away), and the run's second use holds."""
     from safetensors.torch import load_file
     from transformers import AutoConfig
 
@@ -188,12 +190,20 @@ def test_a_fitted_projection_resumes_as_trained_and_reproduces(tiny, tmp_path, m
         "loss_args": {"projection_dim": AutoConfig.from_pretrained(backbone).hidden_size},
         "projection_init": "least_squares",
     }
+    fits = {"": 48}
+    if form == "a loss per set":  # blue's teacher is a copy: another loss, another projection
+        shutil.copytree(backbone, tmp_path / "teacher-copy")
+        blue = {"train": str(write_pairs(tmp_path / "b.jsonl", "the", 24)), "columns": ["q"]}
+        tree["data"] = {"sets": {"red": {"train": tree["data"]["train"], "columns": ["q"]}, "blue": blue}}
+        tree["data"]["sets"]["blue"]["teacher"] = str(tmp_path / "teacher-copy")
+        fits = {"-red": 48, "-blue": 24}
     tree["train"].update(max_steps=3, save_steps=1, eval_steps=1)
     cfg = validate_config(tree)
     paths = engine.train(cfg, evaluate=False)
     last = checkpoint_folders(paths.checkpoints)[-1]
     uninterrupted = load_file(str(last / LOSS_STATE_FILE))
-    assert json.loads((paths.root / "projection_init.json").read_text())["rows"] == 48
+    for suffix, rows in fits.items():
+        assert json.loads((paths.root / f"projection_init{suffix}.json").read_text())["rows"] == rows
     shutil.rmtree(last)
     shutil.rmtree(paths.model)
     import sklearn.linear_model

@@ -281,7 +281,8 @@ def calibration_sentences(root: str | Path | None = None) -> list[str]:
     path = data_dir(root) / "wikipedia" / "wiki_sentences.txt"
     if not path.is_file():
         raise ModelLoadError(
-            f"--precision int8-static calibrates on {path}, which is not there (sentlab data download wikipedia)"
+            f"int8-static calibrates on {path}, which is not there (the data folder: --data-dir or data.data_dir, "
+            "else $SENTLAB_DATA; sentlab data download wikipedia)"
         )
     table = sentence_table(path)
     return table.select(calibration_rows(len(table), size=CALIBRATION_SENTENCES))["sentence"]

@@ -1141,7 +1141,9 @@ class Supervised(Method):
         say(
             f"supervised.projection_init: least_squares on {len(texts):,} rows: MSE to the teacher "
             f"{random_mse:.3g} (the random projection) -> {fitted_mse:.3g} (fitted; {held_out_mse:.3g} on "
-            f"{len(held):,} rows held out of a second fit, R^2 {record['r2_held_out'] or 0:.3f}), {record['seconds']} s"
+            f"{len(held):,} rows held out of a second fit, R^2 "
+            + ("n/a" if record["r2_held_out"] is None else f"{record['r2_held_out']:.3f}")
+            + f"), {record['seconds']} s"
         )
 
 

@@ -137,16 +137,12 @@ def run_fingerprint(cfg) -> dict[str, str]:
     if weights:  # a local start model, teacher or guide by its files, not its path (a hub id is its name)
         found["models_sha256"] = weights
     if "openvino int8-static" in teacher_settings(cfg.model_dump()):
-        # its ranges come from the data folder's Wikipedia sentences, a folder NOT_LEARNED leaves out
-        from sentlab.encoders.backends import calibration_sentences
-        from sentlab.errors import ModelLoadError
+        # its ranges come from the data folder's Wikipedia sentences (a folder NOT_LEARNED leaves out) by
+        # NNCF's recipe: the digest its labels record (a missing file or extra: the one line that says so)
+        from sentlab.encoders.backends import calibration_digest, calibration_sentences, require_extra
 
-        try:
-            sentences = calibration_sentences(cfg.data.data_dir)
-        except ModelLoadError:  # no such file: labelling says so in one line, where the setting is read
-            sentences = None
-        if sentences is not None:
-            found["teacher_calibration_sha256"] = hashlib.sha256("\n".join(sentences).encode()).hexdigest()
+        require_extra("openvino")
+        found["teacher_calibration_sha256"] = calibration_digest(calibration_sentences(cfg.data.data_dir))
     return found
 
 

@@ -53,6 +53,13 @@ def supervised(tmp_path, backbone, train, columns, **section):
     return supervised_config(tmp_path, backbone, train, columns, max_steps=1, batch_size=4, **section)
 
 
+def mse_onto(tmp_path, teacher, train, setting: str):
+    """MSE of columns a and p onto ``teacher`` (which is the start model too), labelled in ``setting``."""
+    return supervised(
+        tmp_path, teacher, train, ["a", "p"], loss="MSELoss", teacher=str(teacher), teacher_setting=setting
+    )
+
+
 def step(method, model, dataset):
     """The loss of the first four rows as the trainer hands them to it, back-propagated."""
     loss = method.training_loss(model)
@@ -195,15 +202,7 @@ def test_the_teacher_labels_in_its_setting_under_that_settings_cache_key(tiny_ba
     train = table(tmp_path / "rows.jsonl", data)
     records, labels = {}, {}
     for setting in ("onnx int8", "torch fp32"):
-        cfg = supervised(
-            tmp_path,
-            tiny_backbone,
-            train,
-            ["a", "p"],
-            loss="MSELoss",
-            teacher=str(tiny_backbone),
-            teacher_setting=setting,
-        )
+        cfg = mse_onto(tmp_path, tiny_backbone, train, setting)
         run = tmp_path / setting.replace(" ", "-")
         run.mkdir()
         labels[setting] = torch.tensor(Supervised(cfg, engine.RunPaths(run)).train_dataset()["label"])
@@ -229,15 +228,7 @@ def test_a_teacher_setting_at_its_default_leaves_a_runs_fingerprint_as_it_was(ti
     train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS})
     plain = supervised(tmp_path, tiny_backbone, train, ["a", "p"], loss="MSELoss", teacher=str(tiny_backbone))
     assert "teacher_setting" not in as_fingerprinted(plain.model_dump())["supervised"]
-    other = supervised(
-        tmp_path,
-        tiny_backbone,
-        train,
-        ["a", "p"],
-        loss="MSELoss",
-        teacher=str(tiny_backbone),
-        teacher_setting="onnx int8",
-    )
+    other = mse_onto(tmp_path, tiny_backbone, train, "onnx int8")
     assert run_fingerprint(other)["config_sha256"] != run_fingerprint(plain)["config_sha256"]
 
 
@@ -251,15 +242,7 @@ def test_an_int8_static_teachers_calibration_is_in_the_runs_fingerprint(tiny_bac
     train = table(tmp_path / "rows.jsonl", {"a": WORDS, "p": WORDS})
 
     def config(folder, setting):
-        cfg = supervised(
-            tmp_path,
-            tiny_backbone,
-            train,
-            ["a", "p"],
-            loss="MSELoss",
-            teacher=str(tiny_backbone),
-            teacher_setting=setting,
-        )
+        cfg = mse_onto(tmp_path, tiny_backbone, train, setting)
         return cfg.model_copy(update={"data": cfg.data.model_copy(update={"data_dir": str(folder)})})
 
     for folder, word in (("one", "red"), ("two", "blue")):
@@ -605,6 +588,16 @@ def test_a_local_teacher_is_named_on_the_card_and_known_by_its_files(tiny_backbo
     assert run_fingerprint(cfg)["config_sha256"] == before["config_sha256"]
 
 
+def fitted_projection(teacher) -> dict:
+    """A supervised section: MSE onto ``teacher``'s 32 dimensions through a projection fitted first."""
+    return {
+        "loss": "MSELoss",
+        "teacher": str(teacher),
+        "loss_args": {"projection_dim": 32},
+        "projection_init": "least_squares",
+    }
+
+
 def test_a_least_squares_projection_starts_at_the_best_linear_map_to_the_teachers_labels(tiny_backbone, tmp_path):
     """supervised.projection_init least_squares: before any step the loss's projection is the ridge
     least-squares map from the start model's embeddings S (encoded as training reads them: data.prompts
@@ -691,14 +684,7 @@ def test_sets_sharing_one_projection_fit_it_with_each_sets_own_prompt(tiny_backb
         "red": {"train": str(table(tmp_path / "red.jsonl", {"t": red})), "columns": ["t"], "prompts": "red: "},
         "blue": {"train": str(table(tmp_path / "blue.jsonl", {"t": blue})), "columns": ["t"], "prompts": "blue: "},
     }
-    section = {
-        "supervised": {
-            "loss": "MSELoss",
-            "teacher": str(teacher),
-            "loss_args": {"projection_dim": 32},
-            "projection_init": "least_squares",
-        }
-    }
+    section = {"supervised": fitted_projection(teacher)}
     run = tmp_path / "run"
     run.mkdir()
     cfg = method_config("supervised", tiny_backbone, "", run, section=section, data={"sets": sets}, max_steps=1)
@@ -758,12 +744,7 @@ def test_a_static_student_fits_its_projection_on_whole_texts(tiny_static, tiny_b
         "data": {"train": str(train), "columns": ["t"]},
         "train": {"output_dir": str(tmp_path / "run"), "max_steps": 1, "batch_size": 8},
         "eval": {"dev_task": "none", "final_tasks": []},
-        "supervised": {
-            "loss": "MSELoss",
-            "teacher": str(tiny_backbone),
-            "loss_args": {"projection_dim": 32},
-            "projection_init": "least_squares",
-        },
+        "supervised": fitted_projection(tiny_backbone),
     }
     run = tmp_path / "run"
     run.mkdir()

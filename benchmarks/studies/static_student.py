@@ -89,9 +89,10 @@ def teacher_settings(name: str, data_dir: str | None = None) -> dict[str, tuple[
     return found
 
 
-def fraction_cells(runs: list[dict], teacher: dict, names: dict[str, str]) -> dict:
+def fraction_cells(runs: list[dict], teacher: dict, names: dict[str, str], key: str = "fraction_of_teacher") -> dict:
     """Each task's mean score of ``runs`` (seeds) as a fraction of ``teacher``'s, with the 95 % interval of
-    the difference over seeds and items (sentlab's multi-bootstrap) divided by the teacher's score."""
+    the difference over seeds and items (sentlab's multi-bootstrap) divided by the teacher's score; the
+    fraction named ``key`` (static_potion's reference is all-MiniLM-L6-v2, whichever the teacher)."""
     from sentlab.evaluation.uncertainty import headline, seed_item_difference
     from sentlab.reporting.claims import task_items
 
@@ -103,7 +104,7 @@ def fraction_cells(runs: list[dict], teacher: dict, names: dict[str, str]) -> di
         cells[key] = {
             "per_seed": [round(headline(r), 2) for r in items],
             "mean": round(statistics.mean(headline(r) for r in items), 2),
-            "fraction_of_teacher": round(1 + d["difference"] / base, 3),
+            key: round(1 + d["difference"] / base, 3),
             "fraction_ci95": [round(1 + d["low"] / base, 3), round(1 + d["high"] / base, 3)],
         }
     return cells

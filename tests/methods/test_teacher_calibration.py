@@ -23,8 +23,15 @@ def seen(monkeypatch):
     real = base.load_teacher
 
     def recorded(name, setting, trust_remote_code, data_dir=None):
+        from sentlab.rank.index import encoder_fingerprint
+
         folders.append(None if data_dir is None else str(data_dir))
-        return real(name, "torch fp32", trust_remote_code)
+        model = real(name, "torch fp32", trust_remote_code)
+        # as accelerate marks an int8-static model: its fingerprint and its calibration's digest
+        digest, weights = f"calibrated on {data_dir}", encoder_fingerprint(model)
+        model.sentlab_inference = {"backend": "torch", "precision": "fp32", "calibration_sha256": digest}
+        model.sentlab_inference["fingerprint"] = weights + digest
+        return model
 
     for module in ("sentlab.methods.base", "sentlab.methods.supervised", "sentlab.methods.rankcse"):
         monkeypatch.setattr(f"{module}.load_teacher", recorded)
@@ -39,8 +46,11 @@ def test_supervised_labels_with_the_runs_data_folder(tiny_backbone, tmp_path, se
     }
     data = {"columns": ["t"], "data_dir": str(tmp_path / "data")}
     cfg = method_config("supervised", tiny_backbone, rows, tmp_path / "run", section=section, data=data, max_steps=1)
+    (tmp_path / "run").mkdir()
     Supervised(cfg, engine.RunPaths(tmp_path / "run")).train_dataset()
     assert seen == [str(tmp_path / "data")]
+    labelled = json.loads((tmp_path / "run" / "teacher_labels.json").read_text())
+    assert labelled["calibration_sha256"] == f"calibrated on {tmp_path / 'data'}"  # what ran, recorded
 
 
 def test_rankcse_encodes_its_teachers_with_the_runs_data_folder(tiny_backbone, corpus_file, tmp_path, seen):
@@ -62,3 +72,5 @@ def test_distill_static_labels_with_its_data_dir(corpus_file, tmp_path, seen):
     argv += ["--label-backend", "openvino", "--label-precision", "int8-static", "--data-dir", str(tmp_path / "d")]
     assert main([*argv, "--output", str(tmp_path / "student"), "--no-cache"]) == 0
     assert seen == [str(tmp_path / "d")]
+    labels = json.loads((tmp_path / "student" / "distill.json").read_text())["labels"]
+    assert labels["calibration_sha256"] == f"calibrated on {tmp_path / 'd'}"

@@ -151,7 +151,7 @@ def teacher_labels(teacher, texts: list[str], args: argparse.Namespace) -> tuple
     import numpy as np
 
     from sentlab.cache import EmbeddingStore
-    from sentlab.encoders.backends import inference_setting
+    from sentlab.encoders.backends import calibration_of, inference_setting
     from sentlab.evaluation.scoring import EmbeddingCache
     from sentlab.methods.base import load_teacher
     from sentlab.progress import say
@@ -171,9 +171,8 @@ def teacher_labels(teacher, texts: list[str], args: argparse.Namespace) -> tuple
         "texts_encoded": cache.encoded,
         "from_cache": cache.encoded == 0,
     }
-    calibrated = getattr(teacher, "sentlab_inference", {}).get("calibration_sha256")
-    if calibrated:  # int8-static: the sentences its ranges came from (--data-dir's Wikipedia)
-        labelling["calibration_sha256"] = calibrated
+    if calibration_of(teacher):  # int8-static: the sentences its ranges came from (--data-dir's)
+        labelling["calibration_sha256"] = calibration_of(teacher)
     return targets, labelling
 
 

@@ -505,6 +505,11 @@ def accelerate(
     return model
 
 
+def calibration_of(model) -> str | None:
+    """The sha256 of an int8-static model's calibration (:func:`calibration_digest`); None otherwise."""
+    return (getattr(model, "sentlab_inference", None) or {}).get("calibration_sha256")
+
+
 def inference_setting(model) -> dict:
     """Backend and precision a model runs with (torch fp32 unless :func:`accelerate` changed it)."""
     info = getattr(model, "sentlab_inference", None)

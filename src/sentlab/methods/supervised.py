@@ -795,7 +795,7 @@ class Supervised(Method):
         import torch
 
         from sentlab.cache import EmbeddingStore
-        from sentlab.encoders.backends import inference_setting
+        from sentlab.encoders.backends import calibration_of, inference_setting
         from sentlab.encoders.loading import is_cross_encoder
         from sentlab.encoders.prompts import check_prompts_apply, prompted, role_prompt
         from sentlab.evaluation.scoring import EmbeddingCache
@@ -856,9 +856,8 @@ class Supervised(Method):
             "from_cache": cache.encoded == 0,
             "seconds": round(seconds, 1),
         }
-        calibrated = getattr(teacher, "sentlab_inference", {}).get("calibration_sha256")
-        if calibrated:  # int8-static: the sentences its ranges came from (data.data_dir's Wikipedia)
-            self.labelling["calibration_sha256"] = calibrated
+        if calibration_of(teacher):  # int8-static: the sentences its ranges came from (data.data_dir's)
+            self.labelling["calibration_sha256"] = calibration_of(teacher)
         say(
             f"supervised.teacher: {len(table):,} rows labelled in {seconds:.1f} s "
             + ("(read from the embedding cache)" if cache.encoded == 0 else f"({cache.encoded:,} texts encoded)")

@@ -19,6 +19,7 @@ checkpoint and is not one. sentlab therefore:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from transformers import TrainerCallback
@@ -26,9 +27,17 @@ from transformers.trainer_utils import rotate_checkpoints
 
 from sentlab.encoders.weights import safetensors_problem
 from sentlab.paths import write_text_atomic
-from sentlab.training.run_folder import checkpoint_folders
 
 COMPLETE_MARKER = "sentlab_checkpoint.json"
+CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")
+
+
+def checkpoint_folders(folder: Path) -> list[Path]:
+    """The ``checkpoint-N`` folders of a run's checkpoints folder, by step."""
+    if not folder.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := CHECKPOINT_NAME.match(p.name))]
+    return [p for _, p in sorted(found)]
 
 
 def mark_complete(checkpoint: Path, step: int) -> None:

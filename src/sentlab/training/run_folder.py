@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,17 +55,6 @@ class RunPaths:
             return self.root / RUN_FILES[name]
         except KeyError:
             raise AttributeError(name) from None
-
-
-CHECKPOINT_NAME = re.compile(r"^checkpoint-(\d+)$")
-
-
-def checkpoint_folders(folder: Path) -> list[Path]:
-    """The ``checkpoint-N`` folders of a run's checkpoints folder, by step."""
-    if not folder.is_dir():
-        return []
-    found = [(int(m.group(1)), p) for p in folder.iterdir() if p.is_dir() and (m := CHECKPOINT_NAME.match(p.name))]
-    return [p for _, p in sorted(found)]
 
 
 def add_run_files(files: dict[str, str]) -> None:
@@ -136,7 +124,8 @@ def run_fingerprint(cfg) -> dict[str, str]:
     weights = local_models(cfg)
     if weights:  # a local start model, teacher or guide by its files, not its path (a hub id is its name)
         found["models_sha256"] = weights
-    if "openvino int8-static" in teacher_settings(cfg.model_dump()):
+    settings = {getattr(getattr(cfg, section, None), "teacher_setting", None) for section in ("supervised", "rankcse")}
+    if "openvino int8-static" in settings:  # a key that is idle is refused, so this one is read
         # its ranges come from the data folder's Wikipedia sentences (a folder NOT_LEARNED leaves out) by
         # NNCF's recipe: the digest its labels record (a missing file or extra: the one line that says so)
         from sentlab.encoders.backends import calibration_digest, calibration_sentences, require_extra
@@ -144,16 +133,6 @@ def run_fingerprint(cfg) -> dict[str, str]:
         require_extra("openvino")
         found["teacher_calibration_sha256"] = calibration_digest(calibration_sentences(cfg.data.data_dir))
     return found
-
-
-def teacher_settings(tree: Any) -> set[str]:
-    """Every ``teacher_setting`` a config tree names (``supervised``'s, ``rankcse``'s, a training set's)."""
-    if isinstance(tree, dict):
-        found = {tree["teacher_setting"]} if isinstance(tree.get("teacher_setting"), str) else set()
-        return found.union(*(teacher_settings(v) for v in tree.values()))
-    if isinstance(tree, list):
-        return set().union(*(teacher_settings(v) for v in tree))
-    return set()
 
 
 # the config's keys that name a model the run learns from or against (* for each training set's name)
